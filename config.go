@@ -1,0 +1,165 @@
+package coordination
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spate-go/coordination/internal/naming"
+)
+
+// InstanceIDMaxLen is the longest a Config.InstanceID may be, in bytes.
+const InstanceIDMaxLen = 128
+
+// Config configures one worker. Start from [DefaultConfig]: numeric fields are
+// never defaulted from their zero value. Only InstanceID, RebalanceDelay,
+// Clock, Logger and Metrics accept their zero value.
+type Config struct {
+	// InstanceID names the worker: 1..128 bytes of [A-Za-z0-9_-], unique among
+	// live workers of the job. Reusing it across restarts is encouraged (fast
+	// reclaim). Default "": actors.Spawn generates "spate-" + 32 random hex
+	// characters.
+	InstanceID string
+	// LeaseDuration is the lease and presence TTL, and so the takeover latency
+	// after a crash. It must equal the store's LeaseTTL. Default 30s; at
+	// least 300ms and at least 2 x OpTimeout.
+	LeaseDuration time.Duration
+	// OpTimeout bounds one store operation in real time. Default 10s; at
+	// least 50ms.
+	OpTimeout time.Duration
+	// MaxAttempts is the number of delivery attempts before a split is
+	// quarantined. Default 4; at least 1.
+	MaxAttempts uint32
+	// MaxInFlight is the most splits this worker holds at once, draining ones
+	// included; it is advertised to the leader. Default 8; at least 1.
+	MaxInFlight int
+	// ReplanInterval is the leader's replan cadence while the plan is open.
+	// Default 60s; at least LeaseDuration.
+	ReplanInterval time.Duration
+	// ReconcileInterval is the cadence of the listing backstop for missed
+	// watch events. Default 30s; at least 2 x OpTimeout (so 0 is rejected).
+	ReconcileInterval time.Duration
+	// StartupMaxAttempts is the attempt budget of each startup phase.
+	// Default 8; at least 1.
+	StartupMaxAttempts int
+	// RebalanceDelay is how long a crashed worker's splits are withheld
+	// before they are reassigned. Default 20s; 0 reassigns at once; negative
+	// is rejected.
+	RebalanceDelay time.Duration
+	// DrainDeadline is the deadline of a live revocation and the silence
+	// timeout of a cancelled one. Default 10s; at least OpTimeout; it may
+	// exceed LeaseDuration.
+	DrainDeadline time.Duration
+	// Clock governs every protocol timer. nil means the real clock. A mock
+	// clock is supported only with memstore sharing the same clock.
+	Clock clock.Clock
+	// Logger receives the coordinator's logs. nil discards them.
+	Logger *slog.Logger
+	// Metrics registers the coordination_* metric families. nil records no
+	// metrics.
+	Metrics prometheus.Registerer
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		LeaseDuration:      30 * time.Second,
+		OpTimeout:          10 * time.Second,
+		MaxAttempts:        4,
+		MaxInFlight:        8,
+		ReplanInterval:     60 * time.Second,
+		ReconcileInterval:  30 * time.Second,
+		StartupMaxAttempts: 8,
+		RebalanceDelay:     20 * time.Second,
+		DrainDeadline:      10 * time.Second,
+	}
+}
+
+// Validate checks the configuration and returns the first violated rule as
+// *Error of kind Fatal naming the field, the rule and the value. It never
+// mutates c.
+func (c Config) Validate() error {
+	for _, rule := range []func(Config) string{
+		func(c Config) string { // V1
+			return atLeast("OpTimeout", c.OpTimeout, 50*time.Millisecond)
+		},
+		func(c Config) string { // V2
+			return atLeast("LeaseDuration", c.LeaseDuration, 300*time.Millisecond)
+		},
+		func(c Config) string { // V3
+			if c.LeaseDuration < 2*c.OpTimeout {
+				return fmt.Sprintf("LeaseDuration (%s) must be >= 2 x OpTimeout (%s) so that one slow store write cannot outlast the lease it is renewing", c.LeaseDuration, c.OpTimeout)
+			}
+			return ""
+		},
+		func(c Config) string { // V4
+			if c.MaxAttempts < 1 {
+				return fmt.Sprintf("MaxAttempts must be >= 1, got %d", c.MaxAttempts)
+			}
+			return ""
+		},
+		func(c Config) string { // V5
+			if c.MaxInFlight < 1 {
+				return fmt.Sprintf("MaxInFlight must be >= 1, got %d", c.MaxInFlight)
+			}
+			return ""
+		},
+		func(c Config) string { // V6
+			if c.ReplanInterval < c.LeaseDuration {
+				return fmt.Sprintf("ReplanInterval (%s) must be >= LeaseDuration (%s); a shorter replan cadence only adds load", c.ReplanInterval, c.LeaseDuration)
+			}
+			return ""
+		},
+		func(c Config) string { // V7
+			if c.ReconcileInterval < 2*c.OpTimeout {
+				return fmt.Sprintf("ReconcileInterval (%s) must be >= 2 x OpTimeout (%s): a listing must be able to finish before the next one starts", c.ReconcileInterval, c.OpTimeout)
+			}
+			return ""
+		},
+		func(c Config) string { // V8
+			if c.InstanceID == "" {
+				return ""
+			}
+			return naming.CheckLength("InstanceID", c.InstanceID, InstanceIDMaxLen)
+		},
+		func(c Config) string { // V9
+			if reason := naming.CheckBytes("InstanceID", c.InstanceID); reason != "" {
+				return reason + " (replace dots in pod names, for example with '-')"
+			}
+			return ""
+		},
+		func(c Config) string { // V10
+			if c.StartupMaxAttempts < 1 {
+				return fmt.Sprintf("StartupMaxAttempts must be >= 1, got %d", c.StartupMaxAttempts)
+			}
+			return ""
+		},
+		func(c Config) string { // V11
+			if c.DrainDeadline < c.OpTimeout {
+				return fmt.Sprintf("DrainDeadline (%s) must be >= OpTimeout (%s); otherwise no drain could commit its tail before being forced", c.DrainDeadline, c.OpTimeout)
+			}
+			return ""
+		},
+		func(c Config) string { // V12
+			if c.RebalanceDelay < 0 {
+				return fmt.Sprintf("RebalanceDelay must be >= 0 (0 reassigns at once), got %s", c.RebalanceDelay)
+			}
+			return ""
+		},
+	} {
+		if reason := rule(c); reason != "" {
+			return &Error{Kind: Fatal, Reason: reason}
+		}
+	}
+	return nil
+}
+
+func atLeast(field string, got, min time.Duration) string {
+	if got < min {
+		return fmt.Sprintf("%s must be >= %s, got %s", field, min, got)
+	}
+	return ""
+}

@@ -1,0 +1,143 @@
+// Package store is the key-value contract the coordination protocol needs: two
+// keyspaces (Durable and Ephemeral), create-if-absent, compare-and-swap by
+// revision, guarded delete, prefix watches and listings.
+//
+// # Usage
+//
+//	st := memstore.New(30 * time.Second)
+//	rev, ok, err := st.Create(ctx, store.Durable, "plan", value)
+//	_, ok, err = st.Update(ctx, store.Durable, "plan", newValue, rev)
+//	w, err := st.Watch(ctx, store.Durable, "")
+//	for ev := range w.Events() { ... }
+//
+// # Guarantees
+//
+// A lost precondition is (ok=false, err=nil), never an error. Errors are
+// *coordination.Error of kind Retryable or Fatal. Revisions strictly increase
+// per key across its whole history, deletions included; revisions of the two
+// keyspaces are never compared. Every method is safe for concurrent use and
+// honours its context: a cancelled or expired context yields Retryable.
+//
+// # Non-guarantees
+//
+// Watches may deliver duplicates (consumers dedupe by revision); List is a
+// point-in-time listing in no particular order. Package storetest checks any
+// implementation against this contract.
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// Keyspace selects one of a store's two independent keyspaces.
+type Keyspace int
+
+const (
+	// Durable entries never expire.
+	Durable Keyspace = iota
+	// Ephemeral entries expire LeaseTTL after their last write; every write
+	// re-arms the TTL, and expiry reaches watchers as a Delete.
+	Ephemeral
+)
+
+// String returns "durable" or "ephemeral".
+func (ks Keyspace) String() string {
+	if ks == Ephemeral {
+		return "ephemeral"
+	}
+	return "durable"
+}
+
+// Revision orders the versions of a key. It strictly increases per key across
+// the key's whole history; 0 is never a real revision.
+type Revision uint64
+
+// Entry is one live key with its value and revision.
+type Entry struct {
+	Key      string
+	Value    []byte
+	Revision Revision
+}
+
+// EventKind classifies a [WatchEvent].
+type EventKind int
+
+const (
+	// Put is a live key's value: from the snapshot or a later write.
+	Put EventKind = iota + 1
+	// Delete is an explicit delete or an ephemeral expiry (not distinguished).
+	Delete
+	// SnapshotDone marks the end of the initial snapshot.
+	SnapshotDone
+)
+
+// String returns "put", "delete" or "snapshot-done".
+func (k EventKind) String() string {
+	switch k {
+	case Put:
+		return "put"
+	case Delete:
+		return "delete"
+	case SnapshotDone:
+		return "snapshot-done"
+	}
+	return "unknown"
+}
+
+// WatchEvent is one event of a [Watcher].
+type WatchEvent struct {
+	Kind EventKind
+	// Entry holds the key, value and revision of a Put; the key and the
+	// deletion's own revision for a Delete; nothing for SnapshotDone.
+	Entry Entry
+}
+
+// Store is what the protocol needs from a key-value store. A lost
+// precondition is (ok=false, err=nil), never an error; errors are
+// *coordination.Error of kind Retryable or Fatal.
+type Store interface {
+	// LeaseTTL is how long an Ephemeral entry lives after its last write.
+	// It is fixed at construction.
+	LeaseTTL() time.Duration
+	// Create writes key iff it is absent (never written, deleted or expired).
+	Create(ctx context.Context, ks Keyspace, key string, value []byte) (rev Revision, ok bool, err error)
+	// Update writes key iff it is live at revision expected. On Ephemeral it
+	// re-arms the TTL.
+	Update(ctx context.Context, ks Keyspace, key string, value []byte, expected Revision) (rev Revision, ok bool, err error)
+	// Get returns the live entry of key, or ok=false.
+	Get(ctx context.Context, ks Keyspace, key string) (Entry, bool, error)
+	// Delete removes key. expected 0 deletes unconditionally; otherwise a
+	// live key at another revision loses. An absent key always wins.
+	Delete(ctx context.Context, ks Keyspace, key string, expected Revision) (ok bool, err error)
+	// Watch delivers every live key under prefix as Put, then exactly one
+	// SnapshotDone, then live Put and Delete events with no gap. Prefix
+	// matching is plain string prefix.
+	Watch(ctx context.Context, ks Keyspace, prefix string) (Watcher, error)
+	// List returns every live key under prefix, in no particular order. It
+	// never omits a key that was live for the whole call.
+	List(ctx context.Context, ks Keyspace, prefix string) ([]Entry, error)
+	// Close ends every watch (their Err is nil) and makes later operations
+	// return Fatal "store is closed".
+	Close() error
+}
+
+// Watcher is one running watch.
+type Watcher interface {
+	// Events delivers the watch's events. It is closed when the watch ends
+	// (its context is done, Stop is called, or it breaks).
+	Events() <-chan WatchEvent
+	// Err says why the watch ended, once Events is closed: nil if it was
+	// stopped or its context ended, else a Retryable error saying why it broke.
+	Err() error
+	// Stop ends the watch. It may be called more than once.
+	Stop()
+}
+
+// ValueLimiter is implemented by a store that caps value size. A Create or
+// Update with a larger value returns Fatal "value for <key> is N bytes, above
+// this store's cap of M bytes" and writes nothing.
+type ValueLimiter interface {
+	// MaxValueSize is the cap in bytes; 0 means no cap.
+	MaxValueSize() int
+}
