@@ -1,0 +1,112 @@
+package coordination
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDefaultConfigValues(t *testing.T) {
+	c := DefaultConfig()
+	want := Config{
+		LeaseDuration: 30 * time.Second, OpTimeout: 10 * time.Second, MaxAttempts: 4, MaxInFlight: 8,
+		ReplanInterval: 60 * time.Second, ReconcileInterval: 30 * time.Second, StartupMaxAttempts: 8,
+		RebalanceDelay: 20 * time.Second, DrainDeadline: 10 * time.Second,
+	}
+	if c != want {
+		t.Fatalf("DefaultConfig() = %+v, want %+v", c, want)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("DefaultConfig().Validate() = %v", err)
+	}
+}
+
+// TestValidateRules checks every rule V1-V12 with its exact reason.
+func TestValidateRules(t *testing.T) {
+	long := strings.Repeat("a", 129)
+	for _, tc := range []struct {
+		name   string
+		mutate func(*Config)
+		reason string
+	}{
+		{"V1 OpTimeout minimum", func(c *Config) { c.OpTimeout = 49 * time.Millisecond },
+			"OpTimeout must be >= 50ms, got 49ms"},
+		{"V2 LeaseDuration minimum", func(c *Config) { c.LeaseDuration = 299 * time.Millisecond; c.OpTimeout = 50 * time.Millisecond },
+			"LeaseDuration must be >= 300ms, got 299ms"},
+		{"V3 LeaseDuration against OpTimeout", func(c *Config) { c.LeaseDuration = 19 * time.Second },
+			"LeaseDuration (19s) must be >= 2 x OpTimeout (10s) so that one slow store write cannot outlast the lease it is renewing"},
+		{"V4 MaxAttempts", func(c *Config) { c.MaxAttempts = 0 },
+			"MaxAttempts must be >= 1, got 0"},
+		{"V5 MaxInFlight", func(c *Config) { c.MaxInFlight = -2 },
+			"MaxInFlight must be >= 1, got -2"},
+		{"V6 ReplanInterval", func(c *Config) { c.ReplanInterval = 29 * time.Second },
+			"ReplanInterval (29s) must be >= LeaseDuration (30s); a shorter replan cadence only adds load"},
+		{"V7 ReconcileInterval", func(c *Config) { c.ReconcileInterval = 19 * time.Second },
+			"ReconcileInterval (19s) must be >= 2 x OpTimeout (10s): a listing must be able to finish before the next one starts"},
+		{"V7 ReconcileInterval zero", func(c *Config) { c.ReconcileInterval = 0 },
+			"ReconcileInterval (0s) must be >= 2 x OpTimeout (10s): a listing must be able to finish before the next one starts"},
+		{"V8 InstanceID length", func(c *Config) { c.InstanceID = long },
+			"InstanceID must be 1..128 bytes, got 129"},
+		{"V9 InstanceID bytes", func(c *Config) { c.InstanceID = "pod.1" },
+			`InstanceID may only contain [A-Za-z0-9_-], got '.' at byte 3 in "pod.1" (replace dots in pod names, for example with '-')`},
+		{"V10 StartupMaxAttempts", func(c *Config) { c.StartupMaxAttempts = 0 },
+			"StartupMaxAttempts must be >= 1, got 0"},
+		{"V11 DrainDeadline", func(c *Config) { c.DrainDeadline = 9 * time.Second },
+			"DrainDeadline (9s) must be >= OpTimeout (10s); otherwise no drain could commit its tail before being forced"},
+		{"V12 RebalanceDelay", func(c *Config) { c.RebalanceDelay = -time.Second },
+			"RebalanceDelay must be >= 0 (0 reassigns at once), got -1s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := DefaultConfig()
+			tc.mutate(&c)
+			err := c.Validate()
+			var e *Error
+			if !errors.As(err, &e) || e.Kind != Fatal {
+				t.Fatalf("Validate() = %v, want a Fatal *Error", err)
+			}
+			if e.Reason != tc.reason {
+				t.Fatalf("reason\n got: %s\nwant: %s", e.Reason, tc.reason)
+			}
+		})
+	}
+}
+
+// TestValidateOrder checks that the first violated rule in V1..V12 order wins.
+func TestValidateOrder(t *testing.T) {
+	c := DefaultConfig()
+	c.RebalanceDelay = -1 // V12
+	c.MaxAttempts = 0     // V4
+	c.OpTimeout = 0       // V1
+	if err := c.Validate(); !strings.Contains(err.Error(), "OpTimeout must be >= 50ms") {
+		t.Fatalf("V1 should be reported first, got %v", err)
+	}
+	c.OpTimeout = time.Second
+	if err := c.Validate(); !strings.Contains(err.Error(), "MaxAttempts") {
+		t.Fatalf("V4 should be reported before V12, got %v", err)
+	}
+}
+
+func TestValidateAcceptsZeroValuedOptionalFields(t *testing.T) {
+	c := DefaultConfig()
+	c.RebalanceDelay = 0
+	c.InstanceID = ""
+	c.DrainDeadline = time.Hour // may exceed LeaseDuration
+	if err := c.Validate(); err != nil {
+		t.Fatalf("Validate() = %v, want nil", err)
+	}
+	c.InstanceID = strings.Repeat("Z", 128)
+	if err := c.Validate(); err != nil {
+		t.Fatalf("a 128-byte InstanceID must pass, got %v", err)
+	}
+}
+
+func TestValidateDoesNotMutate(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxInFlight = 0
+	before := c
+	_ = c.Validate()
+	if c != before {
+		t.Fatal("Validate mutated the config")
+	}
+}
