@@ -1,0 +1,423 @@
+package protocol
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/spate-go/coordination"
+)
+
+// Schema is the record schema this library writes and understands (SPEC §9).
+const Schema = 1
+
+// PlanRecord is the durable "plan" record (SPEC §9.3).
+type PlanRecord struct {
+	// Fingerprint is the job's full planner fingerprint; never empty.
+	Fingerprint string
+	// Generation is the generation of the latest leadership.
+	Generation uint64
+	// Finality says whether the plan is complete.
+	Finality coordination.PlanFinality
+	// Planned is a lower bound on the number of progress records.
+	Planned uint64
+	// PlannerState is the planner's cursor; nil is stored as null.
+	PlannerState []byte
+	// UpdatedAtMs is the advisory wall time of the last write, in ms.
+	UpdatedAtMs int64
+}
+
+// SpecRecord is the immutable durable "spec.<id>" record (SPEC §9.4).
+type SpecRecord struct {
+	// ID is the split; it equals the key suffix.
+	ID coordination.SplitID
+	// FP is the job's fingerprint hash.
+	FP uint64
+	// Generation is the leadership generation that created the record.
+	Generation uint64
+	// Weight is the split's balancing load; at least 1 in the store (0 is
+	// written as 1).
+	Weight uint64
+	// Descriptor is the opaque descriptor; never null in the store (nil is
+	// written as "").
+	Descriptor []byte
+}
+
+// ProgressRecord is the durable "split.<id>" record, the fence (SPEC §9.5).
+type ProgressRecord struct {
+	// ID is the split; it equals the key suffix.
+	ID coordination.SplitID
+	// FP is the job's fingerprint hash.
+	FP uint64
+	// Epoch is the latest tenancy's epoch; 0 means never owned.
+	Epoch uint64
+	// Status is runnable, completed or quarantined.
+	Status Status
+	// Owner is the owning instance id; "" is stored as null.
+	Owner string
+	// Attempts counts delivery attempts consumed; it only grows.
+	Attempts uint32
+	// Watermark is the committed watermark; nil (null) until the first
+	// commit unless seeded.
+	Watermark *int64
+	// State is the committed resume state; nil is stored as null.
+	State []byte
+	// Completed is the committed completed flag; true iff Status is
+	// StatusCompleted.
+	Completed bool
+	// WrittenAtMs is the advisory wall time of the last write, in ms.
+	WrittenAtMs int64
+}
+
+// AssignmentRecord is the durable "assign.<instance>" record (SPEC §9.6).
+type AssignmentRecord struct {
+	// Generation is the plan generation of the leadership that computed it.
+	Generation uint64
+	// Splits are the split ids the instance should hold, sorted ascending
+	// without duplicates; nil when empty.
+	Splits []coordination.SplitID
+}
+
+// LeaseRecord is the ephemeral "split.<id>" lease value (SPEC §9.7).
+type LeaseRecord struct {
+	// Owner is the holding instance id.
+	Owner string
+	// Nonce is the holding process's nonce.
+	Nonce string
+	// Epoch is the tenancy's epoch, mirroring the progress record.
+	Epoch uint64
+}
+
+// LeaderRecord is the ephemeral "leader" value (SPEC §9.8).
+type LeaderRecord struct {
+	// Owner is the leading instance id.
+	Owner string
+	// Nonce is the leading process's nonce.
+	Nonce string
+	// Generation is the leadership's generation.
+	Generation uint64
+}
+
+// PresenceRecord is the ephemeral "worker.<instance>" value (SPEC §9.9).
+type PresenceRecord struct {
+	// Nonce is the worker process's nonce.
+	Nonce string
+	// MaxInFlight is the worker's own lane budget; 0 means the default.
+	MaxInFlight uint32
+}
+
+// Wire forms: field order is the encoding order of SPEC §9; nil pointers and
+// nil slices encode as null, []byte as standard padded base64.
+
+type planWire struct {
+	Schema       int    `json:"schema"`
+	Fingerprint  string `json:"fingerprint"`
+	Generation   uint64 `json:"generation"`
+	Finality     string `json:"finality"`
+	Planned      uint64 `json:"planned"`
+	PlannerState []byte `json:"planner_state"`
+	UpdatedAtMs  int64  `json:"updated_at_ms"`
+}
+
+type specWire struct {
+	Schema     int    `json:"schema"`
+	ID         string `json:"id"`
+	FP         uint64 `json:"fp"`
+	Generation uint64 `json:"generation"`
+	Weight     uint64 `json:"weight"`
+	Descriptor []byte `json:"descriptor"`
+}
+
+type progressWire struct {
+	Schema      int     `json:"schema"`
+	ID          string  `json:"id"`
+	FP          uint64  `json:"fp"`
+	Epoch       uint64  `json:"epoch"`
+	Status      string  `json:"status"`
+	Owner       *string `json:"owner"`
+	Attempts    uint32  `json:"attempts"`
+	Watermark   *int64  `json:"watermark"`
+	State       []byte  `json:"state"`
+	Completed   bool    `json:"completed"`
+	WrittenAtMs int64   `json:"written_at_ms"`
+}
+
+type assignmentWire struct {
+	Schema     int      `json:"schema"`
+	Generation uint64   `json:"generation"`
+	Splits     []string `json:"splits"`
+}
+
+type leaseWire struct {
+	Schema int    `json:"schema"`
+	Owner  string `json:"owner"`
+	Nonce  string `json:"nonce"`
+	Epoch  uint64 `json:"epoch"`
+}
+
+type leaderWire struct {
+	Schema     int    `json:"schema"`
+	Owner      string `json:"owner"`
+	Nonce      string `json:"nonce"`
+	Generation uint64 `json:"generation"`
+}
+
+type presenceWire struct {
+	Schema      int    `json:"schema"`
+	Nonce       string `json:"nonce"`
+	MaxInFlight uint32 `json:"max_in_flight"`
+}
+
+// marshal encodes a wire struct; these types cannot fail to encode.
+func marshal(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("protocol: encoding a record failed: " + err.Error())
+	}
+	return b
+}
+
+// finalityString spells a plan finality as the record does.
+func finalityString(f coordination.PlanFinality) string {
+	if f == coordination.PlanFinal {
+		return "final"
+	}
+	return "open"
+}
+
+// EncodePlan returns r's record bytes.
+func EncodePlan(r PlanRecord) []byte {
+	return marshal(planWire{Schema, r.Fingerprint, r.Generation, finalityString(r.Finality),
+		r.Planned, r.PlannerState, r.UpdatedAtMs})
+}
+
+// EncodeSpec returns r's record bytes. A weight of 0 is written as 1 and a nil
+// descriptor as "" (SPEC §9.4).
+func EncodeSpec(r SpecRecord) []byte {
+	d := r.Descriptor
+	if d == nil {
+		d = []byte{}
+	}
+	return marshal(specWire{Schema, string(r.ID), r.FP, r.Generation, max(r.Weight, 1), d})
+}
+
+// EncodeProgress returns r's record bytes; an empty Owner is written as null.
+func EncodeProgress(r ProgressRecord) []byte {
+	var owner *string
+	if r.Owner != "" {
+		owner = &r.Owner
+	}
+	return marshal(progressWire{Schema, string(r.ID), r.FP, r.Epoch, r.Status.String(), owner,
+		r.Attempts, r.Watermark, r.State, r.Completed, r.WrittenAtMs})
+}
+
+// EncodeAssignment returns r's record bytes, with the split ids sorted and
+// deduplicated.
+func EncodeAssignment(r AssignmentRecord) []byte {
+	ids := make([]string, len(r.Splits))
+	for i, id := range r.Splits {
+		ids[i] = string(id)
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	return marshal(assignmentWire{Schema, r.Generation, ids})
+}
+
+// EncodeLease returns r's value bytes.
+func EncodeLease(r LeaseRecord) []byte {
+	return marshal(leaseWire{Schema, r.Owner, r.Nonce, r.Epoch})
+}
+
+// EncodeLeader returns r's value bytes.
+func EncodeLeader(r LeaderRecord) []byte {
+	return marshal(leaderWire{Schema, r.Owner, r.Nonce, r.Generation})
+}
+
+// EncodePresence returns r's value bytes.
+func EncodePresence(r PresenceRecord) []byte {
+	return marshal(presenceWire{Schema, r.Nonce, r.MaxInFlight})
+}
+
+// DecodePlan parses the plan record stored at key. Every failure is a Fatal
+// *coordination.Error with a reason of SPEC §9.10. It does not compare the
+// fingerprint with this worker's; see [FingerprintMismatch].
+func DecodePlan(key string, b []byte) (PlanRecord, error) {
+	f, pe := parseFields(b, "schema", "fingerprint", "generation", "finality", "planned", "planner_state", "updated_at_ms")
+	if pe != nil {
+		return PlanRecord{}, recordError(key, pe)
+	}
+	r := PlanRecord{
+		Fingerprint:  f.nonEmptyString("fingerprint"),
+		Generation:   f.uint64("generation"),
+		Planned:      f.uint64("planned"),
+		PlannerState: f.nullBytes("planner_state"),
+		UpdatedAtMs:  f.int64("updated_at_ms"),
+	}
+	switch fin := f.string("finality"); fin {
+	case "open":
+		r.Finality = coordination.PlanOpen
+	case "final":
+		r.Finality = coordination.PlanFinal
+	default:
+		f.fail(shapeErr("field finality has an unknown value"))
+	}
+	if f.err != nil {
+		return PlanRecord{}, recordError(key, f.err)
+	}
+	return r, nil
+}
+
+// DecodeSpec parses the spec record stored at key ("spec.<id>"), checking
+// that its id is the key's suffix and its fp is fp. Every failure is a Fatal
+// *coordination.Error with a reason of SPEC §9.10.
+func DecodeSpec(key string, b []byte, fp uint64) (SpecRecord, error) {
+	f, pe := parseFields(b, "schema", "id", "fp", "generation", "weight", "descriptor")
+	if pe != nil {
+		return SpecRecord{}, recordError(key, pe)
+	}
+	id := f.string("id")
+	r := SpecRecord{
+		ID:         coordination.SplitID(id),
+		FP:         f.uint64("fp"),
+		Generation: f.uint64("generation"),
+		Weight:     f.uint64("weight"),
+		Descriptor: f.bytes("descriptor"),
+	}
+	if f.err == nil && r.Weight == 0 {
+		f.fail(shapeErr("field weight is 0"))
+	}
+	if f.err != nil {
+		return SpecRecord{}, recordError(key, f.err)
+	}
+	if err := checkIdentity(key, PrefixSpec, id, r.FP, fp); err != nil {
+		return SpecRecord{}, err
+	}
+	return r, nil
+}
+
+// DecodeProgress parses the progress record stored at key ("split.<id>"),
+// checking that its id is the key's suffix and its fp is fp. A record whose
+// completed flag disagrees with its status is not a coordination record.
+// Every failure is a Fatal *coordination.Error with a reason of SPEC §9.10.
+func DecodeProgress(key string, b []byte, fp uint64) (ProgressRecord, error) {
+	f, pe := parseFields(b, "schema", "id", "fp", "epoch", "status", "owner", "attempts",
+		"watermark", "state", "completed", "written_at_ms")
+	if pe != nil {
+		return ProgressRecord{}, recordError(key, pe)
+	}
+	id := f.string("id")
+	r := ProgressRecord{
+		ID:          coordination.SplitID(id),
+		FP:          f.uint64("fp"),
+		Epoch:       f.uint64("epoch"),
+		Owner:       f.nullName("owner"),
+		Attempts:    f.uint32("attempts"),
+		Watermark:   f.nullInt64("watermark"),
+		State:       f.nullBytes("state"),
+		Completed:   f.bool("completed"),
+		WrittenAtMs: f.int64("written_at_ms"),
+	}
+	switch st := f.string("status"); st {
+	case "runnable":
+		r.Status = StatusRunnable
+	case "completed":
+		r.Status = StatusCompleted
+	case "quarantined":
+		r.Status = StatusQuarantined
+	default:
+		f.fail(shapeErr("field status has an unknown value"))
+	}
+	if f.err != nil {
+		return ProgressRecord{}, recordError(key, f.err)
+	}
+	if err := checkIdentity(key, PrefixSplit, id, r.FP, fp); err != nil {
+		return ProgressRecord{}, err
+	}
+	if r.Completed != (r.Status == StatusCompleted) {
+		return ProgressRecord{}, recordError(key, shapeErr("completed flag disagrees with status"))
+	}
+	return r, nil
+}
+
+// checkIdentity checks a spec or progress record's id against its key and its
+// fp against this job's.
+func checkIdentity(key, prefix, id string, got, want uint64) error {
+	if id != keySuffix(key, prefix) {
+		return coordination.Errorf(coordination.Fatal,
+			"%s: record is for split %s; the store contents are corrupt", key, quoteID(id))
+	}
+	if got != want {
+		return coordination.Errorf(coordination.Fatal,
+			"%s: fingerprint mismatch: the record was written by a job with a different configuration; use one namespace per job", key)
+	}
+	return nil
+}
+
+// DecodeAssignment parses the assignment stored at key. Its splits must be
+// valid split ids in strictly ascending order. Every failure is a Fatal
+// *coordination.Error with a reason of SPEC §9.10; the caller logs it at warn
+// and keeps following its last readable assignment.
+func DecodeAssignment(key string, b []byte) (AssignmentRecord, error) {
+	f, pe := parseFields(b, "schema", "generation", "splits")
+	if pe != nil {
+		return AssignmentRecord{}, recordError(key, pe)
+	}
+	r := AssignmentRecord{Generation: f.uint64("generation"), Splits: f.splitIDs("splits")}
+	if f.err != nil {
+		return AssignmentRecord{}, recordError(key, f.err)
+	}
+	return r, nil
+}
+
+// DecodeLease parses the lease value stored at key. Every failure is a Fatal
+// *coordination.Error "<key>: unreadable value (<detail>)".
+func DecodeLease(key string, b []byte) (LeaseRecord, error) {
+	f, pe := parseFields(b, "schema", "owner", "nonce", "epoch")
+	if pe != nil {
+		return LeaseRecord{}, valueError(key, pe)
+	}
+	r := LeaseRecord{Owner: f.nonEmptyString("owner"), Nonce: f.string("nonce"), Epoch: f.uint64("epoch")}
+	if f.err != nil {
+		return LeaseRecord{}, valueError(key, f.err)
+	}
+	return r, nil
+}
+
+// DecodeLeader parses the leader value stored at key. Every failure is a
+// Fatal *coordination.Error "<key>: unreadable value (<detail>)".
+func DecodeLeader(key string, b []byte) (LeaderRecord, error) {
+	f, pe := parseFields(b, "schema", "owner", "nonce", "generation")
+	if pe != nil {
+		return LeaderRecord{}, valueError(key, pe)
+	}
+	r := LeaderRecord{Owner: f.nonEmptyString("owner"), Nonce: f.string("nonce"), Generation: f.uint64("generation")}
+	if f.err != nil {
+		return LeaderRecord{}, valueError(key, f.err)
+	}
+	return r, nil
+}
+
+// DecodePresence parses the presence value stored at key. Every failure is a
+// Fatal *coordination.Error with a reason of SPEC §9.10; the caller logs it at
+// warn and counts the member as present with the default lane budget.
+func DecodePresence(key string, b []byte) (PresenceRecord, error) {
+	f, pe := parseFields(b, "schema", "nonce", "max_in_flight")
+	if pe != nil {
+		return PresenceRecord{}, recordError(key, pe)
+	}
+	r := PresenceRecord{Nonce: f.string("nonce"), MaxInFlight: f.uint32("max_in_flight")}
+	if f.err != nil {
+		return PresenceRecord{}, recordError(key, f.err)
+	}
+	return r, nil
+}
+
+// FingerprintMismatch returns the Fatal error of SPEC §10.3 for a plan record
+// holding fingerprint theirs read by a worker started for mine.
+func FingerprintMismatch(theirs, mine string) *coordination.Error {
+	return &coordination.Error{
+		Kind: coordination.Fatal,
+		Reason: "job fingerprint mismatch: this store holds the job\n  " + theirs +
+			"\nbut this worker was started for\n  " + mine +
+			"\nuse a separate store namespace per job",
+	}
+}
