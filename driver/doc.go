@@ -1,0 +1,48 @@
+// Package driver runs the source-side choreography over a
+// coordination.Coordinator for an embedder that reads data through lanes, one
+// per held split.
+//
+// The [Driver] turns the coordinator's events into calls on a [Source]: it
+// opens a lane for each gained split (after validating carried progress),
+// encodes and commits acknowledged watermarks with the right triage, sweeps
+// splits that completed without a new watermark, drains revoked splits
+// cooperatively and hands them back, reports poison, and leaves the job
+// cleanly at Shutdown.
+//
+// # Usage
+//
+//	d := driver.New(coord, src, driver.WithStop(stop))
+//	if err := d.Start(planner); err != nil { ... }
+//	for {
+//		ev, err := d.PollEvents(time.Second) // LanesAdded, LanesRevoked, LanesRetired, CommitReady, Drained, Idle
+//		... // start or stop lanes; d.Commit(acked); d.Fail(split, reason) for poison
+//	}
+//	err := d.Shutdown(lastAcked)
+//
+// # Rules of use
+//
+// A Driver is used by one goroutine, the embedder's control loop. It does no
+// I/O of its own, starts no goroutines and emits no metrics; only PollEvents
+// blocks, parked on [Driver.Waker] for at most its timeout. After
+// [LanesRevoked], stop reading those lanes before the next PollEvents call;
+// watermarks passed for them afterwards are ignored. Treat an error whose
+// coordination.KindOf is Retryable as recoverable (log and keep polling) and
+// every other error, plain errors included, as the end of the run; then call
+// Shutdown, which always departs the job.
+//
+// # Guarantees
+//
+// Within one PollEvents call losses come first, then retirements, then new
+// lanes, then the job's terminal state, so a split lost and re-gained in one
+// batch yields LanesRevoked before LanesAdded. Every tenancy gets exactly one
+// CloseSplit. A revocation the driver cannot drain reaches the coordinator as
+// one DeclineRevoke. A deferred (Retryable) commit is superseded by the
+// split's next commit and never re-sent by the driver on its own.
+//
+// # Non-guarantees
+//
+// The driver does not retry commits, does not recover panics raised by the
+// source, and does not stop lanes itself: the embedder owns them. Delivery is
+// at least once; a forced move replays at most the records acknowledged after
+// the split's last durable commit.
+package driver

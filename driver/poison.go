@@ -1,0 +1,35 @@
+package driver
+
+import "github.com/spate-go/coordination"
+
+// Fail reports split as poison: unprocessable by this tenancy. Lanes report
+// poison through a side channel the embedder owns (never as a read error);
+// the embedder drains those reports and calls Fail for each before calling
+// PollEvents.
+//
+// If split is not held, Fail returns nil without calling the coordinator.
+// Otherwise it calls Coordinator.Fail with the tenancy's epoch; on nil,
+// Fenced or Retryable the split has left this worker in every case, so it is
+// retired ([LanesRevoked]) and Fail returns nil. A Fatal (or
+// non-coordination) answer is returned and the split stays held. Before
+// Start it returns Fatal "driver used before Start"; after Shutdown, Fatal
+// "driver is shut down".
+func (d *Driver) Fail(split coordination.SplitID, reason string) error {
+	if err := d.usable(); err != nil {
+		return err
+	}
+	t, ok := d.held[split]
+	if !ok {
+		return nil
+	}
+	err := d.c.Fail(split, t.epoch, reason)
+	if !leftWorker(err) {
+		return err
+	}
+	if err != nil {
+		d.log.Warn("split failure report returned an error; the split has left this worker anyway", "split", split, "error", err)
+	}
+	t.fenced = true
+	d.retire(t)
+	return nil
+}

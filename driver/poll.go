@@ -1,0 +1,221 @@
+package driver
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spate-go/coordination"
+)
+
+// PollEvents returns the next event for the control loop, one per call. It
+// loops internally: staged losses first ([LanesRevoked]), then retirements
+// ([LanesRetired]), then newly opened lanes ([LanesAdded]), then the job's
+// terminal state ([Drained], or the stall error); otherwise it polls the
+// coordinator, applies every event of the batch, sweeps completed splits and
+// advances drains, and loops again without parking if that staged anything.
+// With nothing staged it returns [CommitReady] for lanes that reached end of
+// input, or else parks on the Waker for at most timeout (any wake ends the
+// park; timeout <= 0 does not park) and returns [Idle].
+//
+// Errors from the coordinator and the source are returned unchanged; a
+// Retryable one is recoverable (keep polling), anything else ends the run.
+// Before Start it returns Fatal "driver used before Start"; after Shutdown,
+// Fatal "driver is shut down".
+func (d *Driver) PollEvents(timeout time.Duration) (Event, error) {
+	if err := d.usable(); err != nil {
+		return nil, err
+	}
+	for {
+		if ev, err := d.staged(); ev != nil || err != nil {
+			return ev, err
+		}
+		events, err := d.c.Poll()
+		if applyErr := d.apply(events); err == nil {
+			err = applyErr
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := d.sweep(); err != nil {
+			return nil, err
+		}
+		if err := d.advanceDrains(); err != nil {
+			return nil, err
+		}
+		if d.anythingStaged() {
+			continue
+		}
+		if parts := d.finishing(); len(parts) > 0 {
+			return CommitReady{Partitions: parts}, nil
+		}
+		d.park(timeout)
+		return Idle{}, nil
+	}
+}
+
+// staged runs steps 1 to 5 of a poll: it returns the first staged event, an
+// open error, or the terminal outcome, or (nil, nil) when nothing is staged.
+func (d *Driver) staged() (Event, error) {
+	if len(d.lost) > 0 {
+		ev := LanesRevoked{Lanes: d.lost}
+		d.lost = nil
+		return ev, nil
+	}
+	if len(d.retired) > 0 {
+		ev := LanesRetired{Lanes: d.retired}
+		d.retired = nil
+		return ev, nil
+	}
+	d.pruneRetired()
+	if len(d.added) == 0 && len(d.toOpen) > 0 {
+		if err := d.openStaged(); err != nil {
+			return nil, err
+		}
+	}
+	if len(d.added) > 0 {
+		ev := LanesAdded{Lanes: d.added}
+		d.added = nil
+		return ev, nil
+	}
+	return d.terminal()
+}
+
+// terminal returns the sticky outcome of a job that reached its verdict, or
+// (nil, nil).
+func (d *Driver) terminal() (Event, error) {
+	if s := d.stalled; s != nil {
+		if !d.drainOnStall {
+			return nil, fatal(fmt.Sprintf("job stalled: %d splits completed, %d quarantined after exhausting their delivery attempts; see coordination_splits_quarantined, then requeue or drop the quarantined splits", s.Completed, s.Quarantined))
+		}
+		if !d.stallWarned {
+			d.stallWarned = true
+			d.log.Warn("job stalled; ending as drained (WithDrainOnStall)", "completed", s.Completed, "quarantined", s.Quarantined)
+		}
+		return Drained{}, nil
+	}
+	if d.complete {
+		return Drained{}, nil
+	}
+	return nil, nil
+}
+
+// anythingStaged reports whether the next pass of staged would return.
+func (d *Driver) anythingStaged() bool {
+	for _, t := range d.toOpen {
+		if t.phase != retired {
+			return true
+		}
+	}
+	return len(d.lost) > 0 || len(d.retired) > 0 || len(d.added) > 0 || d.stalled != nil || d.complete
+}
+
+// finishing maps the source's end-of-input edges to held partitions.
+func (d *Driver) finishing() []PartitionID {
+	var parts []PartitionID
+	for _, id := range d.src.TakeFinishing() {
+		t, ok := d.held[id]
+		if !ok {
+			continue
+		}
+		if len(parts) > 0 && containsPartition(parts, t.partition) {
+			continue
+		}
+		parts = append(parts, t.partition)
+	}
+	return parts
+}
+
+func containsPartition(ps []PartitionID, p PartitionID) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// park waits for a wake or for timeout, whichever comes first.
+func (d *Driver) park(timeout time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-d.waker.C():
+	case <-timer.C:
+	}
+}
+
+// apply applies every event of a batch, even when one fails, and returns the
+// first error; a later Fatal replaces a kept non-fatal one.
+func (d *Driver) apply(events []coordination.Event) error {
+	var kept error
+	keep := func(err error) {
+		if err == nil {
+			return
+		}
+		if kept == nil || (coordination.KindOf(err) == coordination.Fatal && coordination.KindOf(kept) != coordination.Fatal) {
+			kept = err
+		}
+	}
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case coordination.Gained:
+			d.onGained(ev, keep)
+		case coordination.RevokeRequested:
+			d.onRevokeRequested(ev.Split)
+		case coordination.Lost:
+			if t, ok := d.held[ev.Split]; ok {
+				t.fenced = true
+				d.retire(t)
+			}
+		case coordination.Quarantined:
+			d.log.Warn("split quarantined", "split", ev.Split, "attempts", ev.Attempts)
+			if t, ok := d.held[ev.Split]; ok {
+				t.fenced = true
+				d.retire(t)
+			}
+		case coordination.AllComplete:
+			if !d.everHeld {
+				d.log.Info("job completed before this worker held any split")
+			}
+			d.complete = true
+		case coordination.Stalled:
+			s := ev
+			d.stalled = &s
+		}
+	}
+	return kept
+}
+
+// onGained creates a tenancy for g, after retiring a duplicate and
+// validating carried progress; a rejected resume is reported as poison and
+// its error kept.
+func (d *Driver) onGained(g coordination.Gained, keep func(error)) {
+	if old, ok := d.held[g.Split.ID]; ok {
+		d.log.Warn("duplicate gain for a held split; closing the old tenancy", "split", g.Split.ID, "epoch", g.Epoch)
+		d.retire(old)
+	}
+	if g.Progress != nil {
+		if err := d.src.ValidateResume(cloneSpec(g.Split), *cloneProgressPtr(g.Progress)); err != nil {
+			d.log.Warn("resume progress rejected; reporting the split as failed", "split", g.Split.ID, "epoch", g.Epoch, "error", err)
+			keep(err)
+			if ferr := d.c.Fail(g.Split.ID, g.Epoch, "resume progress rejected: "+err.Error()); !leftWorker(ferr) {
+				keep(ferr)
+			}
+			return
+		}
+	}
+	d.gain(g)
+}
+
+// leftWorker reports whether a Fail answer means the split has left this
+// worker: nil, Fenced and Retryable all do (§6.8).
+func leftWorker(err error) bool {
+	switch coordination.KindOf(err) {
+	case coordination.Fenced, coordination.Retryable:
+		return true
+	}
+	return err == nil
+}
