@@ -1,0 +1,184 @@
+package protocol
+
+import (
+	"slices"
+
+	"pgregory.net/rapid"
+
+	"github.com/spate-go/coordination"
+)
+
+// Generators for the rapid properties of this package's records and
+// candidates. Every generated record is one the encoders may legally write,
+// so it must survive a round trip.
+
+const nameAlphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+
+// genName draws a valid split or instance id (1..128 bytes), usually short.
+func genName() *rapid.Generator[string] {
+	return rapid.Custom(func(t *rapid.T) string {
+		n := rapid.OneOf(rapid.IntRange(1, 8), rapid.IntRange(1, 128)).Draw(t, "len")
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = nameAlphabet[rapid.IntRange(0, len(nameAlphabet)-1).Draw(t, "c")]
+		}
+		return string(b)
+	})
+}
+
+// genSplitID draws a valid split id.
+func genSplitID() *rapid.Generator[coordination.SplitID] {
+	return rapid.Map(genName(), func(s string) coordination.SplitID { return coordination.SplitID(s) })
+}
+
+// genBytes draws a non-nil byte string, sometimes empty.
+func genBytes() *rapid.Generator[[]byte] {
+	return rapid.Map(rapid.SliceOfN(rapid.Byte(), 0, 64), func(b []byte) []byte { return append([]byte{}, b...) })
+}
+
+// genNullBytes draws nil or a non-nil byte string.
+func genNullBytes() *rapid.Generator[[]byte] {
+	return rapid.OneOf(rapid.Just[[]byte](nil), genBytes())
+}
+
+// genText draws any valid UTF-8 string, including quotes, escapes and HTML
+// characters.
+func genText() *rapid.Generator[string] {
+	return rapid.OneOf(rapid.String(), rapid.SampledFrom([]string{"", `"`, `\`, "<&>", "\u2028", "\x00", "job:v1"}))
+}
+
+func genPlan() *rapid.Generator[PlanRecord] {
+	return rapid.Custom(func(t *rapid.T) PlanRecord {
+		fp := genText().Draw(t, "fingerprint")
+		if fp == "" {
+			fp = "f"
+		}
+		return PlanRecord{
+			Fingerprint:  fp,
+			Generation:   rapid.Uint64().Draw(t, "generation"),
+			Finality:     rapid.SampledFrom([]coordination.PlanFinality{coordination.PlanOpen, coordination.PlanFinal}).Draw(t, "finality"),
+			Planned:      rapid.Uint64().Draw(t, "planned"),
+			PlannerState: genNullBytes().Draw(t, "planner_state"),
+			UpdatedAtMs:  rapid.Int64().Draw(t, "updated_at_ms"),
+		}
+	})
+}
+
+func genSpec() *rapid.Generator[SpecRecord] {
+	return rapid.Custom(func(t *rapid.T) SpecRecord {
+		return SpecRecord{
+			ID:         genSplitID().Draw(t, "id"),
+			FP:         rapid.Uint64().Draw(t, "fp"),
+			Generation: rapid.Uint64().Draw(t, "generation"),
+			Weight:     rapid.Uint64Min(1).Draw(t, "weight"),
+			Descriptor: genBytes().Draw(t, "descriptor"),
+		}
+	})
+}
+
+// genStatus draws any of the three statuses.
+func genStatus() *rapid.Generator[Status] {
+	return rapid.SampledFrom([]Status{StatusRunnable, StatusCompleted, StatusQuarantined})
+}
+
+// genProgress draws any valid progress record (completed iff status
+// completed).
+func genProgress() *rapid.Generator[ProgressRecord] {
+	return rapid.Custom(func(t *rapid.T) ProgressRecord {
+		r := ProgressRecord{
+			ID:          genSplitID().Draw(t, "id"),
+			FP:          rapid.Uint64().Draw(t, "fp"),
+			Epoch:       rapid.Uint64().Draw(t, "epoch"),
+			Status:      genStatus().Draw(t, "status"),
+			Owner:       rapid.OneOf(rapid.Just(""), genName()).Draw(t, "owner"),
+			Attempts:    rapid.Uint32().Draw(t, "attempts"),
+			State:       genNullBytes().Draw(t, "state"),
+			WrittenAtMs: rapid.Int64().Draw(t, "written_at_ms"),
+		}
+		if rapid.Bool().Draw(t, "has_watermark") {
+			w := rapid.Int64().Draw(t, "watermark")
+			r.Watermark = &w
+		}
+		r.Completed = r.Status == StatusCompleted
+		return r
+	})
+}
+
+// genAssignment draws an assignment with sorted, distinct split ids.
+func genAssignment() *rapid.Generator[AssignmentRecord] {
+	return rapid.Custom(func(t *rapid.T) AssignmentRecord {
+		ids := rapid.SliceOfNDistinct(genSplitID(), 0, 20, func(id coordination.SplitID) coordination.SplitID { return id }).Draw(t, "splits")
+		if len(ids) == 0 {
+			ids = nil
+		}
+		slices.Sort(ids)
+		return AssignmentRecord{Generation: rapid.Uint64().Draw(t, "generation"), Splits: ids}
+	})
+}
+
+func genLease() *rapid.Generator[LeaseRecord] {
+	return rapid.Custom(func(t *rapid.T) LeaseRecord {
+		return LeaseRecord{Owner: genName().Draw(t, "owner"), Nonce: genText().Draw(t, "nonce"), Epoch: rapid.Uint64().Draw(t, "epoch")}
+	})
+}
+
+func genLeader() *rapid.Generator[LeaderRecord] {
+	return rapid.Custom(func(t *rapid.T) LeaderRecord {
+		return LeaderRecord{Owner: genName().Draw(t, "owner"), Nonce: genText().Draw(t, "nonce"), Generation: rapid.Uint64().Draw(t, "generation")}
+	})
+}
+
+func genPresence() *rapid.Generator[PresenceRecord] {
+	return rapid.Custom(func(t *rapid.T) PresenceRecord {
+		return PresenceRecord{Nonce: genText().Draw(t, "nonce"), MaxInFlight: rapid.Uint32().Draw(t, "max_in_flight")}
+	})
+}
+
+// genSplitProgress draws a progress a source may commit.
+func genSplitProgress() *rapid.Generator[coordination.SplitProgress] {
+	return rapid.Custom(func(t *rapid.T) coordination.SplitProgress {
+		return coordination.SplitProgress{
+			Watermark: rapid.Int64().Draw(t, "watermark"),
+			State:     genNullBytes().Draw(t, "state"),
+			Completed: rapid.Bool().Draw(t, "completed"),
+		}
+	})
+}
+
+// Candidate inputs draw from a small world so that every §16.3 row is hit
+// often: this worker "me" with nonce "mine", a peer "peer", and a restarted
+// predecessor's nonce "old".
+const (
+	genMe      = "me"
+	genMyNonce = "mine"
+)
+
+// genCandidateInput draws the view of one split as Classify sees it.
+func genCandidateInput() *rapid.Generator[CandidateInput] {
+	return rapid.Custom(func(t *rapid.T) CandidateInput {
+		r := ProgressRecord{
+			ID:       genSplitID().Draw(t, "id"),
+			Epoch:    rapid.OneOf(rapid.Just[uint64](0), rapid.Uint64Range(1, 5), rapid.Uint64()).Draw(t, "epoch"),
+			Status:   genStatus().Draw(t, "status"),
+			Owner:    rapid.SampledFrom([]string{"", genMe, "peer"}).Draw(t, "owner"),
+			Attempts: rapid.OneOf(rapid.Uint32Range(0, 6), rapid.Uint32()).Draw(t, "attempts"),
+		}
+		r.Completed = r.Status == StatusCompleted
+		in := CandidateInput{
+			Record:      r,
+			HasSpec:     rapid.Bool().Draw(t, "has_spec"),
+			Held:        rapid.Bool().Draw(t, "held"),
+			Me:          genMe,
+			MyNonce:     genMyNonce,
+			MaxAttempts: rapid.OneOf(rapid.Uint32Range(1, 6), rapid.Uint32()).Draw(t, "max_attempts"),
+		}
+		if rapid.Bool().Draw(t, "has_lease") {
+			in.Lease = &LeaseRecord{
+				Owner: rapid.SampledFrom([]string{genMe, "peer"}).Draw(t, "lease_owner"),
+				Nonce: rapid.SampledFrom([]string{genMyNonce, "old"}).Draw(t, "lease_nonce"),
+				Epoch: r.Epoch,
+			}
+		}
+		return in
+	})
+}
