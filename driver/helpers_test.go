@@ -140,8 +140,15 @@ type hookedCoordinator struct {
 	*testkit.ScriptedCoordinator
 	lifecycle []string
 
-	startErr, pollErr, declineErr, releaseDrainedErr, departErr error
-	pollCalls                                                   int
+	startErr, pollErr, commitErr, declineErr, releaseDrainedErr, departErr error
+	pollCalls                                                              int
+}
+
+func (h *hookedCoordinator) Commit(id coordination.SplitID, p coordination.SplitProgress) error {
+	if h.commitErr != nil {
+		return h.commitErr
+	}
+	return h.ScriptedCoordinator.Commit(id, p)
 }
 
 func (h *hookedCoordinator) SetWaker(w *coordination.Waker) {
@@ -195,7 +202,7 @@ func (h *hookedCoordinator) Depart(held ...coordination.SplitID) error {
 type logRecord struct {
 	level slog.Level
 	msg   string
-	attrs map[string]any
+	attrs map[string]string
 }
 
 // logSink is a slog.Handler that keeps every record.
@@ -206,9 +213,9 @@ type logSink struct {
 
 func (l logSink) Enabled(context.Context, slog.Level) bool { return true }
 func (l logSink) Handle(_ context.Context, r slog.Record) error {
-	rec := logRecord{level: r.Level, msg: r.Message, attrs: map[string]any{}}
+	rec := logRecord{level: r.Level, msg: r.Message, attrs: map[string]string{}}
 	r.Attrs(func(a slog.Attr) bool {
-		rec.attrs[a.Key] = a.Value.Any()
+		rec.attrs[a.Key] = a.Value.String()
 		return true
 	})
 	l.mu.Lock()
@@ -294,7 +301,7 @@ func (h *harness) open(id coordination.SplitID, epoch coordination.LeaseEpoch, p
 
 // logged reports whether a record with level and msg was logged, and its
 // attributes.
-func (h *harness) logged(level slog.Level, msg string) (map[string]any, bool) {
+func (h *harness) logged(level slog.Level, msg string) (map[string]string, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, r := range h.logs {
@@ -319,7 +326,7 @@ func (h *harness) countLogged(msg string) int {
 }
 
 // mustLog fails the test unless a record with level and msg was logged.
-func (h *harness) mustLog(level slog.Level, msg string) map[string]any {
+func (h *harness) mustLog(level slog.Level, msg string) map[string]string {
 	h.t.Helper()
 	attrs, ok := h.logged(level, msg)
 	if !ok {
