@@ -1,0 +1,97 @@
+package natsstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spate-go/coordination"
+)
+
+// maxValueSize is the store's value cap (512 KiB).
+const maxValueSize = 512 * 1024
+
+// bucketMaxMsgSize is the max message size the buckets are created with:
+// the server counts the headers of a write (the expected revision, the
+// delete marker) against it, so a value at the cap needs some room above
+// 512 KiB. An adopted bucket must allow at least this much.
+const bucketMaxMsgSize = maxValueSize + 1024
+
+// bucketName returns the bucket of the Durable (state) or Ephemeral (lease)
+// keyspace.
+func (s *Store) bucketName(lease bool) string {
+	if lease {
+		return "coordination_" + s.cfg.Job + "_lease"
+	}
+	return "coordination_" + s.cfg.Job + "_state"
+}
+
+// bucketConfig returns the settings of SPEC §25.3. The lease bucket's TTL
+// applies to every message, so each write restarts its key's clock; limit
+// markers make expiry visible to watches. Per-key TTLs are never used: they
+// apply to a key's create only and would be lost on its next update.
+func (s *Store) bucketConfig(lease bool) jetstream.KeyValueConfig {
+	what := "state"
+	if lease {
+		what = "leases"
+	}
+	cfg := jetstream.KeyValueConfig{
+		Bucket:       s.bucketName(lease),
+		Description:  "spate coordination " + what + " of job " + s.cfg.Job,
+		History:      1,
+		MaxValueSize: bucketMaxMsgSize,
+		Replicas:     s.cfg.replicas(),
+		Storage:      jetstream.FileStorage,
+	}
+	if lease {
+		cfg.TTL = s.leaseTTL
+		cfg.LimitMarkerTTL = s.leaseTTL
+	}
+	return cfg
+}
+
+// provision opens the bucket, creating it when it does not exist (a
+// concurrent creator winning is fine), and verifies an existing bucket's
+// settings.
+func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		kv, err = js.CreateKeyValue(ctx, cfg)
+		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			kv, err = js.KeyValue(ctx, cfg.Bucket)
+		}
+	}
+	if err != nil {
+		return nil, s.openErr(ctx, "opening bucket "+cfg.Bucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, s.openErr(ctx, "reading the status of bucket "+cfg.Bucket, err)
+	}
+	if err := s.verifyBucket(cfg, st.Config()); err != nil {
+		return nil, err
+	}
+	return kv, nil
+}
+
+// verifyBucket checks an existing bucket against the settings this store
+// needs. A replica count different from the configuration is only logged.
+func (s *Store) verifyBucket(want, got jetstream.KeyValueConfig) error {
+	if got.TTL != want.TTL {
+		if want.TTL == 0 {
+			return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but the state bucket must not expire; remove the job's buckets to recreate it", want.Bucket, got.TTL)
+		}
+		return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but this store's lease TTL is %s; a job's lease duration is fixed once it starts (remove the job's buckets to change it)", want.Bucket, got.TTL, want.TTL)
+	}
+	if want.LimitMarkerTTL > 0 && got.LimitMarkerTTL <= 0 {
+		return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s has no limit markers, so expiry would be invisible to watches; remove the job's buckets to recreate it", want.Bucket)
+	}
+	if got.MaxValueSize > 0 && got.MaxValueSize < bucketMaxMsgSize {
+		return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s has a max value size of %d bytes, below the required %d (512 KiB of value plus room for headers); remove the job's buckets to recreate it", want.Bucket, got.MaxValueSize, bucketMaxMsgSize)
+	}
+	if got.Replicas != want.Replicas {
+		s.log.Warn("bucket replica count differs from the configuration; keeping the bucket's", "bucket", want.Bucket, "replicas", got.Replicas, "configured", want.Replicas)
+	}
+	return nil
+}

@@ -1,0 +1,249 @@
+package natsstore
+
+import (
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/spate-go/coordination"
+)
+
+// MinLeaseTTL is the shortest lease TTL [New] accepts: NATS writes expiry
+// markers with one-second granularity, so a shorter lease could not expire
+// on time.
+const MinLeaseTTL = 2 * time.Second
+
+// maxJobLen is the longest Job name; bucket names stay well under the
+// server's limits.
+const maxJobLen = 64
+
+// Config says where the NATS servers are, how to authenticate, and which
+// job's buckets to use. The zero value is not valid: Servers and Job are
+// required.
+type Config struct {
+	// Servers are the server URLs, nats:// or tls://; at least one. The
+	// client connects to one of them and fails over to the others.
+	Servers []string
+	// Job names the job; it suffixes the bucket names
+	// (coordination_<Job>_state and coordination_<Job>_lease). 1..64 bytes
+	// of [A-Za-z0-9_-].
+	Job string
+	// Credentials authenticate the connection. The zero value means no
+	// credentials.
+	Credentials Credentials
+	// TLS configures the root CA and an optional client certificate. nil
+	// means plain connections (unless a URL uses tls://, which then verifies
+	// against the system roots). A non-nil TLS requires TLS on every server.
+	TLS *TLS
+	// Replicas is the replica count of buckets this store creates: 1, 3 or
+	// 5; 0 means 1. An existing bucket with another count is adopted with a
+	// warning, not changed.
+	Replicas int
+	// Logger receives the store's few log lines (a bucket adopted with
+	// another replica count, asynchronous client errors). nil discards them.
+	Logger *slog.Logger
+}
+
+// Credentials authenticate the connection: set at most one kind. The zero
+// value means no credentials. String, GoString and LogValue render a
+// password or token as <redacted>.
+type Credentials struct {
+	// Username and Password authenticate with user and password; set both
+	// or neither.
+	Username, Password string
+	// Token authenticates with a token.
+	Token string
+	// CredsFile is the path of a .creds file (a user JWT and its NKey seed).
+	CredsFile string
+}
+
+// TLS names PEM files for TLS connections. All paths are read on the
+// first connection attempt, not by New.
+type TLS struct {
+	// RootCA is the CA bundle that verifies the servers; "" means the
+	// system roots.
+	RootCA string
+	// ClientCert and ClientKey are the client certificate and its key for
+	// mutual TLS; set both or neither.
+	ClientCert, ClientKey string
+}
+
+// redacted replaces a secret in every rendering of a Config.
+const redacted = "<redacted>"
+
+// Validate checks the configuration rules of New (everything but the lease
+// TTL) and returns the first violation as a Fatal *coordination.Error
+// naming the field. It does no I/O and never mutates c.
+func (c Config) Validate() error {
+	if len(c.Servers) == 0 {
+		return coordination.Errorf(coordination.Fatal, "natsstore: Servers: at least one server URL is required")
+	}
+	for i, s := range c.Servers {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
+			return coordination.Errorf(coordination.Fatal, "natsstore: Servers[%d]: scheme must be nats:// or tls://, got %q", i, redactURL(s))
+		}
+	}
+	if !validJob(c.Job) {
+		return coordination.Errorf(coordination.Fatal, "natsstore: Job must be 1..64 characters of [A-Za-z0-9_-], got %q", c.Job)
+	}
+	switch c.Replicas {
+	case 0, 1, 3, 5:
+	default:
+		return coordination.Errorf(coordination.Fatal, "natsstore: Replicas must be 1, 3 or 5, got %d", c.Replicas)
+	}
+	if kinds := c.Credentials.kinds(); kinds > 1 || (c.Credentials.Username == "") != (c.Credentials.Password == "") {
+		return coordination.Errorf(coordination.Fatal, "natsstore: Credentials: set exactly one of Username+Password, Token or CredsFile")
+	}
+	if c.TLS != nil && (c.TLS.ClientCert == "") != (c.TLS.ClientKey == "") {
+		return coordination.Errorf(coordination.Fatal, "natsstore: TLS: ClientCert and ClientKey must be set together")
+	}
+	return nil
+}
+
+// validJob reports whether job is 1..64 bytes of [A-Za-z0-9_-].
+func validJob(job string) bool {
+	if len(job) == 0 || len(job) > maxJobLen {
+		return false
+	}
+	for i := 0; i < len(job); i++ {
+		c := job[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// kinds counts the credential kinds that are set (a username or a password
+// counts as the user+password kind).
+func (c Credentials) kinds() int {
+	n := 0
+	if c.Username != "" || c.Password != "" {
+		n++
+	}
+	if c.Token != "" {
+		n++
+	}
+	if c.CredsFile != "" {
+		n++
+	}
+	return n
+}
+
+// describe names the credentials for error messages, without secrets:
+// `user "svc"`, `token`, `creds file "<path>"` or `no credentials`.
+func (c Credentials) describe() string {
+	switch {
+	case c.Username != "":
+		return fmt.Sprintf("user %q", c.Username)
+	case c.Token != "":
+		return "token"
+	case c.CredsFile != "":
+		return fmt.Sprintf("creds file %q", c.CredsFile)
+	}
+	return "no credentials"
+}
+
+// secret returns s, or <redacted> when s is set.
+func secret(s string) string {
+	if s == "" {
+		return ""
+	}
+	return redacted
+}
+
+// redactURL hides a password embedded in a server URL.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	return u.Redacted()
+}
+
+// redactedServers returns the server URLs with embedded passwords hidden.
+func (c Config) redactedServers() []string {
+	out := make([]string, len(c.Servers))
+	for i, s := range c.Servers {
+		out[i] = redactURL(s)
+	}
+	return out
+}
+
+// String renders the credentials with the password and token redacted.
+func (c Credentials) String() string {
+	return fmt.Sprintf("{Username:%q Password:%q Token:%q CredsFile:%q}", c.Username, secret(c.Password), secret(c.Token), c.CredsFile)
+}
+
+// GoString renders the credentials as Go syntax with the password and token
+// redacted.
+func (c Credentials) GoString() string {
+	return fmt.Sprintf("natsstore.Credentials{Username:%q, Password:%q, Token:%q, CredsFile:%q}", c.Username, secret(c.Password), secret(c.Token), c.CredsFile)
+}
+
+// LogValue renders the credentials as a slog group with the password and
+// token redacted.
+func (c Credentials) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("username", c.Username),
+		slog.String("password", secret(c.Password)),
+		slog.String("token", secret(c.Token)),
+		slog.String("creds_file", c.CredsFile),
+	)
+}
+
+// String renders the configuration with the password and token (and any
+// password embedded in a server URL) redacted; usernames and paths are
+// shown.
+func (c Config) String() string {
+	tlsText := "<nil>"
+	if c.TLS != nil {
+		tlsText = fmt.Sprintf("{RootCA:%q ClientCert:%q ClientKey:%q}", c.TLS.RootCA, c.TLS.ClientCert, c.TLS.ClientKey)
+	}
+	return fmt.Sprintf("natsstore.Config{Servers:[%s] Job:%q Credentials:%s TLS:%s Replicas:%d}",
+		strings.Join(c.redactedServers(), " "), c.Job, c.Credentials.String(), tlsText, c.Replicas)
+}
+
+// GoString renders the configuration as Go syntax with the password and
+// token redacted.
+func (c Config) GoString() string {
+	servers := make([]string, len(c.Servers))
+	for i, s := range c.redactedServers() {
+		servers[i] = fmt.Sprintf("%q", s)
+	}
+	tlsText := "nil"
+	if c.TLS != nil {
+		tlsText = fmt.Sprintf("&natsstore.TLS{RootCA:%q, ClientCert:%q, ClientKey:%q}", c.TLS.RootCA, c.TLS.ClientCert, c.TLS.ClientKey)
+	}
+	return fmt.Sprintf("natsstore.Config{Servers:[]string{%s}, Job:%q, Credentials:%s, TLS:%s, Replicas:%d}",
+		strings.Join(servers, ", "), c.Job, c.Credentials.GoString(), tlsText, c.Replicas)
+}
+
+// LogValue renders the configuration as a slog group with the password and
+// token redacted.
+func (c Config) LogValue() slog.Value {
+	attrs := []slog.Attr{
+		slog.Any("servers", c.redactedServers()),
+		slog.String("job", c.Job),
+		slog.Any("credentials", c.Credentials),
+	}
+	if c.TLS != nil {
+		attrs = append(attrs, slog.Group("tls",
+			slog.String("root_ca", c.TLS.RootCA),
+			slog.String("client_cert", c.TLS.ClientCert),
+			slog.String("client_key", c.TLS.ClientKey)))
+	}
+	attrs = append(attrs, slog.Int("replicas", c.Replicas))
+	return slog.GroupValue(attrs...)
+}
+
+// replicas returns the effective replica count (0 means 1).
+func (c Config) replicas() int {
+	if c.Replicas == 0 {
+		return 1
+	}
+	return c.Replicas
+}

@@ -1,0 +1,162 @@
+package natsstore
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination"
+)
+
+func TestNewValidates(t *testing.T) {
+	ok := Config{Servers: []string{"nats://127.0.0.1:4222"}, Job: "job-1_a"}
+	with := func(f func(*Config)) Config {
+		c := ok
+		f(&c)
+		return c
+	}
+	tests := []struct {
+		name  string
+		cfg   Config
+		lease time.Duration
+		want  string // "" means valid
+	}{
+		{"valid", ok, 2 * time.Second, ""},
+		{"valid tls and several servers", with(func(c *Config) {
+			c.Servers = []string{"tls://a:4222", "nats://b:4222"}
+			c.TLS = &TLS{RootCA: "ca.pem", ClientCert: "c.pem", ClientKey: "k.pem"}
+		}), 2 * time.Second, ""},
+		{"valid replicas 0 3 5", with(func(c *Config) { c.Replicas = 5 }), time.Minute, ""},
+		{"valid user", with(func(c *Config) { c.Credentials = Credentials{Username: "u", Password: "p"} }), 2 * time.Second, ""},
+		{"valid token", with(func(c *Config) { c.Credentials = Credentials{Token: "t"} }), 2 * time.Second, ""},
+		{"valid creds", with(func(c *Config) { c.Credentials = Credentials{CredsFile: "x.creds"} }), 2 * time.Second, ""},
+		{"no servers", with(func(c *Config) { c.Servers = nil }), 2 * time.Second,
+			"natsstore: Servers: at least one server URL is required"},
+		{"bad scheme", with(func(c *Config) { c.Servers = []string{"nats://a:1", "http://b:4222"} }), 2 * time.Second,
+			`natsstore: Servers[1]: scheme must be nats:// or tls://, got "http://b:4222"`},
+		{"no scheme", with(func(c *Config) { c.Servers = []string{"localhost:4222"} }), 2 * time.Second,
+			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "localhost:4222"`},
+		{"url password hidden", with(func(c *Config) { c.Servers = []string{"ws://u:secret@b:4222"} }), 2 * time.Second,
+			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "ws://u:xxxxx@b:4222"`},
+		{"empty job", with(func(c *Config) { c.Job = "" }), 2 * time.Second,
+			`natsstore: Job must be 1..64 characters of [A-Za-z0-9_-], got ""`},
+		{"dotted job", with(func(c *Config) { c.Job = "a.b" }), 2 * time.Second,
+			`natsstore: Job must be 1..64 characters of [A-Za-z0-9_-], got "a.b"`},
+		{"long job", with(func(c *Config) { c.Job = strings.Repeat("j", 65) }), 2 * time.Second,
+			`natsstore: Job must be 1..64 characters of [A-Za-z0-9_-], got "` + strings.Repeat("j", 65) + `"`},
+		{"replicas 2", with(func(c *Config) { c.Replicas = 2 }), 2 * time.Second,
+			"natsstore: Replicas must be 1, 3 or 5, got 2"},
+		{"replicas -1", with(func(c *Config) { c.Replicas = -1 }), 2 * time.Second,
+			"natsstore: Replicas must be 1, 3 or 5, got -1"},
+		{"user and token", with(func(c *Config) { c.Credentials = Credentials{Username: "u", Password: "p", Token: "t"} }), 2 * time.Second,
+			"natsstore: Credentials: set exactly one of Username+Password, Token or CredsFile"},
+		{"token and creds", with(func(c *Config) { c.Credentials = Credentials{Token: "t", CredsFile: "f"} }), 2 * time.Second,
+			"natsstore: Credentials: set exactly one of Username+Password, Token or CredsFile"},
+		{"user without password", with(func(c *Config) { c.Credentials = Credentials{Username: "u"} }), 2 * time.Second,
+			"natsstore: Credentials: set exactly one of Username+Password, Token or CredsFile"},
+		{"password without user", with(func(c *Config) { c.Credentials = Credentials{Password: "p"} }), 2 * time.Second,
+			"natsstore: Credentials: set exactly one of Username+Password, Token or CredsFile"},
+		{"cert without key", with(func(c *Config) { c.TLS = &TLS{ClientCert: "c.pem"} }), 2 * time.Second,
+			"natsstore: TLS: ClientCert and ClientKey must be set together"},
+		{"key without cert", with(func(c *Config) { c.TLS = &TLS{RootCA: "ca", ClientKey: "k.pem"} }), 2 * time.Second,
+			"natsstore: TLS: ClientCert and ClientKey must be set together"},
+		{"short lease", ok, 1999 * time.Millisecond,
+			"natsstore: leaseTTL must be >= 2s (NATS expiry markers have one-second granularity), got 1.999s"},
+		{"zero lease", ok, 0,
+			"natsstore: leaseTTL must be >= 2s (NATS expiry markers have one-second granularity), got 0s"},
+		{"first violation wins", Config{Job: "a.b", Replicas: 7}, 0,
+			"natsstore: Servers: at least one server URL is required"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, err := New(tc.cfg, tc.lease)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("New: %v", err)
+				}
+				if st.LeaseTTL() != tc.lease || st.MaxValueSize() != 524288 {
+					t.Fatalf("LeaseTTL %s MaxValueSize %d", st.LeaseTTL(), st.MaxValueSize())
+				}
+				_ = st.Close()
+				return
+			}
+			var e *coordination.Error
+			if !asError(err, &e) || e.Kind != coordination.Fatal || e.Reason != tc.want {
+				t.Fatalf("New error = %v, want Fatal %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// asError is errors.As for *coordination.Error.
+func asError(err error, target **coordination.Error) bool {
+	e, ok := err.(*coordination.Error)
+	if ok {
+		*target = e
+	}
+	return ok
+}
+
+func TestConfigRedactsSecrets(t *testing.T) {
+	cfgs := map[string]Config{
+		"user": {Servers: []string{"nats://svc:urlsecret@h:4222"}, Job: "j",
+			Credentials: Credentials{Username: "svc", Password: "hunter2"},
+			TLS:         &TLS{RootCA: "/etc/ca.pem", ClientCert: "/etc/c.pem", ClientKey: "/etc/k.pem"}},
+		"token": {Servers: []string{"tls://h:4222"}, Job: "j", Credentials: Credentials{Token: "hunter2"}},
+	}
+	for name, cfg := range cfgs {
+		t.Run(name, func(t *testing.T) {
+			var logBuf bytes.Buffer
+			slog.New(slog.NewTextHandler(&logBuf, nil)).Info("config", "cfg", cfg, "creds", cfg.Credentials)
+			renders := map[string]string{
+				"String":        cfg.String(),
+				"GoString":      cfg.GoString(),
+				"%v":            fmt.Sprintf("%v", cfg),
+				"%+v":           fmt.Sprintf("%+v", cfg),
+				"%#v":           fmt.Sprintf("%#v", cfg),
+				"%v creds":      fmt.Sprintf("%v", cfg.Credentials),
+				"%#v creds":     fmt.Sprintf("%#v", cfg.Credentials),
+				"%v pointer":    fmt.Sprintf("%v", &cfg),
+				"slog LogValue": logBuf.String(),
+			}
+			for how, text := range renders {
+				for _, leak := range []string{"hunter2", "urlsecret"} {
+					if strings.Contains(text, leak) {
+						t.Errorf("%s leaks %q: %s", how, leak, text)
+					}
+				}
+				if !strings.Contains(text, "<redacted>") {
+					t.Errorf("%s does not say <redacted>: %s", how, text)
+				}
+				if name == "user" && !strings.Contains(text, "svc") {
+					t.Errorf("%s hides the username: %s", how, text)
+				}
+				if name == "user" && !strings.Contains(how, "creds") && !strings.Contains(text, "/etc/ca.pem") {
+					t.Errorf("%s hides a path: %s", how, text)
+				}
+			}
+		})
+	}
+}
+
+func TestCredentialsDescribe(t *testing.T) {
+	tests := []struct {
+		cr   Credentials
+		want string
+	}{
+		{Credentials{Username: "svc", Password: "p"}, `user "svc"`},
+		{Credentials{Token: "t"}, "token"},
+		{Credentials{CredsFile: "/x/a.creds"}, `creds file "/x/a.creds"`},
+		{Credentials{}, "no credentials"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.want, func(t *testing.T) {
+			if got := tc.cr.describe(); got != tc.want {
+				t.Fatalf("describe = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

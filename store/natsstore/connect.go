@@ -1,0 +1,370 @@
+package natsstore
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/spate-go/coordination"
+)
+
+// Connection timing. A connection attempt is bounded by the deadline of the
+// operation that started it; without one, by defaultConnectTimeout. Each
+// network step (dial, TLS, handshake) is bounded by at most
+// maxStepTimeout.
+const (
+	defaultConnectTimeout = 10 * time.Second
+	maxStepTimeout        = 10 * time.Second
+	minStepTimeout        = 50 * time.Millisecond
+	defaultReconnectWait  = 2 * time.Second
+)
+
+// conn is one established connection with its provisioned buckets.
+type conn struct {
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	state jetstream.KeyValue // Durable
+	lease jetstream.KeyValue // Ephemeral
+}
+
+// attempt is one shared connection attempt. done is closed once c and err
+// are set; they are read only after done is closed.
+type attempt struct {
+	done chan struct{}
+	c    *conn
+	err  error
+}
+
+// dialer dials TCP within the store's lifetime and remembers the last
+// address it dialed, so a TLS failure can name the server.
+type dialer struct {
+	ctx     context.Context
+	timeout time.Duration
+
+	mu   sync.Mutex
+	last string
+}
+
+// Dial implements nats.CustomDialer.
+func (d *dialer) Dial(network, address string) (net.Conn, error) {
+	d.mu.Lock()
+	d.last = address
+	d.mu.Unlock()
+	nd := net.Dialer{Timeout: d.timeout}
+	return nd.DialContext(d.ctx, network, address)
+}
+
+// lastAddress returns the address dialed last.
+func (d *dialer) lastAddress() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.last
+}
+
+// client returns the store's connection, connecting and provisioning the
+// buckets on first use. Concurrent callers share one attempt; a failed
+// attempt is not remembered. The caller waits at most until ctx is done.
+func (s *Store) client(ctx context.Context) (*conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, s.ctxErr("connecting to NATS", err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errClosed()
+	}
+	if s.conn != nil && s.conn.nc.IsClosed() {
+		s.conn = nil // closed by the client (for example after repeated auth failures); connect afresh
+	}
+	if c := s.conn; c != nil {
+		s.mu.Unlock()
+		return c, nil
+	}
+	a := s.attempt
+	if a == nil {
+		a = &attempt{done: make(chan struct{})}
+		s.attempt = a
+		deadline, ok := ctx.Deadline()
+		if !ok {
+			deadline = time.Now().Add(defaultConnectTimeout)
+		}
+		s.wg.Go(func() { s.runAttempt(a, deadline) })
+	}
+	s.mu.Unlock()
+	select {
+	case <-a.done:
+		return a.c, a.err
+	case <-ctx.Done():
+		return nil, s.ctxErr("connecting to NATS", ctx.Err())
+	}
+}
+
+// runAttempt connects, records the outcome in a and, on success, installs
+// the connection for later operations.
+func (s *Store) runAttempt(a *attempt, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(s.life, deadline)
+	defer cancel()
+	c, err := s.connect(ctx)
+	s.mu.Lock()
+	s.attempt = nil
+	if err == nil && s.closed {
+		c.nc.Close()
+		c, err = nil, errClosed()
+	}
+	if err == nil {
+		s.conn = c
+	}
+	a.c, a.err = c, err
+	s.mu.Unlock()
+	close(a.done)
+}
+
+// connect dials the servers, checks the server version and JetStream, and
+// provisions both buckets.
+func (s *Store) connect(ctx context.Context) (*conn, error) {
+	step := time.Until(mustDeadline(ctx))
+	step = min(max(step, minStepTimeout), maxStepTimeout)
+	d := &dialer{ctx: s.life, timeout: step}
+	opts, err := s.authOptions()
+	if err != nil {
+		return nil, err
+	}
+	c := &conn{}
+	opts = append(opts,
+		nats.Name("coordination-natsstore-"+s.cfg.Job),
+		nats.SetCustomDialer(d),
+		nats.Timeout(step),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(s.reconnectWait),
+		// Fail writes at once while reconnecting instead of replaying them
+		// after the caller has given up on them.
+		nats.ReconnectBufSize(-1),
+		nats.NoCallbacksAfterClientClose(),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { s.connectionLost(c, err) }),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			s.log.Warn("nats asynchronous error", "err", err)
+		}),
+	)
+	nc, err := nats.Connect(strings.Join(s.cfg.Servers, ","), opts...)
+	if err != nil {
+		return nil, s.classifyConnectErr(ctx, err, d.lastAddress())
+	}
+	c.nc = nc
+	if err := s.setUp(ctx, c); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// mustDeadline returns ctx's deadline; contexts built by runAttempt always
+// have one.
+func mustDeadline(ctx context.Context) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return time.Now().Add(defaultConnectTimeout)
+	}
+	return d
+}
+
+// setUp checks the version and JetStream on a fresh connection and opens
+// or creates the buckets.
+func (s *Store) setUp(ctx context.Context, c *conn) error {
+	if err := checkVersion(c.nc.ConnectedServerVersion()); err != nil {
+		return err
+	}
+	if mp := c.nc.MaxPayload(); mp > 0 && mp < bucketMaxMsgSize {
+		return coordination.Errorf(coordination.Fatal, "natsstore: server %s allows payloads of %d bytes, below the %d this store needs (512 KiB values plus headers); raise max_payload", c.nc.ConnectedUrlRedacted(), mp, bucketMaxMsgSize)
+	}
+	js, err := jetstream.New(c.nc)
+	if err != nil {
+		return coordination.Errorf(coordination.Retryable, "natsstore: opening JetStream: %w", err)
+	}
+	c.js = js
+	if _, err := js.AccountInfo(ctx); err != nil {
+		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
+			return coordination.Errorf(coordination.Fatal, "natsstore: JetStream is not enabled for this account on %s: %w; enable JetStream on the server and the account", c.nc.ConnectedUrlRedacted(), err)
+		}
+		return s.openErr(ctx, "reading JetStream account info", err)
+	}
+	if c.state, err = s.provision(ctx, js, s.bucketConfig(false)); err != nil {
+		return err
+	}
+	if c.lease, err = s.provision(ctx, js, s.bucketConfig(true)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// authOptions reads and checks the credential and TLS files and returns the
+// matching client options. An unreadable or malformed file is Fatal naming
+// its path.
+func (s *Store) authOptions() ([]nats.Option, error) {
+	var opts []nats.Option
+	cr := s.cfg.Credentials
+	switch {
+	case cr.Username != "":
+		opts = append(opts, nats.UserInfo(cr.Username, cr.Password))
+	case cr.Token != "":
+		opts = append(opts, nats.Token(cr.Token))
+	case cr.CredsFile != "":
+		if err := checkCredsFile(cr.CredsFile); err != nil {
+			return nil, err
+		}
+		// The client rereads the file on every (re)connect, so a rotated
+		// file is picked up without a restart.
+		opts = append(opts, nats.UserCredentials(cr.CredsFile))
+	}
+	if t := s.cfg.TLS; t != nil {
+		opts = append(opts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12}))
+		if t.RootCA != "" {
+			if err := checkRootCA(t.RootCA); err != nil {
+				return nil, err
+			}
+			opts = append(opts, nats.RootCAs(t.RootCA))
+		}
+		if t.ClientCert != "" {
+			if _, err := tls.LoadX509KeyPair(t.ClientCert, t.ClientKey); err != nil {
+				return nil, coordination.Errorf(coordination.Fatal, "natsstore: cannot load client certificate %q with key %q: %w; check Config.TLS", t.ClientCert, t.ClientKey, err)
+			}
+			opts = append(opts, nats.ClientCert(t.ClientCert, t.ClientKey))
+		}
+	}
+	return opts, nil
+}
+
+// checkCredsFile reads a .creds file and checks that it holds a user JWT and
+// a user seed.
+func checkCredsFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return coordination.Errorf(coordination.Fatal, "natsstore: cannot read creds file %q: %w; check Config.Credentials.CredsFile", path, err)
+	}
+	tok, err := nkeys.ParseDecoratedJWT(data)
+	if err == nil {
+		_, err = jwt.DecodeUserClaims(tok)
+	}
+	if err == nil {
+		var kp nkeys.KeyPair
+		if kp, err = nkeys.ParseDecoratedUserNKey(data); err == nil {
+			kp.Wipe()
+		}
+	}
+	if err != nil {
+		return coordination.Errorf(coordination.Fatal, "natsstore: creds file %q does not hold a user JWT and seed: %w; check Config.Credentials.CredsFile", path, err)
+	}
+	return nil
+}
+
+// checkRootCA reads a PEM CA bundle and checks that it holds a certificate.
+func checkRootCA(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return coordination.Errorf(coordination.Fatal, "natsstore: cannot read root CA file %q: %w; check Config.TLS.RootCA", path, err)
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(data) {
+		return coordination.Errorf(coordination.Fatal, "natsstore: root CA file %q holds no PEM certificate; check Config.TLS.RootCA", path)
+	}
+	return nil
+}
+
+// classifyConnectErr maps a failed nats.Connect to the error classes of
+// SPEC §25.2.
+func (s *Store) classifyConnectErr(ctx context.Context, err error, addr string) error {
+	server := addr
+	if server == "" {
+		server = strings.Join(s.cfg.redactedServers(), ",")
+	}
+	switch {
+	case isAuthErr(err):
+		return coordination.Errorf(coordination.Fatal, "natsstore: authorization failed for %s: %w; check Config.Credentials", s.cfg.Credentials.describe(), err)
+	case isVerifyErr(err):
+		return coordination.Errorf(coordination.Fatal, "natsstore: TLS certificate verification failed for server %s: %w; check Config.TLS.RootCA and the server's certificate", server, err)
+	case strings.Contains(err.Error(), "remote error: tls: "):
+		return coordination.Errorf(coordination.Fatal, "natsstore: server %s rejected the TLS handshake: %w; check Config.TLS.ClientCert and Config.TLS.ClientKey", server, err)
+	case errors.Is(err, nats.ErrSecureConnWanted):
+		return coordination.Errorf(coordination.Fatal, "natsstore: server %s does not offer TLS, but Config.TLS is set: %w", server, err)
+	case errors.Is(err, nats.ErrSecureConnRequired):
+		return coordination.Errorf(coordination.Fatal, "natsstore: server %s requires TLS: %w; set Config.TLS or use tls:// URLs", server, err)
+	}
+	if ctx.Err() != nil && s.isClosed() {
+		return errClosed()
+	}
+	return coordination.Errorf(coordination.Retryable, "natsstore: connecting to %s: %w", strings.Join(s.cfg.redactedServers(), ","), err)
+}
+
+// isAuthErr reports whether err is an authentication or authorization
+// failure reported by the server.
+func isAuthErr(err error) bool {
+	return errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) ||
+		errors.Is(err, nats.ErrAuthRevoked) || errors.Is(err, nats.ErrAccountAuthExpired) ||
+		strings.Contains(strings.ToLower(err.Error()), "authorization violation")
+}
+
+// isVerifyErr reports whether err is a failed verification of the server's
+// certificate.
+func isVerifyErr(err error) bool {
+	var (
+		verr *tls.CertificateVerificationError
+		uerr x509.UnknownAuthorityError
+		herr x509.HostnameError
+		ierr x509.CertificateInvalidError
+	)
+	return errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &ierr)
+}
+
+// openErr classifies a failure while opening or creating a bucket:
+// authorization problems are Fatal, everything else Retryable.
+func (s *Store) openErr(ctx context.Context, what string, err error) error {
+	if errors.Is(err, nats.ErrPermissionViolation) || isAuthErr(err) {
+		return coordination.Errorf(coordination.Fatal, "natsstore: %s: not authorized for %s: %w; check Config.Credentials and the account's permissions", what, s.cfg.Credentials.describe(), err)
+	}
+	if ctx.Err() != nil {
+		return s.ctxErr(what, err)
+	}
+	return coordination.Errorf(coordination.Retryable, "natsstore: %s: %w", what, err)
+}
+
+// connectionLost breaks the watches running on c: after a disconnect their
+// consumers may have missed events, so their owners re-watch.
+func (s *Store) connectionLost(c *conn, err error) {
+	if err == nil {
+		err = nats.ErrDisconnected
+	}
+	s.mu.Lock()
+	ws := make([]*watcher, 0, len(s.watches))
+	for w := range s.watches {
+		if w.conn == c {
+			ws = append(ws, w)
+		}
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.breakWith(coordination.Errorf(coordination.Retryable, "natsstore: connection to NATS lost: %w; re-watch", err))
+	}
+}
+
+// errClosed is the error of every operation after Close.
+func errClosed() error {
+	return coordination.Errorf(coordination.Fatal, "store is closed")
+}
+
+// ctxErr reports a done context as Retryable (or Fatal "store is closed"
+// after Close), keeping the cause.
+func (s *Store) ctxErr(what string, err error) error {
+	if s.isClosed() {
+		return errClosed()
+	}
+	return coordination.Errorf(coordination.Retryable, "natsstore: %s: %w", what, err)
+}

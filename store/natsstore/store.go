@@ -1,0 +1,109 @@
+package natsstore
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
+)
+
+// Store is a [store.Store] on two NATS JetStream key-value buckets per job.
+// It connects lazily on its first operation and is safe for concurrent use.
+// Create one with [New].
+type Store struct {
+	cfg           Config
+	leaseTTL      time.Duration
+	log           *slog.Logger
+	reconnectWait time.Duration // tests shorten it before the first operation
+
+	// life is cancelled by Close; it bounds dials and connection attempts.
+	life   context.Context
+	cancel context.CancelFunc
+	// done is closed by Close; watches end (Err nil) when it closes.
+	done chan struct{}
+	// wg counts connection attempts and watch goroutines; Close waits.
+	wg sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	conn    *conn                 // the established connection, or nil
+	attempt *attempt              // the connection attempt in flight, or nil
+	watches map[*watcher]struct{} // running watches, for disconnects
+}
+
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.ValueLimiter = (*Store)(nil)
+)
+
+// New validates cfg and leaseTTL and returns a store that connects on its
+// first operation. It does no I/O. Invalid settings return a Fatal
+// *coordination.Error naming the field (SPEC §25.1).
+func New(cfg Config, leaseTTL time.Duration) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if leaseTTL < MinLeaseTTL {
+		return nil, coordination.Errorf(coordination.Fatal, "natsstore: leaseTTL must be >= 2s (NATS expiry markers have one-second granularity), got %s", leaseTTL)
+	}
+	cfg.Servers = append([]string(nil), cfg.Servers...)
+	if cfg.TLS != nil {
+		t := *cfg.TLS
+		cfg.TLS = &t
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	life, cancel := context.WithCancel(context.Background())
+	return &Store{
+		cfg:           cfg,
+		leaseTTL:      leaseTTL,
+		log:           log,
+		reconnectWait: defaultReconnectWait,
+		life:          life,
+		cancel:        cancel,
+		done:          make(chan struct{}),
+		watches:       make(map[*watcher]struct{}),
+	}, nil
+}
+
+// LeaseTTL returns the lease TTL given to New; it is the lease bucket's TTL.
+func (s *Store) LeaseTTL() time.Duration { return s.leaseTTL }
+
+// MaxValueSize returns 524288: both buckets cap values at 512 KiB, and a
+// larger value is rejected with Fatal before anything is sent.
+func (s *Store) MaxValueSize() int { return maxValueSize }
+
+// Close ends every watch (their Err is nil), waits for the store's
+// goroutines and closes the connection. Later operations return Fatal
+// "store is closed". Close may be called more than once; it always returns
+// nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	c := s.conn
+	s.conn = nil
+	s.mu.Unlock()
+	close(s.done)
+	s.cancel()
+	s.wg.Wait()
+	if c != nil {
+		c.nc.Close()
+	}
+	return nil
+}
+
+// isClosed reports whether Close was called.
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}

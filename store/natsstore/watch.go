@@ -1,0 +1,290 @@
+package natsstore
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
+)
+
+// defaultWatchBuffer is how many events a watch holds for a slow consumer
+// once its snapshot is complete; one more breaks the watch. During the
+// initial replay the store instead stops reading (the server then paces
+// delivery), so a snapshot of any size fits.
+const defaultWatchBuffer = 1 << 16
+
+// watchSetupTimeout bounds the creation of a watch's consumer when the
+// caller's context has no earlier deadline.
+const watchSetupTimeout = 10 * time.Second
+
+// watcher is one running watch. The run goroutine owns the queue and the
+// client watcher; events is unbuffered and closed by run when the watch
+// ends, after err is set.
+type watcher struct {
+	s      *Store
+	conn   *conn
+	kw     jetstream.KeyWatcher
+	cancel context.CancelFunc // ends the client subscription
+	prefix string
+	bucket string
+	limit  int
+
+	events chan store.WatchEvent
+	stop   chan struct{} // closed by Stop
+	brk    chan struct{} // closed by breakWith, after brkErr is set
+	done   chan struct{} // closed when run returns
+
+	stopOnce sync.Once
+	brkOnce  sync.Once
+	brkErr   error
+
+	mu  sync.Mutex
+	err error
+}
+
+// Watch delivers one Put per live key under prefix (plain string prefix),
+// then exactly one SnapshotDone, then live Put and Delete events (an
+// explicit delete and an expiry both arrive as Delete with the marker's
+// revision). The watch ends with Err nil when ctx is done, Stop is called
+// or the store is closed; it breaks with Retryable when the connection is
+// lost, the client ends the subscription, or the consumer falls more than
+// 65536 events behind. Setting up the watch is bounded by ctx and by 10s.
+func (s *Store) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
+	return s.watch(ctx, ks, prefix, defaultWatchBuffer)
+}
+
+// watch is Watch with a buffer limit (tests use small ones).
+func (s *Store) watch(ctx context.Context, ks store.Keyspace, prefix string, limit int) (store.Watcher, error) {
+	kv, c, err := s.bucketConn(ctx, ks)
+	if err != nil {
+		return nil, err
+	}
+	// The client ends its subscription when this context ends, so it lives
+	// as long as the watch; the timer only bounds the setup.
+	wctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(watchSetupTimeout, cancel)
+	kw, err := kv.Watch(wctx, subjectFilter(prefix))
+	if !timer.Stop() && err == nil {
+		_ = kw.Stop()
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		return nil, s.watchErr(ctx, kv.Bucket(), err)
+	}
+	w := &watcher{
+		s:      s,
+		conn:   c,
+		kw:     kw,
+		cancel: cancel,
+		prefix: prefix,
+		bucket: kv.Bucket(),
+		limit:  limit,
+		events: make(chan store.WatchEvent),
+		stop:   make(chan struct{}),
+		brk:    make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = kw.Stop()
+		cancel()
+		return nil, errClosed()
+	}
+	s.watches[w] = struct{}{}
+	s.wg.Go(func() { w.run(ctx) })
+	s.mu.Unlock()
+	return w, nil
+}
+
+// watchErr classifies a failure to start a watch or listing.
+func (s *Store) watchErr(ctx context.Context, bucket string, err error) error {
+	if s.isClosed() {
+		return errClosed()
+	}
+	if ctx.Err() != nil {
+		return s.ctxErr("watching bucket "+bucket, err)
+	}
+	return coordination.Errorf(coordination.Retryable, "natsstore: watching bucket %s: %w", bucket, err)
+}
+
+// subjectFilter returns the key filter for a plain string prefix: ">" when
+// the prefix has no '.', else the prefix up to and including its last '.'
+// followed by ">". A prefix whose leading tokens are not literal subject
+// tokens falls back to ">"; the prefix itself is matched on every key.
+func subjectFilter(prefix string) string {
+	i := strings.LastIndexByte(prefix, '.')
+	if i < 0 {
+		return ">"
+	}
+	for _, tok := range strings.Split(prefix[:i], ".") {
+		if tok == "" || strings.ContainsFunc(tok, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-/_=", r))
+		}) {
+			return ">"
+		}
+	}
+	return prefix[:i+1] + ">"
+}
+
+// run moves events from the client's channel into the watch's queue and on
+// to the consumer until the watch ends.
+func (w *watcher) run(ctx context.Context) {
+	defer close(w.done)
+	err := w.loop(ctx)
+	_ = w.kw.Stop()
+	w.cancel()
+	w.s.mu.Lock()
+	delete(w.s.watches, w)
+	w.s.mu.Unlock()
+	w.mu.Lock()
+	w.err = err
+	w.mu.Unlock()
+	close(w.events)
+}
+
+// loop is run's body; it returns nil when the watch was ended by its
+// owner, else the Retryable reason it broke.
+func (w *watcher) loop(ctx context.Context) error {
+	var queue []store.WatchEvent
+	snapshot := true
+	updates := w.kw.Updates()
+	for {
+		var out chan<- store.WatchEvent
+		var next store.WatchEvent
+		if len(queue) > 0 {
+			out, next = w.events, queue[0]
+		}
+		in := updates
+		if snapshot && len(queue) >= w.limit {
+			in = nil // pace the initial replay instead of breaking
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-w.stop:
+			return nil
+		case <-w.s.done:
+			return nil
+		case <-w.brk:
+			return w.brkErr
+		case out <- next:
+			queue[0] = store.WatchEvent{}
+			queue = queue[1:]
+		case e, ok := <-in:
+			if !ok {
+				if w.ended(ctx) {
+					return nil
+				}
+				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s was ended by the NATS client (connection closed or consumer lost); re-watch", w.bucket)
+			}
+			if e == nil { // end of the initial values
+				if snapshot {
+					snapshot = false
+					queue = append(queue, store.WatchEvent{Kind: store.SnapshotDone})
+				}
+				continue
+			}
+			if !strings.HasPrefix(e.Key(), w.prefix) {
+				continue
+			}
+			put := e.Operation() == jetstream.KeyValuePut
+			if snapshot && !put {
+				continue
+			}
+			if !snapshot && len(queue) >= w.limit {
+				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s lagged by more than %d events; re-watch", w.bucket, w.limit)
+			}
+			ev := store.WatchEvent{Kind: store.Put, Entry: entry(e)}
+			if !put {
+				ev = store.WatchEvent{Kind: store.Delete, Entry: store.Entry{Key: e.Key(), Revision: store.Revision(e.Revision())}}
+			}
+			queue = append(queue, ev)
+		}
+	}
+}
+
+// ended reports whether the watch's owner ended it (context, Stop or
+// Close), as opposed to a break.
+func (w *watcher) ended(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-w.stop:
+		return true
+	case <-w.s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// breakWith ends the watch with err (Retryable); later calls are ignored.
+func (w *watcher) breakWith(err error) {
+	w.brkOnce.Do(func() {
+		w.brkErr = err
+		close(w.brk)
+	})
+}
+
+// Events returns the watch's events; the channel is closed when the watch
+// ends.
+func (w *watcher) Events() <-chan store.WatchEvent { return w.events }
+
+// Err returns nil while the watch runs and after it was stopped (Stop, its
+// context, or the store's Close), else the Retryable reason it broke.
+func (w *watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// Stop ends the watch and waits until Events is closed. It may be called
+// more than once and from any goroutine.
+func (w *watcher) Stop() {
+	w.stopOnce.Do(func() { close(w.stop) })
+	<-w.done
+}
+
+// List returns every live key under prefix (plain string prefix) from one
+// ordered snapshot of the bucket: a watch with the same subject filter that
+// ends at the end of its initial replay. Entries come in stream order.
+func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
+	kv, err := s.bucket(ctx, ks)
+	if err != nil {
+		return nil, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	kw, err := kv.Watch(lctx, subjectFilter(prefix), jetstream.IgnoreDeletes())
+	if err != nil {
+		return nil, s.watchErr(ctx, kv.Bucket(), err)
+	}
+	defer func() { _ = kw.Stop() }()
+	out := []store.Entry{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil, s.ctxErr("listing bucket "+kv.Bucket(), ctx.Err())
+		case e, ok := <-kw.Updates():
+			if !ok {
+				if ctx.Err() != nil {
+					return nil, s.ctxErr("listing bucket "+kv.Bucket(), ctx.Err())
+				}
+				return nil, coordination.Errorf(coordination.Retryable, "natsstore: listing bucket %s: the NATS client ended the listing (connection closed or consumer lost)", kv.Bucket())
+			}
+			if e == nil {
+				return out, nil
+			}
+			if e.Operation() == jetstream.KeyValuePut && strings.HasPrefix(e.Key(), prefix) {
+				out = append(out, entry(e))
+			}
+		}
+	}
+}

@@ -1,0 +1,235 @@
+package natsstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
+)
+
+func TestSubjectFilter(t *testing.T) {
+	tests := []struct{ prefix, want string }{
+		{"", ">"},
+		{"sp", ">"},
+		{"split", ">"},
+		{"split.", "split.>"},
+		{"split.a", "split.>"},
+		{"a.b.c", "a.b.>"},
+		{"a.b.", "a.b.>"},
+		{".a", ">"},
+		{"a..b", ">"},
+		{"a*.b", ">"},
+		{"a>.b", ">"},
+		{"x y.z", ">"},
+		{"a/b=c_d-e.f", "a/b=c_d-e.>"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.prefix, func(t *testing.T) {
+			if got := subjectFilter(tc.prefix); got != tc.want {
+				t.Fatalf("subjectFilter(%q) = %q, want %q", tc.prefix, got, tc.want)
+			}
+		})
+	}
+}
+
+// snapshot reads a watch's snapshot: the keys of its Puts, until
+// SnapshotDone.
+func snapshot(t testing.TB, w store.Watcher) []string {
+	t.Helper()
+	var keys []string
+	for {
+		ev := nextEvent(t, w, 5*time.Second)
+		switch ev.Kind {
+		case store.SnapshotDone:
+			slices.Sort(keys)
+			return keys
+		case store.Put:
+			keys = append(keys, ev.Entry.Key)
+		default:
+			t.Fatalf("snapshot holds %v for %s", ev.Kind, ev.Entry.Key)
+		}
+	}
+}
+
+func TestWatchSnapshotAndPrefix(t *testing.T) {
+	st := storeFor(t, startServer(t))
+	ctx := opCtx(t)
+	// Snapshot of an empty bucket.
+	w, err := st.Watch(t.Context(), store.Durable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := snapshot(t, w); len(keys) != 0 {
+		t.Fatalf("empty bucket snapshot %v", keys)
+	}
+	w.Stop()
+	for _, k := range []string{"split.a", "spec.b", "split.b.c", "plan", "other.x"} {
+		mustCreate(t, st, store.Durable, k, "v")
+	}
+	r := mustCreate(t, st, store.Durable, "split.gone", "v")
+	if ok, err := st.Delete(ctx, store.Durable, "split.gone", r); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	tests := []struct {
+		prefix string
+		want   []string
+	}{
+		{"", []string{"other.x", "plan", "spec.b", "split.a", "split.b.c"}},
+		{"sp", []string{"spec.b", "split.a", "split.b.c"}},
+		{"split.", []string{"split.a", "split.b.c"}},
+		{"split.b", []string{"split.b.c"}},
+		{"spli", []string{"split.a", "split.b.c"}},
+		{"nothing", nil},
+		{"nothing.here", nil},
+		{"split.gone", nil},
+		{"split.z", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.prefix, func(t *testing.T) {
+			w, err := st.Watch(t.Context(), store.Durable, tc.prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			if got := snapshot(t, w); !slices.Equal(got, tc.want) {
+				t.Fatalf("snapshot %v, want %v", got, tc.want)
+			}
+			lst, err := st.List(ctx, store.Durable, tc.prefix)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keys []string
+			for _, e := range lst {
+				keys = append(keys, e.Key)
+			}
+			slices.Sort(keys)
+			if !slices.Equal(keys, tc.want) {
+				t.Fatalf("List %v, want %v", keys, tc.want)
+			}
+		})
+	}
+	// Only keys outside the prefix exist in the other keyspace's bucket.
+	mustCreate(t, st, store.Ephemeral, "worker.1", "v")
+	w, err = st.Watch(t.Context(), store.Ephemeral, "lease.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys := snapshot(t, w); len(keys) != 0 {
+		t.Fatalf("snapshot %v, want none", keys)
+	}
+	// The tail: puts and deletes under the prefix, nothing outside it.
+	mustCreate(t, st, store.Ephemeral, "worker.2", "v")
+	r = mustCreate(t, st, store.Ephemeral, "lease.1", "v")
+	if ok, err := st.Delete(ctx, store.Ephemeral, "lease.1", 0); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.Put || ev.Entry.Key != "lease.1" || ev.Entry.Revision != r || string(ev.Entry.Value) != "v" {
+		t.Fatalf("tail event %+v", ev)
+	}
+	if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.Delete || ev.Entry.Key != "lease.1" || ev.Entry.Revision <= r {
+		t.Fatalf("tail event %+v", ev)
+	}
+	w.Stop()
+	if _, ok := <-w.Events(); ok || w.Err() != nil {
+		t.Fatalf("after Stop: open=%v err=%v", ok, w.Err())
+	}
+}
+
+func TestWatchEndings(t *testing.T) {
+	srv := startServer(t)
+	st := storeFor(t, srv)
+	mustCreate(t, st, store.Durable, "k", "v")
+
+	t.Run("context", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		w, err := st.Watch(ctx, store.Durable, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		for range w.Events() {
+		}
+		if w.Err() != nil {
+			t.Fatalf("Err after cancel = %v", w.Err())
+		}
+	})
+	t.Run("stop twice", func(t *testing.T) {
+		w, err := st.Watch(t.Context(), store.Durable, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Stop()
+		w.Stop()
+		if _, ok := <-w.Events(); ok || w.Err() != nil {
+			t.Fatalf("open=%v err=%v", ok, w.Err())
+		}
+	})
+	t.Run("overflow breaks", func(t *testing.T) {
+		w, err := st.watch(t.Context(), store.Durable, "", 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		// Nobody reads; the snapshot (one key) and SnapshotDone fit, ten more
+		// writes do not.
+		for i := range 10 {
+			mustCreate(t, st, store.Durable, fmt.Sprintf("o.%d", i), "v")
+		}
+		waitFor(t, 5*time.Second, "the watch to break", func() bool {
+			select {
+			case <-w.(*watcher).done:
+				return true
+			default:
+				return false
+			}
+		})
+		for range w.Events() {
+		}
+		wantKind(t, w.Err(), coordination.Retryable, "lagged by more than 4 events")
+	})
+	t.Run("snapshot larger than the buffer", func(t *testing.T) {
+		w, err := st.watch(t.Context(), store.Durable, "o.", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Stop()
+		if keys := snapshot(t, w); len(keys) != 10 {
+			t.Fatalf("snapshot of %d keys, want 10", len(keys))
+		}
+	})
+	t.Run("close", func(t *testing.T) {
+		st2 := storeFor(t, srv)
+		w, err := st2.Watch(t.Context(), store.Durable, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st2.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for range w.Events() {
+		}
+		if w.Err() != nil {
+			t.Fatalf("Err after Close = %v", w.Err())
+		}
+		ctx := opCtx(t)
+		_, _, err = st2.Create(ctx, store.Durable, "x", nil)
+		wantKind(t, err, coordination.Fatal, "store is closed")
+		_, _, err = st2.Get(ctx, store.Durable, "x")
+		wantKind(t, err, coordination.Fatal, "store is closed")
+		_, err = st2.Delete(ctx, store.Durable, "x", 0)
+		wantKind(t, err, coordination.Fatal, "store is closed")
+		_, _, err = st2.Update(ctx, store.Durable, "x", nil, 1)
+		wantKind(t, err, coordination.Fatal, "store is closed")
+		_, err = st2.Watch(ctx, store.Durable, "")
+		wantKind(t, err, coordination.Fatal, "store is closed")
+		_, err = st2.List(ctx, store.Durable, "")
+		wantKind(t, err, coordination.Fatal, "store is closed")
+		if err := st2.Close(); err != nil {
+			t.Fatalf("second Close = %v", err)
+		}
+	})
+}
