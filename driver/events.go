@@ -33,23 +33,32 @@ type Opening struct {
 // Watermark is an acknowledged position of one partition: one past the last
 // acknowledged record, in the source's own encoding.
 type Watermark struct {
+	// Partition is the tenancy the watermark belongs to.
 	Partition PartitionID
-	Value     int64
+	// Value is the acknowledged position inside the split's descriptor.
+	Value int64
 }
 
 // Lane describes one open lane, as announced by [LanesAdded].
 type Lane struct {
-	ID        LaneID
+	// ID is the lane's id, as passed to OpenSplit.
+	ID LaneID
+	// Partition keys the lane's watermarks.
 	Partition PartitionID
-	Split     coordination.SplitSpec
-	Epoch     coordination.LeaseEpoch
+	// Split is the spec of the split the lane reads.
+	Split coordination.SplitSpec
+	// Epoch is the tenancy's fencing token.
+	Epoch coordination.LeaseEpoch
 }
 
 // Assignment is one held split with an open lane, as reported by
 // [Driver.Assignments].
 type Assignment struct {
-	Split     coordination.SplitID
-	Lane      LaneID
+	// Split is the held split.
+	Split coordination.SplitID
+	// Lane is its open lane.
+	Lane LaneID
+	// Partition keys its watermarks.
 	Partition PartitionID
 }
 
