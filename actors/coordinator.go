@@ -1,0 +1,409 @@
+package actors
+
+import (
+	"context"
+	"github.com/anthdm/hollywood/actor"
+	"sync"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+)
+
+// stopGrace is how long a call waits for its real outcome after the stop
+// channel closed (§6.3 allows up to 100ms).
+const stopGrace = 50 * time.Millisecond
+
+// Coordinator is one worker's handle; it implements
+// [coordination.Coordinator]. Create it with [Spawn]. It is safe for
+// concurrent use, although a driver calls it from one goroutine. Poll,
+// SetWaker and SetStop never block; every other call is bounded in real time
+// even when the store stops answering (SPEC §6.1).
+type Coordinator struct {
+	v *env
+
+	mu       sync.Mutex
+	stop     <-chan struct{}
+	started  bool
+	departed bool
+	aborted  bool
+	shutOnce sync.Once
+}
+
+var _ coordination.Coordinator = (*Coordinator)(nil)
+
+// InstanceID returns the resolved instance id: Config.InstanceID, or the
+// generated "spate-" + 32 hex characters.
+func (c *Coordinator) InstanceID() string { return c.v.id }
+
+var (
+	errAborted     = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator aborted"}
+	errDeparted    = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator departed"}
+	errBeforeStart = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator used before Start"}
+)
+
+// gate returns the misuse error of a write call, or nil.
+func (c *Coordinator) gate() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.aborted:
+		return errAborted
+	case c.departed:
+		return errDeparted
+	case !c.started:
+		return errBeforeStart
+	}
+	return c.v.out.failure()
+}
+
+// SetWaker installs the Waker signalled after events are enqueued or a
+// failure is latched. Call it before Start; later calls are ignored with a
+// warning, and calls after Depart or Abort do nothing.
+func (c *Coordinator) SetWaker(w *coordination.Waker) {
+	c.mu.Lock()
+	gone := c.departed || c.aborted
+	c.mu.Unlock()
+	if gone {
+		return
+	}
+	if !c.v.out.setWaker(w) {
+		c.v.log.Warn("SetWaker after Start is ignored")
+	}
+}
+
+// SetStop installs the run's stop channel (nil removes it). While it is
+// closed, Commit, Fail, Release, ReleaseDrained and DeclineRevoke stop
+// waiting within 100ms and return Retryable; the operation may still land.
+func (c *Coordinator) SetStop(stop <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.departed || c.aborted {
+		return
+	}
+	c.stop = stop
+}
+
+// Start joins the job with planner p. It does no I/O and returns at once;
+// startup runs in the background and its failures surface through Poll.
+// Fatal when called twice, with a nil planner, with an empty fingerprint, or
+// after Depart or Abort.
+func (c *Coordinator) Start(p coordination.Planner) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.aborted:
+		return errAborted
+	case c.departed:
+		return errDeparted
+	case c.started:
+		return &coordination.Error{Kind: coordination.Fatal, Reason: "Start called twice"}
+	case p == nil:
+		return &coordination.Error{Kind: coordination.Fatal, Reason: "Start needs a planner"}
+	}
+	fp := p.Fingerprint()
+	if fp == "" {
+		return &coordination.Error{Kind: coordination.Fatal, Reason: "the planner fingerprint must not be empty"}
+	}
+	c.started = true
+	c.v.out.mu.Lock()
+	c.v.out.started = true
+	c.v.out.mu.Unlock()
+	c.v.fp.Store(fingerprintHash(fp))
+	c.v.send(c.v.pid.root, messages.StartJob{Planner: p, Fingerprint: fp})
+	return nil
+}
+
+// Poll returns the events enqueued since the previous call, in decision
+// order, or the latched failure once earlier events are drained. It never
+// blocks. Fatal before Start and after Abort; (nil, nil) after Depart.
+func (c *Coordinator) Poll() ([]coordination.Event, error) {
+	c.mu.Lock()
+	aborted, started, departed := c.aborted, c.started, c.departed
+	c.mu.Unlock()
+	switch {
+	case aborted:
+		return nil, errAborted
+	case departed:
+		return nil, nil
+	case !started:
+		return nil, &coordination.Error{Kind: coordination.Fatal, Reason: "Poll called before Start"}
+	}
+	return c.v.out.take()
+}
+
+// call sends msg to the root and waits for the reply, at most bound (real
+// time); with honourStop it also returns shortly after the stop channel
+// closes.
+func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop bool) (any, error) {
+	var stop <-chan struct{}
+	if honourStop {
+		c.mu.Lock()
+		stop = c.stop
+		c.mu.Unlock()
+	}
+	resp := c.v.e.Request(c.v.pid.root, msg, bound)
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1) // capacity 1: the goroutine never blocks
+	c.v.wg.Go(func() {
+		v, err := resp.Result()
+		done <- result{v, err}
+	})
+	var grace <-chan time.Time
+	for {
+		select {
+		case r := <-done:
+			if r.err != nil {
+				return nil, noAnswer(bound)
+			}
+			return r.v, nil
+		case <-stop:
+			stop = nil
+			t := time.NewTimer(stopGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			return nil, coordination.Errorf(coordination.Retryable, "stopping: %s did not complete before the stop; it may still land", op)
+		}
+	}
+}
+
+func noAnswer(d time.Duration) error {
+	return coordination.Errorf(coordination.Retryable, "no answer within %s (store slow or unreachable); the operation may still take effect", d)
+}
+
+func (c *Coordinator) callBound() time.Duration { return 3*c.v.cfg.OpTimeout + 100*time.Millisecond }
+
+// Commit durably writes a held split's progress through a fenced CAS (§6.6):
+// nil is durable, Fenced means nothing was written and the split is gone,
+// Retryable means the write may or may not have landed, Fatal for a
+// regressing watermark or an oversized record.
+func (c *Coordinator) Commit(split coordination.SplitID, progress coordination.SplitProgress) error {
+	if err := c.gate(); err != nil {
+		return err
+	}
+	progress.State = cloneBytes(progress.State)
+	r, err := c.call("commit", messages.CommitSplit{Split: split, Progress: progress}, c.callBound(), true)
+	if err != nil {
+		return err
+	}
+	return r.(messages.CommitSplitReply).Err
+}
+
+// CommitFinal writes the last commits of a stop: one result per entry, in
+// order, within OpTimeout + 100ms; it ignores the stop (§6.7).
+func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
+	errs := make([]error, len(commits))
+	if err := c.gate(); err != nil {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if len(commits) == 0 {
+		return errs
+	}
+	cs := make([]coordination.Commit, len(commits))
+	for i, cm := range commits {
+		cm.Progress.State = cloneBytes(cm.Progress.State)
+		cs[i] = cm
+	}
+	r, err := c.call("final commit", messages.CommitFinalBatch{Commits: cs}, c.v.cfg.OpTimeout+100*time.Millisecond, false)
+	if err != nil {
+		for i, cm := range commits {
+			errs[i] = finalUnconfirmed(cm.Split, c.v.cfg.OpTimeout)
+		}
+		return errs
+	}
+	copy(errs, r.(messages.CommitFinalBatchReply).Errs)
+	return errs
+}
+
+func finalUnconfirmed(id coordination.SplitID, d time.Duration) error {
+	return coordination.Errorf(coordination.Retryable, "final commit of split %s did not confirm within %s; it may still land", id, d)
+}
+
+// Fail reports a held split as unprocessable by the tenancy of epoch
+// (§6.8): nil (landed), Fenced (not held, stale epoch, or a peer owns it) or
+// Retryable (the write did not confirm; one attempt is charged either way).
+func (c *Coordinator) Fail(split coordination.SplitID, epoch coordination.LeaseEpoch, reason string) error {
+	if err := c.gate(); err != nil {
+		return err
+	}
+	r, err := c.call("fail", messages.FailSplit{Split: split, Epoch: uint64(epoch), Reason: reason}, c.callBound(), true)
+	if err != nil {
+		return err
+	}
+	return r.(messages.FailSplitReply).Err
+}
+
+// Release hands back held splits without charging an attempt (§6.9). Names
+// not held are ignored. Retryable names the splits whose hand-back did not
+// confirm.
+func (c *Coordinator) Release(splits ...coordination.SplitID) error {
+	return c.release("release", splits, false)
+}
+
+// ReleaseDrained hands back splits drained after RevokeRequested (§6.10).
+func (c *Coordinator) ReleaseDrained(splits ...coordination.SplitID) error {
+	return c.release("release drained", splits, true)
+}
+
+func (c *Coordinator) release(op string, splits []coordination.SplitID, drained bool) error {
+	if err := c.gate(); err != nil {
+		return err
+	}
+	r, err := c.call(op, messages.ReleaseSplits{Splits: append([]coordination.SplitID(nil), splits...), Drained: drained}, c.callBound(), true)
+	if err != nil {
+		return err
+	}
+	return r.(messages.ReleaseSplitsReply).Err
+}
+
+// DeclineRevoke refuses a revocation the caller cannot drain (§6.11).
+func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
+	if err := c.gate(); err != nil {
+		return err
+	}
+	r, err := c.call("decline revoke", messages.DeclineRevoke{Split: split}, c.callBound(), true)
+	if err != nil {
+		return err
+	}
+	return r.(messages.DeclineRevokeReply).Err
+}
+
+// Depart leaves the job for good (§6.12, §21.1): it hands back every owned
+// split, demotes, deletes the presence key and stops all background work,
+// within 2 x OpTimeout + 100ms; it ignores the stop. It must be the last call.
+func (c *Coordinator) Depart(held ...coordination.SplitID) error {
+	c.mu.Lock()
+	switch {
+	case c.aborted:
+		c.mu.Unlock()
+		return errAborted
+	case c.departed:
+		c.mu.Unlock()
+		return errDeparted
+	}
+	c.departed = true
+	started := c.started
+	c.mu.Unlock()
+	if !started {
+		c.shutdown()
+		return nil
+	}
+	bound := 2*c.v.cfg.OpTimeout + 100*time.Millisecond
+	deadline := time.Now().Add(bound)
+	r, err := c.call("depart", messages.DepartJob{Held: append([]coordination.SplitID(nil), held...)}, bound, false)
+	if err == nil {
+		rep := r.(messages.DepartJobReply)
+		if rep.Failed {
+			c.directHandBack(rep.Held, deadline)
+		}
+		err = rep.Err
+	}
+	c.shutdown()
+	return err
+}
+
+// directHandBack is Depart's best-effort hand-back after a failure (§21.1),
+// straight on the store, ignoring errors.
+func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Time) {
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	st, v := c.v.raw, c.v
+	var wg sync.WaitGroup
+	for _, h := range held {
+		wg.Go(func() {
+			key := protocol.SplitKey(h.Split)
+			if e, ok, err := st.Get(ctx, store.Ephemeral, key); err == nil && ok {
+				if l, err := protocol.DecodeLease(key, e.Value); err == nil && l.Owner == v.id && l.Nonce == v.nonce {
+					_, _ = st.Delete(ctx, store.Ephemeral, key, e.Revision)
+				}
+			}
+			e, ok, err := st.Get(ctx, store.Durable, key)
+			if err != nil || !ok {
+				return
+			}
+			rec, err := protocol.DecodeProgress(key, e.Value, v.fp.Load())
+			if err != nil {
+				return
+			}
+			if rec.Status == protocol.StatusRunnable && rec.Owner == v.id && rec.Epoch == h.Epoch {
+				_, _, _ = st.Update(ctx, store.Durable, key, protocol.EncodeProgress(rec.HandBack(v.nowMs())), e.Revision)
+			}
+		})
+	}
+	wg.Wait()
+	if e, ok, err := st.Get(ctx, store.Ephemeral, protocol.KeyLeader); err == nil && ok {
+		if l, err := protocol.DecodeLeader(protocol.KeyLeader, e.Value); err == nil && l.Nonce == v.nonce {
+			_, _ = st.Delete(ctx, store.Ephemeral, protocol.KeyLeader, e.Revision)
+		}
+	}
+	wk := protocol.WorkerKey(v.id)
+	if e, ok, err := st.Get(ctx, store.Ephemeral, wk); err == nil && ok {
+		if p, err := protocol.DecodePresence(wk, e.Value); err == nil && p.Nonce == v.nonce {
+			_, _ = st.Delete(ctx, store.Ephemeral, wk, e.Revision)
+		}
+	}
+}
+
+// Abort stops the coordinator at once and issues no further writes, like a
+// crash: its leases, presence and leadership expire by TTL. Writes already
+// in flight may still land. Afterwards every method returns Fatal
+// `coordinator aborted`.
+func (c *Coordinator) Abort() {
+	c.mu.Lock()
+	if c.aborted {
+		c.mu.Unlock()
+		return
+	}
+	c.aborted = true
+	c.mu.Unlock()
+	c.v.halted.Store(true)
+	c.shutdown()
+}
+
+// shutdown stops every actor, timer and goroutine of the worker and waits
+// for them (bounded).
+func (c *Coordinator) shutdown() {
+	c.shutOnce.Do(func() {
+		v := c.v
+		v.out.close()
+		v.cancel()
+		bound := 2*v.cfg.OpTimeout + time.Second
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		p := v.pid
+		for _, pid := range []*actor.PID{p.watch, p.lease, p.leader, p.assign, p.commit, p.revoke, p.root} {
+			select {
+			case <-v.e.Poison(pid).Done():
+			case <-t.C:
+				v.log.Warn("actor did not stop in time", "actor", pid.ID)
+				return
+			}
+		}
+		done := make(chan struct{})
+		go func() {
+			v.wg.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-t.C:
+			v.log.Warn("background work did not stop in time")
+		}
+	})
+}
+
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}

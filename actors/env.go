@@ -1,0 +1,104 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+)
+
+// pids names the actors of one worker. Set once in Spawn before any message
+// flows; read-only afterwards.
+type pids struct {
+	root, watch, lease, leader, assign, commit, revoke *actor.PID
+}
+
+// env is what every actor of one worker shares: immutable configuration,
+// the engine, the store, and the goroutine group. Nothing mutable except the
+// WaitGroup and the atomics, which are safe for concurrent use.
+type env struct {
+	e     *actor.Engine
+	raw   store.Store // the store as given (direct hand-back after failure)
+	st    store.Store // raw wrapped: refuses writes once halted
+	cfg   coordination.Config
+	clk   clock.Clock
+	id    string
+	nonce string
+	log   *slog.Logger
+	met   *metrics
+	out   *outbox
+	pid   pids
+	cap   int // the store's value cap, 0 = none
+
+	ctx    context.Context // cancelled at Depart's end or Abort
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	halted atomic.Bool   // no further writes (failed or aborted)
+	fp     atomic.Uint64 // H(fingerprint), set by Start
+}
+
+// goFunc runs f on a goroutine owned by the worker: registered with the
+// WaitGroup, recovering a panic into a Fatal failure.
+func (v *env) goFunc(f func(ctx context.Context)) {
+	v.wg.Go(func() {
+		defer v.recoverPanic()
+		f(v.ctx)
+	})
+}
+
+// recoverPanic turns a panic into a latched Fatal `internal error`.
+func (v *env) recoverPanic() {
+	if r := recover(); r != nil {
+		v.log.Error("internal error", "error", fmt.Sprint(r), "stack", string(debug.Stack()))
+		v.fail(coordination.Errorf(coordination.Fatal, "internal error: %v", r))
+	}
+}
+
+// fail latches err (the first Fatal wins) and halts writes. Safe from any
+// goroutine.
+func (v *env) fail(err error) {
+	v.halted.Store(true)
+	v.out.fail(err)
+}
+
+// send delivers msg to pid from outside an actor.
+func (v *env) send(pid *actor.PID, msg any) { v.e.Send(pid, msg) }
+
+// after arms a clock timer that sends msg to pid.
+func (v *env) after(d time.Duration, pid *actor.PID, msg any) *clock.Timer {
+	return v.clk.AfterFunc(d, func() { v.e.Send(pid, msg) })
+}
+
+// opCtx bounds one store operation by OpTimeout (real time).
+func (v *env) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, v.cfg.OpTimeout)
+}
+
+// nowMs is the clock's wall time in ms since the Unix epoch.
+func (v *env) nowMs() int64 { return v.clk.Now().UnixMilli() }
+
+// fatalIf latches err when it is Fatal and reports whether it was.
+func (v *env) fatalIf(err error) bool {
+	if coordination.KindOf(err) == coordination.Fatal {
+		v.send(v.pid.root, messages.WorkerFailed{Err: err})
+		return true
+	}
+	return false
+}
+
+// stopTimer stops t if set.
+func stopTimer(t *clock.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}

@@ -1,0 +1,65 @@
+package actors
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
+)
+
+// guardedStore refuses every write once the worker halted (failed or
+// aborted), so no actor can write after a Fatal or an Abort (§5.3, §6.13),
+// and times every call for store_op_duration_seconds.
+type guardedStore struct {
+	store.Store
+	halted *atomic.Bool
+	met    *metrics
+}
+
+var errHalted = &coordination.Error{Kind: coordination.Retryable, Reason: "coordinator stopped; write not issued"}
+
+func (g *guardedStore) timed(op string) func() {
+	start := time.Now()
+	return func() { g.met.storeOp(op, time.Since(start)) }
+}
+
+func (g *guardedStore) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
+	if g.halted.Load() {
+		return 0, false, errHalted
+	}
+	defer g.timed("put")()
+	return g.Store.Create(ctx, ks, key, value)
+}
+
+func (g *guardedStore) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
+	if g.halted.Load() {
+		return 0, false, errHalted
+	}
+	defer g.timed("put")()
+	return g.Store.Update(ctx, ks, key, value, expected)
+}
+
+func (g *guardedStore) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
+	if g.halted.Load() {
+		return false, errHalted
+	}
+	defer g.timed("delete")()
+	return g.Store.Delete(ctx, ks, key, expected)
+}
+
+func (g *guardedStore) Get(ctx context.Context, ks store.Keyspace, key string) (store.Entry, bool, error) {
+	defer g.timed("get")()
+	return g.Store.Get(ctx, ks, key)
+}
+
+func (g *guardedStore) List(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
+	defer g.timed("list")()
+	return g.Store.List(ctx, ks, prefix)
+}
+
+func (g *guardedStore) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
+	defer g.timed("watch")()
+	return g.Store.Watch(ctx, ks, prefix)
+}

@@ -1,0 +1,249 @@
+package actors
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+var buckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// metrics records the coordination_* families of §27. A nil *metrics, or a
+// nil family inside one (registration conflict), records nothing.
+type metrics struct {
+	splitsOwned, splitsCompleted, splitsQuarantined, liveWorkers, leader, idle, splitsDraining prometheus.Gauge
+
+	acquisitions, losses, revocations, replans, writes, storeOps *prometheus.CounterVec
+
+	releases, planned, failures, quarantines prometheus.Counter
+
+	writeDur, replanDur, reconcileDur, drainDur, assignLatency prometheus.Histogram
+	storeOpDur                                                 *prometheus.HistogramVec
+}
+
+// newMetrics registers every family on reg with the constant label worker.
+// A family whose registration fails is logged at warn and not recorded.
+func newMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *metrics {
+	if reg == nil {
+		return nil
+	}
+	reg = prometheus.WrapRegistererWith(prometheus.Labels{"worker": worker}, reg)
+	m := &metrics{}
+	register := func(c prometheus.Collector, name string) bool {
+		if err := reg.Register(c); err != nil {
+			log.Warn("metric registration failed; not recording it", "key", "coordination_"+name, "error", err)
+			return false
+		}
+		return true
+	}
+	gauge := func(name, help string) prometheus.Gauge {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "coordination", Name: name, Help: help})
+		if !register(g, name) {
+			return nil
+		}
+		return g
+	}
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "coordination", Name: name, Help: help})
+		if !register(c, name) {
+			return nil
+		}
+		return c
+	}
+	counterVec := func(name, help, label string, values ...string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "coordination", Name: name, Help: help}, []string{label})
+		if !register(c, name) {
+			return nil
+		}
+		for _, v := range values {
+			c.WithLabelValues(v)
+		}
+		return c
+	}
+	hist := func(name, help string) prometheus.Histogram {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "coordination", Name: name, Help: help, Buckets: buckets})
+		if !register(h, name) {
+			return nil
+		}
+		return h
+	}
+	m.splitsOwned = gauge("splits_owned", "Splits held by this worker, draining ones included.")
+	m.splitsCompleted = gauge("splits_completed", "Completed splits in the view (fleet-wide).")
+	m.splitsQuarantined = gauge("splits_quarantined", "Quarantined splits in the view.")
+	m.liveWorkers = gauge("live_workers", "Members in the view, plus one if this worker's own key is not yet seen.")
+	m.leader = gauge("leader", "1 while this worker leads.")
+	m.idle = gauge("idle", "1 while this worker holds nothing.")
+	m.splitsDraining = gauge("splits_draining", "Revocation entries, cancelled ones included.")
+	m.acquisitions = counterVec("acquisitions_total", "Claims won, by kind.", "reason", "create", "reclaimed", "expired", "reassigned")
+	m.losses = counterVec("split_losses_total", "Involuntary ends of tenancies.", "reason", "fenced", "starved", "revoked")
+	m.releases = counter("releases_total", "Splits handed back by Release or Depart whose write landed.")
+	m.revocations = counterVec("revocations_total", "Revocations by outcome.", "outcome", "requested", "drained", "forced", "cancelled")
+	m.planned = counter("splits_planned_total", "Progress records created by this worker while leading.")
+	m.replans = counterVec("replans_total", "Planner runs by outcome.", "outcome", "ok", "noop", "error")
+	m.failures = counter("split_failures_total", "Fail calls accepted for a held split at its epoch.")
+	m.quarantines = counter("quarantines_total", "Transitions to quarantined observed by this worker.")
+	m.writes = counterVec("writes_total", "CAS writes on progress records by outcome.", "outcome", "ok", "conflict", "error")
+	m.writeDur = hist("write_duration_seconds", "Real duration of progress record writes.")
+	m.replanDur = hist("replan_duration_seconds", "Real duration of a planner run through publish.")
+	m.reconcileDur = hist("reconcile_duration_seconds", "Real duration of one reconcile.")
+	m.storeOpDur = func() *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "coordination", Name: "store_op_duration_seconds", Help: "Every store call this worker makes.", Buckets: buckets}, []string{"op"})
+		if !register(h, "store_op_duration_seconds") {
+			return nil
+		}
+		for _, op := range []string{"get", "put", "delete", "list", "watch"} {
+			h.WithLabelValues(op)
+		}
+		return h
+	}()
+	m.drainDur = hist("drain_duration_seconds", "Clock time from revocation request to drained.")
+	m.assignLatency = hist("assignment_latency_seconds", "Clock time from being named to holding.")
+	setGauge(m.leader, 0)
+	setGauge(m.idle, 1)
+	return m
+}
+
+func setGauge(g prometheus.Gauge, v float64) {
+	if g != nil {
+		g.Set(v)
+	}
+}
+
+func incVec(c *prometheus.CounterVec, label string) {
+	if c != nil {
+		c.WithLabelValues(label).Inc()
+	}
+}
+
+func inc(c prometheus.Counter) {
+	if c != nil {
+		c.Inc()
+	}
+}
+
+func observe(h prometheus.Histogram, d time.Duration) {
+	if h != nil {
+		h.Observe(d.Seconds())
+	}
+}
+
+func (m *metrics) storeOp(op string, d time.Duration) {
+	if m != nil && m.storeOpDur != nil {
+		m.storeOpDur.WithLabelValues(op).Observe(d.Seconds())
+	}
+}
+
+func (m *metrics) owned(n int) {
+	if m != nil {
+		setGauge(m.splitsOwned, float64(n))
+		idle := 0.0
+		if n == 0 {
+			idle = 1
+		}
+		setGauge(m.idle, idle)
+	}
+}
+
+func (m *metrics) acquired(reason string) {
+	if m != nil {
+		incVec(m.acquisitions, reason)
+	}
+}
+
+func (m *metrics) lost(reason string) {
+	if m != nil {
+		incVec(m.losses, reason)
+	}
+}
+
+func (m *metrics) released() {
+	if m != nil {
+		inc(m.releases)
+	}
+}
+
+func (m *metrics) revocation(outcome string) {
+	if m != nil {
+		incVec(m.revocations, outcome)
+	}
+}
+
+func (m *metrics) draining(n int) {
+	if m != nil {
+		setGauge(m.splitsDraining, float64(n))
+	}
+}
+
+func (m *metrics) plannedRecords(n int) {
+	if m != nil && m.planned != nil {
+		m.planned.Add(float64(n))
+	}
+}
+
+func (m *metrics) replan(outcome string, d time.Duration) {
+	if m != nil {
+		incVec(m.replans, outcome)
+		observe(m.replanDur, d)
+	}
+}
+
+func (m *metrics) failed() {
+	if m != nil {
+		inc(m.failures)
+	}
+}
+
+func (m *metrics) quarantined() {
+	if m != nil {
+		inc(m.quarantines)
+	}
+}
+
+func (m *metrics) write(outcome string, d time.Duration) {
+	if m != nil {
+		incVec(m.writes, outcome)
+		observe(m.writeDur, d)
+	}
+}
+
+func (m *metrics) reconciled(d time.Duration) {
+	if m != nil {
+		observe(m.reconcileDur, d)
+	}
+}
+
+func (m *metrics) drained(d time.Duration) {
+	if m != nil {
+		observe(m.drainDur, d)
+	}
+}
+
+func (m *metrics) latency(d time.Duration) {
+	if m != nil {
+		observe(m.assignLatency, d)
+	}
+}
+
+func (m *metrics) tallies(completed, quarantined int) {
+	if m != nil {
+		setGauge(m.splitsCompleted, float64(completed))
+		setGauge(m.splitsQuarantined, float64(quarantined))
+	}
+}
+
+func (m *metrics) leading(on bool) {
+	if m != nil {
+		v := 0.0
+		if on {
+			v = 1
+		}
+		setGauge(m.leader, v)
+	}
+}
+
+func (m *metrics) workers(n int) {
+	if m != nil {
+		setGauge(m.liveWorkers, float64(n))
+	}
+}

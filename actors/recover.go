@@ -1,0 +1,28 @@
+package actors
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+)
+
+// recoverMiddleware wraps an actor's Receive so that a panic never reaches
+// hollywood (which restarts the actor, losing its state, and kills the
+// process on the fourth restart). The panic is logged with its stack and
+// fails the worker with Fatal `internal error: <panic value>` (§5.4).
+func recoverMiddleware(v *env, name string) actor.MiddlewareFunc {
+	return func(next actor.ReceiveFunc) actor.ReceiveFunc {
+		return func(c *actor.Context) {
+			defer func() {
+				if r := recover(); r != nil {
+					v.log.Error("internal error", "actor", name, "error", fmt.Sprint(r), "stack", string(debug.Stack()))
+					v.fail(coordination.Errorf(coordination.Fatal, "internal error: %v", r))
+				}
+			}()
+			next(c)
+		}
+	}
+}

@@ -1,0 +1,178 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/messages"
+)
+
+// revoke drives each revocation to exactly one outcome: drained, forced or
+// cancelled (§20), including the silence watchdog of a cancelled drain.
+type revoke struct {
+	v   *env
+	log *slog.Logger
+
+	held     map[coordination.SplitID]uint64
+	entries  map[coordination.SplitID]*revocation
+	declines map[coordination.SplitID]*actor.PID
+	assigned map[coordination.SplitID]bool
+	decided  bool
+
+	live, verdict, departed bool
+}
+
+func newRevoke(v *env) actor.Producer {
+	return func() actor.Receiver {
+		return &revoke{
+			v:        v,
+			log:      v.log.With("actor", "revoke"),
+			held:     map[coordination.SplitID]uint64{},
+			entries:  map[coordination.SplitID]*revocation{},
+			declines: map[coordination.SplitID]*actor.PID{},
+			assigned: map[coordination.SplitID]bool{},
+		}
+	}
+}
+
+// Receive handles one message.
+func (r *revoke) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case actor.Initialized, actor.Started, actor.Stopped:
+	case messages.JobStarted:
+	case messages.AssignedSetChanged:
+		r.decided = m.Decided
+		r.assigned = make(map[coordination.SplitID]bool, len(m.Splits))
+		for _, id := range m.Splits {
+			r.assigned[id] = true
+		}
+		r.step(c)
+	case messages.WatchesChanged:
+		r.live = m.Live
+		r.step(c)
+	case messages.HeartbeatTicked:
+		r.step(c)
+	case messages.VerdictReached:
+		r.verdict = true
+	case messages.Departing:
+		r.departed = true
+	case messages.TenancyStarted:
+		r.held[m.Split] = m.Epoch
+		r.step(c)
+	case messages.TenancyEnded:
+		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
+			delete(r.held, m.Split)
+		}
+		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch && (m.Reason == messages.EndFenced || m.Reason == messages.EndStarved) {
+			r.settle(m.Split, e, "forced")
+		}
+	case messages.CommitLanded:
+		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
+			e.lastProgress = r.v.clk.Now()
+		}
+	case messages.HandBackResolved:
+		r.resolved(m)
+	case messages.DeclineRevoke:
+		r.decline(c, m)
+	default:
+		r.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// step applies §16.2 to every held split and checks every deadline.
+func (r *revoke) step(c *actor.Context) {
+	now := r.v.clk.Now()
+	if r.decided && r.live && !r.verdict && !r.departed {
+		for id, epoch := range r.held {
+			e := r.entries[id]
+			if e != nil && e.epoch != epoch {
+				delete(r.entries, id)
+				e = nil
+			}
+			switch decideRevocation(r.assigned[id], e) {
+			case revokeCancel:
+				e.cancelled, e.lastProgress = true, now
+				r.v.met.revocation("cancelled")
+			case revokeRequest:
+				if e == nil {
+					e = &revocation{epoch: epoch, started: now}
+					r.entries[id] = e
+				}
+				e.cancelled, e.lastProgress = false, now
+				r.v.met.revocation("requested")
+				r.log.Debug("drain started", "split", id)
+				c.Send(r.v.pid.root, messages.RevocationRequested{Split: id, Epoch: epoch})
+			}
+		}
+	}
+	for id, e := range r.entries {
+		switch judgeDeadline(*e, now, r.v.cfg.DrainDeadline) {
+		case deadlineForced:
+			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
+			r.settle(id, e, "forced")
+			c.Send(r.v.pid.root, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+		case deadlineSilent:
+			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
+			r.settle(id, e, "")
+			c.Send(r.v.pid.root, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+		}
+	}
+	r.v.met.draining(len(r.entries))
+}
+
+// settle removes an entry and counts its outcome ("" counts none).
+func (r *revoke) settle(id coordination.SplitID, e *revocation, outcome string) {
+	delete(r.entries, id)
+	if outcome != "" && !e.cancelled {
+		r.v.met.revocation(outcome)
+		if outcome == "drained" {
+			r.v.met.drained(r.v.clk.Since(e.started))
+			r.log.Debug("drain finished", "split", id)
+		}
+	}
+	r.v.met.draining(len(r.entries))
+}
+
+// resolved settles an entry from the outcome of its hand-back (§20.2).
+func (r *revoke) resolved(m messages.HandBackResolved) {
+	if m.Reason == messages.EndRevoked {
+		if reply, ok := r.declines[m.Split]; ok {
+			delete(r.declines, m.Split)
+			var err error
+			if m.Outcome == messages.HandBackUnconfirmed {
+				err = handBackUnconfirmed([]coordination.SplitID{m.Split})
+			}
+			r.v.send(reply, messages.DeclineRevokeReply{Err: err})
+		}
+	}
+	e, ok := r.entries[m.Split]
+	if !ok || e.epoch != m.Epoch {
+		return
+	}
+	switch {
+	case m.Reason == messages.EndFailed:
+		r.settle(m.Split, e, "forced")
+	case m.Outcome == messages.HandBackLanded:
+		r.settle(m.Split, e, "drained")
+	default:
+		r.settle(m.Split, e, "forced")
+	}
+}
+
+func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
+	e, ok := r.entries[m.Split]
+	if !ok || e.cancelled {
+		if ok {
+			delete(r.entries, m.Split)
+			r.v.met.draining(len(r.entries))
+		}
+		r.v.send(m.ReplyTo, messages.DeclineRevokeReply{})
+		return
+	}
+	r.settle(m.Split, e, "forced")
+	r.declines[m.Split] = m.ReplyTo
+	c.Send(r.v.pid.root, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
+}

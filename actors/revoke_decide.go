@@ -1,0 +1,51 @@
+package actors
+
+import "time"
+
+// revocation is one revocation entry (§20).
+type revocation struct {
+	epoch        uint64
+	started      time.Time
+	lastProgress time.Time
+	cancelled    bool
+}
+
+// revokeAction is what §16.2 prescribes for one held split.
+type revokeAction int
+
+const (
+	revokeNothing revokeAction = iota
+	revokeRequest              // begin a revocation, or re-request a cancelled one
+	revokeCancel               // the split is named here again
+)
+
+// decideRevocation applies the table of §16.2 to one held split.
+func decideRevocation(assigned bool, e *revocation) revokeAction {
+	switch {
+	case assigned && e != nil && !e.cancelled:
+		return revokeCancel
+	case !assigned && (e == nil || e.cancelled):
+		return revokeRequest
+	}
+	return revokeNothing
+}
+
+// revokeDeadline is what a revocation's clock says (§20.2, §20.3).
+type revokeDeadline int
+
+const (
+	deadlineNone   revokeDeadline = iota
+	deadlineForced                // a live entry passed DrainDeadline
+	deadlineSilent                // a cancelled entry had no progress for DrainDeadline
+)
+
+// judgeDeadline checks one entry against the clock.
+func judgeDeadline(e revocation, now time.Time, drain time.Duration) revokeDeadline {
+	switch {
+	case !e.cancelled && now.Sub(e.started) >= drain:
+		return deadlineForced
+	case e.cancelled && now.Sub(e.lastProgress) >= drain:
+		return deadlineSilent
+	}
+	return deadlineNone
+}

@@ -1,0 +1,281 @@
+package actors
+
+import (
+	"fmt"
+	"log/slog"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/messages"
+)
+
+// root is the coordinator actor: it owns the tenancy registry (split →
+// epoch) and is the only writer of seam events into the outbox, where it
+// enforces the ordering rules E1–E8. It routes handle commands (writes go
+// to the commit actor, which answers the original requester) and never does
+// store I/O.
+type root struct {
+	v   *env
+	log *slog.Logger
+
+	held        map[coordination.SplitID]uint64 // split → held epoch
+	lastEpoch   map[coordination.SplitID]uint64 // highest epoch ever gained (E2)
+	quarantined map[coordination.SplitID]bool   // Quarantined emitted (E5)
+	verdict     bool
+	departing   bool
+
+	// Depart in progress.
+	departReply   *actor.PID
+	departErr     error
+	departPending int
+}
+
+func newRoot(v *env) actor.Producer {
+	return func() actor.Receiver {
+		return &root{
+			v:           v,
+			log:         v.log.With("actor", "coordinator"),
+			held:        map[coordination.SplitID]uint64{},
+			lastEpoch:   map[coordination.SplitID]uint64{},
+			quarantined: map[coordination.SplitID]bool{},
+		}
+	}
+}
+
+func (r *root) children() []*actor.PID {
+	p := r.v.pid
+	return []*actor.PID{p.watch, p.lease, p.leader, p.assign, p.commit, p.revoke}
+}
+
+func (r *root) broadcast(c *actor.Context, msg any, to ...*actor.PID) {
+	if len(to) == 0 {
+		to = r.children()
+	}
+	for _, pid := range to {
+		c.Send(pid, msg)
+	}
+}
+
+func notHeld(id coordination.SplitID) error {
+	return coordination.Errorf(coordination.Fenced, "split %s: not held here; nothing was written", id)
+}
+
+// Receive handles one message.
+func (r *root) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case actor.Initialized, actor.Started, actor.Stopped:
+	case messages.StartJob:
+		fp := fingerprintHash(m.Fingerprint)
+		r.broadcast(c, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: fp})
+	case messages.CommitSplit:
+		if err := r.v.out.failure(); err != nil {
+			c.Respond(messages.CommitSplitReply{Err: err})
+			return
+		}
+		epoch, ok := r.held[m.Split]
+		if !ok {
+			c.Respond(messages.CommitSplitReply{Err: notHeld(m.Split)})
+			return
+		}
+		m.Epoch, m.ReplyTo = epoch, c.Sender()
+		c.Send(r.v.pid.commit, m)
+	case messages.CommitFinalBatch:
+		r.commitFinal(c, m)
+	case messages.FailSplit:
+		r.failSplit(c, m)
+	case messages.ReleaseSplits:
+		r.release(c, m)
+	case messages.DeclineRevoke:
+		if err := r.v.out.failure(); err != nil {
+			c.Respond(messages.DeclineRevokeReply{Err: err})
+			return
+		}
+		m.ReplyTo = c.Sender()
+		c.Send(r.v.pid.revoke, m)
+	case messages.ForceRevocation:
+		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
+			r.end(c, m.Split, m.Epoch, messages.EndRevoked)
+			c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
+		}
+	case messages.ClaimWon:
+		r.claimWon(c, m)
+	case messages.TenancyEnded:
+		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
+			r.end(c, m.Split, m.Epoch, m.Reason)
+		}
+	case messages.SplitQuarantined:
+		if !r.quarantined[m.Split] && !r.verdict {
+			r.quarantined[m.Split] = true
+			r.v.met.quarantined()
+			r.v.out.push(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
+		}
+	case messages.RevocationRequested:
+		if e, ok := r.held[m.Split]; ok && e == m.Epoch && !r.verdict && !r.departing {
+			r.v.out.push(coordination.RevokeRequested{Split: m.Split})
+		}
+	case messages.VerdictReached:
+		if r.verdict || r.departing {
+			return
+		}
+		r.verdict = true
+		if m.Stalled {
+			r.v.out.push(coordination.Stalled{Completed: m.Completed, Quarantined: m.Quarantined})
+		} else {
+			r.v.out.push(coordination.AllComplete{})
+		}
+		r.broadcast(c, m, r.v.pid.assign, r.v.pid.leader, r.v.pid.revoke)
+	case messages.WorkerFailed:
+		r.log.Error("coordinator failed", "error", m.Err)
+		r.v.fail(m.Err)
+	case messages.DepartJob:
+		r.depart(c, m)
+	case messages.HandBackSplitsReply:
+		if r.departReply == nil {
+			return
+		}
+		if len(m.Unconfirmed) > 0 {
+			r.departErr = handBackUnconfirmed(m.Unconfirmed)
+		}
+		r.departPending = 2
+		c.Send(r.v.pid.leader, messages.StepDown{ReplyTo: c.PID()})
+		c.Send(r.v.pid.lease, messages.WithdrawPresence{ReplyTo: c.PID()})
+	case messages.StepDownReply, messages.WithdrawPresenceReply:
+		r.departPending--
+		if r.departPending == 0 && r.departReply != nil {
+			c.Engine().Send(r.departReply, messages.DepartJobReply{Err: r.departErr})
+			r.departReply = nil
+		}
+	default:
+		r.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+func handBackUnconfirmed(ids []coordination.SplitID) error {
+	return coordination.Errorf(coordination.Retryable, "hand-back did not confirm for splits %v; their leases will expire", ids)
+}
+
+// end removes a tenancy from the registry, emits Lost for involuntary ends
+// (E1, E3) and tells the actors that follow tenancies.
+func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
+	delete(r.held, id)
+	r.v.met.owned(len(r.held))
+	if reason.Involuntary() {
+		if reason != messages.EndRevoked {
+			r.v.met.lost(reason.String())
+		}
+		if !r.verdict {
+			r.v.out.push(coordination.Lost{Split: id})
+		}
+	}
+	r.broadcast(c, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}, r.v.pid.lease, r.v.pid.assign, r.v.pid.commit, r.v.pid.revoke)
+}
+
+func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
+	id := m.Spec.ID
+	if _, ok := r.held[id]; ok || m.Epoch <= r.lastEpoch[id] {
+		r.log.Warn("claim won for a split already held; ignoring", "split", id, "epoch", m.Epoch)
+		return
+	}
+	r.held[id] = m.Epoch
+	r.lastEpoch[id] = m.Epoch
+	r.v.met.owned(len(r.held))
+	r.broadcast(c, messages.TenancyStarted{Split: id, Epoch: m.Epoch, LeaseRev: m.LeaseRev, AtMs: r.v.nowMs()}, r.v.pid.lease, r.v.pid.assign, r.v.pid.revoke)
+	if r.departing || r.verdict {
+		// Depart already handed back what was held: give this one back too.
+		r.end(c, id, m.Epoch, messages.EndDeparted)
+		c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
+		return
+	}
+	r.v.out.push(coordination.Gained{Split: m.Spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Progress})
+}
+
+func (r *root) commitFinal(c *actor.Context, m messages.CommitFinalBatch) {
+	n := len(m.Commits)
+	m.Errs, m.Epochs = make([]error, n), make([]uint64, n)
+	if err := r.v.out.failure(); err != nil {
+		for i := range m.Errs {
+			m.Errs[i] = err
+		}
+		c.Respond(messages.CommitFinalBatchReply{Errs: m.Errs})
+		return
+	}
+	for i, cm := range m.Commits {
+		if e, ok := r.held[cm.Split]; ok {
+			m.Epochs[i] = e
+		} else {
+			m.Errs[i] = notHeld(cm.Split)
+		}
+	}
+	m.ReplyTo = c.Sender()
+	c.Send(r.v.pid.commit, m)
+}
+
+func (r *root) failSplit(c *actor.Context, m messages.FailSplit) {
+	if err := r.v.out.failure(); err != nil {
+		c.Respond(messages.FailSplitReply{Err: err})
+		return
+	}
+	e, ok := r.held[m.Split]
+	if !ok {
+		c.Respond(messages.FailSplitReply{Err: notHeld(m.Split)})
+		return
+	}
+	if e != m.Epoch {
+		c.Respond(messages.FailSplitReply{Err: coordination.Errorf(coordination.Fenced, "split %s: epoch %d is not the held tenancy (held: %d); nothing was written", m.Split, m.Epoch, e)})
+		return
+	}
+	r.v.met.failed()
+	r.end(c, m.Split, e, messages.EndFailed)
+	m.ReplyTo = c.Sender()
+	c.Send(r.v.pid.commit, m)
+}
+
+func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
+	if err := r.v.out.failure(); err != nil {
+		c.Respond(messages.ReleaseSplitsReply{Err: err})
+		return
+	}
+	reason := messages.EndReleased
+	if m.Drained {
+		reason = messages.EndDrained
+	}
+	var hs []messages.HeldSplit
+	for _, id := range m.Splits {
+		if e, ok := r.held[id]; ok {
+			r.end(c, id, e, reason)
+			hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
+		}
+	}
+	if len(hs) == 0 {
+		c.Respond(messages.ReleaseSplitsReply{})
+		return
+	}
+	c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
+}
+
+func (r *root) depart(c *actor.Context, m messages.DepartJob) {
+	r.departing = true
+	r.broadcast(c, messages.Departing{})
+	if r.v.out.failure() != nil {
+		var hs []messages.HeldSplit
+		for _, id := range m.Held {
+			if e, ok := r.held[id]; ok {
+				hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
+			}
+		}
+		c.Respond(messages.DepartJobReply{Err: r.v.out.failure(), Failed: true, Held: hs})
+		return
+	}
+	r.departReply = c.Sender()
+	var hs []messages.HeldSplit
+	for id, e := range r.held {
+		hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
+	}
+	for _, h := range hs {
+		r.end(c, h.Split, h.Epoch, messages.EndDeparted)
+	}
+	// The commit actor answers HandBackSplitsReply to the root, which then
+	// demotes and withdraws presence (§21.1 order).
+	c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID()})
+}

@@ -1,0 +1,208 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
+)
+
+// startup runs the three startup phases of §10.1 on the calling goroutine
+// and returns the presence revision, or a Fatal error.
+func startup(ctx context.Context, v *env, fingerprint string) (uint64, error) {
+	if err := runPhase(ctx, v, "store probe", func(ctx context.Context) error { return probe(ctx, v) }); err != nil {
+		return 0, err
+	}
+	if err := runPhase(ctx, v, "joining the job", func(ctx context.Context) error { return join(ctx, v, fingerprint) }); err != nil {
+		return 0, err
+	}
+	var rev uint64
+	err := runPhase(ctx, v, "announcing presence", func(ctx context.Context) (err error) {
+		rev, err = announce(ctx, v)
+		return err
+	})
+	return rev, err
+}
+
+// runPhase gives one phase StartupMaxAttempts attempts with a real-time
+// backoff of 200ms doubling to 5s between them.
+func runPhase(ctx context.Context, v *env, phase string, f func(context.Context) error) error {
+	backoff := 200 * time.Millisecond
+	n := v.cfg.StartupMaxAttempts
+	for attempt := 1; ; attempt++ {
+		err := f(ctx)
+		if err == nil {
+			return nil
+		}
+		if coordination.KindOf(err) == coordination.Fatal {
+			return err
+		}
+		if attempt >= n {
+			return coordination.Errorf(coordination.Fatal, "%s failed %d times in a row; giving up: %s", phase, n, reasonOf(err))
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+// reasonOf is the Reason of a coordination error, or the error text.
+func reasonOf(err error) string {
+	var ce *coordination.Error
+	if errors.As(err, &ce) {
+		return ce.Reason
+	}
+	return err.Error()
+}
+
+// storeErr converts any error from a store call into a coordination error,
+// keeping the kind and prefixing what the library was doing (§5.2).
+func storeErr(doing string, err error) error {
+	var ce *coordination.Error
+	if errors.As(err, &ce) {
+		return &coordination.Error{Kind: ce.Kind, Reason: doing + ": " + ce.Reason, Err: err}
+	}
+	return &coordination.Error{Kind: coordination.Retryable, Reason: doing + ": " + err.Error(), Err: err}
+}
+
+func probe(ctx context.Context, v *env) error {
+	key := protocol.ProbeKey(v.id)
+	val := []byte(v.nonce)
+	for _, ks := range []store.Keyspace{store.Durable, store.Ephemeral} {
+		op := func(f func(ctx context.Context) error) error {
+			c, cancel := v.opCtx(ctx)
+			defer cancel()
+			return f(c)
+		}
+		var rev, rev2 store.Revision
+		if err := op(func(c context.Context) error {
+			r, ok, err := v.st.Create(c, ks, key, val)
+			if err != nil {
+				return storeErr("store probe", err)
+			}
+			if !ok {
+				if _, err := v.st.Delete(c, ks, key, 0); err != nil {
+					return storeErr("store probe", err)
+				}
+				return &coordination.Error{Kind: coordination.Retryable, Reason: "store probe: a probe key from an earlier run was present; removed it, retrying"}
+			}
+			rev = r
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := op(func(c context.Context) error {
+			_, ok, err := v.st.Create(c, ks, key, val)
+			if err != nil {
+				return storeErr("store probe", err)
+			}
+			if ok {
+				return &coordination.Error{Kind: coordination.Fatal, Reason: "store probe: a second create of the same key succeeded; this store does not enforce create-if-absent and cannot host coordination"}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := op(func(c context.Context) error {
+			r, ok, err := v.st.Update(c, ks, key, val, rev)
+			if err != nil {
+				return storeErr("store probe", err)
+			}
+			if !ok {
+				return &coordination.Error{Kind: coordination.Fatal, Reason: "store probe: an update at the current revision was refused; this store's compare-and-swap is broken and it cannot host coordination"}
+			}
+			rev2 = r
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := op(func(c context.Context) error {
+			_, ok, err := v.st.Update(c, ks, key, val, rev)
+			if err != nil {
+				return storeErr("store probe", err)
+			}
+			if ok {
+				return &coordination.Error{Kind: coordination.Fatal, Reason: "store probe: an update at a stale revision succeeded; this store does not enforce compare-and-swap and cannot host coordination"}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := op(func(c context.Context) error {
+			if _, err := v.st.Delete(c, ks, key, rev2); err != nil {
+				return storeErr("store probe", err)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func join(ctx context.Context, v *env, fingerprint string) error {
+	c, cancel := v.opCtx(ctx)
+	defer cancel()
+	e, ok, err := v.st.Get(c, store.Durable, protocol.KeyPlan)
+	if err != nil {
+		return storeErr("joining the job", err)
+	}
+	if ok {
+		pl, err := protocol.DecodePlan(protocol.KeyPlan, e.Value)
+		if err != nil {
+			return err
+		}
+		if pl.Fingerprint != fingerprint {
+			return protocol.FingerprintMismatch(pl.Fingerprint, fingerprint)
+		}
+		return nil
+	}
+	_, ok, err = v.st.Create(c, store.Durable, protocol.KeyPlan, protocol.EncodePlan(protocol.NewPlan(fingerprint, v.nowMs())))
+	if err != nil {
+		return storeErr("joining the job", err)
+	}
+	if !ok {
+		return &coordination.Error{Kind: coordination.Retryable, Reason: "another worker created the plan record first; reading it"}
+	}
+	return nil
+}
+
+func (v *env) presenceValue() []byte {
+	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: v.nonce, MaxInFlight: uint32(v.cfg.MaxInFlight)})
+}
+
+func announce(ctx context.Context, v *env) (uint64, error) {
+	c, cancel := v.opCtx(ctx)
+	defer cancel()
+	key := protocol.WorkerKey(v.id)
+	rev, ok, err := v.st.Create(c, store.Ephemeral, key, v.presenceValue())
+	if err != nil {
+		return 0, storeErr("announcing presence", err)
+	}
+	if ok {
+		return uint64(rev), nil
+	}
+	e, ok, err := v.st.Get(c, store.Ephemeral, key)
+	if err != nil {
+		return 0, storeErr("announcing presence", err)
+	}
+	if !ok {
+		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: "presence key disappeared during takeover"}
+	}
+	rev, ok, err = v.st.Update(c, store.Ephemeral, key, v.presenceValue(), e.Revision)
+	if err != nil {
+		return 0, storeErr("announcing presence", err)
+	}
+	if !ok {
+		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: "presence key changed during takeover"}
+	}
+	return uint64(rev), nil
+}

@@ -1,0 +1,441 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
+
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+)
+
+// Messages the watch actor sends itself from its goroutines.
+type (
+	watchOpened struct {
+		ks  store.Keyspace
+		gen uint64
+		w   store.Watcher
+		err error
+	}
+	watchEvent struct {
+		ks  store.Keyspace
+		gen uint64
+		ev  store.WatchEvent
+	}
+	watchEnded struct {
+		ks  store.Keyspace
+		gen uint64
+		err error
+	}
+	rewatchDue struct {
+		ks  store.Keyspace
+		gen uint64
+	}
+	reconcileDue struct{}
+	listed       struct {
+		ks       store.Keyspace
+		entries  []store.Entry
+		err      error
+		startSeq uint64
+		last     bool
+		took     time.Duration
+	}
+)
+
+// keyState is the revision discipline of one key (§8.6).
+type keyState struct {
+	rev     uint64 // last applied put or delete revision
+	present bool
+	seq     uint64 // apply sequence number of the last change
+}
+
+// keyspaceWatch is the state of the watch of one keyspace.
+type keyspaceWatch struct {
+	w        store.Watcher
+	gen      uint64
+	live     bool
+	snapshot map[string]bool // keys seen in the snapshot being delivered; nil otherwise
+	keys     map[string]*keyState
+	outage   bool // the outage was logged; log re-established on the next snapshot
+	backoff  time.Duration
+	retry    *time.Timer
+}
+
+// watch bridges the store's two watches and the reconcile listing into
+// typed observations for the actors that subscribe to each key family.
+type watch struct {
+	v   *env
+	log *slog.Logger
+
+	joined      bool
+	fp          uint64
+	fingerprint string
+	ks          [2]*keyspaceWatch
+	seq         uint64
+	bothLive    bool
+	everLive    bool
+	announced   bool // "joined a running fleet" decided
+	reconcile   *clock.Timer
+	reconciling bool
+	listStart   time.Time
+}
+
+func newWatch(v *env) actor.Producer {
+	return func() actor.Receiver {
+		w := &watch{v: v, log: v.log.With("actor", "watch")}
+		for i := range w.ks {
+			w.ks[i] = &keyspaceWatch{keys: map[string]*keyState{}, backoff: 200 * time.Millisecond}
+		}
+		return w
+	}
+}
+
+// Receive handles one message.
+func (w *watch) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case actor.Initialized, actor.Started:
+	case actor.Stopped:
+		for _, k := range w.ks {
+			if k.w != nil {
+				k.w.Stop()
+			}
+			if k.retry != nil {
+				k.retry.Stop()
+			}
+		}
+		stopTimer(w.reconcile)
+	case messages.JobStarted:
+		w.fp, w.fingerprint = m.FP, m.Fingerprint
+	case messages.Joined:
+		if !w.joined {
+			w.joined = true
+			w.open(store.Durable)
+			w.open(store.Ephemeral)
+		}
+	case watchOpened:
+		k := w.ks[m.ks]
+		if m.gen != k.gen {
+			if m.w != nil {
+				m.w.Stop()
+			}
+			return
+		}
+		if m.err != nil {
+			w.broken(m.ks, m.err)
+			return
+		}
+		k.w = m.w
+	case watchEvent:
+		if m.gen == w.ks[m.ks].gen {
+			w.event(m.ks, m.ev)
+		}
+	case watchEnded:
+		if m.gen == w.ks[m.ks].gen {
+			w.broken(m.ks, m.err)
+		}
+	case rewatchDue:
+		if m.gen == w.ks[m.ks].gen {
+			w.open(m.ks)
+		}
+	case reconcileDue:
+		w.reconcile = w.v.after(w.v.cfg.ReconcileInterval, c.PID(), reconcileDue{})
+		w.startReconcile()
+	case listed:
+		w.applyListing(m)
+	case messages.Departing:
+	default:
+		w.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// open establishes the watch of ks in the background; the goroutine pumps
+// its events into the actor until the watch ends.
+func (w *watch) open(ks store.Keyspace) {
+	k := w.ks[ks]
+	k.gen++
+	gen, pid, v := k.gen, w.v.pid.watch, w.v
+	k.snapshot = map[string]bool{}
+	v.goFunc(func(ctx context.Context) {
+		sw, err := v.st.Watch(ctx, ks, "")
+		v.send(pid, watchOpened{ks: ks, gen: gen, w: sw, err: err})
+		if err != nil {
+			return
+		}
+		for ev := range sw.Events() {
+			v.send(pid, watchEvent{ks: ks, gen: gen, ev: ev})
+		}
+		v.send(pid, watchEnded{ks: ks, gen: gen, err: sw.Err()})
+	})
+}
+
+// broken handles a watch that ended or failed to open: re-watch with a
+// real-time backoff, unless the error is Fatal.
+func (w *watch) broken(ks store.Keyspace, err error) {
+	k := w.ks[ks]
+	k.w = nil
+	k.live = false
+	k.snapshot = nil
+	w.liveChanged()
+	if w.v.fatalIf(err) || w.v.ctx.Err() != nil {
+		return
+	}
+	if !k.outage {
+		k.outage = true
+		w.log.Warn("store unreachable; re-establishing watch", "error", err)
+	}
+	k.gen++
+	gen, pid, v, d := k.gen, w.v.pid.watch, w.v, k.backoff
+	k.backoff = min(2*k.backoff, 5*time.Second)
+	k.retry = time.AfterFunc(d, func() { v.send(pid, rewatchDue{ks: ks, gen: gen}) })
+}
+
+func (w *watch) event(ks store.Keyspace, ev store.WatchEvent) {
+	k := w.ks[ks]
+	switch ev.Kind {
+	case store.Put:
+		if k.snapshot != nil {
+			k.snapshot[ev.Entry.Key] = true
+		}
+		w.put(ks, ev.Entry.Key, ev.Entry.Value, uint64(ev.Entry.Revision), false)
+	case store.Delete:
+		w.del(ks, ev.Entry.Key, uint64(ev.Entry.Revision), false)
+	case store.SnapshotDone:
+		if k.snapshot == nil {
+			return
+		}
+		for key, s := range k.keys {
+			if s.present && !k.snapshot[key] {
+				w.del(ks, key, 0, true)
+			}
+		}
+		k.snapshot = nil
+		k.live = true
+		k.backoff = 200 * time.Millisecond
+		if k.outage {
+			k.outage = false
+			w.log.Info("watch re-established")
+		}
+		if ks == store.Ephemeral && !w.announced {
+			w.announced = true
+			w.announce()
+		}
+		w.liveChanged()
+	}
+}
+
+// announce logs `joined a running fleet` when the first ephemeral snapshot
+// shows other workers' presence (§10.5).
+func (w *watch) announce() {
+	live, peers := 0, 0
+	for key, s := range w.ks[store.Ephemeral].keys {
+		if kind, inst := protocol.ParseKey(store.Ephemeral, key); s.present && kind == protocol.KeyPresence {
+			live++
+			if inst != w.v.id {
+				peers++
+			}
+		}
+	}
+	if peers > 0 {
+		w.log.Info("joined a running fleet", "live", live, "peers", peers)
+	}
+}
+
+func (w *watch) liveChanged() {
+	both := w.ks[0].live && w.ks[1].live
+	if both == w.bothLive {
+		return
+	}
+	w.bothLive = both
+	msg := messages.WatchesChanged{Live: both}
+	p := w.v.pid
+	for _, pid := range []*actor.PID{p.leader, p.assign, p.commit, p.revoke, p.lease} {
+		w.v.send(pid, msg)
+	}
+	if both && !w.everLive {
+		w.everLive = true
+		w.reconcile = w.v.after(w.v.cfg.ReconcileInterval, p.watch, reconcileDue{})
+	}
+}
+
+func (w *watch) startReconcile() {
+	if w.reconciling || !w.joined {
+		return
+	}
+	w.reconciling = true
+	w.listStart = time.Now()
+	v, pid, seq := w.v, w.v.pid.watch, w.seq
+	v.goFunc(func(ctx context.Context) {
+		for _, ks := range []store.Keyspace{store.Ephemeral, store.Durable} {
+			start := time.Now()
+			lctx, cancel := context.WithTimeout(ctx, v.cfg.ReconcileInterval)
+			es, err := v.st.List(lctx, ks, "")
+			cancel()
+			v.send(pid, listed{ks: ks, entries: es, err: err, startSeq: seq, last: ks == store.Durable, took: time.Since(start)})
+			if err != nil {
+				return
+			}
+		}
+	})
+}
+
+// applyListing applies a listing like a snapshot (§11.4): entries as puts,
+// keys unchanged since the listing started and absent from it as deletes.
+func (w *watch) applyListing(m listed) {
+	if m.err != nil || m.last {
+		w.reconciling = false
+	}
+	if m.err != nil {
+		w.v.fatalIf(m.err)
+		w.log.Warn("reconcile listing failed; skipping until the next tick", "error", m.err)
+		return
+	}
+	seen := make(map[string]bool, len(m.entries))
+	for _, e := range m.entries {
+		seen[e.Key] = true
+		w.put(m.ks, e.Key, e.Value, uint64(e.Revision), true)
+	}
+	for key, s := range w.ks[m.ks].keys {
+		if s.present && !seen[key] && s.seq < m.startSeq {
+			w.del(m.ks, key, 0, true)
+		}
+	}
+	if m.last {
+		w.v.met.reconciled(time.Since(w.listStart))
+		w.v.send(w.v.pid.leader, messages.Reconciled{})
+	}
+}
+
+func (w *watch) put(ks store.Keyspace, key string, val []byte, rev uint64, synth bool) {
+	k := w.ks[ks]
+	s := k.keys[key]
+	if s != nil && rev <= s.rev {
+		return
+	}
+	if s == nil {
+		s = &keyState{}
+		k.keys[key] = s
+	}
+	w.seq++
+	s.rev, s.present, s.seq = rev, true, w.seq
+	w.decodePut(ks, key, val, rev)
+}
+
+func (w *watch) del(ks store.Keyspace, key string, rev uint64, synth bool) {
+	k := w.ks[ks]
+	s := k.keys[key]
+	if s == nil || !s.present || (!synth && rev <= s.rev) {
+		return
+	}
+	w.seq++
+	s.present, s.seq = false, w.seq
+	if rev > s.rev {
+		s.rev = rev
+	}
+	w.decodeDelete(ks, key, rev, synth)
+}
+
+func (w *watch) fanout(msg any, to ...*actor.PID) {
+	for _, pid := range to {
+		w.v.send(pid, msg)
+	}
+}
+
+func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64) {
+	p := w.v.pid
+	kind, suffix := protocol.ParseKey(ks, key)
+	switch kind {
+	case protocol.KeyProgress:
+		rec, err := protocol.DecodeProgress(key, val, w.fp)
+		if err != nil {
+			w.v.fatalIf(err)
+			return
+		}
+		w.fanout(messages.RecordObserved{Split: rec.ID, Record: rec, Rev: rev}, p.commit, p.assign, p.leader)
+	case protocol.KeySpecRecord:
+		spec, err := protocol.DecodeSpec(key, val, w.fp)
+		if err != nil {
+			w.v.fatalIf(err)
+			return
+		}
+		w.fanout(messages.SpecObserved{Split: spec.ID, Spec: spec}, p.assign, p.leader)
+	case protocol.KeyLease:
+		l, err := protocol.DecodeLease(key, val)
+		if err != nil {
+			w.v.fatalIf(err)
+			return
+		}
+		w.fanout(messages.LeaseObserved{Split: splitID(suffix), Lease: l, Rev: rev}, p.lease, p.assign, p.leader)
+	case protocol.KeyPresence:
+		pr, err := protocol.DecodePresence(key, val)
+		if err != nil {
+			w.log.Warn("unreadable presence value; using the default budget", "key", key, "error", err)
+		}
+		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev}, p.leader)
+	case protocol.KeyLeaderValue:
+		l, err := protocol.DecodeLeader(key, val)
+		if err != nil {
+			w.v.fatalIf(err)
+			return
+		}
+		w.fanout(messages.LeaderObserved{Leader: l, Rev: rev}, p.leader)
+	case protocol.KeyPlanRecord:
+		pl, err := protocol.DecodePlan(key, val)
+		if err != nil {
+			w.v.fatalIf(err)
+			return
+		}
+		if pl.Fingerprint != w.fingerprint {
+			w.v.fatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
+			return
+		}
+		w.fanout(messages.PlanObserved{Plan: pl, Rev: rev}, p.leader, p.commit)
+	case protocol.KeyAssignment:
+		a, err := protocol.DecodeAssignment(key, val)
+		if err != nil {
+			w.log.Warn("unreadable assignment; ignoring it", "key", key, "error", err)
+			return
+		}
+		msg := messages.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev}
+		w.fanout(msg, p.leader)
+		if suffix == w.v.id {
+			w.fanout(msg, p.assign)
+		}
+	case protocol.KeyProbe:
+		w.log.Debug("probe key event", "key", key)
+	default:
+		w.log.Debug("ignoring key of unknown shape", "key", key)
+	}
+}
+
+func (w *watch) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bool) {
+	p := w.v.pid
+	kind, suffix := protocol.ParseKey(ks, key)
+	switch kind {
+	case protocol.KeyProgress:
+		w.fanout(messages.RecordDeleted{Split: splitID(suffix), Rev: rev}, p.commit, p.assign, p.leader)
+	case protocol.KeySpecRecord:
+		w.log.Warn("spec record deleted outside the library; keeping the cached copy", "key", key)
+	case protocol.KeyLease:
+		w.fanout(messages.LeaseDeleted{Split: splitID(suffix), Rev: rev, Synthesized: synth}, p.lease, p.assign, p.leader)
+	case protocol.KeyPresence:
+		w.fanout(messages.PresenceDeleted{Instance: suffix, Rev: rev}, p.leader)
+	case protocol.KeyLeaderValue:
+		w.fanout(messages.LeaderDeleted{Rev: rev, Synthesized: synth}, p.leader)
+	case protocol.KeyPlanRecord:
+		w.log.Error("plan record deleted outside the library", "key", key)
+		w.fanout(messages.PlanDeleted{}, p.leader, p.commit)
+	case protocol.KeyAssignment:
+		msg := messages.AssignmentDeleted{Instance: suffix, Rev: rev}
+		w.fanout(msg, p.leader)
+		if suffix == w.v.id {
+			w.fanout(msg, p.assign)
+		}
+	case protocol.KeyProbe:
+		w.log.Debug("probe key event", "key", key)
+	}
+}

@@ -1,0 +1,117 @@
+package messages
+
+import (
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+)
+
+// StartJob is the handle's Start, sent to the root.
+type StartJob struct {
+	Planner     coordination.Planner
+	Fingerprint string
+}
+
+// StartJobReply answers StartJob.
+type StartJobReply struct{ Err error }
+
+// CommitSplit is a handle Commit (or one CommitFinal entry). ReplyTo is set
+// by the root when it forwards the command.
+type CommitSplit struct {
+	Split    coordination.SplitID
+	Progress coordination.SplitProgress
+	Epoch    uint64
+	ReplyTo  *actor.PID
+}
+
+// CommitSplitReply answers CommitSplit.
+type CommitSplitReply struct{ Err error }
+
+// CommitFinalBatch is a handle CommitFinal. Errs holds pre-decided results
+// (not held) and Epochs the held epoch of each other entry.
+type CommitFinalBatch struct {
+	Commits []coordination.Commit
+	Epochs  []uint64
+	Errs    []error
+	ReplyTo *actor.PID
+}
+
+// CommitFinalBatchReply answers CommitFinalBatch, one error per entry.
+type CommitFinalBatchReply struct{ Errs []error }
+
+// FailSplit is a handle Fail.
+type FailSplit struct {
+	Split   coordination.SplitID
+	Epoch   uint64
+	Reason  string
+	ReplyTo *actor.PID
+}
+
+// FailSplitReply answers FailSplit.
+type FailSplitReply struct{ Err error }
+
+// HeldSplit names a split and its tenancy epoch.
+type HeldSplit struct {
+	Split coordination.SplitID
+	Epoch uint64
+}
+
+// ReleaseSplits is a handle Release (Drained false) or ReleaseDrained.
+type ReleaseSplits struct {
+	Splits  []coordination.SplitID
+	Drained bool
+}
+
+// ReleaseSplitsReply answers ReleaseSplits.
+type ReleaseSplitsReply struct{ Err error }
+
+// HandBackSplits asks the commit actor to clear the owner of surrendered
+// splits; the reply goes to ReplyTo.
+type HandBackSplits struct {
+	Splits  []HeldSplit
+	Reason  EndReason
+	ReplyTo *actor.PID
+}
+
+// HandBackSplitsReply answers HandBackSplits: the splits whose hand-back
+// did not confirm.
+type HandBackSplitsReply struct {
+	Unconfirmed []coordination.SplitID
+	Err         error
+}
+
+// DeclineRevoke is a handle DeclineRevoke.
+type DeclineRevoke struct {
+	Split   coordination.SplitID
+	ReplyTo *actor.PID
+}
+
+// DeclineRevokeReply answers DeclineRevoke.
+type DeclineRevokeReply struct{ Err error }
+
+// DepartJob is a handle Depart.
+type DepartJob struct {
+	Held []coordination.SplitID
+}
+
+// DepartJobReply answers DepartJob. When the coordinator had failed,
+// Failed is set and Held lists the named splits with their held epochs for
+// the direct hand-back.
+type DepartJobReply struct {
+	Err    error
+	Failed bool
+	Held   []HeldSplit
+}
+
+// StepDown asks the leader actor to demote (Depart); it answers
+// StepDownReply to ReplyTo.
+type StepDown struct{ ReplyTo *actor.PID }
+
+// StepDownReply answers StepDown.
+type StepDownReply struct{}
+
+// WithdrawPresence asks the lease actor to delete the presence key (Depart).
+type WithdrawPresence struct{ ReplyTo *actor.PID }
+
+// WithdrawPresenceReply answers WithdrawPresence.
+type WithdrawPresenceReply struct{}

@@ -1,0 +1,57 @@
+package messages
+
+import (
+	"github.com/spate-go/coordination"
+)
+
+// JobStarted tells every actor that Start was called: the planner, its
+// fingerprint and the hash of that fingerprint.
+type JobStarted struct {
+	Planner     coordination.Planner
+	Fingerprint string
+	FP          uint64
+}
+
+// Joined reports that the startup phases finished: the presence key exists
+// at PresenceRev. The lease actor sends it to the watch actor so that the
+// watches open.
+type Joined struct {
+	PresenceRev uint64
+}
+
+// WatchesChanged reports whether both watches are live (each has delivered
+// its SnapshotDone and not broken since).
+type WatchesChanged struct {
+	Live bool
+}
+
+// Reconciled reports that a reconcile listing was applied.
+type Reconciled struct{}
+
+// HeartbeatTicked is the lease actor's heartbeat, fanned out to the actors
+// that act at every heartbeat.
+type HeartbeatTicked struct {
+	Round uint64
+}
+
+// HeartbeatDue is the lease actor's heartbeat timer tick.
+type HeartbeatDue struct {
+	Round uint64
+}
+
+// VerdictReached reports the job's verdict; Stalled is false for AllComplete.
+type VerdictReached struct {
+	Stalled     bool
+	Completed   uint64
+	Quarantined uint64
+}
+
+// WorkerFailed reports a Fatal condition found by an actor; the root
+// latches the first one.
+type WorkerFailed struct {
+	Err error
+}
+
+// Departing tells the actors that Depart was called: stop claiming,
+// electing, publishing and renewing presence.
+type Departing struct{}

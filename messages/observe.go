@@ -1,0 +1,90 @@
+package messages
+
+import (
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+)
+
+// RecordObserved is a progress record put applied to the view.
+type RecordObserved struct {
+	Split  coordination.SplitID
+	Record protocol.ProgressRecord
+	Rev    uint64
+}
+
+// RecordDeleted is a progress record deletion (watch or listing).
+type RecordDeleted struct {
+	Split coordination.SplitID
+	Rev   uint64
+}
+
+// SpecObserved is a spec record put applied to the view.
+type SpecObserved struct {
+	Split coordination.SplitID
+	Spec  protocol.SpecRecord
+}
+
+// LeaseObserved is a lease put applied to the view.
+type LeaseObserved struct {
+	Split coordination.SplitID
+	Lease protocol.LeaseRecord
+	Rev   uint64
+}
+
+// LeaseDeleted is a lease deletion or expiry. Synthesized is true when it
+// comes from a snapshot or listing that lacked the key (§11.4): held leases
+// are then judged only by their renewal.
+type LeaseDeleted struct {
+	Split       coordination.SplitID
+	Rev         uint64
+	Synthesized bool
+}
+
+// PresenceObserved is a worker presence put. MaxInFlight 0 means the
+// value was unreadable or advertised 0: use the leader's default.
+type PresenceObserved struct {
+	Instance    string
+	Nonce       string
+	MaxInFlight uint32
+	Rev         uint64
+}
+
+// PresenceDeleted is a worker presence deletion or expiry.
+type PresenceDeleted struct {
+	Instance string
+	Rev      uint64
+}
+
+// LeaderObserved is a leader value put.
+type LeaderObserved struct {
+	Leader protocol.LeaderRecord
+	Rev    uint64
+}
+
+// LeaderDeleted is a leader value deletion or expiry.
+type LeaderDeleted struct {
+	Rev         uint64
+	Synthesized bool
+}
+
+// PlanObserved is a plan record put (fingerprint already checked).
+type PlanObserved struct {
+	Plan protocol.PlanRecord
+	Rev  uint64
+}
+
+// PlanDeleted is a plan record deletion outside the library.
+type PlanDeleted struct{}
+
+// AssignmentObserved is an assignment record put.
+type AssignmentObserved struct {
+	Instance   string
+	Assignment protocol.AssignmentRecord
+	Rev        uint64
+}
+
+// AssignmentDeleted is an assignment record deletion.
+type AssignmentDeleted struct {
+	Instance string
+	Rev      uint64
+}
