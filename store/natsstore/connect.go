@@ -291,7 +291,11 @@ func (s *Store) classifyConnectErr(ctx context.Context, err error, addr string) 
 		return coordination.Errorf(coordination.Fatal, "natsstore: authorization failed for %s: %w; check Config.Credentials", s.cfg.Credentials.describe(), err)
 	case isVerifyErr(err):
 		return coordination.Errorf(coordination.Fatal, "natsstore: TLS certificate verification failed for server %s: %w; check Config.TLS.RootCA and the server's certificate", server, err)
-	case strings.Contains(err.Error(), "remote error: tls: "):
+	case strings.Contains(err.Error(), "remote error: tls: ") ||
+		errors.Is(err, nats.ErrTLS) && strings.Contains(err.Error(), "connection closed by remote after TLS handshake"):
+		// The server refused the client certificate: with TLS 1.3 the
+		// client learns it from an alert or, depending on timing, from the
+		// connection closing right after the handshake.
 		return coordination.Errorf(coordination.Fatal, "natsstore: server %s rejected the TLS handshake: %w; check Config.TLS.ClientCert and Config.TLS.ClientKey", server, err)
 	case errors.Is(err, nats.ErrSecureConnWanted):
 		return coordination.Errorf(coordination.Fatal, "natsstore: server %s does not offer TLS, but Config.TLS is set: %w", server, err)
