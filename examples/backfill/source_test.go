@@ -1,0 +1,150 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/driver"
+)
+
+func TestSourceCompletesSplits(t *testing.T) {
+	tests := []struct {
+		name      string
+		records   recordRange
+		resume    *coordination.SplitProgress
+		delivered int64 // records read in this tenancy
+	}{
+		{name: "fresh", records: recordRange{0, 1000}, delivered: 1000},
+		{name: "resumed midway", records: recordRange{0, 1000}, resume: &coordination.SplitProgress{Watermark: 600}, delivered: 400},
+		{name: "resumed at its end", records: recordRange{0, 1000}, resume: &coordination.SplitProgress{Watermark: 1000}, delivered: 0},
+		{name: "empty", records: recordRange{500, 500}, delivered: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, 1000, 100_000)
+			h.script.Gain(spec("s1", tt.records), 1, tt.resume)
+			h.next("LanesAdded", is[driver.LanesAdded])
+			for done := false; !done; {
+				switch ev := h.next("CommitReady or LanesRetired", func(driver.Event) bool { return true }).(type) {
+				case driver.CommitReady:
+					if err := h.drv.Commit(h.src.watermarksOf(ev.Partitions)); err != nil {
+						t.Fatal(err)
+					}
+				case driver.LanesRetired:
+					done = true
+				case driver.LanesRevoked:
+					t.Fatalf("lane revoked: %v", ev)
+				}
+			}
+			got := h.lastCommit("s1")
+			if !got.Completed || got.Watermark != tt.records.End {
+				t.Fatalf("last commit %+v, want completed at %d", got, tt.records.End)
+			}
+			if h.sink.delivered() != tt.delivered || h.sink.duplicates() != 0 {
+				t.Fatalf("delivered %d (duplicates %d), want %d", h.sink.delivered(), h.sink.duplicates(), tt.delivered)
+			}
+			if h.src.held() != 0 {
+				t.Fatalf("%d lanes still open after retirement", h.src.held())
+			}
+		})
+	}
+}
+
+func TestSourceDrainsARevokedSplitWithoutReplay(t *testing.T) {
+	h := newHarness(t, 100_000, 400) // 20 records per 50ms: far from the end
+	h.script.Gain(spec("s1", recordRange{0, 100_000}), 3, nil)
+	h.next("LanesAdded", is[driver.LanesAdded])
+	eventually(t, "some records delivered", func() bool { return h.sink.delivered() >= 40 })
+	if err := h.drv.Commit(h.src.advanced()); err != nil {
+		t.Fatal(err)
+	}
+	h.script.Revoke("s1")
+	ev := h.next("LanesRetired", func(ev driver.Event) bool {
+		if _, ok := ev.(driver.LanesRevoked); ok {
+			t.Fatalf("revocation was forced, not drained: %v", ev)
+		}
+		return is[driver.LanesRetired](ev)
+	}).(driver.LanesRetired)
+	ends := h.src.settle(ev.Lanes)
+	if len(ends) != 1 {
+		t.Fatalf("settled %v, want one lane", ends)
+	}
+	cut := h.lastCommit("s1")
+	if cut.Completed {
+		t.Fatalf("drained cut %+v is marked completed", cut)
+	}
+	if cut.Watermark != h.sink.delivered() || cut.Watermark != ends[0].acked {
+		t.Fatalf("cut at %d, but %d records were delivered and the lane acked %d: the next owner would replay or skip",
+			cut.Watermark, h.sink.delivered(), ends[0].acked)
+	}
+	if got := h.script.ReleasedDrained(); !slices.Equal(got, []coordination.SplitID{"s1"}) {
+		t.Fatalf("released drained %v, want [s1]", got)
+	}
+	if got := h.script.Declined(); len(got) != 0 {
+		t.Fatalf("declined %v, want none", got)
+	}
+}
+
+func TestSourceStopsReadingALostSplit(t *testing.T) {
+	h := newHarness(t, 100_000, 400)
+	h.script.Gain(spec("s1", recordRange{0, 100_000}), 1, nil)
+	h.next("LanesAdded", is[driver.LanesAdded])
+	eventually(t, "some records delivered", func() bool { return h.sink.delivered() > 0 })
+	h.script.Lose("s1")
+	ev := h.next("LanesRevoked", is[driver.LanesRevoked]).(driver.LanesRevoked)
+	ends := h.src.settle(ev.Lanes)
+	if len(ends) != 1 {
+		t.Fatalf("settled %v, want one lane", ends)
+	}
+	// settle returned, so the reader has exited: nothing more arrives.
+	if got := h.sink.delivered(); got != ends[0].acked {
+		t.Fatalf("sink holds %d records after the lane stopped at %d", got, ends[0].acked)
+	}
+	if _, err := h.src.EncodeCommit("s1", 10); err == nil {
+		t.Fatal("EncodeCommit accepted a closed split")
+	}
+}
+
+func TestSourceRejectsResumeOutsideTheSplit(t *testing.T) {
+	h := newHarness(t, 1000, 100_000)
+	h.script.Gain(spec("s1", recordRange{0, 1000}), 2, &coordination.SplitProgress{Watermark: 1001})
+	var err error
+	for range 10 {
+		if _, err = h.drv.PollEvents(0); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		t.Fatal("a resume beyond the split's end was accepted")
+	}
+	failed := h.script.Failed()
+	if len(failed) != 1 || failed[0].Split != "s1" || failed[0].Epoch != 2 {
+		t.Fatalf("fail calls %+v, want one for s1 at epoch 2", failed)
+	}
+	if h.sink.total() != 0 {
+		t.Fatalf("read %d records of a rejected split", h.sink.total())
+	}
+}
+
+func TestSourceEncodeCommitNeverCompletesWhileDraining(t *testing.T) {
+	h := newHarness(t, 100, 100_000)
+	h.script.Gain(spec("s1", recordRange{0, 100}), 1, nil)
+	h.next("LanesAdded", is[driver.LanesAdded])
+	if !h.src.BeginRevoke("s1") {
+		t.Fatal("BeginRevoke refused an open split")
+	}
+	p, err := h.src.EncodeCommit("s1", 100)
+	if err != nil || p.Completed {
+		t.Fatalf("EncodeCommit while draining: %+v, %v; want not completed", p, err)
+	}
+	if p, _ := h.src.Sweep("s1"); p != nil {
+		t.Fatalf("Sweep of a draining split returned %+v", p)
+	}
+	if _, err := h.src.EncodeCommit("s1", 101); err == nil {
+		t.Fatal("EncodeCommit accepted a watermark past the split's end")
+	}
+	if h.src.BeginRevoke("nope") {
+		t.Fatal("BeginRevoke accepted a split that is not open")
+	}
+}
