@@ -72,6 +72,35 @@ func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetst
 	if err := s.verifyBucket(cfg, st.Config()); err != nil {
 		return nil, err
 	}
+	return s.leaderReads(ctx, js, kv, st)
+}
+
+// leaderReads makes a replicated bucket answer reads from its stream
+// leader only. Direct gets (the KV default) may be answered by a follower
+// that has not yet applied the latest write, delete or expiry, so a Get
+// could return a key that is already gone, and the absent-key checks of
+// Create and Delete could misjudge. A single-replica bucket has no
+// followers and is left as it is.
+func (s *Store) leaderReads(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, st jetstream.KeyValueStatus) (jetstream.KeyValue, error) {
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return kv, nil
+	}
+	sc := bs.StreamInfo().Config
+	if sc.Replicas <= 1 || !sc.AllowDirect {
+		return kv, nil
+	}
+	name := kv.Bucket()
+	sc.AllowDirect = false
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		return nil, s.openErr(ctx, "turning off direct gets on bucket "+name, err)
+	}
+	// The client decides between direct and leader gets from the stream
+	// info it read when opening the bucket: open it again.
+	kv, err := js.KeyValue(ctx, name)
+	if err != nil {
+		return nil, s.openErr(ctx, "opening bucket "+name, err)
+	}
 	return kv, nil
 }
 
