@@ -111,9 +111,6 @@ func eventually(t testing.TB, timeout time.Duration, what string, op func() erro
 	}
 }
 
-// errLost marks a lost precondition inside eventually.
-var errLost = errors.New("precondition lost")
-
 // clusterRound exercises CAS, a watch and expiry on st; tag makes the keys
 // unique per round. Operations may fail with Retryable while the cluster
 // fails over; each is retried until it succeeds.

@@ -1,0 +1,70 @@
+// Package natsstore is the production [store.Store]: two NATS JetStream
+// key-value buckets per job, coordination_<Job>_state for the Durable
+// keyspace and coordination_<Job>_lease for the Ephemeral one.
+//
+// # Usage
+//
+//	st, err := natsstore.New(natsstore.Config{
+//		Servers:     []string{"tls://nats-1:4222", "tls://nats-2:4222"},
+//		Job:         "backfill",
+//		Credentials: natsstore.Credentials{CredsFile: "/etc/nats/worker.creds"},
+//		TLS:         &natsstore.TLS{RootCA: "/etc/nats/ca.pem"},
+//		Replicas:    3,
+//	}, cfg.LeaseDuration) // the lease TTL must equal Config.LeaseDuration
+//	defer st.Close()
+//
+// New does no I/O. The first operation connects, checks the server and
+// creates (or adopts) the buckets within that operation's context; later
+// operations reuse the connection, which reconnects by itself.
+//
+// # Guarantees
+//
+//   - The contract of package store: a lost precondition is (ok=false,
+//     nil); errors are *coordination.Error of kind Retryable or Fatal and
+//     keep their cause for errors.Is. A compare-and-swap conflict is
+//     recognised both as NATS error code 10071 and as 10164 (replicated
+//     buckets). A guarded delete of an absent key wins.
+//   - Revisions are the buckets' stream sequences: they strictly increase
+//     per key across deletes, expiries and re-creates.
+//   - Ephemeral keys expire a lease TTL after their last write: the lease
+//     bucket's TTL applies to every message, so each write restarts the
+//     key's clock. Expiry reaches watches as a Delete through the server's
+//     limit markers, about one second after the TTL at worst. Per-key TTLs
+//     are never used: they apply to a key's create only and would be lost
+//     on its next update.
+//   - Values of up to 512 KiB ([Store.MaxValueSize]); a larger one is Fatal
+//     before anything is sent.
+//   - Watches filter by plain string prefix ("sp" matches "split.a" and
+//     "spec.b") and deliver SnapshotDone even when nothing matches. A watch
+//     never drops events silently: it breaks with Retryable when the
+//     connection is lost or its consumer falls more than 65536 events
+//     behind, and the owner re-watches. List is one ordered snapshot.
+//   - Replicated buckets are read from their stream leader (direct gets are
+//     turned off), so a read never returns a state older than a write that
+//     completed before it started.
+//   - Authentication and authorization failures, unreadable credential or
+//     certificate files, failed certificate verification, a server without
+//     JetStream and a server older than 2.11 are Fatal at once, with a
+//     reason naming the credentials, file or server. Network failures and
+//     timeouts are Retryable, and a failed connection attempt is not
+//     remembered: the next operation tries again.
+//
+// # Non-guarantees
+//
+//   - Durability is the server's: NATS flushes to disk periodically by
+//     default, so a coordinated power loss can roll back acknowledged
+//     writes, and with them ownership and progress. Servers hosting
+//     coordination buckets should run with sync_interval: always.
+//   - Expiry happens on the server in real time; a mock clock
+//     (coordination.Config.Clock) cannot drive it.
+//   - A write whose operation failed with Retryable (for example a timeout
+//     while the server was failing over) may or may not have landed.
+//   - On replicated buckets a compare-and-swap can lose spuriously under
+//     load; callers treat it as a lost race and re-read.
+//   - A job's lease TTL is fixed once its buckets exist: a store with
+//     another lease TTL is Fatal until the buckets are removed. An existing
+//     bucket with another replica count is adopted as it is (with a
+//     warning).
+//   - Keys must be valid NATS KV keys ([-/_=.A-Za-z0-9], no empty
+//     dot-separated token); any other key is Fatal.
+package natsstore
