@@ -105,34 +105,40 @@ func assign(in AssignInput, maxMoves int) AssignOutput {
 
 // aMember is one member during an evaluation.
 type aMember struct {
-	id    string
-	hash  uint64 // memberHash
-	cap   int
-	count int
-	load  uint64
-	pos   int32  // index in the receiver heap, -1 if absent
-	ver   uint32 // version of the member's live donor-heap entry
-	head  int32  // first split of the list form (before the tree is built), -1 if none
-	root  int32  // treap root once built, -1 if empty
-	wmin  uint64 // lightest weight held, list form only
-	built bool   // the treap is authoritative
+	id      string
+	hash    uint64 // memberHash
+	cap     int
+	count   int
+	load    uint64
+	pos     int32  // index in the receiver heap, -1 if absent
+	ver     uint32 // version of the member's live donor-heap entry
+	head    int32  // first split of the list form (before the tree is built), -1 if none
+	root    int32  // treap root once built, -1 if empty
+	wmin    uint64 // lightest weight held, list form only
+	scanned bool   // was a donor once in list form; the next time builds the treap
+	built   bool   // the treap is authoritative
 }
 
 // aSplit is one pool split during an evaluation; it doubles as a treap node.
+// It holds no pointers (the id is read from the input through src), so the
+// table costs the garbage collector nothing to scan.
 type aSplit struct {
-	id    coordination.SplitID
 	w     uint64
 	hash  uint64 // splitHash, set when the holder's treap is built
+	src   int32  // index in AssignInput.Splits
 	owner int32  // member index of owner(s), -1 if none or not a member
 	at    int32  // member holding it, -1 while unassigned
 	next  int32  // next split of the same member's list form
 	left  int32
 	right int32
 	prio  uint32
+	// hashed reports that hash is set.
+	hashed bool
 }
 
 type assigner struct {
-	fp    uint64
+	h0    uint64 // seedState(fp)
+	in    []AssignSplit
 	mem   []aMember // sorted by id
 	sp    []aSplit  // the pool, sorted by id
 	order []int32   // pool order: weight desc, id asc
@@ -142,8 +148,11 @@ type assigner struct {
 	stack []int32 // scratch for building a treap: its right spine
 }
 
+// id is the id of pool split x.
+func (a *assigner) id(x int32) coordination.SplitID { return a.in[a.sp[x].src].ID }
+
 func newAssigner(in AssignInput) *assigner {
-	a := &assigner{fp: in.FP}
+	a := &assigner{h0: seedState(in.FP), in: in.Splits}
 	ids := slices.Clone(in.Members)
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -151,72 +160,108 @@ func newAssigner(in AssignInput) *assigner {
 		return a
 	}
 	a.mem = make([]aMember, len(ids))
-	index := make(map[string]int32, len(ids))
 	for i, id := range ids {
 		c := in.DefaultCap
 		if v, ok := in.Caps[id]; ok && v > 0 {
 			c = v
 		}
-		a.mem[i] = aMember{id: id, hash: hashString(in.FP, id), cap: max(1, c), pos: -1, head: -1, root: -1, wmin: math.MaxUint64}
-		index[id] = int32(i)
+		a.mem[i] = aMember{id: id, hash: hashFrom(a.h0, id), cap: max(1, c), pos: -1, head: -1, root: -1, wmin: math.MaxUint64}
 	}
+	index := newMemberIndex(a.mem)
 
+	// The pool, in input order; a strictly ascending input (the common case:
+	// a listing) is already in id order and has no repeated id.
 	a.sp = make([]aSplit, 0, len(in.Splits))
+	sorted := true
+	var prev coordination.SplitID
 	for i := range in.Splits {
 		s := &in.Splits[i]
 		if s.Status != StatusRunnable || !s.HasSpec || (len(in.Reserved) > 0 && in.Reserved[s.ID]) {
 			continue
 		}
+		if len(a.sp) > 0 && s.ID <= prev {
+			sorted = false
+		}
+		prev = s.ID
 		owner := int32(-1)
 		if s.Owner != "" {
-			if o, ok := index[s.Owner]; ok {
-				owner = o
+			owner = index.lookup(s.Owner)
+		}
+		a.sp = append(a.sp, aSplit{w: max(1, s.Weight), src: int32(i), owner: owner, at: -1, next: -1, left: -1, right: -1})
+	}
+	if !sorted {
+		// Id order; a repeated id keeps the greatest weight, then the lowest
+		// owner index (-1, no member owner, first).
+		slices.SortFunc(a.sp, func(x, y aSplit) int {
+			if c := strings.Compare(string(in.Splits[x.src].ID), string(in.Splits[y.src].ID)); c != 0 {
+				return c
 			}
-		}
-		a.sp = append(a.sp, aSplit{id: s.ID, w: max(1, s.Weight), owner: owner, at: -1, next: -1, left: -1, right: -1})
-	}
-	byID := func(x, y aSplit) int {
-		if c := strings.Compare(string(x.id), string(y.id)); c != 0 {
-			return c
-		}
-		if x.w != y.w {
-			if x.w > y.w {
-				return -1
+			if x.w != y.w {
+				if x.w > y.w {
+					return -1
+				}
+				return 1
 			}
-			return 1
-		}
-		return int(x.owner) - int(y.owner)
+			return int(x.owner) - int(y.owner)
+		})
+		a.sp = slices.CompactFunc(a.sp, func(x, y aSplit) bool { return in.Splits[x.src].ID == in.Splits[y.src].ID })
 	}
-	if !slices.IsSortedFunc(a.sp, byID) {
-		slices.SortFunc(a.sp, byID)
-	}
-	a.sp = slices.CompactFunc(a.sp, func(x, y aSplit) bool { return x.id == y.id })
+	a.order = poolOrder(a.sp)
+	return a
+}
 
-	type ow struct {
-		w uint64
+// poolOrder returns the indices of sp (sorted by id) in pool order, weight
+// descending then id ascending: a stable LSD radix sort on the complemented
+// weight, with one O(n) pass per byte in which the weights differ (none when
+// all weights are equal, one for weights below 256).
+func poolOrder(sp []aSplit) []int32 {
+	and, or := ^uint64(0), uint64(0)
+	for i := range sp {
+		and &= ^sp[i].w
+		or |= ^sp[i].w
+	}
+	order := make([]int32, len(sp))
+	diff := and ^ or
+	if diff == 0 {
+		for i := range order {
+			order[i] = int32(i)
+		}
+		return order
+	}
+	type kv struct {
+		k uint64 // ^weight, so ascending k is descending weight
 		i int32
 	}
-	byWeight := func(x, y ow) int {
-		if x.w != y.w {
-			if x.w > y.w {
-				return -1
-			}
-			return 1
+	cur := make([]kv, len(sp))
+	for i := range sp {
+		cur[i] = kv{^sp[i].w, int32(i)}
+	}
+	next := make([]kv, len(sp))
+	var count [256]int
+	for shift := uint(0); shift < 64; shift += 8 {
+		if (diff>>shift)&0xff == 0 {
+			continue
 		}
-		return int(x.i) - int(y.i)
+		clear(count[:])
+		for _, e := range cur {
+			count[(e.k>>shift)&0xff]++
+		}
+		sum := 0
+		for b, c := range count {
+			count[b] = sum
+			sum += c
+		}
+		for _, e := range cur {
+			b := (e.k >> shift) & 0xff
+			next[count[b]] = e
+			count[b]++
+		}
+		cur, next = next, cur
 	}
-	tmp := make([]ow, len(a.sp))
-	for i := range a.sp {
-		tmp[i] = ow{a.sp[i].w, int32(i)}
+	for i, e := range cur {
+		order[i] = e.i
 	}
-	if !slices.IsSortedFunc(tmp, byWeight) {
-		slices.SortFunc(tmp, byWeight)
-	}
-	a.order = make([]int32, len(tmp))
-	for i, t := range tmp {
-		a.order[i] = t.i
-	}
-	return a
+	return order
 }
 
 // sticky is pass 1 (SPEC §14.3): in pool order, a split stays with its owner
@@ -327,11 +372,20 @@ func (a *assigner) minWeight(m int32) uint64 {
 
 // bestSplit returns the admissible split of donor d maximizing
 // gain = w·(dl − w) with dl = load(d) − T, ties to the higher splitHash, then
-// the lower id. The gain is concave in w, so the candidates are the first of
-// the weight class at or below dl/2 and the first of the class above it.
+// the lower id. A member's first time as a donor is a linear scan of its list
+// (a joiner usually takes one split from each of many members, and building a
+// treap for each would cost O(c log c) instead of O(c)); from its second time
+// on, its treap answers in O(log c): the gain is concave in w, so the
+// candidates are the first of the weight class at or below dl/2 and the first
+// of the class above it.
 func (a *assigner) bestSplit(d int32, dl uint64) int32 {
+	mb := &a.mem[d]
+	if !mb.built && !mb.scanned {
+		mb.scanned = true
+		return a.scanBest(d, dl)
+	}
 	a.build(d)
-	root := a.mem[d].root
+	root := mb.root
 	above, below := a.lowerBound(root, dl/2+1)
 	best := int32(-1)
 	var bh, bl uint64
@@ -349,24 +403,77 @@ func (a *assigner) bestSplit(d int32, dl uint64) int32 {
 	return best
 }
 
+// scanBest is bestSplit by a linear scan of d's list form.
+func (a *assigner) scanBest(d int32, dl uint64) int32 {
+	best := int32(-1)
+	var bh, bl uint64
+	for x := a.mem[d].head; x >= 0; x = a.sp[x].next {
+		w := a.sp[x].w
+		if w >= dl {
+			continue
+		}
+		ch, cl := gain(w, dl)
+		if best < 0 || ch > bh || (ch == bh && (cl > bl || (cl == bl && a.better(x, best)))) {
+			best, bh, bl = x, ch, cl
+		}
+	}
+	return best
+}
+
+// listRemove unlinks s from member m's list form and recomputes its lightest
+// weight, in O(c).
+func (a *assigner) listRemove(m, s int32) {
+	mb := &a.mem[m]
+	mb.wmin = math.MaxUint64
+	prev := int32(-1)
+	for x := mb.head; x >= 0; x = a.sp[x].next {
+		if x == s {
+			if prev < 0 {
+				mb.head = a.sp[x].next
+			} else {
+				a.sp[prev].next = a.sp[x].next
+			}
+			continue
+		}
+		mb.wmin = min(mb.wmin, a.sp[x].w)
+		prev = x
+	}
+}
+
+// hashOf returns the splitHash of pool split x, computing it once.
+func (a *assigner) hashOf(x int32) uint64 {
+	s := &a.sp[x]
+	if !s.hashed {
+		s.hash = hashFrom(a.h0, string(a.in[s.src].ID))
+		s.hashed = true
+	}
+	return s.hash
+}
+
 // better reports whether split x beats split y on the gain tie-break.
 func (a *assigner) better(x, y int32) bool {
-	if a.sp[x].hash != a.sp[y].hash {
-		return a.sp[x].hash > a.sp[y].hash
+	if hx, hy := a.hashOf(x), a.hashOf(y); hx != hy {
+		return hx > hy
 	}
-	return a.sp[x].id < a.sp[y].id
+	return a.id(x) < a.id(y)
 }
 
 // move gives split s from donor d to receiver r and updates both heaps.
 func (a *assigner) move(s, d, r int32) {
 	sp := &a.sp[s]
 	dm, rm := &a.mem[d], &a.mem[r]
-	dm.root = a.treapDelete(dm.root, s)
+	if dm.built {
+		dm.root = a.treapDelete(dm.root, s)
+	} else {
+		a.listRemove(d, s)
+	}
 	dm.count--
 	dm.load = subSat(dm.load, sp.w)
 	sp.left, sp.right = -1, -1
 	sp.at = r
 	if rm.built {
+		a.hashOf(s)
+		sp.prio = uint32(mix64(uint64(s)) >> 32)
 		rm.root = a.treapInsert(rm.root, s)
 	} else {
 		sp.next = rm.head
@@ -407,7 +514,7 @@ func (a *assigner) output() map[string][]coordination.SplitID {
 	}
 	for i := range a.sp { // id order, so every list comes out sorted
 		if m := a.sp[i].at; m >= 0 {
-			flat[next[m]] = a.sp[i].id
+			flat[next[m]] = a.in[a.sp[i].src].ID
 			next[m]++
 		}
 	}
@@ -434,21 +541,87 @@ func subSat(a, b uint64) uint64 {
 	return a - b
 }
 
+// memberIndex maps an instance id to its member index: open addressing over
+// a power-of-two table at most a quarter full, with a cheap multiplicative
+// hash of every 8-byte word of the id. It never affects the result, and it is
+// a few times cheaper than a Go map for the one lookup per pool split.
+type memberIndex struct {
+	slots []int32 // member index, -1 if empty
+	mem   []aMember
+}
+
+func newMemberIndex(mem []aMember) memberIndex {
+	size := 4
+	for size < 4*len(mem) {
+		size *= 2
+	}
+	x := memberIndex{slots: make([]int32, size), mem: mem}
+	for i := range x.slots {
+		x.slots[i] = -1
+	}
+	mask := uint64(size - 1)
+	for i := range mem {
+		j := quickHash(mem[i].id) & mask
+		for x.slots[j] >= 0 {
+			j = (j + 1) & mask
+		}
+		x.slots[j] = int32(i)
+	}
+	return x
+}
+
+// lookup returns the index of member id, or -1.
+func (x memberIndex) lookup(id string) int32 {
+	mask := uint64(len(x.slots) - 1)
+	for j := quickHash(id) & mask; ; j = (j + 1) & mask {
+		m := x.slots[j]
+		if m < 0 || x.mem[m].id == id {
+			return m
+		}
+	}
+}
+
+// quickHash is a fast, non-persistent string hash for memberIndex.
+func quickHash(s string) uint64 {
+	const k = 0x9e3779b97f4a7c15
+	h := uint64(len(s)) * k
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		h = bits.RotateLeft64((h^w)*k, 29)
+	}
+	for ; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * k
+	}
+	return h ^ h>>32
+}
+
 // hashString is Hs(seed, s) (FNV-1a 64 over be64(seed) ‖ s) without
 // allocating; it equals MemberHash and SplitHash.
-func hashString(seed uint64, s string) uint64 {
-	const (
-		offset = 0xcbf29ce484222325
-		prime  = 0x100000001b3
-	)
-	h := uint64(offset)
+func hashString(seed uint64, s string) uint64 { return hashFrom(seedState(seed), s) }
+
+// seedState is the FNV-1a 64 state after hashing be64(seed), so an
+// evaluation hashes the seed once, not once per id.
+func seedState(seed uint64) uint64 {
+	h := uint64(fnvOffset)
 	for i := 7; i >= 0; i-- {
 		h ^= (seed >> (8 * i)) & 0xff
-		h *= prime
-	}
-	for i := 0; i < len(s); i++ {
-		h ^= uint64(s[i])
-		h *= prime
+		h *= fnvPrime
 	}
 	return h
 }
+
+// hashFrom continues FNV-1a 64 from state h over s.
+func hashFrom(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+const (
+	fnvOffset = 0xcbf29ce484222325
+	fnvPrime  = 0x100000001b3
+)

@@ -26,7 +26,7 @@ func (a *assigner) keyCmp(x, y int32) int {
 		}
 		return 1
 	}
-	return strings.Compare(string(sx.id), string(sy.id))
+	return strings.Compare(string(a.in[sx.src].ID), string(a.in[sy.src].ID))
 }
 
 // build turns member m's list form into its treap, in O(c log c) for c splits.
@@ -39,7 +39,7 @@ func (a *assigner) build(m int32) {
 	a.tmp = a.tmp[:0]
 	for x := mb.head; x >= 0; {
 		s := &a.sp[x]
-		s.hash = hashString(a.fp, string(s.id))
+		a.hashOf(x)
 		s.prio = uint32(mix64(uint64(x)) >> 32)
 		a.tmp = append(a.tmp, x)
 		x, s.left, s.right, s.next = s.next, -1, -1, -1
