@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -46,6 +47,9 @@ func checkFuzzDecode[R any](t *testing.T, in []byte, r R, err error, enc func(R)
 			t.Fatalf("decode %q: malformed reason %q", in, ce.Reason)
 		}
 		return
+	}
+	if !json.Valid(in) {
+		t.Fatalf("accepted %q, which encoding/json rejects", in)
 	}
 	b := enc(r)
 	back, err := dec(b)
@@ -137,4 +141,46 @@ func FuzzDecodePresence(f *testing.F) {
 		r, err := dec(b)
 		checkFuzzDecode(t, b, r, err, EncodePresence, dec)
 	})
+}
+
+// FuzzScanJSON checks the record scanner against encoding/json: it accepts a
+// document iff json.Valid does, except that it rejects nesting deeper than
+// maxDepth, which no record has.
+func FuzzScanJSON(f *testing.F) {
+	for _, s := range []string{`{}`, ` {"a" : [1, -0.5e+3, "x\\u00e9\\n", true, false, null, {}]} `, `[`, `"\xff"`,
+		`01`, `1.`, `-`, `"\\u12"`, `{"a":1,}`, `[1 2]`, "\"\x01\"", `{"a":1}x`, `[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		i := skipSpace(b, 0)
+		end, ok := scanValue(b, i, 0)
+		got := ok && skipSpace(b, end) == len(b)
+		want := json.Valid(b)
+		if got && !want {
+			t.Fatalf("scanner accepts %q, encoding/json rejects it", b)
+		}
+		if !got && want && nesting(b) < maxDepth {
+			t.Fatalf("scanner rejects %q, encoding/json accepts it", b)
+		}
+	})
+}
+
+// nesting returns the deepest array or object nesting of valid JSON b.
+func nesting(b []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }

@@ -5,9 +5,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"io"
+	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/spate-go/coordination"
 )
@@ -73,85 +74,316 @@ func valueError(key string, pe *parseError) error {
 // Its readers record the first failure in err and return zero values after
 // it, so a decoder reads every field and checks err once.
 type fields struct {
-	raw map[string]json.RawMessage
-	err *parseError
+	names []string
+	vals  [][]byte // vals[i] is the raw JSON value of names[i]
+	err   *parseError
 }
+
+// maxDepth bounds the nesting of arrays and objects a value may have; none of
+// our records nests more than one array deep.
+const maxDepth = 32
 
 // parseFields parses b as one JSON object with exactly the fields names
 // (which must include "schema"), no duplicates and nothing after it. Schema is
 // checked before the field set, so a newer schema with new fields reports the
 // schema, not an unknown field.
-func parseFields(b []byte, names ...string) (*fields, *parseError) {
-	raw, pe := parseObject(b)
-	if pe != nil {
-		return nil, pe
+//
+// The scanner accepts exactly RFC 8259 JSON (what encoding/json accepts) but
+// keeps each value as a sub-slice of b, so decoding a record costs a few
+// allocations rather than one per token.
+func parseFields(b []byte, names ...string) (fields, *parseError) {
+	f := fields{names: names, vals: make([][]byte, len(names))}
+	var unknown string
+	dup := ""
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		if _, ok := scanValue(b, i, 0); ok && skipSpace(b, endOf(b, i)) == len(b) {
+			return f, shapeErr("not a JSON object")
+		}
+		return f, shapeErr("not JSON")
 	}
-	s, ok := raw["schema"]
-	if !ok {
-		return nil, shapeErr("missing field schema")
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		i++
+	} else {
+		for {
+			if i >= len(b) || b[i] != '"' {
+				return f, shapeErr("not JSON")
+			}
+			kend, ok := scanString(b, i)
+			if !ok {
+				return f, shapeErr("not JSON")
+			}
+			key := b[i:kend]
+			i = skipSpace(b, kend)
+			if i >= len(b) || b[i] != ':' {
+				return f, shapeErr("not JSON")
+			}
+			i = skipSpace(b, i+1)
+			vend, ok := scanValue(b, i, 0)
+			if !ok {
+				return f, shapeErr("not JSON")
+			}
+			if k := f.index(key); k >= 0 {
+				if f.vals[k] != nil && dup == "" {
+					dup = names[k]
+				}
+				f.vals[k] = b[i:vend]
+			} else if unknown == "" {
+				k, _ := decodeString(key)
+				unknown = strconv.Quote(k)
+			}
+			i = skipSpace(b, vend)
+			if i < len(b) && b[i] == ',' {
+				i = skipSpace(b, i+1)
+				continue
+			}
+			if i < len(b) && b[i] == '}' {
+				i++
+				break
+			}
+			return f, shapeErr("not JSON")
+		}
+	}
+	if skipSpace(b, i) != len(b) {
+		if _, ok := scanValue(b, skipSpace(b, i), 0); ok {
+			return f, shapeErr("data after the record")
+		}
+		return f, shapeErr("not JSON")
+	}
+	if dup == "schema" {
+		return f, shapeErr("duplicate field schema")
+	}
+	s := f.raw("schema")
+	if s == nil {
+		return f, shapeErr("missing field schema")
 	}
 	if !isIntegerLiteral(s) {
-		return nil, shapeErr("field schema is not an integer")
+		return f, shapeErr("field schema is not an integer")
 	}
 	if string(s) != strconv.Itoa(Schema) {
-		return nil, &parseError{kind: errSchema, detail: string(s)}
+		if len(s) > 20 { // longer than any uint64: keep the reason short
+			s = append(s[:20:20], "..."...)
+		}
+		return f, &parseError{kind: errSchema, detail: string(s)}
 	}
-	for _, n := range names {
-		if _, ok := raw[n]; !ok {
-			return nil, shapeErr("missing field " + n)
+	if dup != "" {
+		return f, shapeErr("duplicate field " + strconv.Quote(dup))
+	}
+	for k, v := range f.vals {
+		if v == nil {
+			return f, shapeErr("missing field " + names[k])
 		}
 	}
-	if len(raw) != len(names) {
-		for k := range raw {
-			known := false
-			for _, n := range names {
-				known = known || k == n
-			}
-			if !known {
-				return nil, shapeErr("unknown field " + strconv.Quote(k))
-			}
-		}
+	if unknown != "" {
+		return f, shapeErr("unknown field " + unknown)
 	}
-	return &fields{raw: raw}, nil
+	return f, nil
 }
 
-// parseObject splits b into its top-level fields, rejecting anything that is
-// not exactly one JSON object with distinct field names.
-func parseObject(b []byte) (map[string]json.RawMessage, *parseError) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, shapeErr("not JSON")
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, shapeErr("not a JSON object")
-	}
-	raw := make(map[string]json.RawMessage, 12)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, shapeErr("not JSON")
-		}
-		k, ok := tok.(string)
+// index returns the position in f.names of the JSON string key (with its
+// quotes), or -1.
+func (f *fields) index(key []byte) int {
+	inner := key[1 : len(key)-1]
+	if bytes.IndexByte(inner, '\\') >= 0 {
+		s, ok := decodeString(key)
 		if !ok {
-			return nil, shapeErr("not JSON")
+			return -1
 		}
-		if _, dup := raw[k]; dup {
-			return nil, shapeErr("duplicate field " + strconv.Quote(k))
+		inner = []byte(s)
+	}
+	for k, n := range f.names {
+		if string(inner) == n {
+			return k
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, shapeErr("not JSON")
+	}
+	return -1
+}
+
+// raw returns the raw JSON value of field name, nil if absent.
+func (f *fields) raw(name string) []byte {
+	for k, n := range f.names {
+		if n == name {
+			return f.vals[k]
 		}
-		raw[k] = v
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, shapeErr("not JSON")
+	return nil
+}
+
+// skipSpace returns the index of the first non-whitespace byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, shapeErr("data after the record")
+	return i
+}
+
+// endOf returns the end of the value starting at i, or len(b).
+func endOf(b []byte, i int) int {
+	if end, ok := scanValue(b, i, 0); ok {
+		return end
 	}
-	return raw, nil
+	return len(b)
+}
+
+// scanValue returns the end of the JSON value starting at b[i].
+func scanValue(b []byte, i, depth int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		return scanString(b, i)
+	case c == '-' || c >= '0' && c <= '9':
+		return scanNumber(b, i)
+	case c == 't':
+		return scanLiteral(b, i, "true")
+	case c == 'f':
+		return scanLiteral(b, i, "false")
+	case c == 'n':
+		return scanLiteral(b, i, "null")
+	case c == '[':
+		return scanComposite(b, i, depth, ']', false)
+	case c == '{':
+		return scanComposite(b, i, depth, '}', true)
+	}
+	return 0, false
+}
+
+func scanLiteral(b []byte, i int, lit string) (int, bool) {
+	if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+		return i + len(lit), true
+	}
+	return 0, false
+}
+
+// scanComposite scans an array (members false) or object (members true).
+func scanComposite(b []byte, i, depth int, closer byte, members bool) (int, bool) {
+	if depth >= maxDepth {
+		return 0, false
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == closer {
+		return i + 1, true
+	}
+	for {
+		if members {
+			if i >= len(b) || b[i] != '"' {
+				return 0, false
+			}
+			end, ok := scanString(b, i)
+			if !ok {
+				return 0, false
+			}
+			i = skipSpace(b, end)
+			if i >= len(b) || b[i] != ':' {
+				return 0, false
+			}
+			i = skipSpace(b, i+1)
+		}
+		end, ok := scanValue(b, i, depth+1)
+		if !ok {
+			return 0, false
+		}
+		i = skipSpace(b, end)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == closer {
+			return i + 1, true
+		}
+		return 0, false
+	}
+}
+
+// scanString returns the end of the JSON string starting at b[i] == '"'.
+func scanString(b []byte, i int) (int, bool) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20:
+			return 0, false
+		case c == '\\':
+			j++
+			if j >= len(b) {
+				return 0, false
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) {
+					return 0, false
+				}
+				for _, h := range b[j+1 : j+5] {
+					if !(h >= '0' && h <= '9' || h >= 'a' && h <= 'f' || h >= 'A' && h <= 'F') {
+						return 0, false
+					}
+				}
+				j += 4
+			default:
+				return 0, false
+			}
+		}
+	}
+	return 0, false
+}
+
+// scanNumber returns the end of the JSON number starting at b[i]:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func scanNumber(b []byte, i int) (int, bool) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		i = digits(b, i)
+	default:
+		return 0, false
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return 0, false
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return 0, false
+		}
+		i = j
+	}
+	return i, true
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// decodeString decodes a scanned JSON string (with its quotes). Invalid UTF-8
+// becomes U+FFFD, as encoding/json does.
+func decodeString(raw []byte) (string, bool) {
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // isIntegerLiteral reports whether raw is a JSON number with no fraction or
@@ -172,42 +404,68 @@ func isIntegerLiteral(raw []byte) bool {
 	return true
 }
 
+// parseUint parses an unsigned integer literal exactly, up to limit.
+func parseUint(raw []byte, limit uint64) (uint64, bool) {
+	if len(raw) == 0 || !isIntegerLiteral(raw) || raw[0] == '-' {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range raw {
+		d := uint64(c - '0')
+		if v > (limit-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
+}
+
 func (f *fields) fail(pe *parseError) {
 	if f.err == nil {
 		f.err = pe
 	}
 }
 
-func (f *fields) isNull(name string) bool { return string(f.raw[name]) == "null" }
+func (f *fields) isNull(name string) bool { return string(f.raw(name)) == "null" }
 
 // uint64 reads an exact unsigned integer (never through a float).
 func (f *fields) uint64(name string) uint64 {
-	v, err := strconv.ParseUint(string(f.raw[name]), 10, 64)
-	if err != nil || !isIntegerLiteral(f.raw[name]) {
+	v, ok := parseUint(f.raw(name), math.MaxUint64)
+	if !ok {
 		f.fail(shapeErr("field " + name + " is not a uint64"))
-		return 0
 	}
 	return v
 }
 
 // uint32 reads an exact unsigned 32-bit integer.
 func (f *fields) uint32(name string) uint32 {
-	v, err := strconv.ParseUint(string(f.raw[name]), 10, 32)
-	if err != nil || !isIntegerLiteral(f.raw[name]) {
+	v, ok := parseUint(f.raw(name), math.MaxUint32)
+	if !ok {
 		f.fail(shapeErr("field " + name + " is not a uint32"))
-		return 0
 	}
 	return uint32(v)
 }
 
 // int64 reads an exact signed integer.
 func (f *fields) int64(name string) int64 {
-	v, err := strconv.ParseInt(string(f.raw[name]), 10, 64)
-	if err != nil || !isIntegerLiteral(f.raw[name]) {
+	raw := f.raw(name)
+	neg := len(raw) > 0 && raw[0] == '-'
+	if neg {
+		raw = raw[1:]
+	}
+	limit := uint64(math.MaxInt64)
+	if neg {
+		limit++
+	}
+	v, ok := parseUint(raw, limit)
+	if !ok {
 		f.fail(shapeErr("field " + name + " is not an int64"))
 		return 0
 	}
-	return v
+	if neg {
+		return int64(-v) // two's complement: -(1<<63) maps to MinInt64
+	}
+	return int64(v)
 }
 
 // nullInt64 reads an int64 or null (nil).
@@ -221,11 +479,14 @@ func (f *fields) nullInt64(name string) *int64 {
 
 // string reads a JSON string (null is not a string).
 func (f *fields) string(name string) string {
-	raw := f.raw[name]
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+	raw := f.raw(name)
+	if len(raw) == 0 || raw[0] != '"' {
 		f.fail(shapeErr("field " + name + " is not a string"))
 		return ""
+	}
+	s, ok := decodeString(raw)
+	if !ok {
+		f.fail(shapeErr("field " + name + " is not a string"))
 	}
 	return s
 }
@@ -249,7 +510,7 @@ func (f *fields) nullName(name string) string {
 
 // bool reads true or false.
 func (f *fields) bool(name string) bool {
-	switch string(f.raw[name]) {
+	switch string(f.raw(name)) {
 	case "true":
 		return true
 	case "false":
@@ -260,27 +521,31 @@ func (f *fields) bool(name string) bool {
 }
 
 // bytes reads a standard padded base64 string; "" is an empty, non-nil slice.
-// Only the canonical encoding is accepted, so a record re-encodes to the same
-// bytes.
+// Only the canonical encoding is accepted (padding present, zero padding
+// bits, no line breaks), so a record re-encodes to the same bytes.
 func (f *fields) bytes(name string) []byte {
-	raw := f.raw[name]
+	raw := f.raw(name)
 	if len(raw) == 0 || raw[0] != '"' {
 		f.fail(shapeErr("field " + name + " is not a string"))
 		return nil
 	}
-	s := f.string(name)
-	if f.err != nil {
-		return nil
+	src := raw[1 : len(raw)-1]
+	if bytes.IndexByte(src, '\\') >= 0 {
+		s, ok := decodeString(raw)
+		if !ok {
+			f.fail(shapeErr("field " + name + " is not a string"))
+			return nil
+		}
+		src = []byte(s)
 	}
-	b, err := base64.StdEncoding.Strict().DecodeString(s)
-	if err != nil || base64.StdEncoding.EncodeToString(b) != s {
+	enc := base64.StdEncoding.Strict()
+	dst := make([]byte, enc.DecodedLen(len(src)))
+	n, err := enc.Decode(dst, src)
+	if err != nil || bytes.ContainsAny(src, "\r\n") {
 		f.fail(&parseError{kind: errBase64, detail: name})
 		return nil
 	}
-	if b == nil {
-		b = []byte{}
-	}
-	return b
+	return dst[:n]
 }
 
 // nullBytes reads base64 bytes or null (nil).
@@ -293,26 +558,36 @@ func (f *fields) nullBytes(name string) []byte {
 
 // splitIDs reads a strictly ascending array of valid split ids; [] is nil.
 func (f *fields) splitIDs(name string) []coordination.SplitID {
-	raw := f.raw[name]
-	var ss []string
-	if len(raw) == 0 || raw[0] != '[' || json.Unmarshal(raw, &ss) != nil {
-		f.fail(shapeErr("field " + name + " is not an array of strings"))
+	raw := f.raw(name)
+	bad := func(why string) []coordination.SplitID {
+		f.fail(shapeErr("field " + name + " " + why))
 		return nil
 	}
-	if len(ss) == 0 {
-		return nil
+	if len(raw) == 0 || raw[0] != '[' {
+		return bad("is not an array of strings")
 	}
-	ids := make([]coordination.SplitID, len(ss))
-	for i, s := range ss {
+	var ids []coordination.SplitID
+	i := skipSpace(raw, 1)
+	for i < len(raw) && raw[i] != ']' {
+		if raw[i] != '"' {
+			return bad("is not an array of strings")
+		}
+		end, _ := scanString(raw, i) // the scanner already validated raw
+		s, ok := decodeString(raw[i:end])
+		if !ok {
+			return bad("is not an array of strings")
+		}
 		if !validName(s) {
-			f.fail(shapeErr("field " + name + " holds an invalid split id"))
-			return nil
+			return bad("holds an invalid split id")
 		}
-		if i > 0 && ss[i-1] >= s {
-			f.fail(shapeErr("field " + name + " is not strictly ascending"))
-			return nil
+		if len(ids) > 0 && string(ids[len(ids)-1]) >= s {
+			return bad("is not strictly ascending")
 		}
-		ids[i] = coordination.SplitID(s)
+		ids = append(ids, coordination.SplitID(s))
+		i = skipSpace(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipSpace(raw, i+1)
+		}
 	}
 	return ids
 }

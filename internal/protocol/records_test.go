@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/spate-go/coordination"
@@ -214,6 +215,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"plan schema string", planDec, `{"schema":"1","fingerprint":"f","generation":0,"finality":"open","planned":0,"planner_state":null,"updated_at_ms":0}`, "plan" + notRecord},
 		{"plan schema float", planDec, `{"schema":1.0,"fingerprint":"f","generation":0,"finality":"open","planned":0,"planner_state":null,"updated_at_ms":0}`, "plan" + notRecord},
 		{"plan schema missing", planDec, `{"fingerprint":"f","generation":0,"finality":"open","planned":0,"planner_state":null,"updated_at_ms":0}`, "plan" + notRecord},
+		{"plan schema huge", planDec, `{"schema":123456789012345678901234567890,"x":1}`, "plan: schema 12345678901234567890... record, but this library understands schema 1; upgrade the library or separate the namespaces"},
+		{"plan duplicate schema", planDec, `{"schema":2,"schema":1}`, "plan" + notRecord},
+		{"plan too deep", planDec, `{"schema":2,"x":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`, "plan" + notRecord},
+		{"plan escaped names and whitespace", planDec, " {\"sch\\u0065ma\" : 1 ,\n\"fingerprint\":\"f\\u00e9\",\"generation\":0,\"finality\":\"open\",\"planned\":0,\"planner_state\":\"Y\\u0051==\",\"updated_at_ms\":-0}\t", ""},
+		{"plan control character", planDec, "{\"schema\":1,\"fingerprint\":\"a\x01\"}", "plan" + notRecord},
 		{"plan schema 0", planDec, `{"schema":0}`, "plan: schema 0 record, but this library understands schema 1; upgrade the library or separate the namespaces"},
 		{"plan unknown field", planDec, `{"schema":1,"fingerprint":"f","generation":0,"finality":"open","planned":0,"planner_state":null,"updated_at_ms":0,"x":1}`, "plan" + notRecord},
 		{"plan missing nullable", planDec, `{"schema":1,"fingerprint":"f","generation":0,"finality":"open","planned":0,"updated_at_ms":0}`, "plan" + notRecord},
