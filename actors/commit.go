@@ -70,6 +70,8 @@ type opDone struct {
 
 type finalBatch struct {
 	errs    []error
+	splits  []coordination.SplitID
+	settled []bool // the entry's outcome is known
 	pending int
 	replyTo *actor.PID
 	fatal   error
@@ -472,6 +474,7 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 			b.fatal = d.err
 		}
 		b.errs[op.index] = err
+		b.settled[op.index] = true
 		b.pending--
 		if b.pending == 0 {
 			cm.replyFinal(op.batch, b)
@@ -509,7 +512,11 @@ func (cm *commit) commitResult(op recordOp, d opDone) error {
 func (cm *commit) finalBatch(c *actor.Context, m messages.CommitFinalBatch) {
 	cm.nextBatch++
 	id := cm.nextBatch
-	b := &finalBatch{errs: m.Errs, replyTo: m.ReplyTo}
+	b := &finalBatch{errs: m.Errs, replyTo: m.ReplyTo, settled: make([]bool, len(m.Errs)), splits: make([]coordination.SplitID, len(m.Errs))}
+	for i, cm := range m.Commits {
+		b.splits[i] = cm.Split
+		b.settled[i] = m.Errs[i] != nil
+	}
 	deadline := time.Now().Add(cm.v.cfg.OpTimeout)
 	for i, e := range m.Errs {
 		if e == nil {
@@ -533,7 +540,12 @@ func (cm *commit) replyFinal(id uint64, b *finalBatch) {
 		b.timer.Stop()
 	}
 	errs := make([]error, len(b.errs))
-	copy(errs, b.errs)
+	for i, err := range b.errs {
+		if !b.settled[i] {
+			err = finalUnconfirmed(b.splits[i], cm.v.cfg.OpTimeout)
+		}
+		errs[i] = err
+	}
 	cm.v.send(b.replyTo, messages.CommitFinalBatchReply{Errs: errs})
 	if b.fatal != nil {
 		cm.v.send(cm.v.pid.root, messages.WorkerFailed{Err: b.fatal})

@@ -820,6 +820,7 @@ func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, cac
 			v.fatalIf(err)
 			d.failed = true
 		case ok:
+			v.log.Debug("assignment computed", "key", protocol.AssignKey(inst), "splits", fmt.Sprint(splits), "members", fmt.Sprint(in.Members), "pool", len(in.Splits))
 			d.written = append(d.written, assignCache{inst: inst, rec: rec, rev: uint64(rev)})
 		default:
 			d.lost = append(d.lost, inst)
@@ -840,6 +841,7 @@ func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, cac
 func (l *leader) published(c *actor.Context, m publishDone) {
 	l.publishing = false
 	for _, w := range m.written {
+		l.log.Debug("assignment written", "key", protocol.AssignKey(w.inst), "splits", len(w.rec.Splits), "rev", w.rev)
 		if old, ok := l.assigns[w.inst]; !ok || w.rev > old.rev {
 			l.assigns[w.inst] = w
 		}

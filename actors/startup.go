@@ -43,6 +43,7 @@ func runPhase(ctx context.Context, v *env, phase string, f func(context.Context)
 		if attempt >= n {
 			return coordination.Errorf(coordination.Fatal, "%s failed %d times in a row; giving up: %s", phase, n, reasonOf(err))
 		}
+		v.log.Warn("startup phase failed; retrying", "reason", phase, "error", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
