@@ -76,7 +76,7 @@ const usageText = `usage: backfill [flags]
 
 Backfills a generated data set with several coordinated workers and reports
 records planned, delivered, duplicated and lost. With no flags it runs 4
-workers against an embedded NATS server and crashes one of them at 40%%.
+workers against an embedded NATS server and crashes one of them at 40%.
 Exit status: 0 when nothing was lost, 1 on loss or failure, 2 on bad flags.
 
 flags:
@@ -88,13 +88,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("backfill", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), usageText)
+		fmt.Fprint(fs.Output(), usageText)
 		fs.PrintDefaults()
 	}
 	fs.IntVar(&o.workers, "workers", 4, "workers to run in this process (ignored with -instance)")
 	fs.IntVar(&o.splits, "splits", 64, "splits to cut the data set into")
 	fs.Int64Var(&o.records, "records", 1_000_000, "records in the data set")
-	fs.Float64Var(&o.crashAt, "crash-at", 0.4, "crash one worker (Abort) when this fraction of the records is delivered; 0 disables")
+	fs.Float64Var(&o.crashAt, "crash-at", 0.4, "crash one worker (Abort) when this fraction of the records is delivered; 0 disables (not used with -instance)")
 	fs.StringVar(&o.natsURL, "nats", "", "NATS server URL (nats://host:port) instead of the embedded server")
 	fs.StringVar(&o.instance, "instance", "", "run one worker with this instance id against -nats; start several processes to divide one job")
 	fs.StringVar(&o.job, "job", "", "job name (NATS bucket suffix); default derived from -splits and -records")
@@ -211,9 +211,15 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	if job == "" {
 		job = jobName(plan.Fingerprint())
 		if o.instance == "" && o.natsURL != "" {
-			// A whole fleet in one process owns its job: a fresh name per run,
-			// so a rerun against the same server does not find it completed.
+			// A whole fleet in one process owns its job: a fresh name per
+			// run, so a rerun against the same server does not find it
+			// completed, and its buckets are removed at the end.
 			job += "-" + randomHex(4)
+			defer func() {
+				if err := removeJob(context.WithoutCancel(ctx), url, job); err != nil {
+					fmt.Fprintf(stderr, "backfill: %v\n", err)
+				}
+			}()
 		}
 	}
 

@@ -5,15 +5,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 func TestBadFlagsExitTwoWithUsage(t *testing.T) {
@@ -128,8 +129,9 @@ func TestProcessesDivideOneJob(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 
+	// go test puts its own toolchain first on PATH.
 	bin := filepath.Join(t.TempDir(), "backfill")
-	build := exec.CommandContext(t.Context(), goTool(), "build", "-o", bin, ".")
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -200,16 +202,35 @@ func reportLine(t testing.TB, out, key string) string {
 	return ""
 }
 
-// goTool returns the go command of the toolchain running the test.
-func goTool() string {
-	if p := filepath.Join(runtime.GOROOT(), "bin", "go"); fileExists(p) {
-		return p
+// TestFleetOnAnExternalServerCleansUp runs a whole fleet against a server
+// given by -nats: the run uses a fresh job name and removes its buckets.
+func TestFleetOnAnExternalServerCleansUp(t *testing.T) {
+	srv, err := startEmbedded()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return "go"
-}
-
-// fileExists reports whether path names an existing file.
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+	t.Cleanup(func() { _ = srv.Close() })
+	var stdout, stderr bytes.Buffer
+	args := []string{"-nats", srv.URL(), "-workers", "2", "-splits", "4", "-records", "2000", "-crash-at", "0", "-pace", "4000", "-quiet", "-log", "off"}
+	if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if got := reportLine(t, stdout.String(), "lost:"); got != "0" {
+		t.Fatalf("lost: %s", got)
+	}
+	if strings.Contains(stdout.String(), "[") {
+		t.Fatalf("-quiet printed progress:\n%s", stdout.String())
+	}
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range js.KeyValueStoreNames(t.Context()).Name() {
+		t.Errorf("bucket %s left behind", name)
+	}
 }

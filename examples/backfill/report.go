@@ -177,6 +177,10 @@ func (r *report) write(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "lost:        n/a (each process sees only its own deliveries; union the ranges)\n")
 		fmt.Fprintf(w, "ranges:      %s\n", formatRanges(r.Ranges))
+		if r.Delivered == 0 {
+			fmt.Fprintf(w, "note:        this process delivered nothing: the job was already complete on this server,\n")
+			fmt.Fprintf(w, "             or the other processes held every split (-job NAME starts a fresh job)\n")
+		}
 	}
 	fmt.Fprintf(w, "elapsed:     %.1fs\n", r.Elapsed.Seconds())
 	if r.Crash != "" {

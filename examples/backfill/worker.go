@@ -185,6 +185,11 @@ func (w *worker) run(ctx context.Context, p coordination.Planner) error {
 		if err != nil {
 			if coordination.KindOf(err) == coordination.Retryable {
 				w.log.Warn("poll failed; will retry", "worker", w.name, "error", err)
+				select { // do not spin on a persistent source error
+				case <-time.After(pollMax):
+				case <-w.dead:
+				case <-ctx.Done():
+				}
 				continue
 			}
 			return w.shutdown(stateFailed, err)
