@@ -1,0 +1,437 @@
+package testkit
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
+)
+
+// WriteOp names the store write operations a [Match] selects, as a bit set.
+type WriteOp int
+
+const (
+	// OpCreate is store.Store.Create.
+	OpCreate WriteOp = 1 << iota
+	// OpUpdate is store.Store.Update.
+	OpUpdate
+	// OpDelete is store.Store.Delete.
+	OpDelete
+)
+
+// Match selects the store writes a one-shot fault fires on. The zero Match
+// selects every write in the Durable keyspace.
+type Match struct {
+	// Keyspace is the keyspace the write must target.
+	Keyspace store.Keyspace
+	// Prefix is a plain string prefix the key must start with; "" matches
+	// every key.
+	Prefix string
+	// Ops is the set of operations that match; zero means Create, Update and
+	// Delete.
+	Ops WriteOp
+	// Value, when non-nil, must return true for the value being written. A
+	// Delete carries no value and never matches a Match with a Value.
+	Value func(value []byte) bool
+}
+
+func (m Match) matches(op WriteOp, ks store.Keyspace, key string, value []byte) bool {
+	if ks != m.Keyspace || !strings.HasPrefix(key, m.Prefix) {
+		return false
+	}
+	if m.Ops != 0 && m.Ops&op == 0 {
+		return false
+	}
+	if m.Value != nil {
+		return op != OpDelete && m.Value(value)
+	}
+	return true
+}
+
+// OwnerNull is a [Match] value predicate that selects record values whose
+// JSON "owner" field is present and null: a hand-back, a fail or a
+// quarantine of a progress record.
+func OwnerNull() func([]byte) bool {
+	return func(b []byte) bool {
+		f, ok := jsonFields(b)
+		if !ok {
+			return false
+		}
+		raw, present := f["owner"]
+		return present && string(raw) == "null"
+	}
+}
+
+// OwnerIs is a [Match] value predicate that selects values whose JSON
+// "owner" field equals instance (progress records and leases).
+func OwnerIs(instance string) func([]byte) bool {
+	return func(b []byte) bool {
+		f, ok := jsonFields(b)
+		if !ok {
+			return false
+		}
+		var owner *string
+		if json.Unmarshal(f["owner"], &owner) != nil || owner == nil {
+			return false
+		}
+		return *owner == instance
+	}
+}
+
+func jsonFields(b []byte) (map[string]json.RawMessage, bool) {
+	var f map[string]json.RawMessage
+	if json.Unmarshal(b, &f) != nil {
+		return nil, false
+	}
+	return f, true
+}
+
+type faultKind int
+
+const (
+	faultDrop faultKind = iota + 1
+	faultMaybeLand
+	faultPanic
+)
+
+// Fault is one armed one-shot fault of a [FaultStore]. It is safe for
+// concurrent use.
+type Fault struct {
+	kind  faultKind
+	match Match
+
+	mu    sync.Mutex
+	fired bool
+}
+
+// Fired reports whether the fault has fired (and therefore disarmed).
+func (f *Fault) Fired() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fired
+}
+
+// FaultStore wraps one member's access to a shared store.Store and injects
+// faults into it: one-shot write faults ([FaultStore.DropNextWrite],
+// [FaultStore.MaybeLandNextWrite]), a partition ([FaultStore.Partition]) and
+// a hang ([FaultStore.Hang]). Every other member keeps using the store
+// normally. All methods are safe for concurrent use. Injected errors are
+// *coordination.Error of kind Retryable.
+type FaultStore struct {
+	inner store.Store
+
+	mu          sync.Mutex
+	faults      []*Fault
+	partitioned bool
+	hung        chan struct{} // non-nil while hung; closed by Unhang
+	watches     map[*faultWatcher]struct{}
+}
+
+var _ store.Store = (*FaultStore)(nil)
+
+// NewFaultStore returns a fault wrapper around inner with no fault armed.
+func NewFaultStore(inner store.Store) *FaultStore {
+	return &FaultStore{inner: inner, watches: make(map[*faultWatcher]struct{})}
+}
+
+// Inner returns the wrapped store.
+func (s *FaultStore) Inner() store.Store { return s.inner }
+
+// DropNextWrite arms a fault: the first write matching m returns Retryable
+// "injected: write dropped" and writes nothing. Then the fault disarms.
+func (s *FaultStore) DropNextWrite(m Match) *Fault { return s.arm(faultDrop, m) }
+
+// MaybeLandNextWrite arms a fault: the first write matching m is applied and
+// then returns Retryable "injected: reply lost after the write landed" (the
+// caller cannot tell whether it landed). Then the fault disarms.
+func (s *FaultStore) MaybeLandNextWrite(m Match) *Fault { return s.arm(faultMaybeLand, m) }
+
+// PanicNextWrite arms a fault: the first write matching m panics with
+// "injected panic" in the caller's goroutine (a bug inside the code under
+// test) and writes nothing. Then the fault disarms.
+func (s *FaultStore) PanicNextWrite(m Match) *Fault { return s.arm(faultPanic, m) }
+
+func (s *FaultStore) arm(k faultKind, m Match) *Fault {
+	f := &Fault{kind: k, match: m}
+	s.mu.Lock()
+	s.faults = append(s.faults, f)
+	s.mu.Unlock()
+	return f
+}
+
+// Partition cuts this member off the store: until [FaultStore.Heal], every
+// operation (reads, writes, watches, listings) returns Retryable "injected:
+// partitioned", and every open watch breaks at once with that error.
+func (s *FaultStore) Partition() {
+	s.mu.Lock()
+	s.partitioned = true
+	ws := make([]*faultWatcher, 0, len(s.watches))
+	for w := range s.watches {
+		ws = append(ws, w)
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.breakWith(errPartitioned())
+	}
+}
+
+// Heal ends a partition. Watches broken by it stay broken; the member
+// re-establishes them itself.
+func (s *FaultStore) Heal() {
+	s.mu.Lock()
+	s.partitioned = false
+	s.mu.Unlock()
+}
+
+// Partitioned reports whether the member is partitioned.
+func (s *FaultStore) Partitioned() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.partitioned
+}
+
+// Hang makes the store stop answering this member: until [FaultStore.Unhang],
+// every new operation blocks until its context ends and then returns
+// Retryable "injected: store hung: <context error>". Open watches keep
+// delivering.
+func (s *FaultStore) Hang() {
+	s.mu.Lock()
+	if s.hung == nil {
+		s.hung = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+// Unhang ends a hang; operations blocked by it proceed normally.
+func (s *FaultStore) Unhang() {
+	s.mu.Lock()
+	if s.hung != nil {
+		close(s.hung)
+		s.hung = nil
+	}
+	s.mu.Unlock()
+}
+
+func errPartitioned() error {
+	return &coordination.Error{Kind: coordination.Retryable, Reason: "injected: partitioned"}
+}
+
+// gate applies the partition and the hang to one operation.
+func (s *FaultStore) gate(ctx context.Context) error {
+	s.mu.Lock()
+	part, hung := s.partitioned, s.hung
+	s.mu.Unlock()
+	if part {
+		return errPartitioned()
+	}
+	if hung != nil {
+		select {
+		case <-hung:
+		case <-ctx.Done():
+			return coordination.Errorf(coordination.Retryable, "injected: store hung: %w", ctx.Err())
+		}
+		return s.gate(ctx)
+	}
+	return nil
+}
+
+// take returns the first armed fault matching the write and disarms it.
+func (s *FaultStore) take(op WriteOp, ks store.Keyspace, key string, value []byte) *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.faults {
+		if f.match.matches(op, ks, key, value) {
+			s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			f.mu.Lock()
+			f.fired = true
+			f.mu.Unlock()
+			return f
+		}
+	}
+	return nil
+}
+
+func errDropped() error {
+	return &coordination.Error{Kind: coordination.Retryable, Reason: "injected: write dropped"}
+}
+
+func errReplyLost() error {
+	return &coordination.Error{Kind: coordination.Retryable, Reason: "injected: reply lost after the write landed"}
+}
+
+// LeaseTTL returns the wrapped store's lease TTL.
+func (s *FaultStore) LeaseTTL() time.Duration { return s.inner.LeaseTTL() }
+
+// Create is store.Store.Create with this member's faults applied.
+func (s *FaultStore) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
+	if err := s.gate(ctx); err != nil {
+		return 0, false, err
+	}
+	f := s.take(OpCreate, ks, key, value)
+	if f != nil && f.kind == faultPanic {
+		panic("injected panic")
+	}
+	if f != nil && f.kind == faultDrop {
+		return 0, false, errDropped()
+	}
+	rev, ok, err := s.inner.Create(ctx, ks, key, value)
+	if f != nil && err == nil {
+		return 0, false, errReplyLost()
+	}
+	return rev, ok, err
+}
+
+// Update is store.Store.Update with this member's faults applied.
+func (s *FaultStore) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
+	if err := s.gate(ctx); err != nil {
+		return 0, false, err
+	}
+	f := s.take(OpUpdate, ks, key, value)
+	if f != nil && f.kind == faultPanic {
+		panic("injected panic")
+	}
+	if f != nil && f.kind == faultDrop {
+		return 0, false, errDropped()
+	}
+	rev, ok, err := s.inner.Update(ctx, ks, key, value, expected)
+	if f != nil && err == nil {
+		return 0, false, errReplyLost()
+	}
+	return rev, ok, err
+}
+
+// Delete is store.Store.Delete with this member's faults applied.
+func (s *FaultStore) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
+	if err := s.gate(ctx); err != nil {
+		return false, err
+	}
+	f := s.take(OpDelete, ks, key, nil)
+	if f != nil && f.kind == faultPanic {
+		panic("injected panic")
+	}
+	if f != nil && f.kind == faultDrop {
+		return false, errDropped()
+	}
+	ok, err := s.inner.Delete(ctx, ks, key, expected)
+	if f != nil && err == nil {
+		return false, errReplyLost()
+	}
+	return ok, err
+}
+
+// Get is store.Store.Get, subject to the partition and the hang.
+func (s *FaultStore) Get(ctx context.Context, ks store.Keyspace, key string) (store.Entry, bool, error) {
+	if err := s.gate(ctx); err != nil {
+		return store.Entry{}, false, err
+	}
+	return s.inner.Get(ctx, ks, key)
+}
+
+// List is store.Store.List, subject to the partition and the hang.
+func (s *FaultStore) List(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
+	if err := s.gate(ctx); err != nil {
+		return nil, err
+	}
+	return s.inner.List(ctx, ks, prefix)
+}
+
+// Watch is store.Store.Watch, subject to the partition and the hang; a
+// partition breaks the returned watch.
+func (s *FaultStore) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
+	if err := s.gate(ctx); err != nil {
+		return nil, err
+	}
+	inner, err := s.inner.Watch(ctx, ks, prefix)
+	if err != nil {
+		return nil, err
+	}
+	w := &faultWatcher{
+		inner: inner,
+		out:   make(chan store.WatchEvent, 64),
+		brk:   make(chan struct{}),
+		stop:  make(chan struct{}),
+	}
+	s.mu.Lock()
+	s.watches[w] = struct{}{}
+	part := s.partitioned
+	s.mu.Unlock()
+	go func() {
+		w.run()
+		s.mu.Lock()
+		delete(s.watches, w)
+		s.mu.Unlock()
+	}()
+	if part {
+		w.breakWith(errPartitioned())
+	}
+	return w, nil
+}
+
+// Close closes the wrapped store.
+func (s *FaultStore) Close() error { return s.inner.Close() }
+
+// faultWatcher forwards an inner watch until it ends, is stopped, or a
+// partition breaks it.
+type faultWatcher struct {
+	inner store.Watcher
+	out   chan store.WatchEvent // cap 64; closed by run when the watch ends
+
+	once    sync.Once
+	brk     chan struct{} // closed by breakWith
+	brkErr  error         // set before brk is closed
+	stopped sync.Once
+	stop    chan struct{} // closed by Stop
+
+	err error // written by run before out is closed
+}
+
+func (w *faultWatcher) breakWith(err error) {
+	w.once.Do(func() {
+		w.brkErr = err
+		close(w.brk)
+	})
+}
+
+func (w *faultWatcher) run() {
+	defer close(w.out)
+	in := w.inner.Events()
+	for {
+		select {
+		case ev, ok := <-in:
+			if !ok {
+				w.err = w.inner.Err()
+				return
+			}
+			select {
+			case w.out <- ev:
+			case <-w.brk:
+				w.inner.Stop()
+				w.err = w.brkErr
+				return
+			case <-w.stop:
+				w.inner.Stop()
+				return
+			}
+		case <-w.brk:
+			w.inner.Stop()
+			w.err = w.brkErr
+			return
+		case <-w.stop:
+			w.inner.Stop()
+			return
+		}
+	}
+}
+
+// Events returns the forwarded events; it is closed when the watch ends.
+func (w *faultWatcher) Events() <-chan store.WatchEvent { return w.out }
+
+// Err says why the watch ended, once Events is closed.
+func (w *faultWatcher) Err() error { return w.err }
+
+// Stop ends the watch; it may be called more than once.
+func (w *faultWatcher) Stop() { w.stopped.Do(func() { close(w.stop) }) }
