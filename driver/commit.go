@@ -94,6 +94,7 @@ func (d *Driver) commit(t *tenancy, p coordination.SplitProgress) error {
 // the split.
 func (d *Driver) landed(t *tenancy, p coordination.SplitProgress) {
 	t.progress = cloneProgressPtr(&p)
+	t.landed = cloneProgressPtr(&p)
 	t.deferred = false
 	if p.Completed {
 		t.completed = true

@@ -16,6 +16,7 @@ func (d *Driver) onRevokeRequested(id coordination.SplitID) {
 		d.log.Debug("revocation accepted; draining", "split", id)
 		return
 	}
+	d.log.Debug("revocation declined", "split", id)
 	if err := d.c.DeclineRevoke(id); err != nil {
 		d.log.Warn("could not decline revocation", "split", id, "error", err)
 	}

@@ -151,6 +151,17 @@ func (d *Driver) park(timeout time.Duration) {
 // first error; a later Fatal replaces a kept non-fatal one.
 func (d *Driver) apply(events []coordination.Event) error {
 	var kept error
+	// ended holds, per split, the last durable commit of a tenancy this
+	// batch ended, for the catch-up rule of onGained.
+	var ended map[coordination.SplitID]*coordination.SplitProgress
+	end := func(t *tenancy) {
+		if t.landed != nil {
+			if ended == nil {
+				ended = make(map[coordination.SplitID]*coordination.SplitProgress)
+			}
+			ended[t.id()] = t.landed
+		}
+	}
 	keep := func(err error) {
 		if err == nil {
 			return
@@ -162,12 +173,13 @@ func (d *Driver) apply(events []coordination.Event) error {
 	for _, ev := range events {
 		switch ev := ev.(type) {
 		case coordination.Gained:
-			d.onGained(ev, keep)
+			d.onGained(ev, ended[ev.Split.ID], end, keep)
 		case coordination.RevokeRequested:
 			d.onRevokeRequested(ev.Split)
 		case coordination.Lost:
 			if t, ok := d.held[ev.Split]; ok {
 				t.fenced = true
+				end(t)
 				d.retire(t)
 			}
 		case coordination.Quarantined:
@@ -192,10 +204,29 @@ func (d *Driver) apply(events []coordination.Event) error {
 // onGained creates a tenancy for g, after retiring a duplicate and
 // validating carried progress; a rejected resume is reported as poison and
 // its error kept.
-func (d *Driver) onGained(g coordination.Gained, keep func(error)) {
+//
+// Catch-up: Commit names no epoch, so when the coordinator ends a tenancy and
+// re-claims the split for this worker before the driver polls the Lost, the
+// embedder's commits of the old lane land on the new tenancy after the
+// Gained's progress was taken. The Lost and the Gained then arrive in one
+// batch, and the record is ahead of the carried progress. previous is the
+// last durable commit of a tenancy of the split that this batch ended; when
+// it is ahead of the carried progress, the new tenancy resumes from it, so
+// the lane neither replays those records nor commits a watermark below the
+// record's. A commit that landed under the old epoch is already included in
+// the carried progress, so this changes nothing then.
+func (d *Driver) onGained(g coordination.Gained, previous *coordination.SplitProgress, end func(*tenancy), keep func(error)) {
 	if old, ok := d.held[g.Split.ID]; ok {
 		d.log.Warn("duplicate gain for a held split; closing the old tenancy", "split", g.Split.ID, "epoch", g.Epoch)
+		end(old)
+		if old.landed != nil {
+			previous = old.landed
+		}
 		d.retire(old)
+	}
+	if previous != nil && (g.Progress == nil || previous.Watermark > g.Progress.Watermark) {
+		d.log.Warn("gained progress is behind this worker's last commit of the split; resuming from that commit", "split", g.Split.ID, "epoch", g.Epoch)
+		g.Progress = previous
 	}
 	if g.Progress != nil {
 		if err := d.src.ValidateResume(cloneSpec(g.Split), *cloneProgressPtr(g.Progress)); err != nil {

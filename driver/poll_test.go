@@ -380,3 +380,69 @@ func TestStalledWithDrainOnStallEndsAsDrained(t *testing.T) {
 		t.Fatalf("warned %d times, want once", got)
 	}
 }
+
+func TestRegainInTheBatchOfTheLossResumesFromThisWorkersLastCommit(t *testing.T) {
+	// The coordinator ended the tenancy and re-claimed the split before the
+	// driver polled the Lost; the old lane's commits landed on the new
+	// tenancy after its Gained progress was taken.
+	for _, tc := range []struct {
+		name       string
+		carried    *coordination.SplitProgress
+		sameBatch  bool
+		lastIsSoft bool // the last commit was Retryable (not durable)
+		want       *coordination.SplitProgress
+	}{
+		{name: "carried behind", carried: nil, sameBatch: true, want: progress(8)},
+		{name: "carried older", carried: progress(5), sameBatch: true, want: progress(8)},
+		{name: "carried ahead", carried: progress(10), sameBatch: true, want: progress(10)},
+		{name: "only durable commits count", carried: nil, sameBatch: true, lastIsSoft: true, want: progress(5)},
+		{name: "loss polled earlier", carried: nil, sameBatch: false, want: nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			la := h.open("a", 1, nil)
+			if err := h.d.Commit([]driver.Watermark{wm(la.Partition, 5)}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.lastIsSoft {
+				h.script.FailNextCommit("a", coordination.Retryable)
+			}
+			if err := h.d.Commit([]driver.Watermark{wm(la.Partition, 8)}); err != nil {
+				t.Fatal(err)
+			}
+			h.script.Lose("a")
+			if !tc.sameBatch {
+				h.expect(driver.LanesRevoked{Lanes: []driver.LaneID{la.ID}})
+			}
+			h.script.Gain(spec("a"), 2, tc.carried)
+			if tc.sameBatch {
+				h.expect(driver.LanesRevoked{Lanes: []driver.LaneID{la.ID}})
+			}
+			if _, ok := h.poll().(driver.LanesAdded); !ok {
+				t.Fatal("re-gained split not opened")
+			}
+			got := h.src.opens[len(h.src.opens)-1].Resume
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Opening.Resume = %+v, want %+v", got, tc.want)
+			}
+			_, warned := h.logged(slog.LevelWarn, "gained progress is behind this worker's last commit of the split; resuming from that commit")
+			if bumped := tc.want != nil && (tc.carried == nil || tc.want.Watermark != tc.carried.Watermark); warned != bumped {
+				t.Fatalf("catch-up warning logged = %v, want %v", warned, bumped)
+			}
+		})
+	}
+}
+
+func TestDuplicateGainResumesFromTheOldTenancysLastCommit(t *testing.T) {
+	h := newHarness(t)
+	la := h.open("a", 1, nil)
+	if err := h.d.Commit([]driver.Watermark{wm(la.Partition, 6)}); err != nil {
+		t.Fatal(err)
+	}
+	h.script.Gain(spec("a"), 2, progress(3))
+	h.expect(driver.LanesRevoked{Lanes: []driver.LaneID{la.ID}})
+	h.poll()
+	if got := h.src.opens[len(h.src.opens)-1].Resume; !reflect.DeepEqual(got, progress(6)) {
+		t.Fatalf("Opening.Resume = %+v, want the old tenancy's last commit", got)
+	}
+}

@@ -27,6 +27,7 @@ type tenancy struct {
 
 	progress *coordination.SplitProgress // last progress committed durably or deferred; nil if none
 	deferred bool                        // progress was deferred by a Retryable commit and not superseded
+	landed   *coordination.SplitProgress // last progress this tenancy committed durably; nil if none
 
 	fenced    bool // a commit was fenced, or the tenancy was lost, failed or quarantined
 	completed bool // a completed progress landed
