@@ -32,13 +32,16 @@ func (s *Store) Create(ctx context.Context, ks store.Keyspace, key string, value
 		}
 		return 0, false, s.opErr("create", ks, key, err)
 	}
+	s.puts.note(ks, key, store.Revision(rev))
 	return store.Revision(rev), true, nil
 }
 
 // Update writes key iff it is live at revision expected: KV update with the
 // expected revision. A revision mismatch returns (0, false, nil); expected 0
-// always loses without a write (0 is never a real revision). On Ephemeral
-// the write re-arms the key's TTL.
+// always loses without a write (0 is never a real revision), and so does
+// the revision of a delete or expiry marker: unless expected is the latest
+// put revision this store has seen for key, it reads the key first. On
+// Ephemeral the write re-arms the key's TTL.
 func (s *Store) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
 	if err := s.checkValue(key, value); err != nil {
 		return 0, false, err
@@ -51,6 +54,17 @@ func (s *Store) Update(ctx context.Context, ks store.Keyspace, key string, value
 		// KV update at revision 0 would mean "create if absent".
 		return 0, false, nil
 	}
+	if !s.puts.known(ks, key, expected) {
+		// expected may be the revision of a delete or expiry marker, which
+		// KV update would accept: read first (see knownPuts).
+		e, live, err := s.get(ctx, kv, ks, key)
+		if err != nil {
+			return 0, false, err
+		}
+		if !live || e.Revision != expected {
+			return 0, false, nil
+		}
+	}
 	rev, err := kv.Update(ctx, key, value, uint64(expected))
 	if err != nil {
 		if isRevisionMismatch(err) {
@@ -58,6 +72,7 @@ func (s *Store) Update(ctx context.Context, ks store.Keyspace, key string, value
 		}
 		return 0, false, s.opErr("update", ks, key, err)
 	}
+	s.puts.note(ks, key, store.Revision(rev))
 	return store.Revision(rev), true, nil
 }
 
@@ -83,6 +98,7 @@ func (s *Store) get(ctx context.Context, kv jetstream.KeyValue, ks store.Keyspac
 	if e.Operation() != jetstream.KeyValuePut {
 		return store.Entry{}, false, nil
 	}
+	s.puts.note(ks, key, store.Revision(e.Revision()))
 	return entry(e), true, nil
 }
 
@@ -101,6 +117,7 @@ func (s *Store) Delete(ctx context.Context, ks store.Keyspace, key string, expec
 	}
 	err = kv.Delete(ctx, key, opts...)
 	if err == nil {
+		s.puts.forget(ks, key)
 		return true, nil
 	}
 	if expected == 0 || !isRevisionMismatch(err) {

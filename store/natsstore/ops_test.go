@@ -188,3 +188,42 @@ func TestRevisionMismatchCodes(t *testing.T) {
 		})
 	}
 }
+
+func TestUpdateNeverResurrectsADeletedKey(t *testing.T) {
+	srv := startServer(t)
+	st := storeFor(t, srv)
+	other := storeFor(t, srv) // knows none of st's revisions
+	ctx := opCtx(t)
+	for _, ks := range []store.Keyspace{store.Durable, store.Ephemeral} {
+		t.Run(ks.String(), func(t *testing.T) {
+			w, err := st.Watch(t.Context(), ks, "r.")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			nextEvent(t, w, 5*time.Second) // SnapshotDone
+			rev := mustCreate(t, st, ks, "r.k", "v")
+			if ok, err := st.Delete(ctx, ks, "r.k", rev); !ok || err != nil {
+				t.Fatal(ok, err)
+			}
+			nextEvent(t, w, 5*time.Second) // the put
+			del := nextEvent(t, w, 5*time.Second)
+			if del.Kind != store.Delete {
+				t.Fatalf("event %+v, want the delete", del)
+			}
+			for name, s := range map[string]*Store{"watcher": st, "other": other} {
+				if _, ok, err := s.Update(ctx, ks, "r.k", []byte("zombie"), del.Entry.Revision); ok || err != nil {
+					t.Fatalf("%s: update at the delete marker's revision: ok=%v err=%v", name, ok, err)
+				}
+			}
+			if _, ok, _ := st.Get(ctx, ks, "r.k"); ok {
+				t.Fatal("the deleted key came back")
+			}
+			// A revision learned elsewhere still works (read first).
+			rev = mustCreate(t, st, ks, "r.k", "v")
+			if _, ok, err := other.Update(ctx, ks, "r.k", []byte("v2"), rev); !ok || err != nil {
+				t.Fatalf("update at a revision another store wrote: ok=%v err=%v", ok, err)
+			}
+		})
+	}
+}

@@ -27,6 +27,8 @@ type Store struct {
 	// wg counts connection attempts and watch goroutines; Close waits.
 	wg sync.WaitGroup
 
+	puts knownPuts // put revisions that Update may use without a read
+
 	mu      sync.Mutex
 	closed  bool
 	conn    *conn                 // the established connection, or nil

@@ -30,6 +30,7 @@ type watcher struct {
 	conn   *conn
 	kw     jetstream.KeyWatcher
 	cancel context.CancelFunc // ends the client subscription
+	ks     store.Keyspace
 	prefix string
 	bucket string
 	limit  int
@@ -82,6 +83,7 @@ func (s *Store) watch(ctx context.Context, ks store.Keyspace, prefix string, lim
 		conn:   c,
 		kw:     kw,
 		cancel: cancel,
+		ks:     ks,
 		prefix: prefix,
 		bucket: kv.Bucket(),
 		limit:  limit,
@@ -202,7 +204,9 @@ func (w *watcher) loop(ctx context.Context) error {
 				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s lagged by more than %d events; re-watch", w.bucket, w.limit)
 			}
 			ev := store.WatchEvent{Kind: store.Put, Entry: entry(e)}
-			if !put {
+			if put {
+				w.s.puts.note(w.ks, e.Key(), ev.Entry.Revision)
+			} else {
 				ev = store.WatchEvent{Kind: store.Delete, Entry: store.Entry{Key: e.Key(), Revision: store.Revision(e.Revision())}}
 			}
 			queue = append(queue, ev)
@@ -284,6 +288,7 @@ func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) ([]s
 			}
 			if e.Operation() == jetstream.KeyValuePut && strings.HasPrefix(e.Key(), prefix) {
 				out = append(out, entry(e))
+				s.puts.note(ks, e.Key(), store.Revision(e.Revision()))
 			}
 		}
 	}
