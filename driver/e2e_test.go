@@ -1,0 +1,356 @@
+package driver_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors"
+	"github.com/spate-go/coordination/driver"
+	"github.com/spate-go/coordination/store/memstore"
+)
+
+// The end-to-end tests run real coordinators (actors.Spawn) under drivers on
+// one memstore, inside a synctest bubble: the coordinators use the real
+// clock, which the bubble fakes, so leases expire and drivers park in fake
+// time with no sleeps on the wall clock.
+
+const (
+	ledgerRows   = 1000
+	ledgerSplits = 8
+	rowsPerRead  = 7 // rows a lane delivers per control-loop turn
+)
+
+// ledgerPlanner plans ledgerRows rows as ledgerSplits range splits; the
+// descriptor is the range "lo-hi" (hi exclusive).
+type ledgerPlanner struct{}
+
+func (ledgerPlanner) Fingerprint() string { return "ledger-v1" }
+func (ledgerPlanner) Plan(context.Context, coordination.PlanContext) (coordination.SplitPlan, error) {
+	var plan coordination.SplitPlan
+	per := ledgerRows / ledgerSplits
+	for i := range ledgerSplits {
+		lo, hi := i*per, (i+1)*per
+		if i == ledgerSplits-1 {
+			hi = ledgerRows
+		}
+		plan.Splits = append(plan.Splits, coordination.PlannedSplit{Spec: coordination.SplitSpec{
+			ID:         coordination.SplitID(fmt.Sprintf("rows-%d", i)),
+			Descriptor: []byte(fmt.Sprintf("%d-%d", lo, hi)),
+			Weight:     1,
+		}})
+	}
+	plan.Finality = coordination.PlanFinal
+	return plan, nil
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// deliveries counts every row delivered by any worker.
+type deliveries struct {
+	mu    sync.Mutex
+	count map[int64]int
+}
+
+func (d *deliveries) add(row int64) {
+	d.mu.Lock()
+	d.count[row]++
+	d.mu.Unlock()
+}
+
+// check fails the test unless exactly rows 0..ledgerRows-1 were delivered;
+// it returns the number of duplicate deliveries.
+func (d *deliveries) check(t testing.TB) int {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dups := 0
+	for row := range int64(ledgerRows) {
+		switch n := d.count[row]; {
+		case n == 0:
+			t.Errorf("row %d was never delivered", row)
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	for row := range d.count {
+		if row < 0 || row >= ledgerRows {
+			t.Errorf("row %d is outside the ledger", row)
+		}
+	}
+	return dups
+}
+
+// ledgerLane is one open lane of the ledger source.
+type ledgerLane struct {
+	partition driver.PartitionID
+	lo, hi    int64
+	start     int64 // where the lane resumed
+	next      int64 // next row to deliver; everything below is acknowledged
+	draining  bool
+}
+
+// ledgerSource is one worker's Source over the in-process ledger. Rows are
+// acknowledged as soon as they are delivered, so a drain cut is always the
+// lane's next row.
+type ledgerSource struct {
+	out       *deliveries
+	lanes     map[coordination.SplitID]*ledgerLane
+	finishing []coordination.SplitID
+}
+
+func parseRange(desc []byte) (lo, hi int64, err error) {
+	a, b, ok := strings.Cut(string(desc), "-")
+	if !ok {
+		return 0, 0, fmt.Errorf("descriptor %q is not a range", desc)
+	}
+	if lo, err = strconv.ParseInt(a, 10, 64); err == nil {
+		hi, err = strconv.ParseInt(b, 10, 64)
+	}
+	return lo, hi, err
+}
+
+func (s *ledgerSource) OpenSplit(o driver.Opening) error {
+	lo, hi, err := parseRange(o.Split.Descriptor)
+	if err != nil {
+		return err
+	}
+	next := lo
+	if o.Resume != nil {
+		next = o.Resume.Watermark
+	}
+	s.lanes[o.Split.ID] = &ledgerLane{partition: o.Partition, lo: lo, hi: hi, start: next, next: next}
+	return nil
+}
+
+func (s *ledgerSource) ValidateResume(spec coordination.SplitSpec, p coordination.SplitProgress) error {
+	lo, hi, err := parseRange(spec.Descriptor)
+	if err != nil {
+		return err
+	}
+	if p.Watermark < lo || p.Watermark > hi {
+		return fmt.Errorf("watermark %d outside %d-%d", p.Watermark, lo, hi)
+	}
+	return nil
+}
+
+func (s *ledgerSource) EncodeCommit(split coordination.SplitID, w int64) (coordination.SplitProgress, error) {
+	l, ok := s.lanes[split]
+	if !ok {
+		return coordination.SplitProgress{}, fmt.Errorf("split %s is not open", split)
+	}
+	return coordination.SplitProgress{Watermark: w, Completed: w == l.hi && !l.draining}, nil
+}
+
+func (s *ledgerSource) Sweep(split coordination.SplitID) (*coordination.SplitProgress, error) {
+	// A lane that resumed at its end has nothing to deliver and will never
+	// produce a watermark: it is complete.
+	if l, ok := s.lanes[split]; ok && !l.draining && l.start == l.hi {
+		return &coordination.SplitProgress{Watermark: l.hi, Completed: true}, nil
+	}
+	return nil, nil
+}
+
+func (s *ledgerSource) CloseSplit(split coordination.SplitID) { delete(s.lanes, split) }
+
+func (s *ledgerSource) TakeFinishing() []coordination.SplitID {
+	f := s.finishing
+	s.finishing = nil
+	return f
+}
+
+func (s *ledgerSource) BeginRevoke(split coordination.SplitID) bool {
+	l, ok := s.lanes[split]
+	if !ok || l.next == l.hi {
+		return false
+	}
+	l.draining = true
+	return true
+}
+
+func (s *ledgerSource) DrainReady(split coordination.SplitID) (*coordination.SplitProgress, error) {
+	l, ok := s.lanes[split]
+	if !ok || !l.draining {
+		return nil, nil
+	}
+	return &coordination.SplitProgress{Watermark: l.next}, nil
+}
+
+// read delivers up to rowsPerRead rows from every live lane, in split order,
+// and returns the acknowledged watermarks of the lanes that advanced.
+func (s *ledgerSource) read() []driver.Watermark {
+	var ws []driver.Watermark
+	for _, id := range slices.Sorted(maps.Keys(s.lanes)) {
+		l := s.lanes[id]
+		if l.draining || l.next == l.hi {
+			continue
+		}
+		end := min(l.next+rowsPerRead, l.hi)
+		for ; l.next < end; l.next++ {
+			s.out.add(l.next)
+		}
+		if l.next == l.hi {
+			s.finishing = append(s.finishing, id)
+		}
+		ws = append(ws, driver.Watermark{Partition: l.partition, Value: l.next})
+	}
+	return ws
+}
+
+// ledgerWorker is one worker: a coordinator, its driver and its source.
+type ledgerWorker struct {
+	id    string
+	coord *actors.Coordinator
+	d     *driver.Driver
+	src   *ledgerSource
+	turns int // control-loop turns that delivered rows
+
+	heldAtAbort int // open lanes when the worker crashed
+}
+
+func e2eConfig(id string) coordination.Config {
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = id
+	cfg.LeaseDuration = 1500 * time.Millisecond
+	cfg.OpTimeout = 200 * time.Millisecond
+	cfg.ReplanInterval = cfg.LeaseDuration
+	cfg.ReconcileInterval = 400 * time.Millisecond
+	cfg.DrainDeadline = cfg.LeaseDuration / 2
+	cfg.RebalanceDelay = 0
+	return cfg
+}
+
+func startWorker(t testing.TB, e *actor.Engine, st *memstore.Store, id string, out *deliveries, log *slog.Logger) *ledgerWorker {
+	t.Helper()
+	cfg := e2eConfig(id)
+	cfg.Logger = log
+	coord, err := actors.Spawn(e, st, cfg)
+	if err != nil {
+		t.Fatalf("Spawn %s: %v", id, err)
+	}
+	w := &ledgerWorker{id: id, coord: coord, src: &ledgerSource{out: out, lanes: map[coordination.SplitID]*ledgerLane{}}}
+	w.d = driver.New(coord, w.src, driver.WithLogger(log.With("driver", id)))
+	if err := w.d.Start(ledgerPlanner{}); err != nil {
+		t.Fatalf("Start %s: %v", id, err)
+	}
+	return w
+}
+
+// run is the worker's control loop. It returns "drained" after a clean
+// Shutdown, "aborted" when abortAfter turns delivered rows (0: never), or an
+// error text.
+func (w *ledgerWorker) run(abortAfter int) string {
+	for {
+		ev, err := w.d.PollEvents(50 * time.Millisecond)
+		if err != nil {
+			if coordination.KindOf(err) == coordination.Retryable {
+				continue
+			}
+			_ = w.d.Shutdown(nil)
+			return fmt.Sprintf("%s: PollEvents: %v", w.id, err)
+		}
+		if _, ok := ev.(driver.Drained); ok {
+			if err := w.d.Shutdown(nil); err != nil {
+				return fmt.Sprintf("%s: Shutdown: %v", w.id, err)
+			}
+			return "drained"
+		}
+		ws := w.src.read()
+		if len(ws) == 0 {
+			continue
+		}
+		if err := w.d.Commit(ws); err != nil {
+			_ = w.d.Shutdown(nil)
+			return fmt.Sprintf("%s: Commit: %v", w.id, err)
+		}
+		w.turns++
+		if abortAfter > 0 && w.turns >= abortAfter {
+			// Deliver a few more rows that are never committed, then crash.
+			w.src.read()
+			w.heldAtAbort = len(w.src.lanes)
+			w.coord.Abort()
+			return "aborted"
+		}
+	}
+}
+
+// runLedger runs two workers over one memstore until both end: each must
+// end Drained, except that abortSecond > 0 crashes the second worker after
+// that many committing turns. The union of delivered rows must be exactly
+// the ledger; duplicates are allowed (a forced move or a crash replays at
+// most one commit interval) and reported.
+func runLedger(t *testing.T, abortSecond int) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := actor.NewEngine(actor.NewEngineConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := memstore.New(e2eConfig("x").LeaseDuration)
+		defer st.Close()
+		out := &deliveries{count: map[int64]int{}}
+		var logBuf syncBuffer
+		log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+		w1 := startWorker(t, e, st, "w1", out, log)
+		w2 := startWorker(t, e, st, "w2", out, log)
+		results := make([]string, 2)
+		var wg sync.WaitGroup
+		wg.Go(func() { results[0] = w1.run(0) })
+		wg.Go(func() { results[1] = w2.run(abortSecond) })
+		wg.Wait()
+
+		want := []string{"drained", "drained"}
+		if abortSecond > 0 {
+			want[1] = "aborted"
+		}
+		if !slices.Equal(results, want) {
+			t.Errorf("outcomes = %q, want %q", results, want)
+		}
+		if abortSecond > 0 && w2.heldAtAbort == 0 {
+			t.Errorf("w2 held no split when it crashed; the survivor took nothing over")
+		}
+		dups := out.check(t)
+		t.Logf("%d duplicate deliveries; w1 turns %d, w2 turns %d, w2 lanes at crash %d",
+			dups, w1.turns, w2.turns, w2.heldAtAbort)
+		if t.Failed() {
+			t.Logf("logs:\n%s", logBuf.String())
+		}
+		synctest.Wait()
+	})
+}
+
+func TestEndToEndTwoWorkersDeliverTheLedgerExactly(t *testing.T) {
+	runLedger(t, 0)
+}
+
+func TestEndToEndSurvivorFinishesAfterAWorkerAborts(t *testing.T) {
+	runLedger(t, 3)
+}
