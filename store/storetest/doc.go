@@ -1,0 +1,47 @@
+// Package storetest is the conformance suite for [store.Store]
+// implementations: it checks a backend against the store contract (SPEC §8)
+// with table checks, real-time TTL checks and pgregory.net/rapid properties.
+//
+// # Usage
+//
+// Call [Run] from a test of the backend's package, giving it a factory of
+// fresh, empty stores:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T, leaseTTL time.Duration) store.Store {
+//			return memstore.New(leaseTTL)
+//		})
+//	}
+//
+// Run asks for a 2s lease TTL, the floor of natsstore. A backend may return a
+// store with another positive LeaseTTL, for example a shorter one to run
+// faster (memstore's own test uses 500ms); the suite times every check from
+// the returned store's LeaseTTL. Run closes every store it gets; the factory
+// registers the cleanup of anything else it starts with t.Cleanup. The rapid
+// properties take the usual flags (-rapid.checks, -rapid.seed) and share one
+// store per property, giving every check its own key prefix.
+//
+// # What it checks
+//
+// Create-if-absent and compare-and-swap outcomes, (0, false, nil) for a lost
+// precondition, revisions that strictly increase per key across deletes and
+// re-creates, guarded deletes (an absent key always wins), List contents,
+// independent keyspaces, byte-exact values (empty included), the value cap of
+// a [store.ValueLimiter], Retryable errors that keep the cause for done
+// contexts, Close; watches: snapshot, exactly one SnapshotDone, tail, plain
+// string prefixes, SnapshotDone when nothing matches, no deletes or expired
+// keys in a snapshot, no gap for writes racing the watch's start, per-key
+// revision order, Stop and cancellation closing Events with a nil Err; racing
+// writers (exactly one winner per revision); keep-alive by writes every TTL/3
+// and expiry of a silent key within the TTL plus max(TTL/2, 1.5s), seen by Get
+// and by a watcher as a Delete above the key's last revision; a sequential
+// model of random operation sequences; and a watch replayed as the
+// coordinator folds it reproducing List.
+//
+// # Non-guarantees
+//
+// The suite does not check that a key expires no earlier than its TTL (only
+// that writes every TTL/3 keep it alive), does not measure performance, and
+// cannot prove the absence of rare races: it samples them. A backend's own
+// tests cover its configuration, errors and failure modes.
+package storetest

@@ -1,0 +1,115 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination/store"
+)
+
+// testKeepAlive updates a key every TTL/3 for 3 TTLs: every update must win,
+// which proves the key never expired.
+func testKeepAlive(t *testing.T, newStore newStoreFunc) {
+	st, _ := fresh(t, newStore)
+	ttl := st.LeaseTTL()
+	rev := mustCreate(t, st, store.Ephemeral, "lease.k", []byte("0"))
+	tick := time.NewTicker(ttl / 3)
+	defer tick.Stop()
+	for i := 1; i <= 9; i++ {
+		<-tick.C
+		next, ok := update(t, st, store.Ephemeral, "lease.k", []byte{byte('0' + i)}, rev)
+		if !ok {
+			t.Fatalf("renewal %d (every %v, TTL %v) lost; the key expired although it was written every TTL/3", i, ttl/3, ttl)
+		}
+		rev = next
+	}
+	e, ok := get(t, st, store.Ephemeral, "lease.k")
+	if !ok {
+		t.Fatal("kept-alive key is absent after the last renewal")
+	}
+	wantEntry(t, "kept-alive key", e, []byte("9"), rev)
+}
+
+// testExpires leaves a key silent: it must expire within the TTL plus
+// expirySlack, become absent for every operation, and be re-creatable.
+func testExpires(t *testing.T, newStore newStoreFunc) {
+	st, _ := fresh(t, newStore)
+	ttl := st.LeaseTTL()
+	written := time.Now()
+	rev := mustCreate(t, st, store.Ephemeral, "lease.k", []byte("v"))
+	mustCreate(t, st, store.Durable, "lease.k", []byte("durable"))
+	eventually(t, ttl+expirySlack(ttl)-time.Since(written), "silent ephemeral key expired (TTL "+ttl.String()+")", func() bool {
+		_, live := get(t, st, store.Ephemeral, "lease.k")
+		return !live
+	})
+	if l := list(t, st, store.Ephemeral, ""); len(l) != 0 {
+		t.Fatalf("List after expiry holds %d keys", len(l))
+	}
+	if _, ok := update(t, st, store.Ephemeral, "lease.k", []byte("x"), rev); ok {
+		t.Fatal("Update of an expired key won")
+	}
+	if !del(t, st, store.Ephemeral, "lease.k", rev) {
+		t.Fatal("guarded Delete of an expired key lost; an absent key always wins")
+	}
+	again := mustCreate(t, st, store.Ephemeral, "lease.k", []byte("again"))
+	if again <= rev {
+		t.Fatalf("re-create after expiry took revision %d, not above %d", again, rev)
+	}
+	if _, ok := get(t, st, store.Durable, "lease.k"); !ok {
+		t.Fatal("the durable key of the same name expired")
+	}
+}
+
+// testWatchExpiry watches a key expire: the expiry reaches the tail as a
+// Delete above the key's last revision, and a later snapshot omits the key.
+func testWatchExpiry(t *testing.T, newStore newStoreFunc) {
+	st, _ := fresh(t, newStore)
+	ttl := st.LeaseTTL()
+	written := time.Now()
+	r1 := mustCreate(t, st, store.Ephemeral, "lease.k", []byte("v1"))
+	rev := mustUpdate(t, st, store.Ephemeral, "lease.k", []byte("v2"), r1)
+	s, stop := openStream(t, st, store.Ephemeral, "lease.")
+	defer stop()
+	snap := s.snapshot()
+	e, inSnap := snap["lease.k"]
+	switch {
+	case inSnap:
+		wantEntry(t, "snapshot", e, []byte("v2"), rev)
+	case time.Since(written) < ttl:
+		t.Fatal("snapshot taken within the TTL lacks the live key")
+	default:
+		t.Fatal("the watch started only after the key's TTL; the machine is too slow for this check")
+	}
+	limit := ttl + expirySlack(ttl)
+	deadline := time.NewTimer(limit - time.Since(written))
+	defer deadline.Stop()
+	for done := false; !done; {
+		select {
+		case ev, ok := <-s.w.Events():
+			if !ok {
+				t.Fatalf("watch ended (Err %v) before the expiry", s.w.Err())
+			}
+			s.check(ev)
+			if ev.Kind == store.Put && ev.Entry.Revision == rev {
+				continue // a duplicate
+			}
+			if ev.Kind != store.Delete || ev.Entry.Key != "lease.k" {
+				t.Fatalf("tail event %v of %q; want the expiry's Delete of lease.k", ev.Kind, ev.Entry.Key)
+			}
+			if ev.Entry.Revision <= rev {
+				t.Fatalf("expiry Delete at revision %d, not above the key's last revision %d", ev.Entry.Revision, rev)
+			}
+			done = true
+		case <-deadline.C:
+			t.Fatalf("no Delete within %v of the last write (TTL %v)", limit, ttl)
+		}
+	}
+	later, stopLater := openStream(t, st, store.Ephemeral, "")
+	defer stopLater()
+	if snap := later.snapshot(); len(snap) != 0 {
+		t.Fatalf("snapshot after the expiry holds %d keys; want none (no expired keys)", len(snap))
+	}
+	if l := list(t, st, store.Ephemeral, "lease."); len(l) != 0 {
+		t.Fatalf("List after the expiry holds %d keys", len(l))
+	}
+}
