@@ -1,0 +1,220 @@
+package actors
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+)
+
+func TestJudgeRenewal(t *testing.T) {
+	readErr := errors.New("boom")
+	tests := []struct {
+		name  string
+		found bool
+		lease protocol.LeaseRecord
+		err   error
+		want  renewOutcome
+	}{
+		{"read error decides next beat", false, protocol.LeaseRecord{}, readErr, renewError},
+		{"absent is starved", false, protocol.LeaseRecord{}, nil, renewStarved},
+		{"own write landed is adopted", true, protocol.LeaseRecord{Owner: "me", Nonce: "n", Epoch: 3}, nil, renewOK},
+		{"own id foreign nonce is a twin", true, protocol.LeaseRecord{Owner: "me", Nonce: "x", Epoch: 3}, nil, renewTwin},
+		{"other owner fences", true, protocol.LeaseRecord{Owner: "peer", Nonce: "n", Epoch: 4}, nil, renewFenced},
+		{"own nonce other epoch fences", true, protocol.LeaseRecord{Owner: "me", Nonce: "n", Epoch: 4}, nil, renewFenced},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := judgeRenewal("me", "n", 3, tt.found, tt.lease, tt.err)
+			if got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func wm(n int64) *int64 { return &n }
+
+func TestClassifyConflict(t *testing.T) {
+	base := protocol.ProgressRecord{ID: "s", Epoch: 2, Owner: "me", Status: protocol.StatusRunnable, Watermark: wm(5), State: []byte{}}
+	intended := base
+	intended.Watermark = wm(9)
+	other := base
+	other.Owner = "peer"
+	higher := base
+	higher.Epoch = 3
+	done := base
+	done.Status, done.Completed = protocol.StatusCompleted, true
+	tests := []struct {
+		name  string
+		found bool
+		got   protocol.ProgressRecord
+		want  conflictClass
+	}{
+		{"absent is a fence", false, protocol.ProgressRecord{}, conflictFenced},
+		{"the intended write landed", true, intended, conflictLanded},
+		{"own earlier write: adopt", true, base, conflictAdopt},
+		{"another owner", true, other, conflictFenced},
+		{"a higher epoch", true, higher, conflictFenced},
+		{"terminal", true, done, conflictFenced},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := classifyConflict("me", 2, intended, tt.found, tt.got); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCheckWatermark(t *testing.T) {
+	rec := protocol.ProgressRecord{Watermark: wm(57)}
+	if err := checkWatermark("s-7", rec, coordination.SplitProgress{Watermark: 57}); err != nil {
+		t.Fatalf("equal watermark: %v", err)
+	}
+	err := checkWatermark("s-7", rec, coordination.SplitProgress{Watermark: 40})
+	want := "coordination error (fatal): split s-7: commit watermark 40 is below the committed watermark 57; a source must never move a watermark backwards"
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	if err := checkWatermark("s", protocol.ProgressRecord{}, coordination.SplitProgress{Watermark: -3}); err != nil {
+		t.Fatalf("null watermark: %v", err)
+	}
+}
+
+func TestVerdict(t *testing.T) {
+	c := protocol.ProgressRecord{Status: protocol.StatusCompleted}
+	q := protocol.ProgressRecord{Status: protocol.StatusQuarantined}
+	r := protocol.ProgressRecord{Status: protocol.StatusRunnable}
+	tests := []struct {
+		name    string
+		recs    []protocol.ProgressRecord
+		planned uint64
+		ok      bool
+		stalled bool
+	}{
+		{"empty final plan completes", nil, 0, true, false},
+		{"all completed", []protocol.ProgressRecord{c, c}, 2, true, false},
+		{"fewer than planned", []protocol.ProgressRecord{c}, 2, false, false},
+		{"a runnable split", []protocol.ProgressRecord{c, r}, 2, false, false},
+		{"a quarantined split stalls", []protocol.ProgressRecord{c, q}, 2, true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stalled, _, _, ok := verdict(tt.recs, tt.planned)
+			if ok != tt.ok || stalled != tt.stalled {
+				t.Fatalf("got ok=%v stalled=%v", ok, stalled)
+			}
+		})
+	}
+}
+
+func TestDecideRevocation(t *testing.T) {
+	live := &revocation{}
+	cancelled := &revocation{cancelled: true}
+	tests := []struct {
+		name     string
+		assigned bool
+		e        *revocation
+		want     revokeAction
+	}{
+		{"assigned, no entry", true, nil, revokeNothing},
+		{"assigned, live entry: cancel", true, live, revokeCancel},
+		{"assigned, cancelled entry", true, cancelled, revokeNothing},
+		{"unassigned, no entry: request", false, nil, revokeRequest},
+		{"unassigned, cancelled: re-request", false, cancelled, revokeRequest},
+		{"unassigned, live: deadline runs", false, live, revokeNothing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decideRevocation(tt.assigned, tt.e); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJudgeDeadline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	d := 10 * time.Second
+	tests := []struct {
+		name string
+		e    revocation
+		now  time.Time
+		want revokeDeadline
+	}{
+		{"live before the deadline", revocation{started: t0}, t0.Add(d - 1), deadlineNone},
+		{"live at the deadline is forced", revocation{started: t0}, t0.Add(d), deadlineForced},
+		{"cancelled with recent progress", revocation{started: t0, lastProgress: t0.Add(d), cancelled: true}, t0.Add(d + 1), deadlineNone},
+		{"cancelled and silent", revocation{started: t0, lastProgress: t0, cancelled: true}, t0.Add(d), deadlineSilent},
+		{"re-requested keeps started: overdue at once", revocation{started: t0, lastProgress: t0.Add(2 * d)}, t0.Add(2 * d), deadlineForced},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judgeDeadline(tt.e, tt.now, d); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJitterProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.StringMatching(`[a-z0-9-]{1,20}`).Draw(t, "id")
+		nonce := rapid.StringMatching(`[0-9a-f]{32}`).Draw(t, "nonce")
+		r := rapid.Uint64().Draw(t, "round")
+		f := jitter(id, nonce, r)
+		if f < 0.8 || f >= 1.2 {
+			t.Fatalf("f_r = %v outside [0.8, 1.2)", f)
+		}
+		if jitter(id, nonce, r) != f {
+			t.Fatal("jitter is not deterministic")
+		}
+		d := heartbeatInterval(30*time.Second, id, nonce, r)
+		if d < 8*time.Second || d >= 12*time.Second {
+			t.Fatalf("interval %s", d)
+		}
+	})
+	// It varies with the round and between workers.
+	if jitter("w1", "n", 1) == jitter("w1", "n", 2) || jitter("w1", "n", 1) == jitter("w2", "n", 1) {
+		t.Fatal("jitter does not vary")
+	}
+}
+
+// TestVerdictProperty: a verdict is AllComplete only when every listed
+// split completed, and never with fewer than planned entries.
+func TestVerdictProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 12).Draw(t, "n")
+		planned := uint64(rapid.IntRange(0, 14).Draw(t, "planned"))
+		recs := make([]protocol.ProgressRecord, n)
+		var c, q, other int
+		for i := range recs {
+			s := protocol.Status(rapid.IntRange(0, 2).Draw(t, "status"))
+			recs[i].Status = s
+			switch s {
+			case protocol.StatusCompleted:
+				c++
+			case protocol.StatusQuarantined:
+				q++
+			default:
+				other++
+			}
+		}
+		stalled, gc, gq, ok := verdict(recs, planned)
+		switch {
+		case uint64(n) < planned || other > 0:
+			if ok {
+				t.Fatal("verdict without every planned split terminal")
+			}
+		case !ok:
+			t.Fatal("no verdict although every split is terminal")
+		case stalled != (q > 0) || gc != uint64(c) || gq != uint64(q):
+			t.Fatalf("got stalled=%v %d/%d, want %d/%d", stalled, gc, gq, c, q)
+		}
+	})
+}
