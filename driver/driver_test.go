@@ -143,14 +143,3 @@ func TestAssignmentsListsOpenLanesSortedBySplit(t *testing.T) {
 		t.Fatalf("Assignments after losing c = %v, want %v", got, want)
 	}
 }
-
-func TestEventTypesAreSealed(t *testing.T) {
-	for _, ev := range []driver.Event{
-		driver.LanesAdded{}, driver.LanesRevoked{}, driver.LanesRetired{},
-		driver.CommitReady{}, driver.Drained{}, driver.Idle{},
-	} {
-		if ev == nil {
-			t.Fatal("nil event")
-		}
-	}
-}
