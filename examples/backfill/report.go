@@ -148,7 +148,7 @@ func newReport(instance string, ds *dataset, sink *ledger, workers []*worker, f 
 	}
 	for _, err := range errs {
 		if err != nil {
-			r.Errors = append(r.Errors, err.Error())
+			r.Errors = append(r.Errors, strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 	}
 	if instance != "" {
