@@ -64,6 +64,7 @@ type opDone struct {
 	err     error
 	rec     protocol.ProgressRecord // latest record known to the writer
 	rev     uint64                  // its revision; 0 if none
+	adopted bool                    // the write was found landed after a lost CAS
 	kind    protocol.ClaimKind      // claims: the kind that won
 	quar    bool                    // claims: the write quarantined
 }
@@ -386,7 +387,7 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 		}
 		switch classifyConflict(v.id, op.epoch, want, found, got) {
 		case conflictLanded:
-			return opDone{outcome: casLanded, rec: got, rev: uint64(e.Revision)}
+			return opDone{outcome: casLanded, rec: got, rev: uint64(e.Revision), adopted: true}
 		case conflictFenced:
 			d := opDone{outcome: casFenced, err: coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", op.split)}
 			if found {
@@ -492,7 +493,9 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 func (cm *commit) commitResult(op recordOp, d opDone) error {
 	switch d.outcome {
 	case casLanded:
-		cm.v.send(cm.v.pid.revoke, messages.CommitLanded{Split: op.split, Epoch: op.epoch})
+		if !d.adopted {
+			cm.v.send(cm.v.pid.revoke, messages.CommitLanded{Split: op.split, Epoch: op.epoch})
+		}
 		return nil
 	case casFenced:
 		if e, ok := cm.held[op.split]; ok && e == op.epoch {

@@ -291,6 +291,7 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 		return errDeparted
 	}
 	c.departed = true
+	c.v.gone.Store(true)
 	started := c.started
 	c.mu.Unlock()
 	if !started {

@@ -45,6 +45,7 @@ type env struct {
 	wg     sync.WaitGroup
 	halted atomic.Bool   // no further writes (failed or aborted)
 	fp     atomic.Uint64 // H(fingerprint), set by Start
+	gone   atomic.Bool   // Depart began: never write the presence key again
 }
 
 // goFunc runs f on a goroutine owned by the worker: registered with the

@@ -62,6 +62,7 @@ type lease struct {
 	departed     bool
 	presenceRev  uint64
 	presenceBusy bool
+	withdraw     *actor.PID // Depart asked to delete presence while a renewal ran
 	round        uint64
 	hb           *clock.Timer
 
@@ -97,7 +98,7 @@ func (l *lease) Receive(c *actor.Context) {
 		})
 	case startupDone:
 		if m.err != nil {
-			if l.v.ctx.Err() == nil {
+			if l.v.ctx.Err() == nil && !l.v.gone.Load() {
 				l.v.send(l.v.pid.root, messages.WorkerFailed{Err: m.err})
 			}
 			return
@@ -111,14 +112,18 @@ func (l *lease) Receive(c *actor.Context) {
 		}
 	case presenceRenewed:
 		l.presenceBusy = false
+		if m.rev != 0 {
+			l.presenceRev = m.rev
+		}
+		if l.withdraw != nil {
+			l.withdrawPresence(l.withdraw)
+			return
+		}
 		if m.err != nil {
 			if !l.v.fatalIf(m.err) {
 				l.log.Warn("presence renewal failed; will retry", "error", m.err)
 			}
 			return
-		}
-		if m.rev != 0 {
-			l.presenceRev = m.rev
 		}
 	case leaseRenewed:
 		l.renewed(c, m)
@@ -171,19 +176,31 @@ func (l *lease) Receive(c *actor.Context) {
 	case messages.Departing:
 		l.departed = true
 	case messages.WithdrawPresence:
-		v, rev, reply := l.v, l.presenceRev, m.ReplyTo
-		v.goFunc(func(ctx context.Context) {
-			if rev != 0 {
-				c, cancel := v.opCtx(ctx)
-				_, _ = v.st.Delete(c, store.Ephemeral, protocol.WorkerKey(v.id), store.Revision(rev))
-				cancel()
-			}
-			v.send(reply, messages.WithdrawPresenceReply{})
-		})
+		l.departed = true
+		if l.presenceBusy {
+			l.withdraw = m.ReplyTo
+			return
+		}
+		l.withdrawPresence(m.ReplyTo)
 	case messages.WatchesChanged:
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
+}
+
+// withdrawPresence deletes the presence key guarded by its revision
+// (§21.1 step 4) and answers reply.
+func (l *lease) withdrawPresence(reply *actor.PID) {
+	l.withdraw = nil
+	v, rev := l.v, l.presenceRev
+	v.goFunc(func(ctx context.Context) {
+		if rev != 0 {
+			c, cancel := v.opCtx(ctx)
+			_, _ = v.st.Delete(c, store.Ephemeral, protocol.WorkerKey(v.id), store.Revision(rev))
+			cancel()
+		}
+		v.send(reply, messages.WithdrawPresenceReply{})
+	})
 }
 
 func (l *lease) schedule(c *actor.Context) {
@@ -234,6 +251,10 @@ func (l *lease) renewPresence(c *actor.Context) {
 			return
 		}
 		if !ok {
+			if v.gone.Load() {
+				v.send(pid, presenceRenewed{})
+				return
+			}
 			r, _, err := v.st.Create(oc, store.Ephemeral, key, v.presenceValue())
 			v.send(pid, presenceRenewed{rev: uint64(r), err: err})
 			return

@@ -21,6 +21,9 @@ func startup(ctx context.Context, v *env, fingerprint string) (uint64, error) {
 	}
 	var rev uint64
 	err := runPhase(ctx, v, "announcing presence", func(ctx context.Context) (err error) {
+		if v.gone.Load() {
+			return context.Canceled
+		}
 		rev, err = announce(ctx, v)
 		return err
 	})
@@ -43,7 +46,14 @@ func runPhase(ctx context.Context, v *env, phase string, f func(context.Context)
 		if attempt >= n {
 			return coordination.Errorf(coordination.Fatal, "%s failed %d times in a row; giving up: %s", phase, n, reasonOf(err))
 		}
-		v.log.Warn("startup phase failed; retrying", "reason", phase, "error", err)
+		if errors.Is(err, context.Canceled) {
+			return err
+		}
+		if reasonOf(err) == errPlanRace {
+			v.log.Debug("startup phase failed; retrying", "reason", phase, "error", err)
+		} else {
+			v.log.Warn("startup phase failed; retrying", "reason", phase, "error", err)
+		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -149,6 +159,10 @@ func probe(ctx context.Context, v *env) error {
 	return nil
 }
 
+// errPlanRace is the reason of a lost race to create the plan record: a
+// normal event when workers start together.
+const errPlanRace = "another worker created the plan record first; reading it"
+
 func join(ctx context.Context, v *env, fingerprint string) error {
 	c, cancel := v.opCtx(ctx)
 	defer cancel()
@@ -171,7 +185,7 @@ func join(ctx context.Context, v *env, fingerprint string) error {
 		return storeErr("joining the job", err)
 	}
 	if !ok {
-		return &coordination.Error{Kind: coordination.Retryable, Reason: "another worker created the plan record first; reading it"}
+		return &coordination.Error{Kind: coordination.Retryable, Reason: errPlanRace}
 	}
 	return nil
 }
