@@ -39,6 +39,14 @@
 // one DeclineRevoke. A deferred (Retryable) commit is superseded by the
 // split's next commit and never re-sent by the driver on its own.
 //
+// Commit names no epoch, so a commit the embedder makes on a lane whose
+// tenancy the coordinator has just ended can land on a new tenancy of the
+// same split that this worker claimed but the driver has not polled yet.
+// Such a loss and re-gain always arrive in one batch; the driver then opens
+// the new lane at this worker's last durable commit of the split when it is
+// ahead of the carried progress, so the lane neither replays those records
+// nor moves the watermark backwards.
+//
 // # Non-guarantees
 //
 // The driver does not retry commits, does not recover panics raised by the

@@ -17,7 +17,9 @@ type Opening struct {
 	// Split is the split's spec; its descriptor is all the source knows of it.
 	Split coordination.SplitSpec
 	// Resume is the carried progress, already accepted by
-	// [Source.ValidateResume]; nil when the split starts fresh.
+	// [Source.ValidateResume]; nil when the split starts fresh. For a split
+	// re-gained in the batch of its loss it may instead be this worker's
+	// own later durable commit of the split (see the package doc).
 	Resume *coordination.SplitProgress
 	// Epoch is the tenancy's fencing token.
 	Epoch coordination.LeaseEpoch
