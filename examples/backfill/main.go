@@ -237,14 +237,16 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	f := newFleet(disp.note)
 
 	var reg *prometheus.Registry
+	var metricsAt string
 	if o.metrics != "" {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		stopMetrics, err := serveMetrics(o.metrics, reg)
+		bound, stopMetrics, err := serveMetrics(o.metrics, reg)
 		if err != nil {
 			return nil, err
 		}
 		defer stopMetrics()
+		metricsAt = "http://" + bound + "/metrics"
 	}
 
 	natsCfg := natsstore.Config{Servers: []string{url}, Job: job}
@@ -267,8 +269,8 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	}
 	disp.note(fmt.Sprintf("backfill: %d records in %d splits, %d worker(s) in this process, job %q on %s",
 		o.records, o.splits, len(workers), job, where))
-	if o.metrics != "" {
-		disp.note(fmt.Sprintf("metrics at http://%s/metrics", o.metrics))
+	if metricsAt != "" {
+		disp.note("metrics at " + metricsAt)
 	}
 
 	start := time.Now()
@@ -328,12 +330,12 @@ func joinIDs(ids []coordination.SplitID) string {
 	return strings.Join(s, ", ")
 }
 
-// serveMetrics serves reg at http://addr/metrics until the returned stop is
-// called.
-func serveMetrics(addr string, reg *prometheus.Registry) (stop func(), err error) {
+// serveMetrics serves reg at http://<bound>/metrics until the returned stop
+// is called; bound is the address actually listened on (addr may use port 0).
+func serveMetrics(addr string, reg *prometheus.Registry) (bound string, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("-metrics: %w", err)
+		return "", nil, fmt.Errorf("-metrics: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
@@ -343,7 +345,7 @@ func serveMetrics(addr string, reg *prometheus.Registry) (stop func(), err error
 		defer close(done)
 		_ = srv.Serve(ln)
 	}()
-	return func() {
+	return ln.Addr().String(), func() {
 		_ = srv.Close()
 		<-done
 	}, nil

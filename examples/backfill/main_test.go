@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestBadFlagsExitTwoWithUsage(t *testing.T) {
@@ -232,5 +235,43 @@ func TestFleetOnAnExternalServerCleansUp(t *testing.T) {
 	}
 	for name := range js.KeyValueStoreNames(t.Context()).Name() {
 		t.Errorf("bucket %s left behind", name)
+	}
+}
+
+func TestMetricsAreServed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := workerConfig("w1", discardLogger(), reg)
+	if cfg.Metrics == nil {
+		t.Fatal("workerConfig did not pass the registry as Config.Metrics")
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("worker config: %v", err)
+	}
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "backfill_test_gauge", Help: "test"})
+	reg.MustRegister(g)
+	g.Set(7)
+	bound, stop, err := serveMetrics("127.0.0.1:0", reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get("http://" + bound + "/metrics")
+	if err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(body), "backfill_test_gauge 7") {
+		t.Fatalf("scrape lacks the gauge:\n%s", body)
+	}
+	if _, err := http.Get("http://" + bound + "/metrics"); err == nil {
+		t.Fatal("metrics still served after stop")
+	}
+	if _, _, err := serveMetrics("256.0.0.1:1", reg); err == nil || !strings.Contains(err.Error(), "-metrics") {
+		t.Fatalf("bad address: %v", err)
 	}
 }
