@@ -38,6 +38,12 @@
 // model of random operation sequences; and a watch replayed as the
 // coordinator folds it reproducing List.
 //
+// "No gap" is checked as a consumer that folds by revision needs it: every
+// write made after Watch returned is delivered, or superseded by a later
+// delivered event of the same key. A history-1 backend (NATS KV) may collapse
+// a superseded revision that its consumer had not yet read; the final state of
+// every key must still be delivered, and a replay must reproduce List.
+//
 // # Non-guarantees
 //
 // The suite does not check that a key expires no earlier than its TTL (only
