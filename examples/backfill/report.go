@@ -171,7 +171,11 @@ func (r *report) write(w io.Writer) {
 	} else {
 		fmt.Fprintf(w, "delivered:   %d records by this process (%d deliveries)\n", r.Delivered, r.Deliveries)
 	}
-	fmt.Fprintf(w, "duplicates:  %d\n", r.Duplicates)
+	if r.Duplicates > 0 {
+		fmt.Fprintf(w, "duplicates:  %d (replayed after a crash or forced move: about one commit interval, %s, of reading per split)\n", r.Duplicates, commitEvery)
+	} else {
+		fmt.Fprintf(w, "duplicates:  0\n")
+	}
 	if r.Instance == "" {
 		fmt.Fprintf(w, "lost:        %d\n", r.Lost)
 	} else {
