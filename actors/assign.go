@@ -32,8 +32,9 @@ type assign struct {
 
 	held     map[coordination.SplitID]uint64
 	inflight map[coordination.SplitID]bool
-	cooldown map[coordination.SplitID]bool // gave up; retry at the next heartbeat or change
-	quarCand map[coordination.SplitID]bool // index of quarantine candidates
+	handing  map[coordination.SplitID]uint64 // surrendered, its write not resolved yet
+	cooldown map[coordination.SplitID]bool   // gave up; retry at the next heartbeat or change
+	quarCand map[coordination.SplitID]bool   // index of quarantine candidates
 
 	decided    bool
 	appliedGen uint64
@@ -55,6 +56,7 @@ func newAssign(v *env) actor.Producer {
 			leases:   map[coordination.SplitID]leaseEntry{},
 			held:     map[coordination.SplitID]uint64{},
 			inflight: map[coordination.SplitID]bool{},
+			handing:  map[coordination.SplitID]uint64{},
 			cooldown: map[coordination.SplitID]bool{},
 			quarCand: map[coordination.SplitID]bool{},
 			assigned: map[coordination.SplitID]bool{},
@@ -129,11 +131,19 @@ func (a *assign) Receive(c *actor.Context) {
 	case messages.TenancyEnded:
 		if e, ok := a.held[m.Split]; ok && e == m.Epoch {
 			delete(a.held, m.Split)
+			if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
+				a.handing[m.Split] = m.Epoch
+			}
 			if a.assigned[m.Split] {
 				a.named[m.Split] = a.v.clk.Now()
 			}
 			a.index(m.Split)
 			a.step(c)
+		}
+	case messages.HandBackResolved:
+		if e, ok := a.handing[m.Split]; ok && e == m.Epoch {
+			delete(a.handing, m.Split)
+			a.changed(c, m.Split)
 		}
 	case messages.ClaimAbandoned:
 		delete(a.inflight, m.Split)
@@ -197,7 +207,7 @@ func (a *assign) step(c *actor.Context) {
 		return
 	}
 	for id := range a.quarCand {
-		if !a.inflight[id] && !a.cooldown[id] {
+		if _, busy := a.handing[id]; !busy && !a.inflight[id] && !a.cooldown[id] {
 			a.launch(c, id)
 		}
 	}
@@ -210,7 +220,7 @@ func (a *assign) step(c *actor.Context) {
 	}
 	var cands []protocol.Candidate
 	for id := range a.assigned {
-		if a.inflight[id] || a.cooldown[id] {
+		if _, busy := a.handing[id]; busy || a.inflight[id] || a.cooldown[id] {
 			continue
 		}
 		in, ok := a.input(id)

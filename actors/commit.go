@@ -248,9 +248,17 @@ func (cm *commit) finish(id coordination.SplitID, epoch uint64) {
 	delete(cm.held, id)
 	p := cm.v.pid
 	cm.v.send(p.root, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
-	res := messages.HandBackResolved{Split: id, Epoch: epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded}
+
+	cm.resolved(messages.HandBackResolved{Split: id, Epoch: epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
+}
+
+// resolved tells the actors that follow a surrendered split how its
+// owner-clearing (or completing) write resolved.
+func (cm *commit) resolved(res messages.HandBackResolved) {
+	p := cm.v.pid
 	cm.v.send(p.lease, res)
 	cm.v.send(p.revoke, res)
+	cm.v.send(p.assign, res)
 }
 
 func (cm *commit) enqueue(c *actor.Context, op recordOp) {
@@ -504,7 +512,7 @@ func (cm *commit) commitResult(op recordOp, d opDone) error {
 		return d.err
 	case casFatal:
 		if op.kind == opCommit {
-			cm.v.send(cm.v.pid.root, messages.WorkerFailed{Err: d.err})
+			cm.v.failNow(d.err)
 		}
 		return d.err
 	}
@@ -551,12 +559,11 @@ func (cm *commit) replyFinal(id uint64, b *finalBatch) {
 	}
 	cm.v.send(b.replyTo, messages.CommitFinalBatchReply{Errs: errs})
 	if b.fatal != nil {
-		cm.v.send(cm.v.pid.root, messages.WorkerFailed{Err: b.fatal})
+		cm.v.failNow(b.fatal)
 	}
 }
 
 func (cm *commit) failResult(op recordOp, d opDone) {
-	p := cm.v.pid
 	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndFailed}
 	var err error
 	attempts := d.rec.Attempts
@@ -567,15 +574,14 @@ func (cm *commit) failResult(op recordOp, d opDone) {
 		res.Outcome, err = messages.HandBackFenced, d.err
 	case casFatal:
 		res.Outcome, err = messages.HandBackUnconfirmed, d.err
-		cm.v.send(p.root, messages.WorkerFailed{Err: d.err})
+		cm.v.failNow(d.err)
 	default:
 		res.Outcome, err = messages.HandBackUnconfirmed, d.err
 		attempts++
 		cm.v.fatalIf(d.err)
 	}
 	cm.log.Warn("split reported as failed", "split", op.split, "epoch", op.epoch, "attempts", attempts, "reason", op.failMsg)
-	cm.v.send(p.lease, res)
-	cm.v.send(p.revoke, res)
+	cm.resolved(res)
 	if op.replyTo != nil {
 		cm.v.send(op.replyTo, messages.FailSplitReply{Err: err})
 	}
@@ -611,7 +617,6 @@ func handBackReply(reason messages.EndReason, unconfirmed []coordination.SplitID
 }
 
 func (cm *commit) handBackResult(op recordOp, d opDone) {
-	p := cm.v.pid
 	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: op.reason}
 	switch d.outcome {
 	case casLanded:
@@ -624,7 +629,7 @@ func (cm *commit) handBackResult(op recordOp, d opDone) {
 	default:
 		res.Outcome = messages.HandBackUnconfirmed
 		if d.outcome == casFatal {
-			cm.v.send(p.root, messages.WorkerFailed{Err: d.err})
+			cm.v.failNow(d.err)
 		}
 		cm.log.Warn("hand-back did not confirm; the lease will expire", "split", op.split, "error", d.err)
 	}
@@ -635,8 +640,7 @@ func (cm *commit) handBackResult(op recordOp, d opDone) {
 			cm.v.met.lost("revoked")
 		}
 	}
-	cm.v.send(p.lease, res)
-	cm.v.send(p.revoke, res)
+	cm.resolved(res)
 	b, ok := cm.handBacks[op.batch]
 	if !ok {
 		return

@@ -13,7 +13,6 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -72,6 +71,15 @@ func (v *env) fail(err error) {
 	v.out.fail(err)
 }
 
+// failNow logs a Fatal condition and latches it at once, so that a call
+// answered after it already sees the failure.
+func (v *env) failNow(err error) {
+	if v.out.failure() == nil {
+		v.log.Error("coordinator failed", "error", err)
+	}
+	v.fail(err)
+}
+
 // send delivers msg to pid from outside an actor.
 func (v *env) send(pid *actor.PID, msg any) { v.e.Send(pid, msg) }
 
@@ -91,7 +99,7 @@ func (v *env) nowMs() int64 { return v.clk.Now().UnixMilli() }
 // fatalIf latches err when it is Fatal and reports whether it was.
 func (v *env) fatalIf(err error) bool {
 	if coordination.KindOf(err) == coordination.Fatal {
-		v.send(v.pid.root, messages.WorkerFailed{Err: err})
+		v.failNow(err)
 		return true
 	}
 	return false

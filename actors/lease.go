@@ -99,7 +99,7 @@ func (l *lease) Receive(c *actor.Context) {
 	case startupDone:
 		if m.err != nil {
 			if l.v.ctx.Err() == nil && !l.v.gone.Load() {
-				l.v.send(l.v.pid.root, messages.WorkerFailed{Err: m.err})
+				l.v.failNow(m.err)
 			}
 			return
 		}
@@ -331,7 +331,7 @@ func (l *lease) renewed(c *actor.Context, m leaseRenewed) {
 			l.log.Warn("lease renewal failed; will retry", "split", m.split, "error", m.err)
 		}
 	case renewTwin:
-		l.v.send(l.v.pid.root, messages.WorkerFailed{Err: twinError(l.v.id, m.split)})
+		l.v.failNow(twinError(l.v.id, m.split))
 	case renewFenced:
 		l.drop(c, m.split, t, messages.EndFenced)
 	case renewStarved:
@@ -355,7 +355,7 @@ func (l *lease) observed(c *actor.Context, m messages.LeaseObserved) {
 			t.rev = m.Rev
 		}
 	case m.Lease.Owner == l.v.id:
-		l.v.send(l.v.pid.root, messages.WorkerFailed{Err: twinError(l.v.id, m.Split)})
+		l.v.failNow(twinError(l.v.id, m.Split))
 	default:
 		l.drop(c, m.Split, t, messages.EndFenced)
 	}

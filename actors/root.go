@@ -45,7 +45,9 @@ func newRoot(v *env) actor.Producer {
 
 func (r *root) children() []*actor.PID {
 	p := r.v.pid
-	return []*actor.PID{p.watch, p.lease, p.leader, p.assign, p.commit, p.revoke}
+	// The lease actor comes last: it starts the startup I/O, so every other
+	// actor has JobStarted in its inbox before anything startup causes.
+	return []*actor.PID{p.watch, p.leader, p.assign, p.commit, p.revoke, p.lease}
 }
 
 func (r *root) broadcast(c *actor.Context, msg any, to ...*actor.PID) {
@@ -126,8 +128,7 @@ func (r *root) Receive(c *actor.Context) {
 		}
 		r.broadcast(c, m, r.v.pid.assign, r.v.pid.leader, r.v.pid.revoke)
 	case messages.WorkerFailed:
-		r.log.Error("coordinator failed", "error", m.Err)
-		r.v.fail(m.Err)
+		r.v.failNow(m.Err)
 	case messages.DepartJob:
 		r.depart(c, m)
 	case messages.HandBackSplitsReply:
