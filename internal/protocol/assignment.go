@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
@@ -75,20 +76,28 @@ type AssignOutput struct {
 // in.Members or in.Splits.
 //
 // Cost (SPEC §31.1), for n pool splits, m members and k moves: O(n log n)
-// for sorting the pool, O(n log m) for the fill pass, and O(log n) amortised
-// per move; O(n + m) memory. How: the members with a spare lane sit in an
-// indexed min-heap keyed by (load, memberHash, id), which yields both the fill
-// target and the improve pass's receiver. Donors come from a max-heap keyed by
-// (load desc, memberHash, id) with lazy deletion: because the receiver's load
-// T never decreases, a member found inadmissible stays so until it receives a
-// split, so it is dropped and pushed back only then. Each member's splits are
-// kept in a treap ordered by (weight asc, splitHash desc, id asc), built on
-// first use as a donor (a settled fleet builds none); the gain w·(D−w) with
-// D = load(d)−T is concave in w, so the best split is the first of the weight
-// class just above D/2 or the first of the class just below it, two O(log n)
-// descents. The treap (array-backed, indices into the split table, priorities
-// from a fixed mix of the index) was chosen over a sorted slice because a move
-// must delete and insert in O(log n) even when one member holds 100k splits.
+// at most for ordering the pool (O(n) when the input is id-sorted, as a
+// listing is, with weights below 256), O(n log m) for the fill pass and
+// O(log n) amortised per move, plus O(n) for all first-time donor scans
+// together; O(n + m) memory (24 bytes per pool split, 16 more per split once
+// any treap is built, 16 for the output).
+//
+// How: the members with a spare lane sit in an indexed min-heap keyed by
+// (load, memberHash, id), which yields both the fill target and the improve
+// pass's receiver. Donors come from a max-heap keyed by (load desc,
+// memberHash, id) with lazy deletion: because the receiver's load T never
+// decreases, a member found inadmissible stays so until it receives a split,
+// so it is dropped and pushed back only then. A member's splits start as a
+// list; its first time as a donor is a linear scan (a joiner takes one split
+// from each of many members), and from its second time on they live in a
+// treap ordered by (weight asc, splitHash desc, id asc). The gain w·(D−w),
+// D = load(d)−T, is concave in w, so the best split is the first of the
+// weight class just above D/2 or the first of the class just below it: two
+// O(log n) descents. The treap (array-backed, indices into the split table,
+// priorities from a fixed mix of the index) was chosen over a sorted slice
+// because a move must delete and insert in O(log n) even when one member
+// holds 100k splits; over a skiplist or B-tree because it needs no
+// allocation per node and little code.
 func Assign(in AssignInput) AssignOutput { return assign(in, MaxMoves) }
 
 // assign is Assign with the move bound as a parameter, so tests can reach it.
@@ -97,7 +106,9 @@ func assign(in AssignInput, maxMoves int) AssignOutput {
 	if len(a.mem) == 0 {
 		return AssignOutput{Assigned: map[string][]coordination.SplitID{}}
 	}
-	a.sticky()
+	if !a.stuck {
+		a.sticky()
+	}
 	a.fill()
 	moves, bounded := a.improve(maxMoves)
 	return AssignOutput{Assigned: a.output(), Moves: moves, Bounded: bounded}
@@ -119,31 +130,28 @@ type aMember struct {
 	built   bool   // the treap is authoritative
 }
 
-// aSplit is one pool split during an evaluation; it doubles as a treap node.
-// It holds no pointers (the id is read from the input through src), so the
-// table costs the garbage collector nothing to scan.
+// aSplit is one pool split during an evaluation: 24 bytes and no pointers
+// (the id is read from the input through src), so the table is cheap to
+// allocate and costs the garbage collector nothing to scan.
 type aSplit struct {
 	w     uint64
-	hash  uint64 // splitHash, set when the holder's treap is built
-	src   int32  // index in AssignInput.Splits
-	owner int32  // member index of owner(s), -1 if none or not a member
-	at    int32  // member holding it, -1 while unassigned
-	next  int32  // next split of the same member's list form
-	left  int32
-	right int32
-	prio  uint32
-	// hashed reports that hash is set.
-	hashed bool
+	src   int32 // index in AssignInput.Splits
+	owner int32 // member index of owner(s), -1 if none or not a member
+	at    int32 // member holding it, -1 while unassigned
+	next  int32 // next split of the same member's list form
 }
 
 type assigner struct {
 	h0    uint64 // seedState(fp)
 	in    []AssignSplit
-	mem   []aMember // sorted by id
-	sp    []aSplit  // the pool, sorted by id
-	order []int32   // pool order: weight desc, id asc
-	recv  []int32   // min-heap of members with a spare lane
+	mem   []aMember   // sorted by id
+	sp    []aSplit    // the pool, sorted by id
+	node  []aNode     // treap nodes, indexed like sp; nil until the first treap
+	order []int32     // pool order: weight desc, id asc
+	recv  []recvEntry // min-heap of members with a spare lane
 	donor []donorEntry
+	stuck bool    // pass 1 already ran inside newAssigner
+	scan  scanned // what scanBest learned about the list it scanned
 	tmp   []int32 // scratch for building a treap: its sorted splits
 	stack []int32 // scratch for building a treap: its right spine
 }
@@ -171,15 +179,21 @@ func newAssigner(in AssignInput) *assigner {
 
 	// The pool, in input order; a strictly ascending input (the common case:
 	// a listing) is already in id order and has no repeated id.
-	a.sp = make([]aSplit, 0, len(in.Splits))
+	// While the input is strictly ascending with equal weights, pool order is
+	// input order, so pass 1 runs in this same loop; the first split that
+	// breaks either condition undoes it (unstick) and pass 1 runs later.
+	a.sp = make([]aSplit, len(in.Splits))
+	a.stuck = true
+	k := 0
 	sorted := true
 	var prev coordination.SplitID
+	and, or := ^uint64(0), uint64(0) // over the weights, for poolOrder
 	for i := range in.Splits {
 		s := &in.Splits[i]
 		if s.Status != StatusRunnable || !s.HasSpec || (len(in.Reserved) > 0 && in.Reserved[s.ID]) {
 			continue
 		}
-		if len(a.sp) > 0 && s.ID <= prev {
+		if k > 0 && s.ID <= prev {
 			sorted = false
 		}
 		prev = s.ID
@@ -187,8 +201,19 @@ func newAssigner(in AssignInput) *assigner {
 		if s.Owner != "" {
 			owner = index.lookup(s.Owner)
 		}
-		a.sp = append(a.sp, aSplit{w: max(1, s.Weight), src: int32(i), owner: owner, at: -1, next: -1, left: -1, right: -1})
+		w := max(1, s.Weight)
+		and &= w
+		or |= w
+		a.sp[k] = aSplit{w: w, src: int32(i), owner: owner, at: -1, next: -1}
+		if a.stuck && (!sorted || w != a.sp[0].w) {
+			a.unstick(k)
+		}
+		if a.stuck && owner >= 0 && a.mem[owner].count < a.mem[owner].cap {
+			a.place(int32(k), owner)
+		}
+		k++
 	}
+	a.sp = a.sp[:k]
 	if !sorted {
 		// Id order; a repeated id keeps the greatest weight, then the lowest
 		// owner index (-1, no member owner, first).
@@ -206,28 +231,20 @@ func newAssigner(in AssignInput) *assigner {
 		})
 		a.sp = slices.CompactFunc(a.sp, func(x, y aSplit) bool { return in.Splits[x.src].ID == in.Splits[y.src].ID })
 	}
-	a.order = poolOrder(a.sp)
+	a.order = poolOrder(a.sp, and^or)
 	return a
 }
 
 // poolOrder returns the indices of sp (sorted by id) in pool order, weight
-// descending then id ascending: a stable LSD radix sort on the complemented
-// weight, with one O(n) pass per byte in which the weights differ (none when
-// all weights are equal, one for weights below 256).
-func poolOrder(sp []aSplit) []int32 {
-	and, or := ^uint64(0), uint64(0)
-	for i := range sp {
-		and &= ^sp[i].w
-		or |= ^sp[i].w
+// descending then id ascending, or nil when that is sp's own order (all
+// weights equal; diff is the OR of the weights XOR their AND). It is a stable
+// LSD radix sort on the complemented weight, with one O(n) pass per byte in
+// which the weights differ (one for weights below 256).
+func poolOrder(sp []aSplit, diff uint64) []int32 {
+	if diff == 0 {
+		return nil
 	}
 	order := make([]int32, len(sp))
-	diff := and ^ or
-	if diff == 0 {
-		for i := range order {
-			order[i] = int32(i)
-		}
-		return order
-	}
 	type kv struct {
 		k uint64 // ^weight, so ascending k is descending weight
 		i int32
@@ -264,10 +281,31 @@ func poolOrder(sp []aSplit) []int32 {
 	return order
 }
 
+// unstick undoes the speculative pass 1 over sp[:k].
+func (a *assigner) unstick(k int) {
+	a.stuck = false
+	for i := range a.sp[:k] {
+		a.sp[i].at, a.sp[i].next = -1, -1
+	}
+	for i := range a.mem {
+		mb := &a.mem[i]
+		mb.count, mb.load, mb.head, mb.wmin = 0, 0, -1, math.MaxUint64
+	}
+}
+
+// nth is the n-th split in pool order.
+func (a *assigner) nth(n int) int32 {
+	if a.order == nil {
+		return int32(n)
+	}
+	return a.order[n]
+}
+
 // sticky is pass 1 (SPEC §14.3): in pool order, a split stays with its owner
 // while the owner has a spare lane.
 func (a *assigner) sticky() {
-	for _, s := range a.order {
+	for i := range a.sp {
+		s := a.nth(i)
 		if o := a.sp[s].owner; o >= 0 && a.mem[o].count < a.mem[o].cap {
 			a.place(s, o)
 		}
@@ -277,24 +315,25 @@ func (a *assigner) sticky() {
 // fill is pass 2 (SPEC §14.4): each unplaced split, in pool order, goes to the
 // lightest-first member with a spare lane, until no member has one.
 func (a *assigner) fill() {
-	a.recv = make([]int32, 0, len(a.mem))
+	a.recv = make([]recvEntry, 0, len(a.mem))
 	for i := range a.mem {
-		if a.mem[i].count < a.mem[i].cap {
-			a.mem[i].pos = int32(len(a.recv))
-			a.recv = append(a.recv, int32(i))
+		if mb := &a.mem[i]; mb.count < mb.cap {
+			mb.pos = int32(len(a.recv))
+			a.recv = append(a.recv, recvEntry{load: mb.load, hash: mb.hash, m: int32(i)})
 		}
 	}
 	for i := len(a.recv)/2 - 1; i >= 0; i-- {
 		a.recvDown(i)
 	}
-	for _, s := range a.order {
+	for i := range a.sp {
 		if len(a.recv) == 0 {
 			return
 		}
+		s := a.nth(i)
 		if a.sp[s].at >= 0 {
 			continue
 		}
-		r := a.recv[0]
+		r := a.recv[0].m
 		a.place(s, r)
 		a.recvFix(r)
 	}
@@ -325,7 +364,7 @@ func (a *assigner) improve(maxMoves int) (int, bool) {
 	}
 	moves := 0
 	for len(a.recv) > 0 {
-		r := a.recv[0]
+		r := a.recv[0].m
 		t := a.mem[r].load
 		d := a.nextDonor(t)
 		if d < 0 {
@@ -364,8 +403,8 @@ func (a *assigner) minWeight(m int32) uint64 {
 		return mb.wmin
 	}
 	x := mb.root
-	for a.sp[x].left >= 0 {
-		x = a.sp[x].left
+	for a.node[x].left >= 0 {
+		x = a.node[x].left
 	}
 	return a.sp[x].w
 }
@@ -403,56 +442,114 @@ func (a *assigner) bestSplit(d int32, dl uint64) int32 {
 	return best
 }
 
-// scanBest is bestSplit by a linear scan of d's list form.
+// scanned is what scanBest learned about the list it scanned, so the move
+// can unlink the chosen split in O(1).
+type scanned struct {
+	prev int32  // the chosen split's predecessor in the list, -1 if first
+	wmin uint64 // lightest weight in the list without the chosen split
+}
+
+// scanBest is bestSplit by a linear scan of d's list form. It collects the
+// splits of greatest gain, then breaks their tie by hash, four hashes at a
+// time (FNV-1a is latency-bound, so interleaving four quadruples its
+// throughput; a joiner's first moves tie every split of the donor). It
+// records a.scan.
 func (a *assigner) scanBest(d int32, dl uint64) int32 {
-	best := int32(-1)
+	cand, prevs := a.tmp[:0], a.stack[:0]
 	var bh, bl uint64
-	for x := a.mem[d].head; x >= 0; x = a.sp[x].next {
+	min1, min2, n1 := uint64(math.MaxUint64), uint64(math.MaxUint64), 0
+	prev := int32(-1)
+	for x := a.mem[d].head; x >= 0; prev, x = x, a.sp[x].next {
 		w := a.sp[x].w
+		switch {
+		case w < min1:
+			min1, min2, n1 = w, min1, 1
+		case w == min1:
+			n1++
+		case w < min2:
+			min2 = w
+		}
 		if w >= dl {
 			continue
 		}
 		ch, cl := gain(w, dl)
-		if best < 0 || ch > bh || (ch == bh && (cl > bl || (cl == bl && a.better(x, best)))) {
-			best, bh, bl = x, ch, cl
+		if len(cand) > 0 && (ch < bh || (ch == bh && cl < bl)) {
+			continue
 		}
+		if len(cand) == 0 || ch > bh || cl > bl {
+			cand, prevs, bh, bl = cand[:0], prevs[:0], ch, cl
+		}
+		cand = append(cand, x)
+		prevs = append(prevs, prev)
+	}
+	a.tmp, a.stack = cand, prevs
+	if len(cand) == 0 {
+		return -1
+	}
+	bi := 0
+	if len(cand) > 1 {
+		var bhash uint64
+		var h [4]uint64
+		for i := 0; i < len(cand); i += 4 {
+			n := min(4, len(cand)-i)
+			a.hash4(cand[i:i+n], &h)
+			for j := range n {
+				x := cand[i+j]
+				if i+j == 0 || h[j] > bhash || (h[j] == bhash && a.id(x) < a.id(cand[bi])) {
+					bi, bhash = i+j, h[j]
+				}
+			}
+		}
+	}
+	best := cand[bi]
+	a.scan = scanned{prev: prevs[bi], wmin: min1}
+	if a.sp[best].w == min1 && n1 == 1 {
+		a.scan.wmin = min2
 	}
 	return best
 }
 
-// listRemove unlinks s from member m's list form and recomputes its lightest
-// weight, in O(c).
-func (a *assigner) listRemove(m, s int32) {
-	mb := &a.mem[m]
-	mb.wmin = math.MaxUint64
-	prev := int32(-1)
-	for x := mb.head; x >= 0; x = a.sp[x].next {
-		if x == s {
-			if prev < 0 {
-				mb.head = a.sp[x].next
-			} else {
-				a.sp[prev].next = a.sp[x].next
-			}
-			continue
+// hash4 sets h[i] to the splitHash of xs[i] (len(xs) <= 4), interleaving
+// the four FNV-1a chains over the bytes their ids have in common.
+func (a *assigner) hash4(xs []int32, h *[4]uint64) {
+	var ids [4]string
+	for i, x := range xs {
+		ids[i] = string(a.id(x))
+		h[i] = a.h0
+	}
+	n := 0
+	if len(xs) == 4 {
+		n = min(len(ids[0]), len(ids[1]), len(ids[2]), len(ids[3]))
+		for j := 0; j < n; j++ {
+			h[0] = (h[0] ^ uint64(ids[0][j])) * fnvPrime
+			h[1] = (h[1] ^ uint64(ids[1][j])) * fnvPrime
+			h[2] = (h[2] ^ uint64(ids[2][j])) * fnvPrime
+			h[3] = (h[3] ^ uint64(ids[3][j])) * fnvPrime
 		}
-		mb.wmin = min(mb.wmin, a.sp[x].w)
-		prev = x
+	}
+	for i := range xs {
+		h[i] = hashFrom(h[i], ids[i][n:])
 	}
 }
 
-// hashOf returns the splitHash of pool split x, computing it once.
-func (a *assigner) hashOf(x int32) uint64 {
-	s := &a.sp[x]
-	if !s.hashed {
-		s.hash = hashFrom(a.h0, string(a.in[s.src].ID))
-		s.hashed = true
+// listUnlink removes s, just chosen by scanBest, from member m's list form.
+func (a *assigner) listUnlink(m, s int32) {
+	mb := &a.mem[m]
+	if a.scan.prev < 0 {
+		mb.head = a.sp[s].next
+	} else {
+		a.sp[a.scan.prev].next = a.sp[s].next
 	}
-	return s.hash
+	mb.wmin = a.scan.wmin
 }
 
-// better reports whether split x beats split y on the gain tie-break.
+// splitHash is the splitHash of pool split x.
+func (a *assigner) splitHash(x int32) uint64 { return hashFrom(a.h0, string(a.id(x))) }
+
+// better reports whether split x beats split y on the gain tie-break; both
+// are treap nodes.
 func (a *assigner) better(x, y int32) bool {
-	if hx, hy := a.hashOf(x), a.hashOf(y); hx != hy {
+	if hx, hy := a.node[x].hash, a.node[y].hash; hx != hy {
 		return hx > hy
 	}
 	return a.id(x) < a.id(y)
@@ -465,15 +562,13 @@ func (a *assigner) move(s, d, r int32) {
 	if dm.built {
 		dm.root = a.treapDelete(dm.root, s)
 	} else {
-		a.listRemove(d, s)
+		a.listUnlink(d, s)
 	}
 	dm.count--
 	dm.load = subSat(dm.load, sp.w)
-	sp.left, sp.right = -1, -1
 	sp.at = r
 	if rm.built {
-		a.hashOf(s)
-		sp.prio = uint32(mix64(uint64(s)) >> 32)
+		a.node[s] = aNode{hash: a.splitHash(s), left: -1, right: -1}
 		rm.root = a.treapInsert(rm.root, s)
 	} else {
 		sp.next = rm.head
@@ -546,8 +641,8 @@ func subSat(a, b uint64) uint64 {
 // hash of every 8-byte word of the id. It never affects the result, and it is
 // a few times cheaper than a Go map for the one lookup per pool split.
 type memberIndex struct {
-	slots []int32 // member index, -1 if empty
-	mem   []aMember
+	slots []int32  // member index, -1 if empty
+	ids   []string // member ids by index, compact for the final comparison
 }
 
 func newMemberIndex(mem []aMember) memberIndex {
@@ -555,12 +650,13 @@ func newMemberIndex(mem []aMember) memberIndex {
 	for size < 4*len(mem) {
 		size *= 2
 	}
-	x := memberIndex{slots: make([]int32, size), mem: mem}
+	x := memberIndex{slots: make([]int32, size), ids: make([]string, len(mem))}
 	for i := range x.slots {
 		x.slots[i] = -1
 	}
 	mask := uint64(size - 1)
 	for i := range mem {
+		x.ids[i] = mem[i].id
 		j := quickHash(mem[i].id) & mask
 		for x.slots[j] >= 0 {
 			j = (j + 1) & mask
@@ -570,36 +666,49 @@ func newMemberIndex(mem []aMember) memberIndex {
 	return x
 }
 
-// lookup returns the index of member id, or -1.
-func (x memberIndex) lookup(id string) int32 {
+// lookup returns the index of member id, or -1. It is quickHash and a probe
+// in one function, so the hot loop pays one call per split.
+func (x *memberIndex) lookup(id string) int32 {
+	const k = 0x9e3779b97f4a7c15
+	h := uint64(len(id)) * k
+	i := 0
+	for ; i+8 <= len(id); i += 8 {
+		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64([]byte(id[i:i+8])))*k, 29)
+	}
+	if i < len(id) {
+		var w uint64
+		for j := i; j < len(id); j++ {
+			w |= uint64(id[j]) << (8 * (j - i))
+		}
+		h = bits.RotateLeft64((h^w)*k, 29)
+	}
+	h ^= h >> 32
 	mask := uint64(len(x.slots) - 1)
-	for j := quickHash(id) & mask; ; j = (j + 1) & mask {
+	for j := h & mask; ; j = (j + 1) & mask {
 		m := x.slots[j]
-		if m < 0 || x.mem[m].id == id {
+		if m < 0 || x.ids[m] == id {
 			return m
 		}
 	}
 }
 
-// quickHash is a fast, non-persistent string hash for memberIndex.
+// quickHash is the hash lookup computes, for building the table.
 func quickHash(s string) uint64 {
 	const k = 0x9e3779b97f4a7c15
 	h := uint64(len(s)) * k
 	i := 0
 	for ; i+8 <= len(s); i += 8 {
-		w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
-			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
-		h = bits.RotateLeft64((h^w)*k, 29)
+		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64([]byte(s[i:i+8])))*k, 29)
 	}
-	for ; i < len(s); i++ {
-		h = (h ^ uint64(s[i])) * k
+	if i < len(s) {
+		var w uint64
+		for j := i; j < len(s); j++ {
+			w |= uint64(s[j]) << (8 * (j - i))
+		}
+		h = bits.RotateLeft64((h^w)*k, 29)
 	}
 	return h ^ h>>32
 }
-
-// hashString is Hs(seed, s) (FNV-1a 64 over be64(seed) ‖ s) without
-// allocating; it equals MemberHash and SplitHash.
-func hashString(seed uint64, s string) uint64 { return hashFrom(seedState(seed), s) }
 
 // seedState is the FNV-1a 64 state after hashing be64(seed), so an
 // evaluation hashes the seed once, not once per id.

@@ -11,80 +11,94 @@ package protocol
 // deletion: every push bumps the member's version, and only the entry
 // carrying the current version is live.
 
-// recvLess orders members lightest first.
-func (a *assigner) recvLess(x, y int32) bool {
-	mx, my := &a.mem[x], &a.mem[y]
-	if mx.load != my.load {
-		return mx.load < my.load
-	}
-	if mx.hash != my.hash {
-		return mx.hash < my.hash
-	}
-	return x < y
+// recvEntry is a receiver-heap entry; it carries its key so comparisons do
+// not chase into the member table.
+type recvEntry struct {
+	load uint64
+	hash uint64
+	m    int32
 }
 
-func (a *assigner) recvSwap(i, j int) {
-	a.recv[i], a.recv[j] = a.recv[j], a.recv[i]
-	a.mem[a.recv[i]].pos = int32(i)
-	a.mem[a.recv[j]].pos = int32(j)
+// recvLess orders members lightest first.
+func recvLess(x, y recvEntry) bool {
+	if x.load != y.load {
+		return x.load < y.load
+	}
+	if x.hash != y.hash {
+		return x.hash < y.hash
+	}
+	return x.m < y.m
 }
 
 func (a *assigner) recvUp(i int) {
+	h := a.recv
+	e := h[i]
 	for i > 0 {
 		p := (i - 1) / 2
-		if !a.recvLess(a.recv[i], a.recv[p]) {
-			return
+		if !recvLess(e, h[p]) {
+			break
 		}
-		a.recvSwap(i, p)
+		h[i] = h[p]
+		a.mem[h[i].m].pos = int32(i)
 		i = p
 	}
+	h[i] = e
+	a.mem[e.m].pos = int32(i)
 }
 
 func (a *assigner) recvDown(i int) {
-	n := len(a.recv)
+	h := a.recv
+	n := len(h)
+	e := h[i]
 	for {
 		l := 2*i + 1
 		if l >= n {
-			return
+			break
 		}
 		c := l
-		if r := l + 1; r < n && a.recvLess(a.recv[r], a.recv[l]) {
+		if r := l + 1; r < n && recvLess(h[r], h[l]) {
 			c = r
 		}
-		if !a.recvLess(a.recv[c], a.recv[i]) {
-			return
+		if !recvLess(h[c], e) {
+			break
 		}
-		a.recvSwap(i, c)
+		h[i] = h[c]
+		a.mem[h[i].m].pos = int32(i)
 		i = c
 	}
+	h[i] = e
+	a.mem[e.m].pos = int32(i)
 }
 
 // recvPush adds member m, which has a spare lane and is not in the heap.
 func (a *assigner) recvPush(m int32) {
-	a.mem[m].pos = int32(len(a.recv))
-	a.recv = append(a.recv, m)
+	mb := &a.mem[m]
+	a.recv = append(a.recv, recvEntry{load: mb.load, hash: mb.hash, m: m})
 	a.recvUp(len(a.recv) - 1)
 }
 
 // recvFix restores the heap after member m's load or count changed, removing
 // it once its lanes are full.
 func (a *assigner) recvFix(m int32) {
-	i := int(a.mem[m].pos)
-	if a.mem[m].count >= a.mem[m].cap {
+	mb := &a.mem[m]
+	i := int(mb.pos)
+	if mb.count >= mb.cap {
+		mb.pos = -1
 		last := len(a.recv) - 1
 		if i != last {
-			a.recvSwap(i, last)
+			mv := a.recv[last].m
+			a.recv[i] = a.recv[last]
+			a.recv = a.recv[:last]
+			a.recvUp(i)
+			a.recvDown(int(a.mem[mv].pos))
+			return
 		}
 		a.recv = a.recv[:last]
-		a.mem[m].pos = -1
-		if i < last {
-			a.recvUp(i)
-			a.recvDown(i)
-		}
 		return
 	}
+	a.recv[i].load = mb.load
 	a.recvUp(i)
-	a.recvDown(int(a.mem[m].pos))
+	a.recvDown(int(mb.pos))
 }
 
 // donorEntry is one donor-heap entry: the member's load and version when pushed.

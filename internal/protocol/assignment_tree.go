@@ -5,28 +5,38 @@ import (
 	"strings"
 )
 
-// Each member's splits, once it is first used as a donor, live in a treap over
-// the split table (aSplit.left/right/prio), ordered by (weight asc, splitHash
-// desc, id asc): within a weight class the split that wins the gain tie-break
-// comes first. Priorities are a fixed mix of the split's index, so the shape is
-// deterministic; results never depend on the shape, only on the key order.
+// Each member's splits, from its second time as a donor on, live in a treap
+// over the node table (indexed like the split table, allocated at the first
+// build), ordered by (weight asc, splitHash desc, id asc): within a weight
+// class the split that wins the gain tie-break comes first. Priorities are a
+// fixed mix of the split's index, so the shape is deterministic; results never
+// depend on the shape, only on the key order.
+
+// aNode is the treap node of a pool split.
+type aNode struct {
+	hash  uint64 // splitHash
+	left  int32
+	right int32
+}
+
+// prio is the treap priority of split x.
+func prio(x int32) uint32 { return uint32(mix64(uint64(x)) >> 32) }
 
 // keyCmp compares splits x and y in treap order.
 func (a *assigner) keyCmp(x, y int32) int {
-	sx, sy := &a.sp[x], &a.sp[y]
-	if sx.w != sy.w {
-		if sx.w < sy.w {
+	if wx, wy := a.sp[x].w, a.sp[y].w; wx != wy {
+		if wx < wy {
 			return -1
 		}
 		return 1
 	}
-	if sx.hash != sy.hash {
-		if sx.hash > sy.hash {
+	if hx, hy := a.node[x].hash, a.node[y].hash; hx != hy {
+		if hx > hy {
 			return -1
 		}
 		return 1
 	}
-	return strings.Compare(string(a.in[sx.src].ID), string(a.in[sy.src].ID))
+	return strings.Compare(string(a.id(x)), string(a.id(y)))
 }
 
 // build turns member m's list form into its treap, in O(c log c) for c splits.
@@ -36,13 +46,14 @@ func (a *assigner) build(m int32) {
 		return
 	}
 	mb.built = true
+	if a.node == nil {
+		a.node = make([]aNode, len(a.sp))
+	}
 	a.tmp = a.tmp[:0]
 	for x := mb.head; x >= 0; {
-		s := &a.sp[x]
-		a.hashOf(x)
-		s.prio = uint32(mix64(uint64(x)) >> 32)
+		a.node[x] = aNode{hash: a.splitHash(x), left: -1, right: -1}
 		a.tmp = append(a.tmp, x)
-		x, s.left, s.right, s.next = s.next, -1, -1, -1
+		x, a.sp[x].next = a.sp[x].next, -1
 	}
 	mb.head = -1
 	slices.SortFunc(a.tmp, a.keyCmp)
@@ -51,13 +62,13 @@ func (a *assigner) build(m int32) {
 	stack := a.stack[:0]
 	for _, x := range a.tmp {
 		last := int32(-1)
-		for len(stack) > 0 && a.sp[stack[len(stack)-1]].prio < a.sp[x].prio {
+		for len(stack) > 0 && prio(stack[len(stack)-1]) < prio(x) {
 			last = stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 		}
-		a.sp[x].left = last
+		a.node[x].left = last
 		if len(stack) > 0 {
-			a.sp[stack[len(stack)-1]].right = x
+			a.node[stack[len(stack)-1]].right = x
 		}
 		stack = append(stack, x)
 	}
@@ -75,35 +86,35 @@ func (a *assigner) lowerBound(t int32, w uint64) (int32, int32) {
 	for t >= 0 {
 		if a.sp[t].w >= w {
 			ge = t
-			t = a.sp[t].left
+			t = a.node[t].left
 		} else {
 			lt = t
-			t = a.sp[t].right
+			t = a.node[t].right
 		}
 	}
 	return ge, lt
 }
 
-// treapInsert inserts node x (children cleared, hash and prio set) into t.
+// treapInsert inserts node x (children cleared, hash set) into t.
 func (a *assigner) treapInsert(t, x int32) int32 {
 	if t < 0 {
 		return x
 	}
 	if a.keyCmp(x, t) < 0 {
-		l := a.treapInsert(a.sp[t].left, x)
-		a.sp[t].left = l
-		if a.sp[l].prio > a.sp[t].prio { // rotate right
-			a.sp[t].left = a.sp[l].right
-			a.sp[l].right = t
+		l := a.treapInsert(a.node[t].left, x)
+		a.node[t].left = l
+		if prio(l) > prio(t) { // rotate right
+			a.node[t].left = a.node[l].right
+			a.node[l].right = t
 			return l
 		}
 		return t
 	}
-	r := a.treapInsert(a.sp[t].right, x)
-	a.sp[t].right = r
-	if a.sp[r].prio > a.sp[t].prio { // rotate left
-		a.sp[t].right = a.sp[r].left
-		a.sp[r].left = t
+	r := a.treapInsert(a.node[t].right, x)
+	a.node[t].right = r
+	if prio(r) > prio(t) { // rotate left
+		a.node[t].right = a.node[r].left
+		a.node[r].left = t
 		return r
 	}
 	return t
@@ -112,12 +123,12 @@ func (a *assigner) treapInsert(t, x int32) int32 {
 // treapDelete removes node x, which is in t, and returns the new root.
 func (a *assigner) treapDelete(t, x int32) int32 {
 	if t == x {
-		return a.treapMerge(a.sp[t].left, a.sp[t].right)
+		return a.treapMerge(a.node[t].left, a.node[t].right)
 	}
 	if a.keyCmp(x, t) < 0 {
-		a.sp[t].left = a.treapDelete(a.sp[t].left, x)
+		a.node[t].left = a.treapDelete(a.node[t].left, x)
 	} else {
-		a.sp[t].right = a.treapDelete(a.sp[t].right, x)
+		a.node[t].right = a.treapDelete(a.node[t].right, x)
 	}
 	return t
 }
@@ -130,11 +141,11 @@ func (a *assigner) treapMerge(l, r int32) int32 {
 	if r < 0 {
 		return l
 	}
-	if a.sp[l].prio > a.sp[r].prio {
-		a.sp[l].right = a.treapMerge(a.sp[l].right, r)
+	if prio(l) > prio(r) {
+		a.node[l].right = a.treapMerge(a.node[l].right, r)
 		return l
 	}
-	a.sp[r].left = a.treapMerge(l, a.sp[r].left)
+	a.node[r].left = a.treapMerge(l, a.node[r].left)
 	return r
 }
 
