@@ -23,7 +23,7 @@ bin="$(mktemp -d)/bench-assignment"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go build -o "$bin" ./cmd/bench-assignment
 
-args=(-runs "${RUNS:-7}" -clock "${CLOCK:-cpu}")
+args=(-runs "${RUNS:-7}" -clock "${CLOCK:-cpu}" -franz "${FRANZ:-balance}")
 if [[ "${QUICK:-0}" != "0" ]]; then
 	args+=(-quick)
 fi

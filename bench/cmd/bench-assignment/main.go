@@ -29,6 +29,7 @@ func main() {
 	runs := flag.Int("runs", 7, "timed runs per case; the median is printed")
 	clock := flag.String("clock", "cpu", "what to measure: cpu (process CPU time) or wall")
 	quick := flag.Bool("quick", false, "skip the 100k×1000 cases")
+	franz := flag.String("franz", "balance", "franz-go step to time: balance (Balance alone) or leader (MemberBalancer + Balance)")
 	flag.Parse()
 	now := cpuTime
 	switch *clock {
@@ -38,6 +39,10 @@ func main() {
 		now = func() time.Duration { return time.Since(start) }
 	default:
 		fmt.Fprintf(os.Stderr, "bench-assignment: -clock must be cpu or wall, got %q\n", *clock)
+		os.Exit(2)
+	}
+	if *franz != "balance" && *franz != "leader" {
+		fmt.Fprintf(os.Stderr, "bench-assignment: -franz must be balance or leader, got %q\n", *franz)
 		os.Exit(2)
 	}
 	if *runs < 1 {
@@ -65,7 +70,7 @@ func main() {
 				os.Exit(1)
 			}
 			ours := median(*runs, now, func() { protocol.Assign(in) })
-			theirs := medianFranz(*runs, now, k)
+			theirs := medianFranz(*runs, now, k, *franz == "leader")
 			fmt.Printf("assignment count-%s %dx%d: ours %s ms, franz-go %s ms, ratio %.2f\n",
 				shape, n, m, ms(ours), ms(theirs), float64(ours)/float64(theirs))
 		}
@@ -119,24 +124,28 @@ func median(runs int, now func() time.Duration, f func()) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// medianFranz times franz-go's Balance step; the metadata parse before it is
-// done outside the timed region, on a fresh balancer each run.
-func medianFranz(runs int, now func() time.Duration, k bench.Kafka) time.Duration {
+// medianFranz times franz-go's Balance step, on a fresh balancer each run;
+// with leader, the metadata parse before it (MemberBalancer) is timed too.
+func medianFranz(runs int, now func() time.Duration, k bench.Kafka, leader bool) time.Duration {
 	ds := make([]time.Duration, runs)
 	for i := range ds {
+		runtime.GC()
+		parse := now()
 		mb, _, err := kgo.StickyBalancer().MemberBalancer(k.Members)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench-assignment: franz-go: %v\n", err)
 			os.Exit(1)
 		}
 		b := mb.(kgo.GroupMemberBalancerOrError)
-		runtime.GC()
 		start := now()
 		if _, err := b.BalanceOrError(k.Topics); err != nil {
 			fmt.Fprintf(os.Stderr, "bench-assignment: franz-go: %v\n", err)
 			os.Exit(1)
 		}
 		ds[i] = now() - start
+		if leader {
+			ds[i] = now() - parse
+		}
 	}
 	slices.Sort(ds)
 	return ds[len(ds)/2]
