@@ -61,11 +61,12 @@ func (s *Store) popExpiredLocked(now time.Time) {
 // s.mu, and every deadline before or at now has been popped.
 //
 // A clock timer is armed relative to the clock's time when it is created. A
-// *clock.Mock can be advanced by another goroutine between our reading of
-// now and the timer's creation, which would make the timer fire late or not at
-// all within that advance; for a mock clock the time is therefore read again
-// after arming, and if it moved, the due entries are expired and the timer is
-// armed afresh. A real clock's drift of a few microseconds is harmless.
+// hand-advanced clock (one with an Add method, such as *clock.Mock) can be
+// advanced by another goroutine between our reading of now and the timer's
+// creation, which would make the timer fire late, possibly after the test
+// stopped advancing; for such a clock the time is therefore read again after
+// arming, and if it moved, the due entries are expired and the timer is armed
+// afresh. A real clock's drift of a few microseconds is harmless.
 func (s *Store) rearmLocked(now time.Time) {
 	for {
 		if len(s.expiries) == 0 {

@@ -145,3 +145,43 @@ func TestOperationsExpireFirst(t *testing.T) {
 		})
 	}
 }
+
+// jumpyClock is a mock clock that another goroutine advances by jump just
+// as the store arms its expiry timer, once.
+type jumpyClock struct {
+	*clock.Mock
+	jump *time.Duration
+}
+
+func (j jumpyClock) AfterFunc(d time.Duration, fn func()) *clock.Timer {
+	if *j.jump > 0 {
+		by := *j.jump
+		*j.jump = 0
+		j.Mock.Add(by)
+	}
+	return j.Mock.AfterFunc(d, fn)
+}
+
+// The clock moving while the timer is armed must not delay the expiry past
+// its deadline.
+func TestExpiryTimerSurvivesClockJumpWhileArming(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clock.NewMock()
+		jump := time.Duration(0)
+		st := New(ttl, WithClock(jumpyClock{clk, &jump}))
+		defer st.Close()
+		w, _ := mustWatch(t, st, store.Ephemeral, "")
+		jump = ttl / 2
+		mustCreate(t, st, store.Ephemeral, "k", "v") // arms the timer; the clock jumps to ttl/2
+		clk.Add(ttl/2 - time.Nanosecond)
+		synctest.Wait()
+		if evs, _ := pending(w); len(evs) != 1 || evs[0].Kind != store.Put {
+			t.Fatalf("events before the deadline %+v; want only the Put", evs)
+		}
+		clk.Add(time.Nanosecond) // exactly the deadline
+		synctest.Wait()
+		if evs, _ := pending(w); len(evs) != 1 || evs[0].Kind != store.Delete {
+			t.Fatalf("events at the deadline %+v; want the expiry's Delete", evs)
+		}
+	})
+}

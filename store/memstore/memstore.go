@@ -21,8 +21,9 @@ type Store struct {
 	ttl      time.Duration // fixed at construction
 	clock    clock.Clock   // judges expiry and runs the expiry timer
 	maxValue int           // value cap in bytes; 0 means none
-	// exactTimers is true for a *clock.Mock, whose time can jump while the
-	// expiry timer is being armed (see rearmLocked).
+	// exactTimers is true for a hand-advanced clock such as *clock.Mock,
+	// whose time can jump while the expiry timer is being armed (see
+	// rearmLocked).
 	exactTimers bool
 
 	mu       sync.Mutex // guards everything below
@@ -67,7 +68,7 @@ func New(leaseTTL time.Duration, opts ...Option) *Store {
 	for _, o := range opts {
 		o(s)
 	}
-	_, s.exactTimers = s.clock.(*clock.Mock)
+	_, s.exactTimers = s.clock.(interface{ Add(time.Duration) })
 	return s
 }
 
