@@ -364,6 +364,9 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 	key := protocol.SplitKey(op.split)
 	what := map[opKind]string{opCommit: "committing", opFinal: "committing", opFail: "failing", opHandBack: "handing back"}[op.kind]
 	for try := 0; ; try++ {
+		if base.rec.Status.Terminal() && op.kind != opHandBack {
+			return opDone{outcome: casFenced, err: coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", op.split)}
+		}
 		want, err := build(base.rec)
 		if err != nil {
 			return opDone{outcome: casFatal, err: err, rec: base.rec, rev: base.rev}
@@ -417,6 +420,9 @@ func casClaim(ctx context.Context, v *env, op recordOp, base recEntry, now int64
 	cand := op.claim.Claim.Candidate
 	e := op.claim.Epoch
 	for try := 0; ; try++ {
+		if base.rec.Status.Terminal() {
+			return opDone{outcome: casFenced}
+		}
 		var want protocol.ProgressRecord
 		if cand.Quarantine {
 			want = base.rec.QuarantineOnTakeover(now)

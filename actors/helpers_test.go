@@ -108,3 +108,5 @@ type (
 	storeKeyspace = store.Keyspace
 	storeEntry    = store.Entry
 )
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -1,0 +1,114 @@
+package actors
+
+import (
+	"sort"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spate-go/coordination"
+)
+
+func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		reg := prometheus.NewPedanticRegistry()
+		w := r.start("w1", finalPlan("a", "b"), func(c *coordination.Config) { c.Metrics = reg })
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		series := 0
+		for _, mf := range mfs {
+			names = append(names, strings.TrimPrefix(mf.GetName(), "coordination_"))
+			for _, m := range mf.GetMetric() {
+				series++
+				ok := false
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == "worker" && lp.GetValue() == "w1" {
+						ok = true
+					}
+				}
+				if !ok {
+					t.Fatalf("%s lacks worker=w1", mf.GetName())
+				}
+			}
+		}
+		sort.Strings(names)
+		want := []string{"acquisitions_total", "assignment_latency_seconds", "drain_duration_seconds", "idle", "leader", "live_workers", "reconcile_duration_seconds", "releases_total", "replan_duration_seconds", "replans_total", "revocations_total", "split_failures_total", "split_losses_total", "splits_completed", "splits_draining", "splits_owned", "splits_planned_total", "splits_quarantined", "store_op_duration_seconds", "write_duration_seconds", "writes_total", "quarantines_total"}
+		sort.Strings(want)
+		if strings.Join(names, ",") != strings.Join(want, ",") {
+			t.Fatalf("families\n got %v\nwant %v", names, want)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "coordination_acquisitions_total" && len(mf.GetMetric()) != 4 {
+				t.Fatalf("acquisitions_total has %d series, want 4", len(mf.GetMetric()))
+			}
+		}
+
+		// A second worker on the same registry registers beside the first.
+		w2 := r.start("w2", finalPlan("a", "b"), func(c *coordination.Config) { c.Metrics = reg })
+		r.until("both gained", 10*time.Second, []*member{w, w2}, func() bool { return len(w.held)+len(w2.held) == 2 })
+		for _, m := range []*member{w, w2} {
+			for id := range m.held {
+				if err := m.c.Commit(id, coordination.SplitProgress{Watermark: 1, Completed: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		r.until("verdict", 10*time.Second, []*member{w, w2}, func() bool { return verdictOf(w) != nil && verdictOf(w2) != nil })
+		if created := counterSum(t, reg, "coordination_acquisitions_total", "create"); created != 2 {
+			t.Fatalf("acquisitions_total{reason=create} = %v, want 2", created)
+		}
+		for _, m := range []*member{w, w2} {
+			if err := m.c.Depart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// counterSum sums one counter family's series carrying the label value
+// across workers.
+func counterSum(tb testing.TB, reg *prometheus.Registry, name, value string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	sum := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetValue() == value {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func TestMetricsRegistrationConflictIsSkipped(t *testing.T) {
+	reg := prometheus.NewPedanticRegistry()
+	clash := prometheus.NewCounter(prometheus.CounterOpts{Name: "coordination_releases_total", Help: "x", ConstLabels: prometheus.Labels{"worker": "w1"}})
+	reg.MustRegister(clash)
+	m := newMetrics(reg, "w1", discardLogger())
+	if m.releases != nil {
+		t.Fatal("conflicting family was kept")
+	}
+	m.released() // nil-safe
+	var nilM *metrics
+	nilM.released()
+	nilM.owned(3)
+	if m.splitsOwned == nil {
+		t.Fatal("other families were not registered")
+	}
+}
