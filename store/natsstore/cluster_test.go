@@ -201,6 +201,7 @@ func clusterRound(t *testing.T, st *Store, tag string) {
 }
 
 func TestClusterReplicas3(t *testing.T) {
+	t.Parallel() // waits in real time
 	if testing.Short() {
 		t.Skip("cluster test skipped in -short mode")
 	}

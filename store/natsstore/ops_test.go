@@ -118,6 +118,7 @@ func TestCancelledContextIsRetryable(t *testing.T) {
 }
 
 func TestExpiryAndRenewal(t *testing.T) {
+	t.Parallel() // waits in real time
 	st := storeFor(t, startServer(t))
 	ctx := opCtx(t)
 	w, err := st.Watch(t.Context(), store.Ephemeral, "")

@@ -13,6 +13,7 @@ import (
 )
 
 func TestServerRestartMidWatch(t *testing.T) {
+	t.Parallel() // waits in real time
 	opts := serverOptions(t.TempDir())
 	opts.SyncAlways = true // SPEC §25.9: acknowledged writes are on disk
 	srv := runServer(t, opts)

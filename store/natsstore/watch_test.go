@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,4 +234,114 @@ func TestWatchEndings(t *testing.T) {
 			t.Fatalf("second Close = %v", err)
 		}
 	})
+}
+
+// TestWatchNoGapForLatestState writes to a few keys while a watch starts
+// and checks the no-gap rule as NATS keeps it: for every write made after
+// Watch returned, the watch delivers that revision or a later event of the
+// same key, and folding the watch as the coordinator does (SPEC §8.6)
+// reproduces List.
+func TestWatchNoGapForLatestState(t *testing.T) {
+	st := storeFor(t, startServer(t))
+	type write struct {
+		key string
+		rev store.Revision
+		del bool
+	}
+	var (
+		watching atomic.Bool
+		mu       sync.Mutex
+		mustSee  []write
+		started  = make(chan struct{})
+	)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		revs := map[string]store.Revision{}
+		n := 0
+		for i := 0; n < 200; i++ {
+			late := watching.Load()
+			key := fmt.Sprintf("gap.%d", i%5)
+			ctx := opCtx(t)
+			w := write{key: key}
+			var err error
+			var ok bool
+			switch rev := revs[key]; {
+			case rev == 0:
+				w.rev, ok, err = st.Create(ctx, store.Durable, key, fmt.Appendf(nil, "%d", i))
+			case i%7 == 0:
+				ok, err = st.Delete(ctx, store.Durable, key, rev)
+				w.rev, w.del = rev, true
+			default:
+				w.rev, ok, err = st.Update(ctx, store.Durable, key, fmt.Appendf(nil, "%d", i), rev)
+			}
+			if err != nil || !ok {
+				t.Errorf("write %d of %s: ok=%v err=%v", i, key, ok, err)
+				return
+			}
+			revs[key] = w.rev
+			if w.del {
+				revs[key] = 0
+			}
+			if i == 20 {
+				close(started)
+			}
+			if late {
+				mu.Lock()
+				mustSee = append(mustSee, w)
+				mu.Unlock()
+				n++
+			}
+		}
+	})
+	<-started
+	w, err := st.Watch(t.Context(), store.Durable, "gap.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	watching.Store(true)
+	wg.Wait()
+	end := mustCreate(t, st, store.Durable, "gap.end", "")
+
+	live := map[string]store.Entry{}
+	lastPut := map[string]store.Revision{}
+	applied := map[string]store.Revision{}
+	latest := map[string]store.Revision{} // highest revision of any event per key
+	for {
+		ev := nextEvent(t, w, 10*time.Second)
+		k, rev := ev.Entry.Key, ev.Entry.Revision
+		latest[k] = max(latest[k], rev)
+		switch ev.Kind {
+		case store.Put:
+			if rev > applied[k] {
+				live[k], applied[k], lastPut[k] = ev.Entry, rev, rev
+			}
+		case store.Delete:
+			if rev > lastPut[k] {
+				delete(live, k)
+				applied[k] = max(applied[k], rev)
+			}
+		}
+		if k == "gap.end" && rev == end {
+			break
+		}
+	}
+	for _, wr := range mustSee {
+		if wr.del && latest[wr.key] <= wr.rev || !wr.del && latest[wr.key] < wr.rev {
+			t.Fatalf("write %+v after the watch started: latest event of the key is at revision %d", wr, latest[wr.key])
+		}
+	}
+	lst, err := st.List(opCtx(t), store.Durable, "gap.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lst) != len(live) {
+		t.Fatalf("List has %d keys, the folded watch %d", len(lst), len(live))
+	}
+	for _, e := range lst {
+		if got := live[e.Key]; got.Revision != e.Revision || string(got.Value) != string(e.Value) {
+			t.Fatalf("folded watch has %+v, List %+v", got, e)
+		}
+	}
+	t.Logf("%d writes after the watch started, all reflected", len(mustSee))
 }
