@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -60,6 +61,7 @@ type fleetOptions struct {
 	untilBudget time.Duration
 	logger      *slog.Logger
 	onFail      func(msg string) // nil: t.Fatal
+	failureLogs bool
 }
 
 // Option configures a [Fleet].
@@ -81,6 +83,30 @@ func WithUntilBudget(d time.Duration) Option {
 // The default discards logs.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *fleetOptions) { o.logger = l }
+}
+
+// WithFailureLogs captures every member's logs at debug level and writes
+// them to the test log if the test fails.
+func WithFailureLogs() Option {
+	return func(o *fleetOptions) { o.failureLogs = true }
+}
+
+// logBuffer is an io.Writer safe for concurrent use.
+type logBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // withFailHandler replaces t.Fatal: onFail receives the failure message and
@@ -123,6 +149,16 @@ func NewFleet(t testing.TB, opts ...Option) *Fleet {
 	o := fleetOptions{untilBudget: 20 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.failureLogs {
+		buf := &logBuffer{}
+		o.logger = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		// Registered before the fleet's own cleanup, so it runs after it.
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Log("member logs:\n" + buf.String())
+			}
+		})
 	}
 	cfg := HarnessConfig()
 	for _, m := range o.cfgMutators {

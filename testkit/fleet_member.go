@@ -24,6 +24,7 @@ type Held struct {
 	worked          bool   // the work policy ran for this tenancy
 	workedWith      Work   // the policy it ran with (a new policy runs again)
 	streamedAt      int    // the fleet step of the last WorkStream commit
+	triedAt         int    // 1 + the fleet step of the last Retryable work commit
 	revokeActed     bool   // the revoke policy ran for the current request
 	revokeActedWith Revoke // the policy it ran with (a new policy runs again)
 }

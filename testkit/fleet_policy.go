@@ -79,8 +79,12 @@ func (m *Member) applyPolicy() bool {
 			switch m.Policy.Revoke {
 			case RevokeConsent:
 				acted = true
-				if m.Commit(id, next(h, false)) == nil {
-					_ = m.ReleaseDrained(id)
+				err := m.Commit(id, next(h, false))
+				if err == nil {
+					err = m.ReleaseDrained(id)
+				}
+				if coordination.KindOf(err) == coordination.Retryable && m.Holds(id) {
+					h.revokeActed = false // try again on a later pump
 				}
 				continue
 			case RevokeDecline:
@@ -99,17 +103,24 @@ func (m *Member) applyPolicy() bool {
 			}
 			continue
 		}
-		if h.worked && h.workedWith == m.Policy.Work {
+		if (h.worked && h.workedWith == m.Policy.Work) || h.triedAt == m.f.steps+1 {
 			continue
 		}
+		var err error
 		switch m.Policy.Work {
 		case WorkCommit:
-			h.worked, h.workedWith, acted = true, WorkCommit, true
-			_ = m.Commit(id, next(h, false))
+			err = m.Commit(id, next(h, false))
 		case WorkComplete:
-			h.worked, h.workedWith, acted = true, WorkComplete, true
-			_ = m.Commit(id, next(h, true))
+			err = m.Commit(id, next(h, true))
+		default:
+			continue
 		}
+		acted = true
+		if coordination.KindOf(err) == coordination.Retryable {
+			h.triedAt = m.f.steps + 1 // try again after the next clock step
+			continue
+		}
+		h.worked, h.workedWith = true, m.Policy.Work
 	}
 	return acted
 }
