@@ -1,0 +1,277 @@
+package actors
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/messages"
+)
+
+// recorder is an actor that keeps every message it receives.
+type recorder struct {
+	mu   *sync.Mutex
+	msgs *[]any
+}
+
+func (r recorder) Receive(c *actor.Context) {
+	switch c.Message().(type) {
+	case actor.Initialized, actor.Started, actor.Stopped:
+		return
+	}
+	r.mu.Lock()
+	*r.msgs = append(*r.msgs, c.Message())
+	r.mu.Unlock()
+}
+
+// revokeRig runs a lone revoke actor whose root is a recorder.
+type revokeRig struct {
+	t    *testing.T
+	e    *actor.Engine
+	pid  *actor.PID
+	clk  interface{ Add(time.Duration) }
+	mu   sync.Mutex
+	msgs []any
+	reg  *prometheus.Registry
+}
+
+func newRevokeRig(t *testing.T) *revokeRig {
+	r := newRig(t)
+	rr := &revokeRig{t: t, e: r.e, clk: r.clk, reg: prometheus.NewPedanticRegistry()}
+	cfg := testConfig(t, r.clk, "w1")
+	v := &env{e: r.e, cfg: cfg, clk: r.clk, id: "w1", log: discardLogger(), out: &outbox{}, met: newMetrics(rr.reg, "w1", discardLogger())}
+	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.pid.root = r.e.Spawn(func() actor.Receiver { return recorder{mu: &rr.mu, msgs: &rr.msgs} }, "root")
+	rr.pid = r.e.Spawn(newRevoke(v), "revoke")
+	v.pid.revoke = rr.pid
+	t.Cleanup(func() {
+		<-r.e.Poison(rr.pid).Done()
+		<-r.e.Poison(v.pid.root).Done()
+	})
+	return rr
+}
+
+func (rr *revokeRig) send(msgs ...any) {
+	for _, m := range msgs {
+		rr.e.Send(rr.pid, m)
+	}
+	synctest.Wait()
+}
+
+func (rr *revokeRig) take() []any {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	m := rr.msgs
+	rr.msgs = nil
+	return m
+}
+
+func (rr *revokeRig) counter(outcome string) float64 {
+	return counterSum(rr.t, rr.reg, "coordination_revocations_total", outcome)
+}
+
+func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rr := newRevokeRig(t)
+		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
+			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}})
+		if got := rr.take(); len(got) != 0 {
+			t.Fatalf("assigned and held: %v", got)
+		}
+		rr.send(messages.AssignedSetChanged{Decided: true})
+		if got := rr.take(); len(got) != 1 || got[0] != (messages.RevocationRequested{Split: "a", Epoch: 1}) {
+			t.Fatalf("request: %v", got)
+		}
+		rr.send(messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}})
+		if got := rr.take(); len(got) != 0 {
+			t.Fatalf("cancel told the root: %v", got)
+		}
+		// A winning commit refreshes the silence clock.
+		rr.clk.Add(500 * time.Millisecond)
+		rr.send(messages.CommitLanded{Split: "a", Epoch: 1})
+		rr.clk.Add(500 * time.Millisecond)
+		rr.send(messages.HeartbeatTicked{})
+		if got := rr.take(); len(got) != 0 {
+			t.Fatalf("forced although progress was recent: %v", got)
+		}
+		rr.clk.Add(300 * time.Millisecond)
+		rr.send(messages.HeartbeatTicked{})
+		if got := rr.take(); len(got) != 1 || got[0] != (messages.ForceRevocation{Split: "a", Epoch: 1}) {
+			t.Fatalf("silent: %v", got)
+		}
+		if rr.counter("requested") != 1 || rr.counter("cancelled") != 1 || rr.counter("forced") != 0 || rr.counter("drained") != 0 {
+			t.Fatalf("counters r=%v c=%v f=%v d=%v", rr.counter("requested"), rr.counter("cancelled"), rr.counter("forced"), rr.counter("drained"))
+		}
+	})
+}
+
+func TestRevocationReRequestKeepsStarted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rr := newRevokeRig(t)
+		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
+			messages.AssignedSetChanged{Decided: true})
+		rr.take()
+		rr.clk.Add(500 * time.Millisecond)
+		rr.send(messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}}) // cancel
+		rr.clk.Add(300 * time.Millisecond)
+		rr.send(messages.CommitLanded{Split: "a", Epoch: 1})
+		// Re-requested 800ms after the start: already past DrainDeadline
+		// (750ms), so it is forced in the same step.
+		rr.send(messages.AssignedSetChanged{Decided: true})
+		got := rr.take()
+		if len(got) != 2 || got[0] != (messages.RevocationRequested{Split: "a", Epoch: 1}) || got[1] != (messages.ForceRevocation{Split: "a", Epoch: 1}) {
+			t.Fatalf("re-request: %v", got)
+		}
+		if rr.counter("requested") != 2 || rr.counter("cancelled") != 1 || rr.counter("forced") != 1 {
+			t.Fatalf("requested=%v cancelled=%v forced=%v", rr.counter("requested"), rr.counter("cancelled"), rr.counter("forced"))
+		}
+	})
+}
+
+func TestRevocationOutcomes(t *testing.T) {
+	start := func(rr *revokeRig) {
+		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
+			messages.AssignedSetChanged{Decided: true})
+		rr.take()
+	}
+	tests := []struct {
+		name    string
+		then    []any
+		outcome string
+	}{
+		{"drained by ReleaseDrained", []any{messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndDrained}, messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndDrained, Outcome: messages.HandBackLanded}}, "drained"},
+		{"drained by a completed commit", []any{messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded}}, "drained"},
+		{"forced by an unconfirmed hand-back", []any{messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndDrained, Outcome: messages.HandBackUnconfirmed}}, "forced"},
+		{"forced by Fail", []any{messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndFailed, Outcome: messages.HandBackLanded}}, "forced"},
+		{"forced by a fence", []any{messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndFenced}}, "forced"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rr := newRevokeRig(t)
+				start(rr)
+				rr.send(tt.then...)
+				for _, o := range []string{"drained", "forced", "cancelled"} {
+					want := 0.0
+					if o == tt.outcome {
+						want = 1
+					}
+					if got := rr.counter(o); got != want {
+						t.Fatalf("%s = %v, want %v", o, got, want)
+					}
+				}
+				// requested = drained + forced + cancelled + live entries.
+				if rr.counter("requested") != 1 {
+					t.Fatalf("requested = %v", rr.counter("requested"))
+				}
+			})
+		})
+	}
+}
+
+func TestNoAssignmentRecordRevokesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rr := newRevokeRig(t)
+		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1}, messages.AssignedSetChanged{Decided: false})
+		if got := rr.take(); len(got) != 0 {
+			t.Fatalf("withdrawn assignment revoked: %v", got)
+		}
+		rr.send(messages.WatchesChanged{Live: false}, messages.AssignedSetChanged{Decided: true})
+		if got := rr.take(); len(got) != 0 {
+			t.Fatalf("revoked while a watch is down: %v", got)
+		}
+	})
+}
+
+func TestDeclineForcesAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		p := finalPlan("a", "b")
+		w1 := r.start("w1", p)
+		r.until("w1 holds both", 10*time.Second, []*member{w1}, func() bool { return len(w1.held) == 2 })
+		for id := range w1.held {
+			if err := w1.c.Commit(id, coordination.SplitProgress{Watermark: 6}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w2 := r.start("w2", p)
+		ms := []*member{w1, w2}
+		r.until("revocation", 10*time.Second, ms, func() bool { _, ok := hasEvent[coordination.RevokeRequested](w1); return ok })
+		rv, _ := hasEvent[coordination.RevokeRequested](w1)
+		if err := w1.c.DeclineRevoke(rv.Split); err != nil {
+			t.Fatal(err)
+		}
+		w1.pump(t)
+		if lost, ok := hasEvent[coordination.Lost](w1); !ok || lost.Split != rv.Split {
+			t.Fatalf("no Lost after decline: %v", w1.evs)
+		}
+		r.until("w2 gains it", 10*time.Second, ms, func() bool { _, ok := w2.held[rv.Split]; return ok })
+		if g := w2.held[rv.Split]; g.Progress == nil || g.Progress.Watermark != 6 {
+			t.Fatalf("gained %+v", g)
+		}
+		for _, m := range ms {
+			if err := m.c.Depart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+func TestRebalanceDelayWithholdsACrashedWorkersSplits(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		min   time.Duration
+		max   time.Duration
+	}{
+		{"zero delay moves within three leases", 0, 0, 3 * 1500 * time.Millisecond},
+		{"five leases withhold for at least three", 5 * 1500 * time.Millisecond, 3 * 1500 * time.Millisecond, 8 * 1500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t)
+				p := finalPlan("a", "b", "c", "d")
+				mut := func(c *coordination.Config) { c.RebalanceDelay = tc.delay }
+				w1 := r.start("w1", p, mut)
+				w2 := r.start("w2", p, mut)
+				ms := []*member{w1, w2}
+				seen := map[*member]int{}
+				r.until("split 2/2", 20*time.Second, ms, func() bool {
+					for _, m := range ms {
+						evs := m.evs[seen[m]:]
+						seen[m] = len(m.evs)
+						for _, ev := range evs {
+							if rv, ok := ev.(coordination.RevokeRequested); ok {
+								if _, held := m.held[rv.Split]; held {
+									_ = m.c.ReleaseDrained(rv.Split)
+									delete(m.held, rv.Split)
+								}
+							}
+						}
+					}
+					return len(w1.held) == 2 && len(w2.held) == 2
+				})
+				victim, survivor := w2, w1
+				if _, ok := hasEvent[coordination.AllComplete](w1); ok {
+					t.Fatal("unexpected verdict")
+				}
+				victim.c.Abort()
+				start := r.clk.Now()
+				r.until("survivor holds all", tc.max+5*time.Second, []*member{survivor}, func() bool { return len(survivor.held) == 4 })
+				took := r.clk.Since(start)
+				if took < tc.min || took > tc.max {
+					t.Fatalf("moved after %s, want within [%s, %s]", took, tc.min, tc.max)
+				}
+				if err := survivor.c.Depart(); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
+}
