@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -66,6 +67,7 @@ type lease struct {
 	round        uint64
 	hb           *clock.Timer
 
+	deletes  *sync.WaitGroup // guarded lease deletes in flight; Depart waits for them
 	held     map[coordination.SplitID]*leaseTenancy
 	ended    map[coordination.SplitID]leaseTenancy // surrendered, awaiting the hand-back outcome
 	claiming map[coordination.SplitID]claimLeased  // lease written, record CAS pending
@@ -76,6 +78,7 @@ func newLease(v *env) actor.Producer {
 		return &lease{
 			v:        v,
 			log:      v.log.With("actor", "lease"),
+			deletes:  &sync.WaitGroup{},
 			held:     map[coordination.SplitID]*leaseTenancy{},
 			ended:    map[coordination.SplitID]leaseTenancy{},
 			claiming: map[coordination.SplitID]claimLeased{},
@@ -167,12 +170,12 @@ func (l *lease) Receive(c *actor.Context) {
 		if ok && t.epoch == m.Epoch {
 			delete(l.ended, m.Split)
 			if m.Outcome != messages.HandBackFenced {
-				l.deleteLease(m.Split, t.rev)
+				l.deleteLease(m.Split, t.rev, t.epoch)
 			}
 		}
 	case messages.DeleteLease:
 		delete(l.claiming, m.Split)
-		l.deleteLease(m.Split, m.Rev)
+		l.deleteLease(m.Split, m.Rev, 0)
 	case messages.Departing:
 		l.departed = true
 	case messages.WithdrawPresence:
@@ -192,8 +195,9 @@ func (l *lease) Receive(c *actor.Context) {
 // (§21.1 step 4) and answers reply.
 func (l *lease) withdrawPresence(reply *actor.PID) {
 	l.withdraw = nil
-	v, rev := l.v, l.presenceRev
+	v, rev, deletes := l.v, l.presenceRev, l.deletes
 	v.goFunc(func(ctx context.Context) {
+		deletes.Wait() // the hand-backs' lease deletes go first (§21.1)
 		if rev != 0 {
 			c, cancel := v.opCtx(ctx)
 			_, _ = v.st.Delete(c, store.Ephemeral, protocol.WorkerKey(v.id), store.Revision(rev))
@@ -367,15 +371,32 @@ func (l *lease) drop(c *actor.Context, id coordination.SplitID, t *leaseTenancy,
 	c.Send(l.v.pid.root, messages.TenancyEnded{Split: id, Epoch: t.epoch, Reason: reason})
 }
 
-func (l *lease) deleteLease(id coordination.SplitID, rev uint64) {
+// deleteLease deletes a surrendered split's lease guarded by rev. When the
+// guard loses because a renewal in flight landed meanwhile, and the lease
+// still carries this worker's nonce at epoch (non-zero), it retries once at
+// the fresh revision, so a peer never waits out the lease.
+func (l *lease) deleteLease(id coordination.SplitID, rev, epoch uint64) {
 	if rev == 0 {
 		return
 	}
-	v := l.v
+	v, wg := l.v, l.deletes
+	wg.Add(1)
 	v.goFunc(func(ctx context.Context) {
+		defer wg.Done()
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
-		_, _ = v.st.Delete(oc, store.Ephemeral, protocol.SplitKey(id), store.Revision(rev))
+		key := protocol.SplitKey(id)
+		ok, err := v.st.Delete(oc, store.Ephemeral, key, store.Revision(rev))
+		if ok || err != nil || epoch == 0 {
+			return
+		}
+		e, found, err := v.st.Get(oc, store.Ephemeral, key)
+		if err != nil || !found {
+			return
+		}
+		if lr, err := protocol.DecodeLease(key, e.Value); err == nil && lr.Owner == v.id && lr.Nonce == v.nonce && lr.Epoch == epoch {
+			_, _ = v.st.Delete(oc, store.Ephemeral, key, e.Revision)
+		}
 	})
 }
 
