@@ -13,6 +13,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors"
@@ -273,6 +274,8 @@ func (f *Fleet) startAs(name, instance string, p coordination.Planner, mutators 
 	cfg := f.cfg
 	cfg.InstanceID = instance
 	cfg.Clock = f.clock
+	reg := prometheus.NewRegistry()
+	cfg.Metrics = reg
 	if f.opts.logger != nil {
 		cfg.Logger = f.opts.logger
 	}
@@ -297,6 +300,7 @@ func (f *Fleet) startAs(name, instance string, p coordination.Planner, mutators 
 		f.checker.Restarted(name)
 	}
 	m.reset(c, fs, cfg)
+	m.registry = reg
 	m.coord.SetWaker(m.waker)
 	if err := c.Start(p); err != nil {
 		c.Abort()

@@ -79,3 +79,28 @@ func wantReason(t testing.TB, what string, err error, kind coordination.ErrorKin
 		t.Fatalf("%s: err = %v, want %v %q", what, err, kind, reason)
 	}
 }
+
+// checkRevocationAccounting checks SPEC §20.4 on every live member:
+// requested = drained + forced + cancelled + live entries, where the
+// splits_draining gauge counts the entries (cancelled ones included) and
+// cancelled entries are counted in both cancelled and the gauge.
+func checkRevocationAccounting(t fatalfer, f *Fleet) {
+	t.Helper()
+	for _, m := range f.Live() {
+		req := m.Metric("revocations_total", "outcome", "requested")
+		dr := m.Metric("revocations_total", "outcome", "drained")
+		fo := m.Metric("revocations_total", "outcome", "forced")
+		ca := m.Metric("revocations_total", "outcome", "cancelled")
+		live := m.Metric("splits_draining")
+		if req < dr+fo+ca || req > dr+fo+ca+live {
+			t.Fatalf("%s: revocations requested %v, drained %v, forced %v, cancelled %v, draining %v: want requested = drained + forced + cancelled + live entries",
+				m.ID(), req, dr, fo, ca, live)
+		}
+	}
+}
+
+// fatalfer is the part of testing.TB the fleet check helpers need.
+type fatalfer interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}

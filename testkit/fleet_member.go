@@ -5,6 +5,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors"
 )
@@ -47,11 +50,12 @@ type Member struct {
 	instance string // its InstanceID (equal to id except for twins)
 	f        *Fleet
 
-	coord  *actors.Coordinator
-	store  *FaultStore
-	cfg    coordination.Config
-	waker  *coordination.Waker
-	Policy Policy
+	coord    *actors.Coordinator
+	store    *FaultStore
+	registry *prometheus.Registry
+	cfg      coordination.Config
+	waker    *coordination.Waker
+	Policy   Policy
 
 	incarnation int
 	log         []coordination.Event
@@ -96,6 +100,57 @@ func (m *Member) Coordinator() *actors.Coordinator { return m.coord }
 
 // Store returns the current incarnation's fault wrapper.
 func (m *Member) Store() *FaultStore { return m.store }
+
+// Metrics returns the current incarnation's metrics registry (the fleet
+// gives every incarnation its own unless a mutator set Config.Metrics).
+func (m *Member) Metrics() *prometheus.Registry { return m.registry }
+
+// Metric returns the value of the counter or gauge coordination_<name> in
+// the current incarnation's registry whose labels include every
+// label=value pair given as alternating arguments; 0 if there is none.
+func (m *Member) Metric(name string, labels ...string) float64 {
+	if m.registry == nil {
+		return 0
+	}
+	fams, err := m.registry.Gather()
+	if err != nil {
+		m.f.Fail("testkit: gather metrics of %s: %v", m.id, err)
+	}
+	for _, fam := range fams {
+		if fam.GetName() != "coordination_"+name {
+			continue
+		}
+		sum := 0.0
+		for _, mt := range fam.GetMetric() {
+			if !hasLabels(mt.GetLabel(), labels) {
+				continue
+			}
+			switch {
+			case mt.Counter != nil:
+				sum += mt.GetCounter().GetValue()
+			case mt.Gauge != nil:
+				sum += mt.GetGauge().GetValue()
+			}
+		}
+		return sum
+	}
+	return 0
+}
+
+func hasLabels(have []*dto.LabelPair, want []string) bool {
+	for i := 0; i+1 < len(want); i += 2 {
+		found := false
+		for _, lp := range have {
+			if lp.GetName() == want[i] && lp.GetValue() == want[i+1] {
+				found = true
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
 
 // Config returns the current incarnation's configuration.
 func (m *Member) Config() coordination.Config { return m.cfg }

@@ -58,6 +58,7 @@ func TestRebalanceNewcomerGetsDrainedShareWithZeroReplay(t *testing.T) {
 		if n := len(w1.RevokeRequests()); n != 3 {
 			t.Fatalf("w1 got %d revoke requests, want 3", n)
 		}
+		checkRevocationAccounting(t, f)
 	})
 }
 
@@ -71,12 +72,18 @@ func TestRebalanceUnfinishedDrainIsForcedAtDeadline(t *testing.T) {
 		revoked := w1.RevokeRequests()
 		deadline := w1.Config().DrainDeadline
 		f.Advance(deadline - f.Step())
+		if n := w1.Metric("splits_draining"); n != 2 {
+			t.Fatalf("splits_draining = %v during two drains, want 2", n)
+		}
 		for _, s := range revoked {
 			if !w1.Holds(s) {
 				t.Fatalf("split %s forced %v after the request, before the drain deadline %v", s, f.Now().Sub(asked), deadline)
 			}
 		}
 		f.Until("w2 holds its share", func() bool { return allHeld(f, splits, "") && len(w2.HeldIDs()) == 2 })
+		if n := w1.Metric("revocations_total", "outcome", "forced"); n != 2 {
+			t.Fatalf("forced revocations = %v, want 2", n)
+		}
 		for _, s := range revoked {
 			if lostSplits(w1)[s] != 1 {
 				t.Fatalf("split %s: w1 Lost events %d, want exactly one for a forced revocation", s, lostSplits(w1)[s])
@@ -87,6 +94,7 @@ func TestRebalanceUnfinishedDrainIsForcedAtDeadline(t *testing.T) {
 				t.Fatalf("split %s: w2 resumed at %s, want the last committed %v", s, progressString(h.Carried), cut)
 			}
 		}
+		checkRevocationAccounting(t, f)
 	})
 }
 
@@ -104,6 +112,7 @@ func TestRebalanceDeclineForcesAtOnce(t *testing.T) {
 				t.Fatalf("split %s: want exactly one Lost after the decline", s)
 			}
 		}
+		checkRevocationAccounting(t, f)
 	})
 }
 
@@ -118,6 +127,7 @@ func TestRebalanceJoinDuringRevocationConverges(t *testing.T) {
 		f.Until("three workers hold two each", func() bool {
 			return allHeld(f, splits, "") && len(w1.HeldIDs()) == 2 && len(w2.HeldIDs()) == 2 && len(w3.HeldIDs()) == 2
 		})
+		checkRevocationAccounting(t, f)
 	})
 }
 
@@ -150,6 +160,7 @@ func TestRebalanceCancelledRevocationNeverLost(t *testing.T) {
 		if n := len(w1.RevokeRequests()); n != 2 {
 			t.Fatalf("revoke requests %v, want exactly the two cancelled ones", w1.RevokeRequests())
 		}
+		checkRevocationAccounting(t, f)
 	})
 }
 
@@ -172,6 +183,7 @@ func TestRebalanceCancelledSilentDrainIsReleasedAndRegained(t *testing.T) {
 				t.Fatalf("split %s: %s, want re-gained by w1 with no attempt charged", s, v)
 			}
 		}
+		checkRevocationAccounting(t, f)
 	})
 }
 
@@ -189,6 +201,7 @@ func TestRebalanceZeroDelayMovesCrashedSplitsWithinThreeLeases(t *testing.T) {
 		if took > 3*lease {
 			t.Fatalf("the crashed worker's splits moved after %v, want within three leases (%v)", took, 3*lease)
 		}
+		checkRevocationAccounting(t, f)
 	})
 }
 
@@ -211,6 +224,7 @@ func TestRebalanceFiveLeaseDelayWithholdsAtLeastThree(t *testing.T) {
 			}
 		}
 		f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		checkRevocationAccounting(t, f)
 	}, WithUntilBudget(20*lease))
 }
 
@@ -241,5 +255,6 @@ func TestRebalanceWithdrawnAssignmentReleasesNothing(t *testing.T) {
 				t.Fatalf("split %s released after its assignment record was withdrawn", s)
 			}
 		}
+		checkRevocationAccounting(t, f)
 	})
 }

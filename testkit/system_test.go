@@ -226,6 +226,7 @@ func execute(f *Fleet, s schedule) {
 	}
 	f.Until("every live worker reaches a verdict", f.AllSettled)
 	f.CheckVerdicts()
+	checkRevocationAccounting(failer{f}, f)
 	quarantined := false
 	for _, id := range f.Checker().Splits() {
 		if v, _ := f.Record(id); v.Status.String() == "quarantined" {
@@ -254,3 +255,9 @@ func TestFleetSystemProperty(t *testing.T) {
 		}
 	})
 }
+
+// failer routes a helper's Fatalf to the fleet's failure path.
+type failer struct{ f *Fleet }
+
+func (x failer) Helper()                           {}
+func (x failer) Fatalf(format string, args ...any) { x.f.Fail(format, args...) }
