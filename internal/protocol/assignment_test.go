@@ -459,7 +459,9 @@ func TestAssignMatchesReferenceLarger(t *testing.T) {
 }
 
 // asgRandomInput builds m members and n splits of weight 1..maxW, most owned by
-// one member, the rest by anyone, departed instances or nobody.
+// one member, the rest by anyone, departed instances or nobody. Half the
+// inputs have ids of varying length (so tie-breaking hashes run over ids of
+// different lengths, and the input is not in id order).
 func asgRandomInput(rng *rand.Rand, m, n int, maxW uint64) AssignInput {
 	in := AssignInput{DefaultCap: 1 + rng.IntN(n+1), FP: rng.Uint64(), Caps: map[string]int{}}
 	for i := range m {
@@ -469,6 +471,7 @@ func asgRandomInput(rng *rand.Rand, m, n int, maxW uint64) AssignInput {
 			in.Caps[id] = 1 + rng.IntN(n+1)
 		}
 	}
+	format := []string{"s%03d", "s%d"}[rng.IntN(2)] // sorted input or not
 	for i := range n {
 		owner := in.Members[0]
 		switch rng.IntN(4) {
@@ -478,7 +481,7 @@ func asgRandomInput(rng *rand.Rand, m, n int, maxW uint64) AssignInput {
 			owner = []string{"", "gone"}[rng.IntN(2)]
 		}
 		in.Splits = append(in.Splits, AssignSplit{
-			ID: coordination.SplitID(fmt.Sprintf("s%03d", i)), Weight: 1 + rng.Uint64N(maxW), HasSpec: true, Owner: owner,
+			ID: coordination.SplitID(fmt.Sprintf(format, i)), Weight: 1 + rng.Uint64N(maxW), HasSpec: true, Owner: owner,
 		})
 	}
 	return in
