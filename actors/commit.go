@@ -194,6 +194,15 @@ func (cm *commit) fold(c *actor.Context, id coordination.SplitID, rec protocol.P
 		return
 	}
 	cm.records[id] = recEntry{rec: rec, rev: rev}
+	// A fence is reported before the quarantine it may carry (E4).
+	if e, ok := cm.held[id]; ok {
+		switch {
+		case rec.Epoch > e || rec.Owner != cm.v.id:
+			cm.drop(id, e, messages.EndFenced)
+		case rec.Epoch == e && rec.Status == protocol.StatusCompleted:
+			cm.finish(id, e)
+		}
+	}
 	if !had || old.rec.Status != rec.Status {
 		if had {
 			cm.tally(old.rec.Status, -1)
@@ -201,14 +210,6 @@ func (cm *commit) fold(c *actor.Context, id coordination.SplitID, rec protocol.P
 		cm.tally(rec.Status, 1)
 		if rec.Status == protocol.StatusQuarantined {
 			cm.v.send(cm.v.pid.root, messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
-		}
-	}
-	if e, ok := cm.held[id]; ok {
-		switch {
-		case rec.Epoch > e || rec.Owner != cm.v.id:
-			cm.drop(id, e, messages.EndFenced)
-		case rec.Epoch == e && rec.Status == protocol.StatusCompleted:
-			cm.finish(id, e)
 		}
 	}
 	cm.judge()

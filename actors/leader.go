@@ -361,6 +361,10 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 	})
 }
 
+// planMissing is the Fatal of an operation that needs the plan record after
+// it was deleted outside the library (§11.5).
+var planMissing = &coordination.Error{Kind: coordination.Fatal, Reason: "plan record is missing; it was deleted outside the library"}
+
 // generationFence CASes the plan record to generation gen (§12.2).
 func generationFence(ctx context.Context, v *env, gen uint64, base protocol.PlanRecord, rev uint64, fingerprint string) fenceDone {
 	for try := 0; try < 3; try++ {
@@ -389,7 +393,7 @@ func generationFence(ctx context.Context, v *env, gen uint64, base protocol.Plan
 			continue
 		}
 		if !found {
-			return fenceDone{gen: gen, err: &coordination.Error{Kind: coordination.Fatal, Reason: "plan record is missing; it was deleted outside the library"}}
+			return fenceDone{gen: gen, err: planMissing}
 		}
 		pl, err := protocol.DecodePlan(protocol.KeyPlan, e.Value)
 		if err != nil {
@@ -660,6 +664,9 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 		d.outcome, d.err = "error", err
 	case !ok:
 		d.outcome = "lost"
+		if _, found, err := v.st.Get(oc, store.Durable, protocol.KeyPlan); err == nil && !found {
+			d.outcome, d.err = "fatal", planMissing
+		}
 	default:
 		d.plan, d.rev = want, uint64(r)
 		d.outcome = "noop"

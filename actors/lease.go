@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -34,7 +33,8 @@ type (
 		at      time.Time
 		err     error
 	}
-	claimLeased struct {
+	leaseDeleted struct{}
+	claimLeased  struct {
 		claim messages.ClaimSplit
 		epoch uint64
 		rev   uint64 // 0: the lease write lost or failed
@@ -67,7 +67,7 @@ type lease struct {
 	round        uint64
 	hb           *clock.Timer
 
-	deletes  *sync.WaitGroup // guarded lease deletes in flight; Depart waits for them
+	deletes  int // guarded lease deletes in flight; Depart's presence delete waits for them
 	held     map[coordination.SplitID]*leaseTenancy
 	ended    map[coordination.SplitID]leaseTenancy // surrendered, awaiting the hand-back outcome
 	claiming map[coordination.SplitID]claimLeased  // lease written, record CAS pending
@@ -78,7 +78,6 @@ func newLease(v *env) actor.Producer {
 		return &lease{
 			v:        v,
 			log:      v.log.With("actor", "lease"),
-			deletes:  &sync.WaitGroup{},
 			held:     map[coordination.SplitID]*leaseTenancy{},
 			ended:    map[coordination.SplitID]leaseTenancy{},
 			claiming: map[coordination.SplitID]claimLeased{},
@@ -119,7 +118,7 @@ func (l *lease) Receive(c *actor.Context) {
 			l.presenceRev = m.rev
 		}
 		if l.withdraw != nil {
-			l.withdrawPresence(l.withdraw)
+			l.maybeWithdraw()
 			return
 		}
 		if m.err != nil {
@@ -180,24 +179,28 @@ func (l *lease) Receive(c *actor.Context) {
 		l.departed = true
 	case messages.WithdrawPresence:
 		l.departed = true
-		if l.presenceBusy {
-			l.withdraw = m.ReplyTo
-			return
-		}
-		l.withdrawPresence(m.ReplyTo)
+		l.withdraw = m.ReplyTo
+		l.maybeWithdraw()
+	case leaseDeleted:
+		l.deletes--
+		l.maybeWithdraw()
 	case messages.WatchesChanged:
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
 }
 
-// withdrawPresence deletes the presence key guarded by its revision
-// (§21.1 step 4) and answers reply.
-func (l *lease) withdrawPresence(reply *actor.PID) {
+// maybeWithdraw deletes the presence key guarded by its revision (§21.1
+// step 4) once Depart asked for it, no renewal of it is in flight and the
+// hand-backs' lease deletes finished; then it answers Depart.
+func (l *lease) maybeWithdraw() {
+	if l.withdraw == nil || l.presenceBusy || l.deletes > 0 {
+		return
+	}
+	reply := l.withdraw
 	l.withdraw = nil
-	v, rev, deletes := l.v, l.presenceRev, l.deletes
+	v, rev := l.v, l.presenceRev
 	v.goFunc(func(ctx context.Context) {
-		deletes.Wait() // the hand-backs' lease deletes go first (§21.1)
 		if rev != 0 {
 			c, cancel := v.opCtx(ctx)
 			_, _ = v.st.Delete(c, store.Ephemeral, protocol.WorkerKey(v.id), store.Revision(rev))
@@ -379,10 +382,10 @@ func (l *lease) deleteLease(id coordination.SplitID, rev, epoch uint64) {
 	if rev == 0 {
 		return
 	}
-	v, wg := l.v, l.deletes
-	wg.Add(1)
+	l.deletes++
+	v, pid := l.v, l.v.pid.lease
 	v.goFunc(func(ctx context.Context) {
-		defer wg.Done()
+		defer v.send(pid, leaseDeleted{})
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
 		key := protocol.SplitKey(id)
