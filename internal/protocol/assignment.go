@@ -178,10 +178,10 @@ func newAssigner(in AssignInput) *assigner {
 	index := newMemberIndex(a.mem)
 
 	// The pool, in input order; a strictly ascending input (the common case:
-	// a listing) is already in id order and has no repeated id.
-	// While the input is strictly ascending with equal weights, pool order is
-	// input order, so pass 1 runs in this same loop; the first split that
-	// breaks either condition undoes it (unstick) and pass 1 runs later.
+	// a listing) is already in id order and has no repeated id. While the
+	// input is strictly ascending with equal weights, pool order is input
+	// order, so pass 1 runs in this same loop; the first split that breaks
+	// either condition undoes it (unstick) and pass 1 runs later.
 	a.sp = make([]aSplit, len(in.Splits))
 	a.stuck = true
 	k := 0
