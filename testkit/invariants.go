@@ -86,21 +86,26 @@ func progressString(p *coordination.SplitProgress) string {
 //     never emitted for a split the member holds and a Lost only for one it
 //     holds (E1), and (checked by [Checker.Check]) every Gained matches a
 //     claim version naming that member at that epoch and carries exactly that
-//     version's committed progress (nothing replayed, G4);
+//     version's committed progress (nothing replayed, G4); and, of §7.2,
+//     Quarantined at most once per split (E5), RevokeRequested only for a
+//     held split (E6) and nothing after the verdict (E7), per member
+//     incarnation;
 //   - I6 ([Checker.CheckVerdicts]) every member alive at the end of a bounded
 //     run received the same verdict.
 //
 // Violations are collected, each naming the split, the revisions and the
 // members involved. A Checker is safe for concurrent use.
 type Checker struct {
-	mu         sync.Mutex
-	splits     map[coordination.SplitID]*splitHistory
-	gained     map[gainKey]string // (split, epoch) -> member
-	pending    []pendingGain      // Gained events not yet matched to a claim version
-	held       map[string]map[coordination.SplitID]coordination.LeaseEpoch
-	gone       map[string]map[coordination.SplitID]bool // surrendered voluntarily, not re-gained
-	lastGain   map[string]map[coordination.SplitID]coordination.LeaseEpoch
-	violations []string
+	mu          sync.Mutex
+	splits      map[coordination.SplitID]*splitHistory
+	gained      map[gainKey]string // (split, epoch) -> member
+	pending     []pendingGain      // Gained events not yet matched to a claim version
+	held        map[string]map[coordination.SplitID]coordination.LeaseEpoch
+	gone        map[string]map[coordination.SplitID]bool // surrendered voluntarily, not re-gained
+	quarantined map[string]map[coordination.SplitID]bool // Quarantined events per member incarnation
+	verdict     map[string]coordination.Event            // per member incarnation
+	lastGain    map[string]map[coordination.SplitID]coordination.LeaseEpoch
+	violations  []string
 }
 
 type splitHistory struct {
@@ -115,6 +120,7 @@ type gainKey struct {
 
 type pendingGain struct {
 	member   string
+	instance string
 	split    coordination.SplitID
 	epoch    coordination.LeaseEpoch
 	progress *coordination.SplitProgress
@@ -123,11 +129,13 @@ type pendingGain struct {
 // NewChecker returns a Checker with no history.
 func NewChecker() *Checker {
 	return &Checker{
-		splits:   make(map[coordination.SplitID]*splitHistory),
-		gained:   make(map[gainKey]string),
-		held:     make(map[string]map[coordination.SplitID]coordination.LeaseEpoch),
-		gone:     make(map[string]map[coordination.SplitID]bool),
-		lastGain: make(map[string]map[coordination.SplitID]coordination.LeaseEpoch),
+		splits:      make(map[coordination.SplitID]*splitHistory),
+		gained:      make(map[gainKey]string),
+		held:        make(map[string]map[coordination.SplitID]coordination.LeaseEpoch),
+		gone:        make(map[string]map[coordination.SplitID]bool),
+		quarantined: make(map[string]map[coordination.SplitID]bool),
+		verdict:     make(map[string]coordination.Event),
+		lastGain:    make(map[string]map[coordination.SplitID]coordination.LeaseEpoch),
 	}
 }
 
@@ -233,10 +241,22 @@ func changesProgress(prev, v RecordVersion) bool {
 }
 
 // Event feeds one event that member emitted (in that member's Poll order)
-// and checks the event half of I5.
-func (c *Checker) Event(member string, ev coordination.Event) {
+// and checks the event half of I5. member is the worker's InstanceID.
+func (c *Checker) Event(member string, ev coordination.Event) { c.EventAs(member, member, ev) }
+
+// EventAs is [Checker.Event] for a process named member whose InstanceID is
+// instance (they differ only for live twins, two processes sharing one
+// InstanceID). Gained events are matched to record versions by instance.
+func (c *Checker) EventAs(member, instance string, ev coordination.Event) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if v, ok := c.verdict[member]; ok {
+		c.violate("E7: member %s emitted %#v after its verdict %#v", member, ev, v)
+	}
+	switch ev.(type) {
+	case coordination.AllComplete, coordination.Stalled:
+		c.verdict[member] = ev
+	}
 	held := c.held[member]
 	if held == nil {
 		held = make(map[coordination.SplitID]coordination.LeaseEpoch)
@@ -265,13 +285,25 @@ func (c *Checker) Event(member string, ev coordination.Event) {
 		held[id] = e.Epoch
 		delete(c.gone[member], id)
 		c.lastGain[member][id] = e.Epoch
-		c.pending = append(c.pending, pendingGain{member: member, split: id, epoch: e.Epoch, progress: e.Progress})
+		c.pending = append(c.pending, pendingGain{member: member, instance: instance, split: id, epoch: e.Epoch, progress: e.Progress})
 	case coordination.Lost:
 		if _, ok := held[e.Split]; !ok && !c.gone[member][e.Split] {
 			c.violate("I5/E1: split %s: member %s emitted Lost without holding it", e.Split, member)
 		}
 		delete(held, e.Split)
 		delete(c.gone[member], e.Split)
+	case coordination.RevokeRequested:
+		if _, ok := held[e.Split]; !ok && !c.gone[member][e.Split] {
+			c.violate("E6: split %s: member %s emitted RevokeRequested without holding it", e.Split, member)
+		}
+	case coordination.Quarantined:
+		if c.quarantined[member] == nil {
+			c.quarantined[member] = make(map[coordination.SplitID]bool)
+		}
+		if c.quarantined[member][e.Split] {
+			c.violate("E5: split %s: member %s emitted Quarantined twice", e.Split, member)
+		}
+		c.quarantined[member][e.Split] = true
 	}
 }
 
@@ -299,6 +331,8 @@ func (c *Checker) Restarted(member string) {
 	defer c.mu.Unlock()
 	delete(c.held, member)
 	delete(c.gone, member)
+	delete(c.quarantined, member)
+	delete(c.verdict, member)
 }
 
 // Check matches every pending Gained event against the record versions fed
@@ -311,7 +345,7 @@ func (c *Checker) Check(final bool) {
 	defer c.mu.Unlock()
 	kept := c.pending[:0]
 	for _, g := range c.pending {
-		claim, ok := c.claimVersion(g.split, g.epoch, g.member)
+		claim, ok := c.claimVersion(g.split, g.epoch, g.instance)
 		if !ok {
 			if final {
 				c.violate("I5: split %s: member %s gained epoch %d but no record version names it at that epoch", g.split, g.member, g.epoch)

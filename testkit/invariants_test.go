@@ -112,6 +112,9 @@ func TestCheckerEvents(t *testing.T) {
 		{"E1 lost without gained", []memberEvent{{"a", coordination.Lost{Split: "s"}}}, true, "I5/E1: split s: member a emitted Lost without holding it"},
 		{"G4 gained progress differs from the committed cut", []memberEvent{{"b", gained("s", 2, &coordination.SplitProgress{Watermark: 5})}}, true, "I5/G4: split s: member b gained epoch 2 with progress"},
 		{"gained with no claim version", []memberEvent{{"c", gained("s", 9, nil)}}, true, "I5: split s: member c gained epoch 9 but no record version names it"},
+		{"E5 quarantined twice", []memberEvent{{"a", coordination.Quarantined{Split: "s", Attempts: 2}}, {"a", coordination.Quarantined{Split: "s", Attempts: 2}}}, true, "E5: split s: member a emitted Quarantined twice"},
+		{"E6 revoke for a split not held", []memberEvent{{"a", coordination.RevokeRequested{Split: "s"}}}, true, "E6: split s: member a emitted RevokeRequested without holding it"},
+		{"E7 event after the verdict", []memberEvent{{"a", coordination.AllComplete{}}, {"a", coordination.Quarantined{Split: "s", Attempts: 1}}}, true, "E7: member a emitted"},
 		{"gained with no claim version yet is pending", []memberEvent{{"c", gained("s", 9, nil)}}, false, ""},
 	}
 	for _, tt := range tests {
