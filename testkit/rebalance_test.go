@@ -223,7 +223,37 @@ func TestRebalanceFiveLeaseDelayWithholdsAtLeastThree(t *testing.T) {
 				t.Fatalf("split %s moved within three leases of the crash despite a five-lease delay", s)
 			}
 		}
-		f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		took := f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		// Presence expiry (at most one lease after the last renewal), the
+		// window, one heartbeat to republish, and the claim.
+		if total := 3*lease + took; total > 5*lease+2*lease {
+			t.Fatalf("the withheld splits moved %v after the crash, want within the delay plus two leases", total)
+		}
+		checkRevocationAccounting(t, f)
+	}, WithUntilBudget(20*lease))
+}
+
+// §15.3: a crashed worker that returns inside its rebalance window cancels
+// the window at once and gets its splits back.
+func TestRebalanceReturnCancelsDelayWindow(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits := Splits(4)
+		p := NewTestPlanner(jobFP, splits...)
+		delay := func(c *coordination.Config) { c.RebalanceDelay = 10 * lease }
+		w1 := f.Start("w1", p, delay)
+		w2 := f.Start("w2", p, delay)
+		f.Until("both hold two", func() bool { return allHeld(f, ids(splits), "") && len(w2.HeldIDs()) == 2 })
+		crashed := w2.HeldIDs()
+		f.Crash("w2")
+		f.Advance(3 * lease) // presence expired: the window is open
+		w2 = f.Start("w2", p, delay)
+		took := f.Until("w2 gets its splits back", func() bool { return allHeld(f, crashed, "w2") })
+		if took >= 2*lease {
+			t.Fatalf("the returning worker waited %v, want its window cancelled at once", took)
+		}
+		if len(w1.HeldIDs()) != 2 {
+			t.Fatalf("w1 holds %v, want its own two", w1.HeldIDs())
+		}
 		checkRevocationAccounting(t, f)
 	}, WithUntilBudget(20*lease))
 }
