@@ -14,7 +14,7 @@ var buckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 type metrics struct {
 	splitsOwned, splitsCompleted, splitsQuarantined, liveWorkers, leader, idle, splitsDraining prometheus.Gauge
 
-	acquisitions, losses, revocations, replans, writes, storeOps *prometheus.CounterVec
+	acquisitions, losses, revocations, replans, writes *prometheus.CounterVec
 
 	releases, planned, failures, quarantines prometheus.Counter
 

@@ -217,7 +217,6 @@ func TestLeaderCrashHandsPlanningOver(t *testing.T) {
 // until sealed.
 type growingPlanner struct {
 	mu    sync.Mutex
-	n     int
 	final int
 }
 
