@@ -70,6 +70,7 @@ func TestHelpExitsZero(t *testing.T) {
 // TestFleetLosesNothingAcrossACrash runs the program's main logic in process:
 // three workers on an embedded NATS server, one crashing at 40%.
 func TestFleetLosesNothingAcrossACrash(t *testing.T) {
+	t.Parallel()
 	o := &options{workers: 3, splits: 8, records: 20_000, crashAt: 0.4, pace: 1000, timeout: 90 * time.Second, logLevel: "off"}
 	var out bytes.Buffer
 	rep, err := backfill(t.Context(), o, modePlain, &syncWriter{w: &out}, &out)
@@ -126,6 +127,7 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 // -instance a and -instance b, against one NATS server: both must finish with
 // status 0, and together they must have delivered every record.
 func TestProcessesDivideOneJob(t *testing.T) {
+	t.Parallel()
 	srv, err := startEmbedded()
 	if err != nil {
 		t.Fatal(err)
@@ -208,6 +210,7 @@ func reportLine(t testing.TB, out, key string) string {
 // TestFleetOnAnExternalServerCleansUp runs a whole fleet against a server
 // given by -nats: the run uses a fresh job name and removes its buckets.
 func TestFleetOnAnExternalServerCleansUp(t *testing.T) {
+	t.Parallel()
 	srv, err := startEmbedded()
 	if err != nil {
 		t.Fatal(err)
