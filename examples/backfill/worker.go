@@ -79,7 +79,7 @@ func stateName(s int32) string {
 // worker is one member of the job: its own hollywood engine, NATS connection
 // (a natsstore.Store), coordinator, source and driver, and the control loop
 // that drives them. In a real deployment each worker is a process; here
-// several share one process and differ only in what they share: the sink.
+// several run in one process and share nothing but the sink (the ledger).
 type worker struct {
 	index int    // ledger index
 	name  string // instance id
