@@ -33,8 +33,9 @@ const Topic = "t"
 // Joiner is the member id of the joining member in the join shapes.
 const Joiner = "w-joiner"
 
-// MemberID is the id of member i, zero-padded so ids sort numerically.
-func MemberID(i int) string { return fmt.Sprintf("w%05d", i) }
+// MemberID is the id of member i, shaped like the ids actors.Spawn
+// generates ("spate-" and 32 hex digits), zero-padded so ids sort numerically.
+func MemberID(i int) string { return fmt.Sprintf("spate-%032x", i) }
 
 // SplitID is the id of split (partition) i.
 func SplitID(i int) coordination.SplitID { return coordination.SplitID(fmt.Sprintf("s%07d", i)) }

@@ -1,7 +1,6 @@
 package protocol
 
 import (
-	"encoding/binary"
 	"math"
 	"math/bits"
 	"slices"
@@ -637,12 +636,22 @@ func subSat(a, b uint64) uint64 {
 }
 
 // memberIndex maps an instance id to its member index: open addressing over
-// a power-of-two table at most a quarter full, with a cheap multiplicative
-// hash of every 8-byte word of the id. It never affects the result, and it is
-// a few times cheaper than a Go map for the one lookup per pool split.
+// a power-of-two table at most a quarter full. An id is summarised by its
+// length and two words (its first and last 8 bytes, or 4, or 3 sampled bytes
+// for short ids), which determine ids of up to 16 bytes completely, so most
+// lookups compare three integers and no bytes; longer ids mix in their middle
+// words for the hash and are compared in full. It never affects the result,
+// and it is a few times cheaper than a Go map for the one lookup per split.
 type memberIndex struct {
 	slots []int32  // member index, -1 if empty
-	ids   []string // member ids by index, compact for the final comparison
+	keys  []idKey  // by member index
+	ids   []string // by member index, for ids longer than 16 bytes
+}
+
+// idKey summarises an id; see memberIndex.
+type idKey struct {
+	a, b uint64
+	n    int
 }
 
 func newMemberIndex(mem []aMember) memberIndex {
@@ -650,14 +659,15 @@ func newMemberIndex(mem []aMember) memberIndex {
 	for size < 4*len(mem) {
 		size *= 2
 	}
-	x := memberIndex{slots: make([]int32, size), ids: make([]string, len(mem))}
+	x := memberIndex{slots: make([]int32, size), keys: make([]idKey, len(mem)), ids: make([]string, len(mem))}
 	for i := range x.slots {
 		x.slots[i] = -1
 	}
 	mask := uint64(size - 1)
 	for i := range mem {
-		x.ids[i] = mem[i].id
-		j := quickHash(mem[i].id) & mask
+		key, h := summarise(mem[i].id)
+		x.keys[i], x.ids[i] = key, mem[i].id
+		j := h & mask
 		for x.slots[j] >= 0 {
 			j = (j + 1) & mask
 		}
@@ -666,48 +676,54 @@ func newMemberIndex(mem []aMember) memberIndex {
 	return x
 }
 
-// lookup returns the index of member id, or -1. It is quickHash and a probe
-// in one function, so the hot loop pays one call per split.
+// lookup returns the index of member id, or -1.
 func (x *memberIndex) lookup(id string) int32 {
-	const k = 0x9e3779b97f4a7c15
-	h := uint64(len(id)) * k
-	i := 0
-	for ; i+8 <= len(id); i += 8 {
-		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64([]byte(id[i:i+8])))*k, 29)
-	}
-	if i < len(id) {
-		var w uint64
-		for j := i; j < len(id); j++ {
-			w |= uint64(id[j]) << (8 * (j - i))
-		}
-		h = bits.RotateLeft64((h^w)*k, 29)
-	}
-	h ^= h >> 32
+	key, h := summarise(id)
 	mask := uint64(len(x.slots) - 1)
 	for j := h & mask; ; j = (j + 1) & mask {
 		m := x.slots[j]
-		if m < 0 || x.ids[m] == id {
+		if m < 0 {
+			return -1
+		}
+		if x.keys[m] == key && (key.n <= 16 || x.ids[m] == id) {
 			return m
 		}
 	}
 }
 
-// quickHash is the hash lookup computes, for building the table.
-func quickHash(s string) uint64 {
+// summarise returns id's key and its table hash.
+func summarise(id string) (idKey, uint64) {
 	const k = 0x9e3779b97f4a7c15
-	h := uint64(len(s)) * k
-	i := 0
-	for ; i+8 <= len(s); i += 8 {
-		h = bits.RotateLeft64((h^binary.LittleEndian.Uint64([]byte(s[i:i+8])))*k, 29)
-	}
-	if i < len(s) {
-		var w uint64
-		for j := i; j < len(s); j++ {
-			w |= uint64(s[j]) << (8 * (j - i))
+	n := len(id)
+	var key idKey
+	key.n = n
+	h := uint64(n) * k
+	switch {
+	case n >= 8:
+		key.a, key.b = load64(id, 0), load64(id, n-8)
+		for i := 8; i < n-8; i += 8 {
+			h = bits.RotateLeft64((h^load64(id, i))*k, 29)
 		}
-		h = bits.RotateLeft64((h^w)*k, 29)
+	case n >= 4:
+		key.a, key.b = load32(id, 0), load32(id, n-4)
+	case n > 0:
+		key.a = uint64(id[0])<<16 | uint64(id[n/2])<<8 | uint64(id[n-1])
 	}
-	return h ^ h>>32
+	h = bits.RotateLeft64((h^key.a)*k, 29) ^ key.b
+	return key, mix64(h) // multiplication only carries upwards: finalize
+}
+
+// load64 is the little-endian word of s at i.
+func load64(s string, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// load32 is the little-endian half-word of s at i.
+func load32(s string, i int) uint64 {
+	s = s[i : i+4]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24
 }
 
 // seedState is the FNV-1a 64 state after hashing be64(seed), so an

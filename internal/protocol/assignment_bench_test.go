@@ -24,7 +24,7 @@ func unownedInput(n, m int) AssignInput {
 	rng := rand.New(rand.NewPCG(uint64(n), uint64(m)))
 	in := AssignInput{DefaultCap: 4*n/m + 1, FP: Fingerprint("bench"), Splits: make([]AssignSplit, n)}
 	for i := range m {
-		in.Members = append(in.Members, fmt.Sprintf("w%05d", i))
+		in.Members = append(in.Members, fmt.Sprintf("spate-%032x", i)) // as actors.Spawn generates
 	}
 	for i := range in.Splits {
 		in.Splits[i] = AssignSplit{ID: coordination.SplitID(fmt.Sprintf("s%07d", i)), Weight: 1 + rng.Uint64N(100), HasSpec: true}

@@ -486,3 +486,56 @@ func asgRandomInput(rng *rand.Rand, m, n int, maxW uint64) AssignInput {
 	}
 	return in
 }
+
+// TestMemberIndex checks the member index against a Go map, on ids of every
+// length from 0 to 40 over a two-letter alphabet (so ids share prefixes,
+// suffixes and summaries) and on lookups of members and strangers.
+func TestMemberIndex(t *testing.T) {
+	id := rapid.StringOfN(rapid.RuneFrom([]rune("ab")), 0, 40, -1)
+	checkAssignAtLeast(t, func(t *rapid.T) {
+		ids := rapid.SliceOfDistinct(id, func(s string) string { return s }).Draw(t, "ids")
+		mem := make([]aMember, len(ids))
+		want := map[string]int32{}
+		for i, s := range ids {
+			mem[i].id = s
+			want[s] = int32(i)
+		}
+		x := newMemberIndex(mem)
+		probes := append(slices.Clone(ids), rapid.SliceOf(id).Draw(t, "strangers")...)
+		for _, p := range probes {
+			w, ok := want[p]
+			if !ok {
+				w = -1
+			}
+			if got := x.lookup(p); got != w {
+				t.Fatalf("lookup(%q) = %d, want %d", p, got, w)
+			}
+		}
+	})
+}
+
+// TestMemberIndexSpreads guards the index's hash against clustering on ids
+// that differ only in a few bytes (generated instance ids, numbered
+// workers): every id must sit within a few slots of its home slot.
+func TestMemberIndexSpreads(t *testing.T) {
+	for _, format := range []string{"spate-%032x", "w%05d", "worker-%04d-eu-west-1", "%d"} {
+		mem := make([]aMember, 1000)
+		for i := range mem {
+			mem[i].id = fmt.Sprintf(format, i)
+		}
+		x := newMemberIndex(mem)
+		mask := uint64(len(x.slots) - 1)
+		worst := 0
+		for i := range mem {
+			_, h := summarise(mem[i].id)
+			probes := 1
+			for j := h & mask; x.slots[j] != int32(i); j = (j + 1) & mask {
+				probes++
+			}
+			worst = max(worst, probes)
+		}
+		if worst > 12 {
+			t.Errorf("%s: an id is %d probes from its home slot", format, worst)
+		}
+	}
+}
