@@ -327,7 +327,7 @@ func TestAssignExamples(t *testing.T) {
 	}
 }
 
-func TestHashStringMatchesHash(t *testing.T) {
+func TestHashFromMatchesHash(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		fp := rapid.Uint64().Draw(t, "fp")
 		s := rapid.String().Draw(t, "s")
