@@ -631,6 +631,10 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 		}
 		cancel()
 		if err != nil {
+			if ctx.Err() != nil {
+				d.outcome = "discarded"
+				return d
+			}
 			if coordination.KindOf(err) == coordination.Fatal {
 				d.outcome, d.err = "fatal", err
 				return d
@@ -645,6 +649,9 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 	es, err := v.st.List(oc, store.Durable, protocol.PrefixSplit)
 	if err != nil {
 		d.outcome, d.err = "error", err
+		if ctx.Err() != nil {
+			d.outcome = "discarded"
+		}
 		return d
 	}
 	want := base
