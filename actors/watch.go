@@ -300,7 +300,7 @@ func (w *watch) applyListing(m listed) {
 		w.put(m.ks, e.Key, e.Value, uint64(e.Revision), true)
 	}
 	for key, s := range w.ks[m.ks].keys {
-		if s.present && !seen[key] && s.seq < m.startSeq {
+		if s.present && !seen[key] && s.seq <= m.startSeq {
 			w.del(m.ks, key, 0, true)
 		}
 	}
