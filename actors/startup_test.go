@@ -1,0 +1,105 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/store/memstore"
+)
+
+// noCASStore ignores the expected revision of Update: a store that cannot
+// host coordination.
+type noCASStore struct{ *memstore.Store }
+
+func (s noCASStore) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, _ store.Revision) (store.Revision, bool, error) {
+	e, ok, err := s.Store.Get(ctx, ks, key)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	return s.Store.Update(ctx, ks, key, v, e.Revision)
+}
+
+// pollError advances the clock until Poll reports an error.
+func pollError(r *rig, c *Coordinator) error {
+	for range 200 {
+		if _, err := c.Poll(); err != nil {
+			return err
+		}
+		r.advance(125 * time.Millisecond)
+	}
+	return nil
+}
+
+func TestStartupFailures(t *testing.T) {
+	tests := []struct {
+		name   string
+		store  func(*memstore.Store) store.Store
+		reason string
+	}{
+		{"a store without compare-and-swap fails the probe", func(m *memstore.Store) store.Store { return noCASStore{m} },
+			"store probe: an update at a stale revision succeeded; this store does not enforce compare-and-swap and cannot host coordination"},
+		{"an unreachable store exhausts the phase budget", func(m *memstore.Store) store.Store {
+			h := &hangingStore{Store: m}
+			h.hang.Store(true)
+			return h
+		}, "store probe failed 2 times in a row; giving up: store probe: store hangs: context deadline exceeded"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t)
+				cfg := testConfig(t, r.clk, "w1")
+				cfg.StartupMaxAttempts = 2
+				c, err := Spawn(r.e, tt.store(r.st), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Start(finalPlan("a")); err != nil {
+					t.Fatal(err)
+				}
+				err = pollError(r, c)
+				if coordination.KindOf(err) != coordination.Fatal || err.(*coordination.Error).Reason != tt.reason {
+					t.Fatalf("got %v\nwant Fatal %q", err, tt.reason)
+				}
+				if err := c.Depart(); coordination.KindOf(err) != coordination.Fatal {
+					t.Fatalf("Depart after a failed startup: %v", err)
+				}
+			})
+		})
+	}
+}
+
+func TestSetWakerAfterStartIsIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		c, err := Spawn(r.e, r.st, testConfig(t, r.clk, "w1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, late := coordination.NewWaker(), coordination.NewWaker()
+		c.SetWaker(first)
+		if err := c.Start(finalPlan("a")); err != nil {
+			t.Fatal(err)
+		}
+		c.SetWaker(late)
+		w := &member{c: c, held: map[coordination.SplitID]coordination.Gained{}}
+		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
+		select {
+		case <-first.C():
+		default:
+			t.Fatal("the Waker given before Start was not woken")
+		}
+		select {
+		case <-late.C():
+			t.Fatal("the Waker given after Start was woken")
+		default:
+		}
+		if err := c.Depart(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
