@@ -719,6 +719,11 @@ func (cm *commit) judge() {
 }
 
 func (cm *commit) listed(m verdictListed) {
+	// The listing is applied to the view (§22.2) while judging is still
+	// set, so the folds do not start another listing.
+	for i, rec := range m.recs {
+		cm.fold(nil, rec.ID, rec, m.revs[i])
+	}
 	cm.judging = false
 	if m.err != nil {
 		if !cm.v.fatalIf(m.err) {

@@ -99,8 +99,8 @@ func newMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *met
 	}()
 	m.drainDur = hist("drain_duration_seconds", "Clock time from revocation request to drained.")
 	m.assignLatency = hist("assignment_latency_seconds", "Clock time from being named to holding.")
-	setGauge(m.leader, 0)
 	setGauge(m.idle, 1)
+	setGauge(m.liveWorkers, 1) // this worker, its own key not yet seen
 	return m
 }
 
