@@ -163,6 +163,13 @@ func (s *FaultStore) arm(k faultKind, m Match) *Fault {
 	return f
 }
 
+// Disarm removes every armed fault that has not fired.
+func (s *FaultStore) Disarm() {
+	s.mu.Lock()
+	s.faults = nil
+	s.mu.Unlock()
+}
+
 // Partition cuts this member off the store: until [FaultStore.Heal], every
 // operation (reads, writes, watches, listings) returns Retryable "injected:
 // partitioned", and every open watch breaks at once with that error.

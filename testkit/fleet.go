@@ -116,6 +116,9 @@ func withFailHandler(onFail func(string)) Option {
 	return func(o *fleetOptions) { o.onFail = onFail }
 }
 
+// fleetWatchdog bounds the real time of one RunFleet.
+const fleetWatchdog = 2 * time.Minute
+
 // HarnessConfig returns the fleet's default member configuration (SPEC
 // §30.2): LeaseDuration 1.5s, OpTimeout 200ms, ReplanInterval equal to the
 // lease, ReconcileInterval 400ms, DrainDeadline half the lease,
@@ -132,9 +135,17 @@ func HarnessConfig() coordination.Config {
 }
 
 // RunFleet runs fn with a new fleet inside a synctest bubble
-// (synctest.Test), and stops the fleet before the bubble returns.
+// (synctest.Test), and stops the fleet before the bubble returns. fn gets
+// the bubble's *testing.T. A bubble that never goes idle (a busy loop in the
+// code under test) would hang synctest.Wait: after two minutes of real time
+// RunFleet panics naming the test instead.
 func RunFleet(t *testing.T, fn func(t *testing.T, f *Fleet), opts ...Option) {
 	t.Helper()
+	name := t.Name()
+	watchdog := time.AfterFunc(fleetWatchdog, func() {
+		panic(fmt.Sprintf("testkit: %s ran for %v of real time without finishing (busy loop inside the bubble?)", name, fleetWatchdog))
+	})
+	defer watchdog.Stop()
 	synctest.Test(t, func(t *testing.T) {
 		f := NewFleet(t, opts...)
 		fn(t, f)

@@ -497,6 +497,31 @@ func TestFleetDroppedAssignmentPublishIsRepublished(t *testing.T) {
 	})
 }
 
+// §15.2, §31.2: an assignment write that landed but reported an error is
+// adopted from the watch; the leader neither loops nor stops publishing.
+func TestFleetMaybeLandedAssignmentPublishSettles(t *testing.T) {
+	t.Skip("blocked on actors: leader busy-loops re-creating an assignment after a maybe-landed publish (BUGS_FOR_ACTORS.md)")
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits := Splits(3)
+		p := NewTestPlanner(jobFP, splits...)
+		w1 := f.Start("w1", p)
+		f.Until("w1 holds a split", func() bool { return len(w1.HeldIDs()) > 0 })
+		f.Partition("w1")
+		var fault *Fault
+		f.ArmNextStart(func(fs *FaultStore) {
+			fault = fs.MaybeLandNextWrite(Match{Prefix: "assign.", Ops: OpCreate | OpUpdate})
+		})
+		w3 := f.Start("w3", p)
+		f.Until("w3 leads after a maybe-landed publish", func() bool { return f.Leader() == "w3" && fault.Fired() })
+		f.Until("w3 holds every split", func() bool { return allHeld(f, ids(splits), "w3") })
+		f.Heal("w1")
+		w3.Policy.Work = WorkComplete
+		w1.Policy.Work = WorkComplete
+		f.Until("the verdict", f.AllSettled)
+		f.CheckVerdicts()
+	})
+}
+
 // §18.4, Appendix A.33: a hand-back whose write is dropped still surrenders
 // the split locally; the next claimant sees it Expired.
 func TestFleetDroppedHandBackStillSurrenders(t *testing.T) {
