@@ -51,10 +51,18 @@ func (s *Store) bucketConfig(lease bool) jetstream.KeyValueConfig {
 	return cfg
 }
 
+// kvBucket is one provisioned bucket. stream is set for a replicated
+// bucket only: it reads from the stream leader and lets watches and
+// listings check that the replica serving them is current.
+type kvBucket struct {
+	kv     jetstream.KeyValue
+	stream jetstream.Stream
+}
+
 // provision opens the bucket, creating it when it does not exist (a
 // concurrent creator winning is fine), and verifies an existing bucket's
 // settings.
-func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (kvBucket, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, cfg)
@@ -63,14 +71,14 @@ func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetst
 		}
 	}
 	if err != nil {
-		return nil, s.openErr(ctx, "opening bucket "+cfg.Bucket, err)
+		return kvBucket{}, s.openErr(ctx, "opening bucket "+cfg.Bucket, err)
 	}
 	st, err := kv.Status(ctx)
 	if err != nil {
-		return nil, s.openErr(ctx, "reading the status of bucket "+cfg.Bucket, err)
+		return kvBucket{}, s.openErr(ctx, "reading the status of bucket "+cfg.Bucket, err)
 	}
 	if err := s.verifyBucket(cfg, st.Config()); err != nil {
-		return nil, err
+		return kvBucket{}, err
 	}
 	return s.leaderReads(ctx, js, kv, st)
 }
@@ -81,27 +89,42 @@ func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetst
 // could return a key that is already gone, and the absent-key checks of
 // Create and Delete could misjudge. A single-replica bucket has no
 // followers and is left as it is.
-func (s *Store) leaderReads(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, st jetstream.KeyValueStatus) (jetstream.KeyValue, error) {
+func (s *Store) leaderReads(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, st jetstream.KeyValueStatus) (kvBucket, error) {
 	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return kv, nil
-	}
-	sc := bs.StreamInfo().Config
-	if sc.Replicas <= 1 || !sc.AllowDirect {
-		return kv, nil
+	if !ok || bs.StreamInfo().Config.Replicas <= 1 {
+		return kvBucket{kv: kv}, nil
 	}
 	name := kv.Bucket()
-	sc.AllowDirect = false
-	if _, err := js.UpdateStream(ctx, sc); err != nil {
-		return nil, s.openErr(ctx, "turning off direct gets on bucket "+name, err)
+	if sc := bs.StreamInfo().Config; sc.AllowDirect {
+		sc.AllowDirect = false
+		if _, err := js.UpdateStream(ctx, sc); err != nil {
+			return kvBucket{}, s.openErr(ctx, "turning off direct gets on bucket "+name, err)
+		}
+		// The client decides between direct and leader gets from the
+		// stream info it read when opening the bucket: open it again.
+		var err error
+		if kv, err = js.KeyValue(ctx, name); err != nil {
+			return kvBucket{}, s.openErr(ctx, "opening bucket "+name, err)
+		}
 	}
-	// The client decides between direct and leader gets from the stream
-	// info it read when opening the bucket: open it again.
-	kv, err := js.KeyValue(ctx, name)
+	stream, err := js.Stream(ctx, "KV_"+name)
 	if err != nil {
-		return nil, s.openErr(ctx, "opening bucket "+name, err)
+		return kvBucket{}, s.openErr(ctx, "opening the stream of bucket "+name, err)
 	}
-	return kv, nil
+	return kvBucket{kv: kv, stream: stream}, nil
+}
+
+// leaderLast returns the sequence of the last message under the key
+// filter, as the stream leader has it (0 when there is none).
+func (b kvBucket) leaderLast(ctx context.Context, filter string) (uint64, error) {
+	m, err := b.stream.GetLastMsgForSubject(ctx, "$KV."+b.kv.Bucket()+"."+filter)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	return m.Sequence, nil
 }
 
 // verifyBucket checks an existing bucket against the settings this store

@@ -6,6 +6,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/store/storetest"
 )
 
 // startCluster runs an n-node JetStream cluster on loopback and waits for
@@ -210,6 +212,19 @@ func TestClusterReplicas3(t *testing.T) {
 	for _, s := range servers {
 		cfg.Servers = append(cfg.Servers, s.ClientURL())
 	}
+	t.Run("Conformance", func(t *testing.T) {
+		var jobs atomic.Int64
+		storetest.Run(t, func(t *testing.T, leaseTTL time.Duration) store.Store {
+			c := cfg
+			c.Job = fmt.Sprintf("conf%d", jobs.Add(1))
+			st, err := New(c, leaseTTL)
+			if err != nil {
+				t.Fatalf("New: %v", err)
+			}
+			t.Cleanup(func() { _ = st.Close() })
+			return st
+		})
+	})
 	st := newStore(t, cfg)
 	clusterRound(t, st, "before")
 	js := jsFor(t, servers[0])

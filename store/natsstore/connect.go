@@ -34,8 +34,8 @@ const (
 type conn struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
-	state jetstream.KeyValue // Durable
-	lease jetstream.KeyValue // Ephemeral
+	state kvBucket // Durable
+	lease kvBucket // Ephemeral
 }
 
 // attempt is one shared connection attempt. done is closed once c and err

@@ -40,8 +40,14 @@
 //     connection is lost or its consumer falls more than 65536 events
 //     behind, and the owner re-watches. List is one ordered snapshot.
 //   - Replicated buckets are read from their stream leader (direct gets are
-//     turned off), so a read never returns a state older than a write that
-//     completed before it started.
+//     turned off), so a Get never returns a state older than a write that
+//     completed before it started. Watches and listings are served by a
+//     consumer the server may place on a follower; the store checks the
+//     snapshot against the leader's last sequence and takes it again from
+//     a fresh consumer while it is behind.
+//   - On replicated buckets, a write the server cannot check yet because
+//     the key has another write in flight (code 10164) is retried a few
+//     times after re-reading the key, so that only a real conflict loses.
 //   - Authentication and authorization failures, unreadable credential or
 //     certificate files, failed certificate verification, a server without
 //     JetStream and a server older than 2.11 are Fatal at once, with a
@@ -59,8 +65,13 @@
 //     (coordination.Config.Clock) cannot drive it.
 //   - A write whose operation failed with Retryable (for example a timeout
 //     while the server was failing over) may or may not have landed.
-//   - On replicated buckets a compare-and-swap can lose spuriously under
-//     load; callers treat it as a lost race and re-read.
+//   - On replicated buckets a compare-and-swap can still lose spuriously
+//     under heavy load (after the bounded retries); callers treat it as a
+//     lost race and re-read.
+//   - A watch delivers the latest state of each key without gaps, but not
+//     every intermediate revision: a bucket keeps one message per key, so a
+//     revision superseded before the watch's consumer reaches it arrives
+//     only as its successor.
 //   - A job's lease TTL is fixed once its buckets exist: a store with
 //     another lease TTL is Fatal until the buckets are removed. An existing
 //     bucket with another replica count is adopted as it is (with a

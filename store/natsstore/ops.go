@@ -3,6 +3,8 @@ package natsstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -22,18 +24,28 @@ func (s *Store) Create(ctx context.Context, ks store.Keyspace, key string, value
 	if err != nil {
 		return 0, false, err
 	}
-	rev, err := kv.Create(ctx, key, value)
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		rev, err := kv.Create(ctx, key, value)
+		if err == nil {
+			s.puts.note(ks, key, store.Revision(rev))
+			return store.Revision(rev), true, nil
+		}
 		// Create reports "key exists" as ErrKeyExists; when it races a
 		// delete marker it may report the bare wrong-last-sequence error
 		// (10071, or 10164 on replicated buckets).
-		if errors.Is(err, jetstream.ErrKeyExists) || isRevisionMismatch(err) {
+		if !errors.Is(err, jetstream.ErrKeyExists) && !isRevisionMismatch(err) {
+			return 0, false, s.opErr("create", ks, key, err)
+		}
+		if !isInFlight(err) || attempt == maxInFlightRetries {
 			return 0, false, nil
 		}
-		return 0, false, s.opErr("create", ks, key, err)
+		if err := s.backoff(ctx, "create", ks, key, attempt); err != nil {
+			return 0, false, err
+		}
+		if _, live, err := s.get(ctx, kv, ks, key); err != nil || live {
+			return 0, false, err
+		}
 	}
-	s.puts.note(ks, key, store.Revision(rev))
-	return store.Revision(rev), true, nil
 }
 
 // Update writes key iff it is live at revision expected: KV update with the
@@ -54,26 +66,33 @@ func (s *Store) Update(ctx context.Context, ks store.Keyspace, key string, value
 		// KV update at revision 0 would mean "create if absent".
 		return 0, false, nil
 	}
-	if !s.puts.known(ks, key, expected) {
-		// expected may be the revision of a delete or expiry marker, which
-		// KV update would accept: read first (see knownPuts).
-		e, live, err := s.get(ctx, kv, ks, key)
-		if err != nil {
+	// expected may be the revision of a delete or expiry marker, which KV
+	// update would accept: unless it is a known put, read first (see
+	// knownPuts).
+	read := !s.puts.known(ks, key, expected)
+	for attempt := 0; ; attempt++ {
+		if read {
+			e, live, err := s.get(ctx, kv, ks, key)
+			if err != nil || !live || e.Revision != expected {
+				return 0, false, err
+			}
+		}
+		rev, err := kv.Update(ctx, key, value, uint64(expected))
+		if err == nil {
+			s.puts.note(ks, key, store.Revision(rev))
+			return store.Revision(rev), true, nil
+		}
+		if !isRevisionMismatch(err) {
+			return 0, false, s.opErr("update", ks, key, err)
+		}
+		if !isInFlight(err) || attempt == maxInFlightRetries {
+			return 0, false, nil
+		}
+		if err := s.backoff(ctx, "update", ks, key, attempt); err != nil {
 			return 0, false, err
 		}
-		if !live || e.Revision != expected {
-			return 0, false, nil
-		}
+		read = true
 	}
-	rev, err := kv.Update(ctx, key, value, uint64(expected))
-	if err != nil {
-		if isRevisionMismatch(err) {
-			return 0, false, nil
-		}
-		return 0, false, s.opErr("update", ks, key, err)
-	}
-	s.puts.note(ks, key, store.Revision(rev))
-	return store.Revision(rev), true, nil
 }
 
 // Get returns the live entry of key; a missing key and a delete, purge or
@@ -115,36 +134,45 @@ func (s *Store) Delete(ctx context.Context, ks store.Keyspace, key string, expec
 	if expected != 0 {
 		opts = append(opts, jetstream.LastRevision(uint64(expected)))
 	}
-	err = kv.Delete(ctx, key, opts...)
-	if err == nil {
-		s.puts.forget(ks, key)
-		return true, nil
+	for attempt := 0; ; attempt++ {
+		err := kv.Delete(ctx, key, opts...)
+		if err == nil {
+			s.puts.forget(ks, key)
+			return true, nil
+		}
+		if expected == 0 || !isRevisionMismatch(err) {
+			return false, s.opErr("delete", ks, key, err)
+		}
+		e, live, rerr := s.get(ctx, kv, ks, key)
+		switch {
+		case rerr != nil:
+			return false, rerr
+		case !live:
+			return true, nil
+		case e.Revision != expected || !isInFlight(err) || attempt == maxInFlightRetries:
+			return false, nil
+		}
+		if err := s.backoff(ctx, "delete", ks, key, attempt); err != nil {
+			return false, err
+		}
 	}
-	if expected == 0 || !isRevisionMismatch(err) {
-		return false, s.opErr("delete", ks, key, err)
-	}
-	_, live, err := s.get(ctx, kv, ks, key)
-	if err != nil {
-		return false, err
-	}
-	return !live, nil
 }
 
-// bucket returns the bucket of ks, connecting first if needed.
+// bucket returns the key-value handle of ks, connecting first if needed.
 func (s *Store) bucket(ctx context.Context, ks store.Keyspace) (jetstream.KeyValue, error) {
-	kv, _, err := s.bucketConn(ctx, ks)
-	return kv, err
+	b, _, err := s.bucketConn(ctx, ks)
+	return b.kv, err
 }
 
 // bucketConn returns the bucket of ks and the connection it belongs to,
 // connecting first if needed.
-func (s *Store) bucketConn(ctx context.Context, ks store.Keyspace) (jetstream.KeyValue, *conn, error) {
+func (s *Store) bucketConn(ctx context.Context, ks store.Keyspace) (kvBucket, *conn, error) {
 	if ks != store.Durable && ks != store.Ephemeral {
-		return nil, nil, coordination.Errorf(coordination.Fatal, "natsstore: unknown keyspace %d", int(ks))
+		return kvBucket{}, nil, coordination.Errorf(coordination.Fatal, "natsstore: unknown keyspace %d", int(ks))
 	}
 	c, err := s.client(ctx)
 	if err != nil {
-		return nil, nil, err
+		return kvBucket{}, nil, err
 	}
 	if ks == store.Ephemeral {
 		return c.lease, c, nil
@@ -162,6 +190,33 @@ func (s *Store) checkValue(key string, value []byte) error {
 		return coordination.Errorf(coordination.Fatal, "value for %s is %d bytes, above this store's cap of %d bytes", key, len(value), maxValueSize)
 	}
 	return nil
+}
+
+// maxInFlightRetries bounds the retries of one operation after a
+// replicated bucket answered that the key had a write in flight (10164).
+const maxInFlightRetries = 5
+
+// isInFlight reports whether err is code 10164: a replicated stream could
+// not check the expected revision because the key had a write in flight.
+// Unlike 10071 it says nothing about the key's revision, so the store
+// reads the key and, if the precondition still holds, tries again (a few
+// times; then it reports the precondition as lost, which SPEC §25.8 allows).
+func isInFlight(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant
+}
+
+// backoff waits before retry n of an operation (2ms, doubling), or returns
+// Retryable when ctx ends first.
+func (s *Store) backoff(ctx context.Context, op string, ks store.Keyspace, key string, n int) error {
+	t := time.NewTimer(2 * time.Millisecond << n)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return s.ctxErr(fmt.Sprintf("%s %q in %s", op, key, ks), ctx.Err())
+	case <-t.C:
+		return nil
+	}
 }
 
 // isRevisionMismatch reports whether err is a lost compare-and-swap: the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -170,21 +171,25 @@ func TestExpiryAndRenewal(t *testing.T) {
 
 func TestRevisionMismatchCodes(t *testing.T) {
 	tests := []struct {
-		name string
-		err  error
-		want bool
+		name               string
+		err                error
+		mismatch, inFlight bool
 	}{
-		{"sentinel", jetstream.ErrKeyRevisionMismatch, true},
-		{"10071", &jetstream.APIError{ErrorCode: 10071, Code: 400}, true},
-		{"10164", &jetstream.APIError{ErrorCode: 10164, Code: 400}, true},
-		{"wrapped 10164", errors.Join(errors.New("x"), &jetstream.APIError{ErrorCode: 10164}), true},
-		{"other code", &jetstream.APIError{ErrorCode: 10059}, false},
-		{"plain", errors.New("nats: timeout"), false},
+		{"sentinel", jetstream.ErrKeyRevisionMismatch, true, false},
+		{"10071", &jetstream.APIError{ErrorCode: 10071, Code: 400}, true, false},
+		{"10164", &jetstream.APIError{ErrorCode: 10164, Code: 400}, true, true},
+		{"wrapped 10164", errors.Join(errors.New("x"), &jetstream.APIError{ErrorCode: 10164}), true, true},
+		{"10164 wrapped with ErrKeyExists", fmt.Errorf("%w: %w", &jetstream.APIError{ErrorCode: 10164}, jetstream.ErrKeyExists), true, true},
+		{"other code", &jetstream.APIError{ErrorCode: 10059}, false, false},
+		{"plain", errors.New("nats: timeout"), false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := isRevisionMismatch(tc.err); got != tc.want {
-				t.Fatalf("isRevisionMismatch = %v, want %v", got, tc.want)
+			if got := isRevisionMismatch(tc.err); got != tc.mismatch {
+				t.Fatalf("isRevisionMismatch = %v, want %v", got, tc.mismatch)
+			}
+			if got := isInFlight(tc.err); got != tc.inFlight {
+				t.Fatalf("isInFlight = %v, want %v", got, tc.inFlight)
 			}
 		})
 	}

@@ -28,12 +28,20 @@ const watchSetupTimeout = 10 * time.Second
 type watcher struct {
 	s      *Store
 	conn   *conn
-	kw     jetstream.KeyWatcher
-	cancel context.CancelFunc // ends the client subscription
+	b      kvBucket
+	filter string // the subject filter of prefix
 	ks     store.Keyspace
 	prefix string
 	bucket string
 	limit  int
+
+	// Set before the run goroutine starts, then owned by it: the client
+	// watcher, the cancel func of its subscription, and on a replicated
+	// bucket the snapshot already read (see freshSnapshot).
+	kw       jetstream.KeyWatcher
+	cancel   context.CancelFunc
+	snapshot []store.WatchEvent
+	replayed bool
 
 	events chan store.WatchEvent
 	stop   chan struct{} // closed by Stop
@@ -54,55 +62,143 @@ type watcher struct {
 // revision). The watch ends with Err nil when ctx is done, Stop is called
 // or the store is closed; it breaks with Retryable when the connection is
 // lost, the client ends the subscription, or the consumer falls more than
-// 65536 events behind. Setting up the watch is bounded by ctx and by 10s.
+// 65536 events behind. Creating the watch's consumer is bounded by ctx and
+// by 10s. On a replicated bucket Watch reads the snapshot before it
+// returns, to make sure the replica serving it is current (see
+// freshSnapshot); the snapshot is then held in memory.
 func (s *Store) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
 	return s.watch(ctx, ks, prefix, defaultWatchBuffer)
 }
 
 // watch is Watch with a buffer limit (tests use small ones).
 func (s *Store) watch(ctx context.Context, ks store.Keyspace, prefix string, limit int) (store.Watcher, error) {
-	kv, c, err := s.bucketConn(ctx, ks)
+	b, c, err := s.bucketConn(ctx, ks)
 	if err != nil {
 		return nil, err
-	}
-	// The client ends its subscription when this context ends, so it lives
-	// as long as the watch; the timer only bounds the setup.
-	wctx, cancel := context.WithCancel(ctx)
-	timer := time.AfterFunc(watchSetupTimeout, cancel)
-	kw, err := kv.Watch(wctx, subjectFilter(prefix))
-	if !timer.Stop() && err == nil {
-		_ = kw.Stop()
-		err = context.DeadlineExceeded
-	}
-	if err != nil {
-		cancel()
-		return nil, s.watchErr(ctx, kv.Bucket(), err)
 	}
 	w := &watcher{
 		s:      s,
 		conn:   c,
-		kw:     kw,
-		cancel: cancel,
+		b:      b,
+		filter: subjectFilter(prefix),
 		ks:     ks,
 		prefix: prefix,
-		bucket: kv.Bucket(),
+		bucket: b.kv.Bucket(),
 		limit:  limit,
 		events: make(chan store.WatchEvent),
 		stop:   make(chan struct{}),
 		brk:    make(chan struct{}),
 		done:   make(chan struct{}),
 	}
+	if b.stream != nil {
+		if err := w.freshSnapshot(ctx); err != nil {
+			return nil, err
+		}
+	} else if err := w.start(ctx); err != nil {
+		return nil, s.watchErr(ctx, w.bucket, err)
+	}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		_ = kw.Stop()
-		cancel()
+		w.end()
 		return nil, errClosed()
 	}
 	s.watches[w] = struct{}{}
 	s.wg.Go(func() { w.run(ctx) })
 	s.mu.Unlock()
 	return w, nil
+}
+
+// start creates the client watcher. Creating its consumer is bounded by
+// watchSetupTimeout.
+func (w *watcher) start(ctx context.Context) error {
+	// The client ends its subscription when this context ends, so it lives
+	// as long as the watch; the timer only bounds the setup.
+	wctx, cancel := context.WithCancel(ctx)
+	timer := time.AfterFunc(watchSetupTimeout, cancel)
+	kw, err := w.b.kv.Watch(wctx, w.filter)
+	if !timer.Stop() && err == nil {
+		_ = kw.Stop()
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		cancel()
+		return err
+	}
+	w.kw, w.cancel = kw, cancel
+	return nil
+}
+
+// end stops the client watcher.
+func (w *watcher) end() {
+	_ = w.kw.Stop()
+	w.cancel()
+}
+
+// freshSnapshot starts the watch on a replicated bucket. The server may
+// place the watch's consumer on a follower that lags the leader, and its
+// snapshot would then miss writes that completed before Watch was called.
+// So Watch reads the leader's last sequence under the filter first, then
+// reads the whole snapshot before returning, and starts over (on a consumer
+// the server places anew) while the snapshot has not reached that
+// sequence. Watch returns only once the snapshot is current, so every write
+// made after it returns still reaches the tail.
+func (w *watcher) freshSnapshot(ctx context.Context) error {
+	for restarts := 0; ; restarts++ {
+		floor, err := w.b.leaderLast(ctx, w.filter)
+		if err != nil {
+			return w.s.watchErr(ctx, w.bucket, err)
+		}
+		if err := w.start(ctx); err != nil {
+			return w.s.watchErr(ctx, w.bucket, err)
+		}
+		var snap []store.WatchEvent
+		var seen uint64
+	replay:
+		for {
+			select {
+			case <-ctx.Done():
+				w.end()
+				return w.s.ctxErr("watching bucket "+w.bucket, ctx.Err())
+			case e, ok := <-w.kw.Updates():
+				if !ok {
+					w.end()
+					return coordination.Errorf(coordination.Retryable, "natsstore: watching bucket %s: the NATS client ended the watch during its snapshot", w.bucket)
+				}
+				if e == nil {
+					break replay
+				}
+				seen = max(seen, e.Revision())
+				if e.Operation() == jetstream.KeyValuePut && strings.HasPrefix(e.Key(), w.prefix) {
+					snap = append(snap, store.WatchEvent{Kind: store.Put, Entry: entry(e)})
+					w.s.puts.note(w.ks, e.Key(), store.Revision(e.Revision()))
+				}
+			}
+		}
+		if seen >= floor {
+			w.snapshot, w.replayed = append(snap, store.WatchEvent{Kind: store.SnapshotDone}), true
+			return nil
+		}
+		w.end()
+		if restarts == maxStaleRestarts {
+			return coordination.Errorf(coordination.Retryable, "natsstore: watching bucket %s: the replica serving the watch stayed behind the stream leader (sequence %d, leader at %d)", w.bucket, seen, floor)
+		}
+		if err := sleepCtx(ctx, staleBackoff(restarts+1)); err != nil {
+			return w.s.ctxErr("watching bucket "+w.bucket, err)
+		}
+	}
+}
+
+// sleepCtx waits for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // watchErr classifies a failure to start a watch or listing.
@@ -140,8 +236,7 @@ func subjectFilter(prefix string) string {
 func (w *watcher) run(ctx context.Context) {
 	defer close(w.done)
 	err := w.loop(ctx)
-	_ = w.kw.Stop()
-	w.cancel()
+	w.end()
 	w.s.mu.Lock()
 	delete(w.s.watches, w)
 	w.s.mu.Unlock()
@@ -154,8 +249,9 @@ func (w *watcher) run(ctx context.Context) {
 // loop is run's body; it returns nil when the watch was ended by its
 // owner, else the Retryable reason it broke.
 func (w *watcher) loop(ctx context.Context) error {
-	var queue []store.WatchEvent
-	snapshot := true
+	queue := w.snapshot
+	w.snapshot = nil
+	snapshot := !w.replayed
 	updates := w.kw.Updates()
 	for {
 		var out chan<- store.WatchEvent
@@ -214,6 +310,16 @@ func (w *watcher) loop(ctx context.Context) error {
 	}
 }
 
+// maxStaleRestarts bounds how often a watch or listing on a replicated
+// bucket starts over because the replica serving it lagged the leader.
+const maxStaleRestarts = 10
+
+// staleBackoff is the wait before retry n of a stale snapshot: 10ms
+// doubling, at most 500ms.
+func staleBackoff(n int) time.Duration {
+	return min(10*time.Millisecond<<n, 500*time.Millisecond)
+}
+
 // ended reports whether the watch's owner ended it (context, Stop or
 // Close), as opposed to a break.
 func (w *watcher) ended(ctx context.Context) bool {
@@ -258,34 +364,62 @@ func (w *watcher) Stop() {
 
 // List returns every live key under prefix (plain string prefix) from one
 // ordered snapshot of the bucket: a watch with the same subject filter that
-// ends at the end of its initial replay. Entries come in stream order.
+// ends at the end of its initial replay. Entries come in stream order. On a
+// replicated bucket a snapshot from a replica behind the leader is
+// discarded and taken again.
 func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
-	kv, err := s.bucket(ctx, ks)
+	b, _, err := s.bucketConn(ctx, ks)
 	if err != nil {
 		return nil, err
 	}
+	filter := subjectFilter(prefix)
+	for restarts := 0; ; restarts++ {
+		var floor uint64
+		if b.stream != nil {
+			if floor, err = b.leaderLast(ctx, filter); err != nil {
+				return nil, s.watchErr(ctx, b.kv.Bucket(), err)
+			}
+		}
+		out, seen, err := s.listOnce(ctx, b.kv, ks, filter, prefix)
+		if err != nil || seen >= floor {
+			return out, err
+		}
+		if restarts == maxStaleRestarts {
+			return nil, coordination.Errorf(coordination.Retryable, "natsstore: listing bucket %s: the replica serving it stayed behind the stream leader (sequence %d, leader at %d)", b.kv.Bucket(), seen, floor)
+		}
+		if err := sleepCtx(ctx, staleBackoff(restarts+1)); err != nil {
+			return nil, s.ctxErr("listing bucket "+b.kv.Bucket(), err)
+		}
+	}
+}
+
+// listOnce takes one snapshot: the live keys under prefix and the highest
+// sequence the replay held (deletes included).
+func (s *Store) listOnce(ctx context.Context, kv jetstream.KeyValue, ks store.Keyspace, filter, prefix string) ([]store.Entry, uint64, error) {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	kw, err := kv.Watch(lctx, subjectFilter(prefix), jetstream.IgnoreDeletes())
+	kw, err := kv.Watch(lctx, filter)
 	if err != nil {
-		return nil, s.watchErr(ctx, kv.Bucket(), err)
+		return nil, 0, s.watchErr(ctx, kv.Bucket(), err)
 	}
 	defer func() { _ = kw.Stop() }()
 	out := []store.Entry{}
+	var seen uint64
 	for {
 		select {
 		case <-ctx.Done():
-			return nil, s.ctxErr("listing bucket "+kv.Bucket(), ctx.Err())
+			return nil, 0, s.ctxErr("listing bucket "+kv.Bucket(), ctx.Err())
 		case e, ok := <-kw.Updates():
 			if !ok {
 				if ctx.Err() != nil {
-					return nil, s.ctxErr("listing bucket "+kv.Bucket(), ctx.Err())
+					return nil, 0, s.ctxErr("listing bucket "+kv.Bucket(), ctx.Err())
 				}
-				return nil, coordination.Errorf(coordination.Retryable, "natsstore: listing bucket %s: the NATS client ended the listing (connection closed or consumer lost)", kv.Bucket())
+				return nil, 0, coordination.Errorf(coordination.Retryable, "natsstore: listing bucket %s: the NATS client ended the listing (connection closed or consumer lost)", kv.Bucket())
 			}
 			if e == nil {
-				return out, nil
+				return out, seen, nil
 			}
+			seen = max(seen, e.Revision())
 			if e.Operation() == jetstream.KeyValuePut && strings.HasPrefix(e.Key(), prefix) {
 				out = append(out, entry(e))
 				s.puts.note(ks, e.Key(), store.Revision(e.Revision()))
