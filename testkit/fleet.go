@@ -111,7 +111,8 @@ func (l *logBuffer) String() string {
 }
 
 // withFailHandler replaces t.Fatal: onFail receives the failure message and
-// the fleet then panics with a failure value that [runCollecting] recovers.
+// the fleet then panics with a fleetFailure value that the caller recovers
+// (see runCollecting in the tests).
 func withFailHandler(onFail func(string)) Option {
 	return func(o *fleetOptions) { o.onFail = onFail }
 }

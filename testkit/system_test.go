@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"pgregory.net/rapid"
@@ -163,30 +162,15 @@ func drawSchedule(t *rapid.T) schedule {
 
 // runSchedule runs one schedule in its own bubble and returns "" or why it
 // failed.
-func runSchedule(t *testing.T, s schedule) (failure string) {
+func runSchedule(t *testing.T, s schedule) string {
 	// A schedule whose bubble never goes idle (a livelock in the code under
 	// test) would hang synctest.Wait forever; report it with the schedule.
 	watchdog := time.AfterFunc(scheduleWatchdog, func() {
 		panic(fmt.Sprintf("testkit: a system-property schedule ran for %v of real time without finishing (busy loop inside the bubble?)\nschedule:\n%s", scheduleWatchdog, s))
 	})
 	defer watchdog.Stop()
-	synctest.Test(t, func(bt *testing.T) {
-		onFail := func(msg string) {
-			if failure == "" {
-				failure = msg
-			}
-		}
-		f := NewFleet(bt, withFailHandler(onFail), WithConfig(func(c *coordination.Config) { c.MaxAttempts = s.maxAttempts }), WithUntilBudget(40*time.Second))
-		defer func() {
-			if r := recover(); r != nil {
-				if _, ok := r.(fleetFailure); !ok {
-					panic(r)
-				}
-			}
-		}()
-		execute(f, s)
-	})
-	return failure
+	return runCollecting(t, func(f *Fleet) { execute(f, s) },
+		WithConfig(func(c *coordination.Config) { c.MaxAttempts = s.maxAttempts }), WithUntilBudget(40*time.Second))
 }
 
 func execute(f *Fleet, s schedule) {
