@@ -62,6 +62,29 @@ func TestRebalanceNewcomerGetsDrainedShareWithZeroReplay(t *testing.T) {
 	})
 }
 
+// §14, §20: the newcomer's share is by weight, not by count.
+func TestRebalanceNewcomerShareIsByWeight(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		ps := Splits(4, 3, 1, 1, 1) // total weight 6
+		p := NewTestPlanner(jobFP, ps...)
+		w1 := f.Start("w1", p)
+		w1.Policy.Work = WorkCommit
+		f.Until("w1 holds every split", func() bool { return allHeld(f, ids(ps), "w1") })
+		w2 := f.Start("w2", p)
+		load := func(m *Member) uint64 {
+			n := uint64(0)
+			for _, h := range m.Held() {
+				n += h.Spec.Weight
+			}
+			return n
+		}
+		f.Until("both carry weight 3", func() bool {
+			return allHeld(f, ids(ps), "") && load(w1) == 3 && load(w2) == 3
+		})
+		checkRevocationAccounting(t, f)
+	})
+}
+
 // §20.2 forced by deadline: a drain that never completes is forced at
 // DrainDeadline and the new owner resumes at the last committed watermark.
 func TestRebalanceUnfinishedDrainIsForcedAtDeadline(t *testing.T) {
