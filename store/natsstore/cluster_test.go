@@ -226,6 +226,7 @@ func TestClusterReplicas3(t *testing.T) {
 		})
 	})
 	st := newStore(t, cfg)
+	t.Run("Latency", func(t *testing.T) { logLatencies(t, measureOps(t, st, 200)) })
 	clusterRound(t, st, "before")
 	js := jsFor(t, servers[0])
 	for _, b := range []string{"KV_coordination_cluster_state", "KV_coordination_cluster_lease"} {

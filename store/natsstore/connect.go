@@ -152,7 +152,7 @@ func (s *Store) connect(ctx context.Context) (*conn, error) {
 		nats.ReconnectBufSize(-1),
 		nats.NoCallbacksAfterClientClose(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { s.connectionLost(c, err) }),
-		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			s.log.Warn("nats asynchronous error", "err", err)
 		}),
 	)

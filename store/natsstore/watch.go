@@ -160,9 +160,15 @@ func (w *watcher) freshSnapshot(ctx context.Context) error {
 			case <-ctx.Done():
 				w.end()
 				return w.s.ctxErr("watching bucket "+w.bucket, ctx.Err())
+			case <-w.s.done:
+				w.end()
+				return errClosed()
 			case e, ok := <-w.kw.Updates():
 				if !ok {
 					w.end()
+					if w.s.isClosed() {
+						return errClosed()
+					}
 					return coordination.Errorf(coordination.Retryable, "natsstore: watching bucket %s: the NATS client ended the watch during its snapshot", w.bucket)
 				}
 				if e == nil {
