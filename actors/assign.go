@@ -193,8 +193,10 @@ func (a *assign) index(id coordination.SplitID) {
 	}
 }
 
+// changed re-evaluates after an observation of split id. A split whose
+// claim gave up stays cooling down until the next heartbeat (§16.4: a lost
+// or failed claim retries then), so a view that keeps losing cannot spin.
 func (a *assign) changed(c *actor.Context, id coordination.SplitID) {
-	delete(a.cooldown, id)
 	a.index(id)
 	if a.assigned[id] || a.quarCand[id] {
 		a.step(c)

@@ -53,7 +53,7 @@ type (
 	publishDone struct {
 		gen     uint64
 		written []assignCache
-		lost    []string
+		lost    []assignCache // the cache entry each lost write was based on (rev 0: a Create)
 		deleted []string
 		failed  bool
 		moved   int
@@ -115,6 +115,7 @@ type leader struct {
 	dirty        bool
 	announced    string // member set of the last "assignment published" log
 	publishRetry bool
+	lostStreak   int // consecutive publishes with a lost write
 }
 
 func newLeader(v *env) actor.Producer {
@@ -837,7 +838,7 @@ func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, cac
 			v.log.Debug("assignment computed", "key", protocol.AssignKey(inst), "splits", fmt.Sprint(splits), "members", fmt.Sprint(in.Members), "pool", len(in.Splits))
 			d.written = append(d.written, assignCache{inst: inst, rec: rec, rev: uint64(rev)})
 		default:
-			d.lost = append(d.lost, inst)
+			d.lost = append(d.lost, assignCache{inst: inst, rev: old.rev})
 		}
 	}
 	for inst, a := range cache {
@@ -860,9 +861,24 @@ func (l *leader) published(c *actor.Context, m publishDone) {
 			l.assigns[w.inst] = w
 		}
 	}
-	for _, inst := range m.lost {
-		delete(l.assigns, inst)
-		l.dirty = true
+	// A lost write uncaches the entry it was based on, never a fresher one
+	// the watch delivered meanwhile (that would make every later Create lose
+	// again). The loss is a trigger; a second loss in a row waits for the
+	// next heartbeat so a stale view cannot spin.
+	for _, lost := range m.lost {
+		if cur, ok := l.assigns[lost.inst]; ok && cur.rev == lost.rev {
+			delete(l.assigns, lost.inst)
+		}
+	}
+	if len(m.lost) > 0 {
+		l.lostStreak++
+		if l.lostStreak > 1 {
+			l.publishRetry = true
+		} else {
+			l.dirty = true
+		}
+	} else {
+		l.lostStreak = 0
 	}
 	for _, inst := range m.deleted {
 		delete(l.assigns, inst)
