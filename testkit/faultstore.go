@@ -127,6 +127,7 @@ type FaultStore struct {
 	mu          sync.Mutex
 	faults      []*Fault
 	partitioned bool
+	noWatch     bool          // Watch refused while set
 	hung        chan struct{} // non-nil while hung; closed by Unhang
 	watches     map[*faultWatcher]struct{}
 }
@@ -199,6 +200,34 @@ func (s *FaultStore) Partitioned() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.partitioned
+}
+
+// BlockWatches breaks every open watch of this member with Retryable
+// "injected: watch broken" and, until [FaultStore.UnblockWatches], makes
+// every Watch call fail with it, while every other operation keeps working:
+// a watch outage without a store outage.
+func (s *FaultStore) BlockWatches() {
+	s.mu.Lock()
+	s.noWatch = true
+	ws := make([]*faultWatcher, 0, len(s.watches))
+	for w := range s.watches {
+		ws = append(ws, w)
+	}
+	s.mu.Unlock()
+	for _, w := range ws {
+		w.breakWith(errWatchBroken())
+	}
+}
+
+// UnblockWatches lets Watch calls succeed again.
+func (s *FaultStore) UnblockWatches() {
+	s.mu.Lock()
+	s.noWatch = false
+	s.mu.Unlock()
+}
+
+func errWatchBroken() error {
+	return &coordination.Error{Kind: coordination.Retryable, Reason: "injected: watch broken"}
 }
 
 // Hang makes the store stop answering this member: until [FaultStore.Unhang],
@@ -351,6 +380,12 @@ func (s *FaultStore) List(ctx context.Context, ks store.Keyspace, prefix string)
 func (s *FaultStore) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
 	if err := s.gate(ctx); err != nil {
 		return nil, err
+	}
+	s.mu.Lock()
+	refused := s.noWatch
+	s.mu.Unlock()
+	if refused {
+		return nil, errWatchBroken()
 	}
 	inner, err := s.inner.Watch(ctx, ks, prefix)
 	if err != nil {

@@ -223,3 +223,30 @@ func TestFaultStorePanicNextWrite(t *testing.T) {
 		t.Fatal("a panicking write landed")
 	}
 }
+
+func TestFaultStoreBlockWatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		fs, _ := newFaultStore(t)
+		w, err := fs.Watch(ctx, store.Durable, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-w.Events() // snapshot-done
+		fs.BlockWatches()
+		for range w.Events() {
+		}
+		wantRetryable(t, w.Err(), "injected: watch broken")
+		_, err = fs.Watch(ctx, store.Durable, "")
+		wantRetryable(t, err, "injected: watch broken")
+		if _, ok, err := fs.Create(ctx, store.Durable, "k", nil); !ok || err != nil {
+			t.Fatalf("create during a watch outage: %v %v", ok, err)
+		}
+		fs.UnblockWatches()
+		w, err = fs.Watch(ctx, store.Durable, "")
+		if err != nil {
+			t.Fatalf("watch after unblocking: %v", err)
+		}
+		w.Stop()
+	})
+}

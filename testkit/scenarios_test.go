@@ -613,6 +613,36 @@ func TestFleetStoreOutageSelfFencesAndRecovers(t *testing.T) {
 	})
 }
 
+// §11.3, Appendix A.2: while watches are being re-established, renewals,
+// self-fencing and commits keep running, so a watch outage longer than a
+// lease loses nothing.
+func TestFleetWatchOutageKeepsLeases(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits := Splits(2)
+		p := NewTestPlanner(jobFP, splits...)
+		w1 := f.Start("w1", p)
+		f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		before := w1.Held()
+		w1.Store().BlockWatches()
+		f.Advance(3 * lease)
+		for s, old := range before {
+			h, ok := w1.Tenancy(s)
+			if !ok || h.Epoch != old.Epoch {
+				t.Fatalf("split %s lost during a watch outage (held %t, epoch %d, was %d)", s, ok, h.Epoch, old.Epoch)
+			}
+			if err := w1.Commit(s, coordination.SplitProgress{Watermark: 7}); err != nil {
+				t.Fatalf("commit during a watch outage: %v", err)
+			}
+		}
+		if w1.Losses() != 0 || w1.Err() != nil {
+			t.Fatalf("losses %d, err %v during a watch outage, want none", w1.Losses(), w1.Err())
+		}
+		w1.Store().UnblockWatches()
+		w1.Policy.Work = WorkComplete
+		f.Until("the verdict after the watches return", f.AllSettled)
+	})
+}
+
 // §6.1, §6.5: Poll never blocks while the store hangs, and every other call
 // returns within its bound.
 func TestFleetPollNeverBlocksWhileStoreHangs(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 
 // The system property of issues #4 and #5 (SPEC §30, ARCHITECTURE §5 layer
 // 5): random fleets run random schedules of commits, completions, crashes,
-// restarts, partitions, dropped and maybe-landed writes, clock advances,
+// restarts, partitions, watch outages, dropped and maybe-landed writes, clock advances,
 // Fail and Release calls, joins and departures, with workers that consent to, decline or ignore revocations.
 // The fleet checks the invariants of §30.4 after every step; once the faults
 // stop, every live worker reaches AllComplete or Stalled, all the same (I6).
@@ -40,6 +40,7 @@ const (
 	stepDepart
 	stepDrop
 	stepMaybeLand
+	stepWatchOutage
 	numStepKinds
 )
 
@@ -88,7 +89,9 @@ func (s schedStep) String() string {
 	case stepPartition:
 		return "partition " + w
 	case stepHeal:
-		return "heal " + w
+		return "heal " + w + " (partition and watch outage)"
+	case stepWatchOutage:
+		return "break " + w + "'s watches and refuse new ones until healed"
 	case stepFail:
 		return w + " fails its first held split"
 	case stepRelease:
@@ -221,7 +224,13 @@ func execute(f *Fleet, s schedule) {
 			}
 		case stepHeal:
 			if m != nil {
+				m.Store().UnblockWatches()
 				f.Heal(m.ID())
+			}
+		case stepWatchOutage:
+			if m != nil {
+				m.Store().BlockWatches()
+				f.Pump()
 			}
 		case stepFail:
 			if m != nil && len(m.HeldIDs()) > 0 {
@@ -251,6 +260,7 @@ func execute(f *Fleet, s schedule) {
 	// live worker complete what it gets.
 	for _, m := range f.Live() {
 		m.Store().Heal()
+		m.Store().UnblockWatches()
 		m.Store().Disarm()
 		m.Policy.Work, m.Policy.Revoke = WorkComplete, RevokeConsent
 	}
