@@ -2,6 +2,7 @@ package natsstore
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -92,6 +93,15 @@ func TestAuthCredsFile(t *testing.T) {
 		cfg := cfg
 		cfg.Credentials = Credentials{CredsFile: path}
 		fatalAtOnce(t, newStore(t, cfg), fmt.Sprintf("natsstore: authorization failed for creds file %q: ", path), "; check Config.Credentials")
+	})
+	t.Run("malformed file", func(t *testing.T) {
+		path := filepath.Join(dir, "garbage.creds")
+		if err := os.WriteFile(path, []byte("not a creds file\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg := cfg
+		cfg.Credentials = Credentials{CredsFile: path}
+		fatalAtOnce(t, newStore(t, cfg), fmt.Sprintf("natsstore: creds file %q does not hold a user JWT and seed", path))
 	})
 	t.Run("unreadable file", func(t *testing.T) {
 		path := filepath.Join(dir, "missing.creds")
