@@ -500,7 +500,6 @@ func TestFleetDroppedAssignmentPublishIsRepublished(t *testing.T) {
 // §15.2, §31.2: an assignment write that landed but reported an error is
 // adopted from the watch; the leader neither loops nor stops publishing.
 func TestFleetMaybeLandedAssignmentPublishSettles(t *testing.T) {
-	t.Skip("blocked on actors: leader busy-loops re-creating an assignment after a maybe-landed publish (BUGS_FOR_ACTORS.md)")
 	RunFleet(t, func(t *testing.T, f *Fleet) {
 		splits := Splits(3)
 		p := NewTestPlanner(jobFP, splits...)

@@ -44,11 +44,6 @@ const (
 	numStepKinds
 )
 
-// maybeLandBlocked is a fault target left out of maybe-landed faults until
-// the actors stop busy-looping after a maybe-landed assignment publish
-// (BUGS_FOR_ACTORS.md; TestFleetMaybeLandedAssignmentPublishSettles).
-const maybeLandBlocked = "an assignment write"
-
 // faultTargets are the writes a drop or maybe-landed fault can hit.
 var faultTargets = []struct {
 	name  string
@@ -154,9 +149,6 @@ func drawSchedule(t *rapid.T) schedule {
 			st.n = rapid.IntRange(0, 2).Draw(t, fmt.Sprintf("revoke%d", i))
 		case stepDrop, stepMaybeLand:
 			st.n = rapid.IntRange(0, len(faultTargets)-1).Draw(t, fmt.Sprintf("target%d", i))
-			if st.kind == stepMaybeLand && faultTargets[st.n].name == maybeLandBlocked {
-				st.kind = stepDrop
-			}
 		}
 		s.steps = append(s.steps, st)
 	}
