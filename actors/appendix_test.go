@@ -388,3 +388,58 @@ func TestNormalPathLogsNoFault(t *testing.T) {
 		}
 	})
 }
+
+// A call refers to the tenancy whose Gained Poll last returned: a commit
+// for a split re-claimed behind the driver's back (its Gained unpolled)
+// writes nothing and is Fenced; after the Poll it lands.
+func TestCommitBindsToThePolledTenancy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		w := r.start("w1", finalPlan("a"))
+		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
+		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 5}); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.c.Release("a"); err != nil {
+			t.Fatal(err)
+		}
+		record := func() protocol.ProgressRecord {
+			e, _, _ := r.st.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
+			rec, err := protocol.DecodeProgress(e.Key, e.Value, protocol.Fingerprint("job:v1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rec
+		}
+		// Re-claimed (epoch 2) while the driver does not poll.
+		for i := 0; i < 80 && record().Epoch != 2; i++ {
+			r.advance(125 * time.Millisecond)
+		}
+		if rec := record(); rec.Epoch != 2 || rec.Owner != "w1" {
+			t.Fatalf("not re-claimed: %+v", rec)
+		}
+		err := w.c.Commit("a", coordination.SplitProgress{Watermark: 6})
+		if coordination.KindOf(err) != coordination.Fenced || err.(*coordination.Error).Reason != "split a: not held here; nothing was written" {
+			t.Fatalf("commit onto the unpolled tenancy: %v", err)
+		}
+		if errs := w.c.CommitFinal([]coordination.Commit{{Split: "a", Progress: coordination.SplitProgress{Watermark: 6}}}); coordination.KindOf(errs[0]) != coordination.Fenced {
+			t.Fatalf("final commit onto the unpolled tenancy: %v", errs)
+		}
+		if err := w.c.Release("a"); err != nil {
+			t.Fatal(err)
+		}
+		if rec := record(); *rec.Watermark != 5 || rec.Owner != "w1" {
+			t.Fatalf("something was written: %+v", rec)
+		}
+		w.pump(t)
+		if g := w.held["a"]; g.Epoch != 2 || g.Progress == nil || g.Progress.Watermark != 5 {
+			t.Fatalf("gained %+v", g)
+		}
+		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 6}); err != nil {
+			t.Fatalf("commit after the poll: %v", err)
+		}
+		if err := w.c.Depart(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

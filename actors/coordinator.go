@@ -21,6 +21,13 @@ const stopGrace = 50 * time.Millisecond
 // concurrent use, although a driver calls it from one goroutine. Poll,
 // SetWaker and SetStop never block; every other call is bounded in real time
 // even when the store stops answering (SPEC §6.1).
+//
+// A call naming a split refers to the tenancy whose Gained Poll last
+// returned for it. When the worker re-claimed the split and the new Gained
+// is still unpolled, Commit, CommitFinal entries, Release, ReleaseDrained and
+// DeclineRevoke treat the split as not held (Commit returns Fenced and writes
+// nothing), so a lane of an ended tenancy can never write onto the next one.
+// Depart hands back every owned split, polled or not.
 type Coordinator struct {
 	v *env
 
@@ -188,7 +195,7 @@ func (c *Coordinator) Commit(split coordination.SplitID, progress coordination.S
 		return err
 	}
 	progress.State = cloneBytes(progress.State)
-	r, err := c.call("commit", messages.CommitSplit{Split: split, Progress: progress}, c.callBound(), true)
+	r, err := c.call("commit", messages.CommitSplit{Split: split, Progress: progress, Epoch: c.v.out.polledEpoch(split)}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -209,11 +216,13 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 		return errs
 	}
 	cs := make([]coordination.Commit, len(commits))
+	epochs := make([]uint64, len(commits))
 	for i, cm := range commits {
 		cm.Progress.State = cloneBytes(cm.Progress.State)
 		cs[i] = cm
+		epochs[i] = c.v.out.polledEpoch(cm.Split)
 	}
-	r, err := c.call("final commit", messages.CommitFinalBatch{Commits: cs}, c.v.cfg.OpTimeout+100*time.Millisecond, false)
+	r, err := c.call("final commit", messages.CommitFinalBatch{Commits: cs, Epochs: epochs}, c.v.cfg.OpTimeout+100*time.Millisecond, false)
 	if err != nil {
 		for i, cm := range commits {
 			errs[i] = finalUnconfirmed(cm.Split, c.v.cfg.OpTimeout)
@@ -258,7 +267,11 @@ func (c *Coordinator) release(op string, splits []coordination.SplitID, drained 
 	if err := c.gate(); err != nil {
 		return err
 	}
-	r, err := c.call(op, messages.ReleaseSplits{Splits: append([]coordination.SplitID(nil), splits...), Drained: drained}, c.callBound(), true)
+	epochs := make([]uint64, len(splits))
+	for i, id := range splits {
+		epochs[i] = c.v.out.polledEpoch(id)
+	}
+	r, err := c.call(op, messages.ReleaseSplits{Splits: append([]coordination.SplitID(nil), splits...), Epochs: epochs, Drained: drained}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -270,7 +283,7 @@ func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 	if err := c.gate(); err != nil {
 		return err
 	}
-	r, err := c.call("decline revoke", messages.DeclineRevoke{Split: split}, c.callBound(), true)
+	r, err := c.call("decline revoke", messages.DeclineRevoke{Split: split, Epoch: c.v.out.polledEpoch(split)}, c.callBound(), true)
 	if err != nil {
 		return err
 	}

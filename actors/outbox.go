@@ -18,6 +18,9 @@ type outbox struct {
 	waker   *coordination.Waker
 	closed  bool // departed or aborted: events are discarded
 	started bool
+	// polled maps a split to the epoch of the Gained that Poll last handed
+	// out for it; a Lost handed out removes it. Calls refer to that tenancy.
+	polled map[coordination.SplitID]uint64
 }
 
 // push enqueues events and wakes the driver. Events after a latched failure
@@ -67,9 +70,28 @@ func (o *outbox) take() ([]coordination.Event, error) {
 	if len(o.events) > 0 {
 		evs := o.events
 		o.events = nil
+		for _, ev := range evs {
+			switch e := ev.(type) {
+			case coordination.Gained:
+				if o.polled == nil {
+					o.polled = map[coordination.SplitID]uint64{}
+				}
+				o.polled[e.Split.ID] = uint64(e.Epoch)
+			case coordination.Lost:
+				delete(o.polled, e.Split)
+			}
+		}
 		return evs, nil
 	}
 	return nil, o.err
+}
+
+// polledEpoch returns the epoch of the tenancy whose Gained Poll last handed
+// out for id, or 0.
+func (o *outbox) polledEpoch(id coordination.SplitID) uint64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.polled[id]
 }
 
 // setWaker installs w unless Start has happened; it reports whether it did.

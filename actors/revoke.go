@@ -164,6 +164,9 @@ func (r *revoke) resolved(m messages.HandBackResolved) {
 
 func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 	e, ok := r.entries[m.Split]
+	if ok && e.epoch != m.Epoch {
+		ok = false // the entry is for a tenancy the driver has not polled
+	}
 	if !ok || e.cancelled {
 		if ok {
 			delete(r.entries, m.Split)

@@ -75,12 +75,11 @@ func (r *root) Receive(c *actor.Context) {
 			c.Respond(messages.CommitSplitReply{Err: err})
 			return
 		}
-		epoch, ok := r.held[m.Split]
-		if !ok {
+		if epoch, ok := r.held[m.Split]; !ok || epoch != m.Epoch {
 			c.Respond(messages.CommitSplitReply{Err: notHeld(m.Split)})
 			return
 		}
-		m.Epoch, m.ReplyTo = epoch, c.Sender()
+		m.ReplyTo = c.Sender()
 		c.Send(r.v.pid.commit, m)
 	case messages.CommitFinalBatch:
 		r.commitFinal(c, m)
@@ -193,7 +192,7 @@ func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 
 func (r *root) commitFinal(c *actor.Context, m messages.CommitFinalBatch) {
 	n := len(m.Commits)
-	m.Errs, m.Epochs = make([]error, n), make([]uint64, n)
+	m.Errs = make([]error, n)
 	if err := r.v.out.failure(); err != nil {
 		for i := range m.Errs {
 			m.Errs[i] = err
@@ -202,9 +201,7 @@ func (r *root) commitFinal(c *actor.Context, m messages.CommitFinalBatch) {
 		return
 	}
 	for i, cm := range m.Commits {
-		if e, ok := r.held[cm.Split]; ok {
-			m.Epochs[i] = e
-		} else {
+		if e, ok := r.held[cm.Split]; !ok || e != m.Epochs[i] {
 			m.Errs[i] = notHeld(cm.Split)
 		}
 	}
@@ -242,8 +239,8 @@ func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
 		reason = messages.EndDrained
 	}
 	var hs []messages.HeldSplit
-	for _, id := range m.Splits {
-		if e, ok := r.held[id]; ok {
+	for i, id := range m.Splits {
+		if e, ok := r.held[id]; ok && e == m.Epochs[i] {
 			r.end(c, id, e, reason)
 			hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
 		}

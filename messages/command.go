@@ -15,8 +15,9 @@ type StartJob struct {
 // StartJobReply answers StartJob.
 type StartJobReply struct{ Err error }
 
-// CommitSplit is a handle Commit (or one CommitFinal entry). ReplyTo is set
-// by the root when it forwards the command.
+// CommitSplit is a handle Commit. Epoch is the tenancy whose Gained the
+// driver last polled for the split (0: none); the commit lands only on that
+// tenancy. ReplyTo is set by the root when it forwards the command.
 type CommitSplit struct {
 	Split    coordination.SplitID
 	Progress coordination.SplitProgress
@@ -27,8 +28,9 @@ type CommitSplit struct {
 // CommitSplitReply answers CommitSplit.
 type CommitSplitReply struct{ Err error }
 
-// CommitFinalBatch is a handle CommitFinal. Errs holds pre-decided results
-// (not held) and Epochs the held epoch of each other entry.
+// CommitFinalBatch is a handle CommitFinal. Epochs holds, per entry, the
+// polled tenancy's epoch (set by the handle); Errs the results the root
+// decided before any write (not held).
 type CommitFinalBatch struct {
 	Commits []coordination.Commit
 	Epochs  []uint64
@@ -57,8 +59,11 @@ type HeldSplit struct {
 }
 
 // ReleaseSplits is a handle Release (Drained false) or ReleaseDrained.
+// Epochs holds, per split, the polled tenancy's epoch: only that tenancy is
+// handed back.
 type ReleaseSplits struct {
 	Splits  []coordination.SplitID
+	Epochs  []uint64
 	Drained bool
 }
 
@@ -80,9 +85,10 @@ type HandBackSplitsReply struct {
 	Err         error
 }
 
-// DeclineRevoke is a handle DeclineRevoke.
+// DeclineRevoke is a handle DeclineRevoke for the polled tenancy Epoch.
 type DeclineRevoke struct {
 	Split   coordination.SplitID
+	Epoch   uint64
 	ReplyTo *actor.PID
 }
 
