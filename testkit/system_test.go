@@ -115,12 +115,17 @@ type schedule struct {
 	weights     []uint64
 	maxAttempts uint32
 	maxInFlight []int // per worker
+	poison      int   // index of a split every worker fails whenever gained; -1 for none
 	steps       []schedStep
 }
 
 func (s schedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "workers %d, split weights %v, MaxAttempts %d, MaxInFlight %v\n", s.workers, s.weights, s.maxAttempts, s.maxInFlight)
+	fmt.Fprintf(&b, "workers %d, split weights %v, MaxAttempts %d, MaxInFlight %v", s.workers, s.weights, s.maxAttempts, s.maxInFlight)
+	if s.poison >= 0 {
+		fmt.Fprintf(&b, ", every worker fails split s%02d", s.poison)
+	}
+	b.WriteString("\n")
 	for i, st := range s.steps {
 		fmt.Fprintf(&b, "  %2d. %s\n", i+1, st)
 	}
@@ -133,6 +138,10 @@ func drawSchedule(t *rapid.T) schedule {
 		weights:     rapid.SliceOfN(rapid.Uint64Range(1, 5), 1, 12).Draw(t, "weights"),
 		maxAttempts: uint32(rapid.IntRange(2, 4).Draw(t, "maxAttempts")),
 		maxInFlight: rapid.SliceOfN(rapid.IntRange(1, 8), maxWorkers, maxWorkers).Draw(t, "maxInFlight"),
+	}
+	s.poison = -1
+	if rapid.IntRange(0, 9).Draw(t, "poisoned") < 3 {
+		s.poison = rapid.IntRange(0, len(s.weights)-1).Draw(t, "poison")
 	}
 	n := rapid.IntRange(0, 24).Draw(t, "steps")
 	for i := range n {
@@ -173,6 +182,13 @@ func execute(f *Fleet, s schedule) {
 	copy(weights, s.weights)
 	p := NewTestPlanner(jobFP, Splits(len(weights), weights...)...)
 	policies := make([]Policy, maxWorkers)
+	var poison coordination.SplitID
+	if s.poison >= 0 {
+		poison = coordination.SplitID(fmt.Sprintf("s%02d", s.poison))
+		for i := range policies {
+			policies[i].FailSplits = map[coordination.SplitID]bool{poison: true}
+		}
+	}
 	start := func(i int) {
 		m := f.Start(workerName(i), p, setMaxInFlight(s.maxInFlight[i]))
 		m.Policy = policies[i]
@@ -260,6 +276,9 @@ func execute(f *Fleet, s schedule) {
 		start(0)
 		f.Member(workerName(0)).Policy.Work = WorkComplete
 	}
+	for _, m := range f.Live() {
+		m.Policy.FailSplits = policies[0].FailSplits
+	}
 	f.Until("every live worker reaches a verdict", f.AllSettled)
 	f.CheckVerdicts()
 	checkRevocationAccounting(failer{f}, f)
@@ -267,6 +286,11 @@ func execute(f *Fleet, s schedule) {
 	for _, id := range f.Checker().Splits() {
 		if v, _ := f.Record(id); v.Status.String() == "quarantined" {
 			quarantined = true
+		}
+	}
+	if poison != "" {
+		if v, _ := f.Record(poison); v.Status.String() != "quarantined" {
+			f.Fail("poison split %s ended %s, want quarantined", poison, v)
 		}
 	}
 	for _, m := range f.Live() {
