@@ -80,7 +80,8 @@ func WithUntilBudget(d time.Duration) Option {
 	return func(o *fleetOptions) { o.untilBudget = d }
 }
 
-// WithLogger gives every member logger (with an "instance" attribute added).
+// WithLogger gives every member the logger l (each coordinator adds its own
+// instance attribute).
 // The default discards logs.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *fleetOptions) { o.logger = l }
