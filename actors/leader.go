@@ -50,6 +50,7 @@ type (
 		finalize bool
 	}
 	replanDue   struct{ gen uint64 }
+	publishDue  struct{}
 	publishDone struct {
 		gen     uint64
 		written []assignCache
@@ -112,6 +113,7 @@ type leader struct {
 	replan     *clock.Timer
 
 	publishing   bool
+	publishSoon  bool // a publishDue is queued
 	dirty        bool
 	announced    string // member set of the last "assignment published" log
 	publishRetry bool
@@ -264,6 +266,9 @@ func (l *leader) Receive(c *actor.Context) {
 		if l.leading && m.gen == l.gen && !l.verdict {
 			l.runPlan(c)
 		}
+	case publishDue:
+		l.publishSoon = false
+		l.publish(c)
 	case publishDone:
 		l.published(c, m)
 	default:
@@ -311,8 +316,16 @@ func (l *leader) tick(c *actor.Context) {
 	if l.canStand() {
 		l.stand(c)
 	}
-	if l.dirty {
-		l.publish(c)
+	l.schedulePublish(c)
+}
+
+// schedulePublish queues one evaluation behind the messages already in the
+// inbox, so an evaluation sees a whole burst of watch events rather than a
+// half-applied view; triggers meanwhile coalesce into it.
+func (l *leader) schedulePublish(c *actor.Context) {
+	if l.dirty && !l.publishSoon && !l.publishing {
+		l.publishSoon = true
+		c.Send(c.PID(), publishDue{})
 	}
 }
 
@@ -767,11 +780,28 @@ func (l *leader) assignInput() protocol.AssignInput {
 	if l.v.cfg.RebalanceDelay > 0 && len(l.departedAt) > 0 {
 		in.Reserved = map[coordination.SplitID]bool{}
 	}
+	// A split with no live lease and no record owner stays with the member
+	// its published assignment names, while that member is live: otherwise
+	// the fill pass could re-place it on every evaluation until the named
+	// member claims it, and each bounce costs a drain (a documented
+	// refinement of §14.2's owner(s); deterministic and leader-independent,
+	// since the published records are shared state).
+	published := make(map[coordination.SplitID]string)
+	for inst, a := range l.assigns {
+		if _, live := l.members[inst]; live {
+			for _, id := range a.rec.Splits {
+				published[id] = inst
+			}
+		}
+	}
 	for id, f := range l.records {
 		w, hasSpec := l.weights[id]
 		owner := f.owner
 		if lo, ok := l.leases[id]; ok {
 			owner = lo
+		}
+		if owner == "" {
+			owner = published[id]
 		}
 		in.Splits = append(in.Splits, protocol.AssignSplit{ID: id, Weight: w, HasSpec: hasSpec, Status: f.status, Owner: owner})
 		if in.Reserved != nil {
@@ -890,7 +920,5 @@ func (l *leader) published(c *actor.Context, m publishDone) {
 		l.announced = m.members
 		l.log.Info("assignment published", "members", len(l.members), "moved", m.moved, "generation", m.gen)
 	}
-	if l.dirty {
-		l.publish(c)
-	}
+	l.schedulePublish(c)
 }
