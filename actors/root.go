@@ -126,8 +126,6 @@ func (r *root) Receive(c *actor.Context) {
 			r.v.out.push(coordination.AllComplete{})
 		}
 		r.broadcast(c, m, r.v.pid.assign, r.v.pid.leader, r.v.pid.revoke)
-	case messages.WorkerFailed:
-		r.v.failNow(m.Err)
 	case messages.DepartJob:
 		r.depart(c, m)
 	case messages.HandBackSplitsReply:

@@ -12,9 +12,6 @@ type StartJob struct {
 	Fingerprint string
 }
 
-// StartJobReply answers StartJob.
-type StartJobReply struct{ Err error }
-
 // CommitSplit is a handle Commit. Epoch is the tenancy whose Gained the
 // driver last polled for the split (0: none); the commit lands only on that
 // tenancy. ReplyTo is set by the root when it forwards the command.

@@ -46,12 +46,6 @@ type VerdictReached struct {
 	Quarantined uint64
 }
 
-// WorkerFailed reports a Fatal condition found by an actor; the root
-// latches the first one.
-type WorkerFailed struct {
-	Err error
-}
-
 // Departing tells the actors that Depart was called: stop claiming,
 // electing, publishing and renewing presence.
 type Departing struct{}

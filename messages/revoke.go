@@ -21,6 +21,3 @@ type CommitLanded struct {
 	Split coordination.SplitID
 	Epoch uint64
 }
-
-// RevokeDue is the revoke actor's deadline tick.
-type RevokeDue struct{}
