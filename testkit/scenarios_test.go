@@ -46,6 +46,45 @@ func TestFleetTwoWorkersSplitFinalPlanDisjointly(t *testing.T) {
 	})
 }
 
+// §14, §16, §21.2, §22 at a larger size: four workers share sixty weighted
+// splits under a lane budget, one crashes and a newcomer joins mid-way, and
+// every worker still sees AllComplete.
+func TestFleetLargerFleetCompletesThroughChurn(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		weights := make([]uint64, 60)
+		for i := range weights {
+			weights[i] = uint64(1 + i%5)
+		}
+		splits := Splits(60, weights...)
+		p := NewTestPlanner(jobFP, splits...)
+		var ms []*Member
+		for _, id := range []string{"w1", "w2", "w3", "w4"} {
+			m := f.Start(id, p, setMaxInFlight(12))
+			m.Policy.Work = WorkCommit
+			ms = append(ms, m)
+		}
+		f.Until("48 splits are held", func() bool {
+			n := 0
+			for _, m := range ms {
+				n += len(m.HeldIDs())
+			}
+			return n == 48
+		})
+		f.Crash("w2")
+		w5 := f.Start("w5", p, setMaxInFlight(12))
+		for _, m := range []*Member{ms[0], ms[2], ms[3], w5} {
+			m.Policy.Work = WorkComplete
+		}
+		f.Until("the verdict", f.AllSettled)
+		f.CheckVerdicts()
+		for _, m := range f.Live() {
+			if _, ok := m.Verdict().(coordination.AllComplete); !ok {
+				t.Fatalf("%s verdict %#v, want AllComplete", m.ID(), m.Verdict())
+			}
+		}
+	}, WithUntilBudget(60*time.Second))
+}
+
 // §21.2, §16.3 Expired, §2 G8: a crashed owner's splits move only after its
 // lease, with committed progress carried, a higher epoch and one attempt
 // charged.
