@@ -25,7 +25,15 @@
 // explicitly and observes every member's events. Each member reaches the
 // store through its own fault-injecting wrapper, which can drop the next
 // matching write, land it and lose the reply, or partition the member from
-// the store entirely.
+// the store entirely. Fleets run inside testing/synctest bubbles, so "wait
+// until every worker is idle" is exact and nothing sleeps:
+//
+//	testkit.RunFleet(t, func(t *testing.T, f *testkit.Fleet) {
+//		f.Start("w1", planner)
+//		f.Start("w2", planner)
+//		f.Until("both finish", func() bool { ... })
+//		f.CheckVerdicts()
+//	})
 //
 // # Invariant checks
 //
