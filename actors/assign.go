@@ -205,7 +205,7 @@ func (a *assign) changed(c *actor.Context, id coordination.SplitID) {
 
 // step starts the claims and quarantines the view allows (§16.2, §16.3).
 func (a *assign) step(c *actor.Context) {
-	if !a.live || a.verdict || a.departed {
+	if !a.live || a.verdict || a.departed || a.v.halted.Load() {
 		return
 	}
 	for id := range a.quarCand {

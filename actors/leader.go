@@ -313,6 +313,9 @@ func (l *leader) heartbeat(c *actor.Context) {
 
 // tick stands for election or publishes when due.
 func (l *leader) tick(c *actor.Context) {
+	if l.v.halted.Load() {
+		return
+	}
 	if l.canStand() {
 		l.stand(c)
 	}

@@ -218,6 +218,9 @@ func (l *lease) schedule(c *actor.Context) {
 
 // beat is one heartbeat (§17.1).
 func (l *lease) beat(c *actor.Context) {
+	if l.v.halted.Load() {
+		return // failed or aborted: no further writes, no more beats
+	}
 	l.schedule(c)
 	if !l.departed && !l.presenceBusy {
 		l.renewPresence(c)
