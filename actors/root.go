@@ -3,6 +3,8 @@ package actors
 import (
 	"fmt"
 	"log/slog"
+	"slices"
+	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
@@ -29,7 +31,13 @@ type root struct {
 	departReply   *actor.PID
 	departErr     error
 	departPending int
+	departSplits  []coordination.SplitID // being handed back
+	departHanded  bool                   // the hand-backs answered
+	departTimer   *time.Timer
 }
+
+// departDeadline fires when Depart's own bound is about to pass.
+type departDeadline struct{}
 
 func newRoot(v *env) actor.Producer {
 	return func() actor.Receiver {
@@ -66,7 +74,11 @@ func notHeld(id coordination.SplitID) error {
 // Receive handles one message.
 func (r *root) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
-	case actor.Initialized, actor.Started, actor.Stopped:
+	case actor.Initialized, actor.Started:
+	case actor.Stopped:
+		if r.departTimer != nil {
+			r.departTimer.Stop()
+		}
 	case messages.StartJob:
 		fp := fingerprintHash(m.Fingerprint)
 		r.broadcast(c, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: fp})
@@ -128,10 +140,21 @@ func (r *root) Receive(c *actor.Context) {
 		r.broadcast(c, m, r.v.pid.assign, r.v.pid.leader, r.v.pid.revoke)
 	case messages.DepartJob:
 		r.depart(c, m)
+	case departDeadline:
+		if r.departReply != nil {
+			// Answer within Depart's bound with what is known: splits whose
+			// hand-back has not answered yet did not confirm.
+			if !r.departHanded && len(r.departSplits) > 0 {
+				r.departErr = handBackUnconfirmed(r.departSplits)
+			}
+			c.Engine().Send(r.departReply, messages.DepartJobReply{Err: r.departErr})
+			r.departReply = nil
+		}
 	case messages.HandBackSplitsReply:
 		if r.departReply == nil {
 			return
 		}
+		r.departHanded = true
 		if len(m.Unconfirmed) > 0 {
 			r.departErr = handBackUnconfirmed(m.Unconfirmed)
 		}
@@ -143,6 +166,7 @@ func (r *root) Receive(c *actor.Context) {
 		if r.departPending == 0 && r.departReply != nil {
 			c.Engine().Send(r.departReply, messages.DepartJobReply{Err: r.departErr})
 			r.departReply = nil
+			r.departTimer.Stop()
 		}
 	default:
 		r.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -264,10 +288,14 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 		return
 	}
 	r.departReply = c.Sender()
+	v, pid := r.v, c.PID()
+	r.departTimer = time.AfterFunc(2*r.v.cfg.OpTimeout, func() { v.send(pid, departDeadline{}) })
 	var hs []messages.HeldSplit
 	for id, e := range r.held {
 		hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
+		r.departSplits = append(r.departSplits, id)
 	}
+	slices.Sort(r.departSplits)
 	for _, h := range hs {
 		r.end(c, h.Split, h.Epoch, messages.EndDeparted)
 	}
