@@ -486,17 +486,30 @@ func (f *Fleet) Leader() string {
 	return l.Owner
 }
 
-// Plan returns the stored plan record.
-func (f *Fleet) Plan() (protocol.PlanRecord, bool) {
+// PlanRecord is the part of the stored plan record (SPEC §9.3) that
+// [Fleet.Plan] reports.
+type PlanRecord struct {
+	// Fingerprint is the job's full planner fingerprint.
+	Fingerprint string
+	// Generation is the generation of the leadership that last wrote it.
+	Generation uint64
+	// Finality says whether the plan is complete.
+	Finality coordination.PlanFinality
+	// Planned is a lower bound on the number of progress records.
+	Planned uint64
+}
+
+// Plan returns the stored plan record; false if there is none yet.
+func (f *Fleet) Plan() (PlanRecord, bool) {
 	e, ok, err := f.store.Get(f.ctx, store.Durable, protocol.KeyPlan)
 	if err != nil || !ok {
-		return protocol.PlanRecord{}, false
+		return PlanRecord{}, false
 	}
 	p, err := protocol.DecodePlan(protocol.KeyPlan, e.Value)
 	if err != nil {
 		f.Fail("testkit: plan record: %v", err)
 	}
-	return p, true
+	return PlanRecord{Fingerprint: p.Fingerprint, Generation: p.Generation, Finality: p.Finality, Planned: p.Planned}, true
 }
 
 // Record returns the latest recorded version of split's progress record.

@@ -7,7 +7,6 @@ import (
 	"sync"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -17,14 +16,21 @@ type RecordVersion struct {
 	Split    coordination.SplitID
 	Revision store.Revision
 	// Deleted marks the deletion of the record; the other fields are zero.
-	Deleted   bool
-	Epoch     uint64
-	Owner     string // "" for null
-	Attempts  uint32
-	Status    protocol.Status
+	Deleted  bool
+	Epoch    uint64
+	Owner    string // "" for null
+	Attempts uint32
+	// Status is the record's status as stored: "runnable", "completed" or
+	// "quarantined".
+	Status    string
 	Watermark *int64
 	State     []byte
 	Completed bool
+}
+
+// terminal reports whether the version is completed or quarantined.
+func (v RecordVersion) terminal() bool {
+	return v.Status == "completed" || v.Status == "quarantined"
 }
 
 // String renders the version for violation messages.
@@ -200,7 +206,7 @@ func (c *Checker) checkTransition(split coordination.SplitID, h *splitHistory, p
 	if prev.Deleted {
 		return // a re-created record starts a new history; nothing to compare
 	}
-	if prev.Status.Terminal() {
+	if prev.terminal() {
 		c.violate("I4: split %s: terminal version %s was followed by %s (terminal records never change)", split, prev, v)
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -13,16 +12,16 @@ func wm(n int64) *int64 { return &n }
 
 // ver builds a runnable version of split "s".
 func ver(rev uint64, epoch uint64, owner string, attempts uint32, watermark *int64) RecordVersion {
-	return RecordVersion{Split: "s", Revision: store.Revision(rev), Epoch: epoch, Owner: owner, Attempts: attempts, Watermark: watermark}
+	return RecordVersion{Split: "s", Revision: store.Revision(rev), Epoch: epoch, Owner: owner, Attempts: attempts, Status: "runnable", Watermark: watermark}
 }
 
 func completed(v RecordVersion) RecordVersion {
-	v.Status, v.Completed = protocol.StatusCompleted, true
+	v.Status, v.Completed = "completed", true
 	return v
 }
 
 func quarantined(v RecordVersion) RecordVersion {
-	v.Status = protocol.StatusQuarantined
+	v.Status = "quarantined"
 	return v
 }
 

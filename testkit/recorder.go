@@ -98,7 +98,7 @@ func (r *Recorder) put(e store.Entry) {
 		Epoch:     rec.Epoch,
 		Owner:     rec.Owner,
 		Attempts:  rec.Attempts,
-		Status:    rec.Status,
+		Status:    rec.Status.String(),
 		Watermark: rec.Watermark,
 		State:     rec.State,
 		Completed: rec.Completed,

@@ -39,7 +39,7 @@ func TestFleetTwoWorkersSplitFinalPlanDisjointly(t *testing.T) {
 		}
 		f.CheckVerdicts()
 		for _, s := range ids(splits) {
-			if v, _ := f.Record(s); v.Status != protocol.StatusCompleted || v.Attempts != 0 {
+			if v, _ := f.Record(s); v.Status != "completed" || v.Attempts != 0 {
 				t.Fatalf("split %s record %s, want completed with no attempt charged", s, v)
 			}
 		}
@@ -404,7 +404,7 @@ func TestFleetOpenPlanGrowsAndCompletesOnlyWhenSealed(t *testing.T) {
 		f.Until("the verdict", f.AllSettled)
 		all := append(append(ids(stages[0]), ids(stages[1])...), ids(stages[2])...)
 		for _, s := range all {
-			if v, ok := f.Record(s); !ok || v.Status != protocol.StatusCompleted {
+			if v, ok := f.Record(s); !ok || v.Status != "completed" {
 				t.Fatalf("split %s: %s at the verdict, want completed", s, v)
 			}
 		}
@@ -424,7 +424,7 @@ func TestFleetOpenPlanGrowsAndCompletesOnlyWhenSealed(t *testing.T) {
 		w1.Policy.Work = WorkComplete
 		f.Until("every split completes", func() bool {
 			for _, s := range []coordination.SplitID{"s00", "s01"} {
-				if v, ok := f.Record(s); !ok || v.Status != protocol.StatusCompleted {
+				if v, ok := f.Record(s); !ok || v.Status != "completed" {
 					return false
 				}
 			}

@@ -284,12 +284,12 @@ func execute(f *Fleet, s schedule) {
 	checkRevocationAccounting(failer{f}, f)
 	quarantined := false
 	for _, id := range f.Checker().Splits() {
-		if v, _ := f.Record(id); v.Status.String() == "quarantined" {
+		if v, _ := f.Record(id); v.Status == "quarantined" {
 			quarantined = true
 		}
 	}
 	if poison != "" {
-		if v, _ := f.Record(poison); v.Status.String() != "quarantined" {
+		if v, _ := f.Record(poison); v.Status != "quarantined" {
 			f.Fail("poison split %s ended %s, want quarantined", poison, v)
 		}
 	}
