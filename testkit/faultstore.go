@@ -117,8 +117,9 @@ func (f *Fault) Fired() bool {
 
 // FaultStore wraps one member's access to a shared store.Store and injects
 // faults into it: one-shot write faults ([FaultStore.DropNextWrite],
-// [FaultStore.MaybeLandNextWrite]), a partition ([FaultStore.Partition]) and
-// a hang ([FaultStore.Hang]). Every other member keeps using the store
+// [FaultStore.MaybeLandNextWrite], [FaultStore.PanicNextWrite]), a partition
+// ([FaultStore.Partition]), a watch outage ([FaultStore.BlockWatches]) and a
+// hang ([FaultStore.Hang]). Every other member keeps using the store
 // normally. All methods are safe for concurrent use. Injected errors are
 // *coordination.Error of kind Retryable.
 type FaultStore struct {
@@ -175,15 +176,21 @@ func (s *FaultStore) Disarm() {
 // operation (reads, writes, watches, listings) returns Retryable "injected:
 // partitioned", and every open watch breaks at once with that error.
 func (s *FaultStore) Partition() {
+	s.breakWatches(func() { s.partitioned = true }, errPartitioned())
+}
+
+// breakWatches runs set under the lock and then breaks every watch that was
+// open at that moment with err.
+func (s *FaultStore) breakWatches(set func(), err error) {
 	s.mu.Lock()
-	s.partitioned = true
+	set()
 	ws := make([]*faultWatcher, 0, len(s.watches))
 	for w := range s.watches {
 		ws = append(ws, w)
 	}
 	s.mu.Unlock()
 	for _, w := range ws {
-		w.breakWith(errPartitioned())
+		w.breakWith(err)
 	}
 }
 
@@ -207,16 +214,7 @@ func (s *FaultStore) Partitioned() bool {
 // every Watch call fail with it, while every other operation keeps working:
 // a watch outage without a store outage.
 func (s *FaultStore) BlockWatches() {
-	s.mu.Lock()
-	s.noWatch = true
-	ws := make([]*faultWatcher, 0, len(s.watches))
-	for w := range s.watches {
-		ws = append(ws, w)
-	}
-	s.mu.Unlock()
-	for _, w := range ws {
-		w.breakWith(errWatchBroken())
-	}
+	s.breakWatches(func() { s.noWatch = true }, errWatchBroken())
 }
 
 // UnblockWatches lets Watch calls succeed again.
@@ -302,61 +300,66 @@ func errReplyLost() error {
 // LeaseTTL returns the wrapped store's lease TTL.
 func (s *FaultStore) LeaseTTL() time.Duration { return s.inner.LeaseTTL() }
 
+// write runs one write through the partition, the hang and the first armed
+// fault that matches it; do performs the write on the wrapped store.
+func (s *FaultStore) write(ctx context.Context, op WriteOp, ks store.Keyspace, key string, value []byte, do func() error) error {
+	if err := s.gate(ctx); err != nil {
+		return err
+	}
+	f := s.take(op, ks, key, value)
+	switch {
+	case f == nil:
+		return do()
+	case f.kind == faultPanic:
+		panic("injected panic")
+	case f.kind == faultDrop:
+		return errDropped()
+	}
+	if err := do(); err != nil {
+		return err
+	}
+	return errReplyLost()
+}
+
 // Create is store.Store.Create with this member's faults applied.
 func (s *FaultStore) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
-	if err := s.gate(ctx); err != nil {
+	var rev store.Revision
+	var ok bool
+	err := s.write(ctx, OpCreate, ks, key, value, func() (err error) {
+		rev, ok, err = s.inner.Create(ctx, ks, key, value)
+		return err
+	})
+	if err != nil {
 		return 0, false, err
 	}
-	f := s.take(OpCreate, ks, key, value)
-	if f != nil && f.kind == faultPanic {
-		panic("injected panic")
-	}
-	if f != nil && f.kind == faultDrop {
-		return 0, false, errDropped()
-	}
-	rev, ok, err := s.inner.Create(ctx, ks, key, value)
-	if f != nil && err == nil {
-		return 0, false, errReplyLost()
-	}
-	return rev, ok, err
+	return rev, ok, nil
 }
 
 // Update is store.Store.Update with this member's faults applied.
 func (s *FaultStore) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
-	if err := s.gate(ctx); err != nil {
+	var rev store.Revision
+	var ok bool
+	err := s.write(ctx, OpUpdate, ks, key, value, func() (err error) {
+		rev, ok, err = s.inner.Update(ctx, ks, key, value, expected)
+		return err
+	})
+	if err != nil {
 		return 0, false, err
 	}
-	f := s.take(OpUpdate, ks, key, value)
-	if f != nil && f.kind == faultPanic {
-		panic("injected panic")
-	}
-	if f != nil && f.kind == faultDrop {
-		return 0, false, errDropped()
-	}
-	rev, ok, err := s.inner.Update(ctx, ks, key, value, expected)
-	if f != nil && err == nil {
-		return 0, false, errReplyLost()
-	}
-	return rev, ok, err
+	return rev, ok, nil
 }
 
 // Delete is store.Store.Delete with this member's faults applied.
 func (s *FaultStore) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
-	if err := s.gate(ctx); err != nil {
+	var ok bool
+	err := s.write(ctx, OpDelete, ks, key, nil, func() (err error) {
+		ok, err = s.inner.Delete(ctx, ks, key, expected)
+		return err
+	})
+	if err != nil {
 		return false, err
 	}
-	f := s.take(OpDelete, ks, key, nil)
-	if f != nil && f.kind == faultPanic {
-		panic("injected panic")
-	}
-	if f != nil && f.kind == faultDrop {
-		return false, errDropped()
-	}
-	ok, err := s.inner.Delete(ctx, ks, key, expected)
-	if f != nil && err == nil {
-		return false, errReplyLost()
-	}
-	return ok, err
+	return ok, nil
 }
 
 // Get is store.Store.Get, subject to the partition and the hang.
@@ -375,8 +378,9 @@ func (s *FaultStore) List(ctx context.Context, ks store.Keyspace, prefix string)
 	return s.inner.List(ctx, ks, prefix)
 }
 
-// Watch is store.Store.Watch, subject to the partition and the hang; a
-// partition breaks the returned watch.
+// Watch is store.Store.Watch, subject to the partition, the hang and
+// [FaultStore.BlockWatches]; a partition or a watch block breaks the
+// returned watch.
 func (s *FaultStore) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
 	if err := s.gate(ctx); err != nil {
 		return nil, err
