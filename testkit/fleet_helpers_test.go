@@ -21,8 +21,14 @@ func ids(ps []coordination.PlannedSplit) []coordination.SplitID {
 	return out
 }
 
-// heldBy returns whether every split is held by exactly one live member and
-// by member m when m is non-empty.
+// newJob returns the ids of n weight-1 splits and a planner for them.
+func newJob(n int) ([]coordination.SplitID, *TestPlanner) {
+	ps := Splits(n)
+	return ids(ps), NewTestPlanner(jobFP, ps...)
+}
+
+// allHeld returns whether every split is held by exactly one live member
+// and by member by when by is non-empty.
 func allHeld(f *Fleet, splits []coordination.SplitID, by string) bool {
 	for _, s := range splits {
 		h := f.Holders(s)

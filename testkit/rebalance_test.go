@@ -15,12 +15,11 @@ import (
 // soloThenJoin starts w1 alone holding every split (committing once per
 // tenancy), applies w1's revoke policy, then starts w2.
 func soloThenJoin(f *Fleet, n int, revoke Revoke, muts ...func(*coordination.Config)) (w1, w2 *Member, splits []coordination.SplitID) {
-	ps := Splits(n)
-	p := NewTestPlanner(jobFP, ps...)
+	splits, p := newJob(n)
 	w1 = f.Start("w1", p, muts...)
 	w1.Policy = Policy{Work: WorkCommit, Revoke: revoke}
 	f.Until("w1 holds and committed every split", func() bool {
-		if !allHeld(f, ids(ps), "w1") {
+		if !allHeld(f, splits, "w1") {
 			return false
 		}
 		for _, h := range w1.Held() {
@@ -32,7 +31,7 @@ func soloThenJoin(f *Fleet, n int, revoke Revoke, muts ...func(*coordination.Con
 	})
 	w2 = f.Start("w2", p, muts...)
 	w2.Policy.Work = WorkCommit
-	return w1, w2, ids(ps)
+	return w1, w2, splits
 }
 
 // §20.1, §20.2 drained, §2 G4: a newcomer receives its share by weight
@@ -214,13 +213,12 @@ func TestRebalanceCancelledSilentDrainIsReleasedAndRegained(t *testing.T) {
 // within three leases.
 func TestRebalanceZeroDelayMovesCrashedSplitsWithinThreeLeases(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(4)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(4)
 		f.Start("w1", p)
 		w2 := f.Start("w2", p)
-		f.Until("both hold two", func() bool { return allHeld(f, ids(splits), "") && len(w2.HeldIDs()) == 2 })
+		f.Until("both hold two", func() bool { return allHeld(f, splits, "") && len(w2.HeldIDs()) == 2 })
 		f.Crash("w2")
-		took := f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		took := f.Until("w1 holds every split", func() bool { return allHeld(f, splits, "w1") })
 		if took > 3*lease {
 			t.Fatalf("the crashed worker's splits moved after %v, want within three leases (%v)", took, 3*lease)
 		}
@@ -232,12 +230,11 @@ func TestRebalanceZeroDelayMovesCrashedSplitsWithinThreeLeases(t *testing.T) {
 // splits for at least three leases, then moves them.
 func TestRebalanceFiveLeaseDelayWithholdsAtLeastThree(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(4)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(4)
 		delay := func(c *coordination.Config) { c.RebalanceDelay = 5 * lease }
 		f.Start("w1", p, delay)
 		w2 := f.Start("w2", p, delay)
-		f.Until("both hold two", func() bool { return allHeld(f, ids(splits), "") && len(w2.HeldIDs()) == 2 })
+		f.Until("both hold two", func() bool { return allHeld(f, splits, "") && len(w2.HeldIDs()) == 2 })
 		crashed := w2.HeldIDs()
 		f.Crash("w2")
 		f.Advance(3 * lease)
@@ -246,7 +243,7 @@ func TestRebalanceFiveLeaseDelayWithholdsAtLeastThree(t *testing.T) {
 				t.Fatalf("split %s moved within three leases of the crash despite a five-lease delay", s)
 			}
 		}
-		took := f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		took := f.Until("w1 holds every split", func() bool { return allHeld(f, splits, "w1") })
 		// Presence expiry (at most one lease after the last renewal), the
 		// window, one heartbeat to republish, and the claim.
 		if total := 3*lease + took; total > 5*lease+2*lease {
@@ -260,12 +257,11 @@ func TestRebalanceFiveLeaseDelayWithholdsAtLeastThree(t *testing.T) {
 // the window at once and gets its splits back.
 func TestRebalanceReturnCancelsDelayWindow(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(4)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(4)
 		delay := func(c *coordination.Config) { c.RebalanceDelay = 10 * lease }
 		w1 := f.Start("w1", p, delay)
 		w2 := f.Start("w2", p, delay)
-		f.Until("both hold two", func() bool { return allHeld(f, ids(splits), "") && len(w2.HeldIDs()) == 2 })
+		f.Until("both hold two", func() bool { return allHeld(f, splits, "") && len(w2.HeldIDs()) == 2 })
 		crashed := w2.HeldIDs()
 		f.Crash("w2")
 		f.Advance(3 * lease) // presence expired: the window is open
@@ -285,11 +281,10 @@ func TestRebalanceReturnCancelsDelayWindow(t *testing.T) {
 // nothing.
 func TestRebalanceWithdrawnAssignmentReleasesNothing(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(4)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(4)
 		w1 := f.Start("w1", p)
 		w2 := f.Start("w2", p)
-		f.Until("both hold two", func() bool { return allHeld(f, ids(splits), "") && len(w2.HeldIDs()) == 2 })
+		f.Until("both hold two", func() bool { return allHeld(f, splits, "") && len(w2.HeldIDs()) == 2 })
 		follower := w2
 		if f.Leader() == "w2" {
 			follower = w1

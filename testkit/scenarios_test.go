@@ -18,12 +18,11 @@ import (
 // all see AllComplete.
 func TestFleetTwoWorkersSplitFinalPlanDisjointly(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(6)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(6)
 		w1 := f.Start("w1", p)
 		w2 := f.Start("w2", p)
 		f.Until("both workers hold three splits", func() bool {
-			return allHeld(f, ids(splits), "") && len(w1.HeldIDs()) == 3 && len(w2.HeldIDs()) == 3
+			return allHeld(f, splits, "") && len(w1.HeldIDs()) == 3 && len(w2.HeldIDs()) == 3
 		})
 		for _, s := range w1.HeldIDs() {
 			if w2.Holds(s) {
@@ -38,7 +37,7 @@ func TestFleetTwoWorkersSplitFinalPlanDisjointly(t *testing.T) {
 			}
 		}
 		f.CheckVerdicts()
-		for _, s := range ids(splits) {
+		for _, s := range splits {
 			if v, _ := f.Record(s); v.Status != "completed" || v.Attempts != 0 {
 				t.Fatalf("split %s record %s, want completed with no attempt charged", s, v)
 			}
@@ -90,13 +89,12 @@ func TestFleetLargerFleetCompletesThroughChurn(t *testing.T) {
 // charged.
 func TestFleetCrashedOwnerSplitsMoveAfterLease(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(4)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(4)
 		w1 := f.Start("w1", p)
 		w2 := f.Start("w2", p)
 		w1.Policy.Work, w2.Policy.Work = WorkCommit, WorkCommit
 		f.Until("both hold and committed", func() bool {
-			if !allHeld(f, ids(splits), "") || len(w1.HeldIDs()) != 2 {
+			if !allHeld(f, splits, "") || len(w1.HeldIDs()) != 2 {
 				return false
 			}
 			for _, h := range w1.Held() {
@@ -114,7 +112,7 @@ func TestFleetCrashedOwnerSplitsMoveAfterLease(t *testing.T) {
 				t.Fatalf("split %s taken %v after the crash, before the owner's lease could expire", s, lease/2)
 			}
 		}
-		f.Until("w2 takes over w1's splits", func() bool { return allHeld(f, ids(splits), "w2") })
+		f.Until("w2 takes over w1's splits", func() bool { return allHeld(f, splits, "w2") })
 		for s, old := range before {
 			h, _ := w2.Tenancy(s)
 			if h.Epoch <= old.Epoch {
@@ -137,12 +135,11 @@ func TestFleetCrashedOwnerSplitsMoveAfterLease(t *testing.T) {
 // revocations under a long drain deadline, and waits until the leader has
 // revoked two of w1's splits for w2.
 func handOverSetup(f *Fleet) (w1, w2 *Member, revoked []coordination.SplitID) {
-	splits := Splits(4)
-	p := NewTestPlanner(jobFP, splits...)
+	splits, p := newJob(4)
 	long := setDrainDeadline(20 * lease)
 	w1 = f.Start("w1", p, long)
 	w1.Policy.Revoke = RevokeIgnore
-	f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+	f.Until("w1 holds every split", func() bool { return allHeld(f, splits, "w1") })
 	w2 = f.Start("w2", p, long)
 	f.Until("w1 is asked to give up two splits", func() bool { return len(w1.RevokeRequests()) == 2 })
 	return w1, w2, w1.RevokeRequests()
@@ -179,16 +176,15 @@ func TestFleetReleaseHandsOverWithinLease(t *testing.T) {
 // one lease, charging no attempt.
 func TestFleetDepartHandsOverWithinLease(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(4)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(4)
 		w1 := f.Start("w1", p)
 		f.Start("w2", p)
-		f.Until("both hold two", func() bool { return allHeld(f, ids(splits), "") && len(w1.HeldIDs()) == 2 })
+		f.Until("both hold two", func() bool { return allHeld(f, splits, "") && len(w1.HeldIDs()) == 2 })
 		gone := w1.HeldIDs()
 		if err := w1.Depart(); err != nil {
 			t.Fatalf("depart: %v", err)
 		}
-		took := f.Until("w2 claims the departed worker's splits", func() bool { return allHeld(f, ids(splits), "w2") })
+		took := f.Until("w2 claims the departed worker's splits", func() bool { return allHeld(f, splits, "w2") })
 		if took >= lease {
 			t.Fatalf("hand-over after Depart took %v, want less than one lease (%v)", took, lease)
 		}
@@ -207,16 +203,15 @@ func TestFleetDepartHandsOverWithinLease(t *testing.T) {
 // once (well within a lease), charging one attempt each.
 func TestFleetSameIDRestartReclaimsAtOnce(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(3)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(3)
 		w1 := f.Start("w1", p)
 		w1.Policy.Work = WorkCommit
-		f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		f.Until("w1 holds every split", func() bool { return allHeld(f, splits, "w1") })
 		f.Advance(f.Step())
 		before := w1.Held()
 		f.Crash("w1")
 		w1 = f.Start("w1", p)
-		took := f.Until("the restarted w1 reclaims its splits", func() bool { return allHeld(f, ids(splits), "w1") })
+		took := f.Until("the restarted w1 reclaims its splits", func() bool { return allHeld(f, splits, "w1") })
 		if took >= lease {
 			t.Fatalf("reclaim took %v, want less than one lease (%v)", took, lease)
 		}
@@ -236,8 +231,7 @@ func TestFleetSameIDRestartReclaimsAtOnce(t *testing.T) {
 // quarantined; the job still completes.
 func TestFleetSplitsBeyondMaxInFlightWait(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(5)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(5)
 		w1 := f.Start("w1", p, setMaxInFlight(2))
 		w1.Policy.Work = WorkHold
 		f.Until("w1 fills its lanes", func() bool { return len(w1.HeldIDs()) == 2 })
@@ -253,7 +247,7 @@ func TestFleetSplitsBeyondMaxInFlightWait(t *testing.T) {
 		if q := w1.Quarantines(); len(q) != 0 {
 			t.Fatalf("quarantined %v, want none", q)
 		}
-		for _, s := range ids(splits) {
+		for _, s := range splits {
 			if v, _ := f.Record(s); v.Attempts != 0 {
 				t.Fatalf("split %s: %s, want no attempt charged for waiting", s, v)
 			}
@@ -266,14 +260,13 @@ func TestFleetSplitsBeyondMaxInFlightWait(t *testing.T) {
 // nothing.
 func TestFleetPartitionedZombieCommitIsFenced(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(4)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(4)
 		w1 := f.Start("w1", p)
 		w2 := f.Start("w2", p)
-		f.Until("both hold two", func() bool { return allHeld(f, ids(splits), "") && len(w1.HeldIDs()) == 2 })
+		f.Until("both hold two", func() bool { return allHeld(f, splits, "") && len(w1.HeldIDs()) == 2 })
 		zombie := w1.HeldIDs()
 		f.Partition("w1")
-		f.Until("w2 takes every split", func() bool { return allHeld(f, ids(splits), "w2") })
+		f.Until("w2 takes every split", func() bool { return allHeld(f, splits, "w2") })
 		f.Until("w1 self-fences", func() bool { return len(w1.HeldIDs()) == 0 })
 		if n := len(lostSplits(w1)); n != len(zombie) {
 			t.Fatalf("w1 lost %d splits, want %d (self-fence emits Lost)", n, len(zombie))
@@ -341,12 +334,11 @@ func TestFleetLiveTwinsAreFatal(t *testing.T) {
 // replans under a higher generation and the replan is idempotent.
 func TestFleetLeaderCrashHandsPlanningOver(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(6)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(6)
 		for _, id := range []string{"w1", "w2", "w3"} {
 			f.Start(id, p)
 		}
-		f.Until("every split is held", func() bool { return allHeld(f, ids(splits), "") })
+		f.Until("every split is held", func() bool { return allHeld(f, splits, "") })
 		leader := f.Leader()
 		if leader == "" {
 			t.Fatal("no leader")
@@ -354,7 +346,7 @@ func TestFleetLeaderCrashHandsPlanningOver(t *testing.T) {
 		plan, _ := f.Plan()
 		runs := p.Runs()
 		versions := make(map[coordination.SplitID]int)
-		for _, s := range ids(splits) {
+		for _, s := range splits {
 			versions[s] = len(f.Checker().Versions(s))
 		}
 		f.Crash(leader)
@@ -362,12 +354,12 @@ func TestFleetLeaderCrashHandsPlanningOver(t *testing.T) {
 			l := f.Leader()
 			return l != "" && l != leader && p.Runs() > runs
 		})
-		f.Until("the survivors hold every split", func() bool { return allHeld(f, ids(splits), "") })
+		f.Until("the survivors hold every split", func() bool { return allHeld(f, splits, "") })
 		after, _ := f.Plan()
 		if after.Generation <= plan.Generation || after.Planned != uint64(len(splits)) || after.Finality != coordination.PlanFinal {
 			t.Fatalf("plan after failover = %+v (before %+v), want a higher generation, the same planned count, final", after, plan)
 		}
-		for _, s := range ids(splits) {
+		for _, s := range splits {
 			if v := f.Checker().Versions(s); v[0].Revision == 0 || len(v) < versions[s] {
 				t.Fatalf("split %s: history shrank", s)
 			}
@@ -523,10 +515,9 @@ func TestFleetMaybeLandedRenewalIsAdopted(t *testing.T) {
 // claims its share.
 func TestFleetDroppedAssignmentPublishIsRepublished(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(4)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(4)
 		w1 := f.Start("w1", p)
-		f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		f.Until("w1 holds every split", func() bool { return allHeld(f, splits, "w1") })
 		fault := w1.Store().DropNextWrite(Match{Prefix: protocol.AssignKey("w2"), Ops: OpCreate | OpUpdate})
 		w2 := f.Start("w2", p)
 		f.Until("w2 claims its share", func() bool { return len(w2.HeldIDs()) == 2 })
@@ -540,8 +531,7 @@ func TestFleetDroppedAssignmentPublishIsRepublished(t *testing.T) {
 // adopted from the watch; the leader neither loops nor stops publishing.
 func TestFleetMaybeLandedAssignmentPublishSettles(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(3)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(3)
 		w1 := f.Start("w1", p)
 		f.Until("w1 holds a split", func() bool { return len(w1.HeldIDs()) > 0 })
 		f.Partition("w1")
@@ -551,7 +541,7 @@ func TestFleetMaybeLandedAssignmentPublishSettles(t *testing.T) {
 		})
 		w3 := f.Start("w3", p)
 		f.Until("w3 leads after a maybe-landed publish", func() bool { return f.Leader() == "w3" && fault.Fired() })
-		f.Until("w3 holds every split", func() bool { return allHeld(f, ids(splits), "w3") })
+		f.Until("w3 holds every split", func() bool { return allHeld(f, splits, "w3") })
 		f.Heal("w1")
 		w3.Policy.Work = WorkComplete
 		w1.Policy.Work = WorkComplete
@@ -592,8 +582,7 @@ func TestFleetDroppedHandBackStillSurrenders(t *testing.T) {
 // §13.5: a dropped plan publish heals through the recount of the next run.
 func TestFleetDroppedPlanPublishHealsViaRecount(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(3)
-		p := NewTestPlanner(jobFP, splits...)
+		_, p := newJob(3)
 		// Drop the first plan write that publishes a non-zero planned count;
 		// the generation fence writes planned 0 and is not dropped.
 		var fault *Fault
@@ -623,11 +612,10 @@ func TestFleetDroppedPlanPublishHealsViaRecount(t *testing.T) {
 // self-fences every split; the worker recovers when the store returns.
 func TestFleetStoreOutageSelfFencesAndRecovers(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(3)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(3)
 		w1 := f.Start("w1", p)
 		w1.Policy.Work = WorkCommit
-		f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		f.Until("w1 holds every split", func() bool { return allHeld(f, splits, "w1") })
 		before := w1.Held()
 		f.Partition("w1")
 		wantKind(t, "commit during the outage", w1.Coordinator().Commit("s00", coordination.SplitProgress{Watermark: 50}), coordination.Retryable)
@@ -642,7 +630,7 @@ func TestFleetStoreOutageSelfFencesAndRecovers(t *testing.T) {
 			t.Fatalf("an outage ended the coordinator: %v", w1.Err())
 		}
 		f.Heal("w1")
-		f.Until("w1 re-claims every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		f.Until("w1 re-claims every split", func() bool { return allHeld(f, splits, "w1") })
 		for s, old := range before {
 			if h, _ := w1.Tenancy(s); h.Epoch <= old.Epoch {
 				t.Fatalf("split %s re-claimed at epoch %d, want above %d", s, h.Epoch, old.Epoch)
@@ -656,10 +644,9 @@ func TestFleetStoreOutageSelfFencesAndRecovers(t *testing.T) {
 // lease loses nothing.
 func TestFleetWatchOutageKeepsLeases(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
-		splits := Splits(2)
-		p := NewTestPlanner(jobFP, splits...)
+		splits, p := newJob(2)
 		w1 := f.Start("w1", p)
-		f.Until("w1 holds every split", func() bool { return allHeld(f, ids(splits), "w1") })
+		f.Until("w1 holds every split", func() bool { return allHeld(f, splits, "w1") })
 		before := w1.Held()
 		w1.Store().BlockWatches()
 		f.Advance(3 * lease)
