@@ -212,35 +212,29 @@ func (c *ScriptedCoordinator) Fail(split coordination.SplitID, epoch coordinatio
 // "coordinator used before Start" and after Depart Fatal "coordinator
 // departed", recording nothing.
 func (c *ScriptedCoordinator) Release(splits ...coordination.SplitID) error {
-	c.st.mu.Lock()
-	defer c.st.mu.Unlock()
-	if err := c.st.usable(); err != nil {
-		return err
-	}
-	c.st.released = append(c.st.released, splits...)
-	return nil
+	return c.record(&c.st.released, splits...)
 }
 
 // ReleaseDrained records the splits, in a list kept apart from Release's so
 // a test can tell a drain hand-back from a plain release, and returns nil.
 func (c *ScriptedCoordinator) ReleaseDrained(splits ...coordination.SplitID) error {
-	c.st.mu.Lock()
-	defer c.st.mu.Unlock()
-	if err := c.st.usable(); err != nil {
-		return err
-	}
-	c.st.releasedDrained = append(c.st.releasedDrained, splits...)
-	return nil
+	return c.record(&c.st.releasedDrained, splits...)
 }
 
 // DeclineRevoke records the split and returns nil.
 func (c *ScriptedCoordinator) DeclineRevoke(split coordination.SplitID) error {
+	return c.record(&c.st.declined, split)
+}
+
+// record appends splits to the recorded id list *list, unless the
+// coordinator is not usable now (before Start, after Depart).
+func (c *ScriptedCoordinator) record(list *[]coordination.SplitID, splits ...coordination.SplitID) error {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
 	if err := c.st.usable(); err != nil {
 		return err
 	}
-	c.st.declined = append(c.st.declined, split)
+	*list = append(*list, splits...)
 	return nil
 }
 

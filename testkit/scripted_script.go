@@ -128,25 +128,22 @@ func (s *CoordinatorScript) Failed() []FailRecord {
 }
 
 // Released returns the split ids passed to Release, in call order.
-func (s *CoordinatorScript) Released() []coordination.SplitID {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	return slices.Clone(s.st.released)
-}
+func (s *CoordinatorScript) Released() []coordination.SplitID { return s.ids(&s.st.released) }
 
 // ReleasedDrained returns the split ids passed to ReleaseDrained, in call
 // order.
 func (s *CoordinatorScript) ReleasedDrained() []coordination.SplitID {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	return slices.Clone(s.st.releasedDrained)
+	return s.ids(&s.st.releasedDrained)
 }
 
 // Declined returns the split ids passed to DeclineRevoke, in call order.
-func (s *CoordinatorScript) Declined() []coordination.SplitID {
+func (s *CoordinatorScript) Declined() []coordination.SplitID { return s.ids(&s.st.declined) }
+
+// ids returns a copy of the recorded id list *list.
+func (s *CoordinatorScript) ids(list *[]coordination.SplitID) []coordination.SplitID {
 	s.st.mu.Lock()
 	defer s.st.mu.Unlock()
-	return slices.Clone(s.st.declined)
+	return slices.Clone(*list)
 }
 
 // Departed reports whether Depart was called.
@@ -158,11 +155,7 @@ func (s *CoordinatorScript) Departed() bool {
 
 // DepartedWith returns the split ids the first Depart was given, in the
 // order given (nil before Depart).
-func (s *CoordinatorScript) DepartedWith() []coordination.SplitID {
-	s.st.mu.Lock()
-	defer s.st.mu.Unlock()
-	return slices.Clone(s.st.departedWith)
-}
+func (s *CoordinatorScript) DepartedWith() []coordination.SplitID { return s.ids(&s.st.departedWith) }
 
 // Started reports whether Start succeeded.
 func (s *CoordinatorScript) Started() bool {
