@@ -147,9 +147,9 @@ func (cm *commit) Receive(c *actor.Context) {
 	case messages.JobStarted:
 		cm.fp = m.FP
 	case messages.RecordObserved:
-		cm.fold(c, m.Split, m.Record, m.Rev)
+		cm.fold(m.Split, m.Record, m.Rev)
 	case messages.RecordDeleted:
-		cm.deleted(c, m.Split)
+		cm.deleted(m.Split)
 	case messages.PlanObserved:
 		cm.plan, cm.hasPlan = m.Plan, true
 		cm.judge()
@@ -188,7 +188,7 @@ func (cm *commit) Receive(c *actor.Context) {
 
 // fold applies a record version to the view (§11.2): tallies, quarantine
 // transitions, and fences or completions of held splits.
-func (cm *commit) fold(c *actor.Context, id coordination.SplitID, rec protocol.ProgressRecord, rev uint64) {
+func (cm *commit) fold(id coordination.SplitID, rec protocol.ProgressRecord, rev uint64) {
 	old, had := cm.records[id]
 	if had && rev <= old.rev {
 		return
@@ -225,7 +225,7 @@ func (cm *commit) tally(s protocol.Status, d int) {
 	cm.v.met.tallies(cm.completed, cm.quarant)
 }
 
-func (cm *commit) deleted(c *actor.Context, id coordination.SplitID) {
+func (cm *commit) deleted(id coordination.SplitID) {
 	old, had := cm.records[id]
 	if !had {
 		return
@@ -472,7 +472,7 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 	op := d.op
 	defer cm.next(c, op.split)
 	if d.rev != 0 {
-		cm.fold(c, op.split, d.rec, d.rev)
+		cm.fold(op.split, d.rec, d.rev)
 	}
 	switch op.kind {
 	case opCommit:
@@ -722,7 +722,7 @@ func (cm *commit) listed(m verdictListed) {
 	// The listing is applied to the view (§22.2) while judging is still
 	// set, so the folds do not start another listing.
 	for i, rec := range m.recs {
-		cm.fold(nil, rec.ID, rec, m.revs[i])
+		cm.fold(rec.ID, rec, m.revs[i])
 	}
 	cm.judging = false
 	if m.err != nil {

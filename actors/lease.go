@@ -106,7 +106,7 @@ func (l *lease) Receive(c *actor.Context) {
 			return
 		}
 		l.joined, l.presenceRev = true, m.rev
-		c.Send(l.v.pid.watch, messages.Joined{PresenceRev: m.rev})
+		c.Send(l.v.pid.watch, messages.Joined{})
 		l.schedule(c)
 	case messages.HeartbeatDue:
 		if m.Round == l.round {
@@ -143,7 +143,7 @@ func (l *lease) Receive(c *actor.Context) {
 			return
 		}
 		l.claiming[m.claim.Candidate.ID] = m
-		c.Send(l.v.pid.commit, messages.ClaimRecord{Claim: m.claim, Epoch: m.epoch, LeaseRev: m.rev, AtMs: m.at.UnixMilli()})
+		c.Send(l.v.pid.commit, messages.ClaimRecord{Claim: m.claim, Epoch: m.epoch, LeaseRev: m.rev})
 	case messages.TenancyStarted:
 		cl, ok := l.claiming[m.Split]
 		delete(l.claiming, m.Split)

@@ -14,7 +14,6 @@ type outbox struct {
 	mu      sync.Mutex
 	events  []coordination.Event
 	err     error // latched failure, first wins
-	errAt   int   // number of events enqueued before the failure
 	waker   *coordination.Waker
 	closed  bool // departed or aborted: events are discarded
 	started bool
@@ -47,7 +46,6 @@ func (o *outbox) fail(err error) {
 		return
 	}
 	o.err = err
-	o.errAt = len(o.events)
 	w := o.waker
 	o.mu.Unlock()
 	if w != nil {

@@ -202,7 +202,7 @@ func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 	r.held[id] = m.Epoch
 	r.lastEpoch[id] = m.Epoch
 	r.v.met.owned(len(r.held))
-	r.broadcast(c, messages.TenancyStarted{Split: id, Epoch: m.Epoch, LeaseRev: m.LeaseRev, AtMs: r.v.nowMs()}, r.v.pid.lease, r.v.pid.assign, r.v.pid.revoke)
+	r.broadcast(c, messages.TenancyStarted{Split: id, Epoch: m.Epoch, LeaseRev: m.LeaseRev}, r.v.pid.lease, r.v.pid.assign, r.v.pid.revoke)
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, messages.EndDeparted)

@@ -201,7 +201,7 @@ func (w *watch) event(ks store.Keyspace, ev store.WatchEvent) {
 		if k.snapshot != nil {
 			k.snapshot[ev.Entry.Key] = true
 		}
-		w.put(ks, ev.Entry.Key, ev.Entry.Value, uint64(ev.Entry.Revision), false)
+		w.put(ks, ev.Entry.Key, ev.Entry.Value, uint64(ev.Entry.Revision))
 	case store.Delete:
 		w.del(ks, ev.Entry.Key, uint64(ev.Entry.Revision), false)
 	case store.SnapshotDone:
@@ -297,7 +297,7 @@ func (w *watch) applyListing(m listed) {
 	seen := make(map[string]bool, len(m.entries))
 	for _, e := range m.entries {
 		seen[e.Key] = true
-		w.put(m.ks, e.Key, e.Value, uint64(e.Revision), true)
+		w.put(m.ks, e.Key, e.Value, uint64(e.Revision))
 	}
 	for key, s := range w.ks[m.ks].keys {
 		if s.present && !seen[key] && s.seq <= m.startSeq {
@@ -310,7 +310,7 @@ func (w *watch) applyListing(m listed) {
 	}
 }
 
-func (w *watch) put(ks store.Keyspace, key string, val []byte, rev uint64, synth bool) {
+func (w *watch) put(ks store.Keyspace, key string, val []byte, rev uint64) {
 	k := w.ks[ks]
 	s := k.keys[key]
 	if s != nil && rev <= s.rev {

@@ -22,7 +22,6 @@ type ClaimRecord struct {
 	Claim    ClaimSplit
 	Epoch    uint64
 	LeaseRev uint64
-	AtMs     int64
 }
 
 // ClaimAbandoned reports that a claim gave up (lost, error, or fenced); the

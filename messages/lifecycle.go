@@ -12,12 +12,10 @@ type JobStarted struct {
 	FP          uint64
 }
 
-// Joined reports that the startup phases finished: the presence key exists
-// at PresenceRev. The lease actor sends it to the watch actor so that the
-// watches open.
-type Joined struct {
-	PresenceRev uint64
-}
+// Joined reports that the startup phases finished and the presence key
+// exists. The lease actor sends it to the watch actor so that the watches
+// open.
+type Joined struct{}
 
 // WatchesChanged reports whether both watches are live (each has delivered
 // its SnapshotDone and not broken since).

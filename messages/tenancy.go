@@ -32,11 +32,6 @@ func (r EndReason) Involuntary() bool {
 	return r == EndFenced || r == EndStarved || r == EndRevoked
 }
 
-// HandsBack reports whether the end is followed by an owner-clearing write.
-func (r EndReason) HandsBack() bool {
-	return r == EndRevoked || r == EndReleased || r == EndDrained || r == EndDeparted
-}
-
 // String returns the metric label spelling of involuntary reasons and a
 // short name otherwise.
 func (r EndReason) String() string {
@@ -76,7 +71,6 @@ type TenancyStarted struct {
 	Split    coordination.SplitID
 	Epoch    uint64
 	LeaseRev uint64
-	AtMs     int64 // clock time of the lease write, ms since the epoch
 }
 
 // TenancyEnded reports that a tenancy ended. Actors send it to the root,
