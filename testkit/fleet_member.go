@@ -55,7 +55,9 @@ type Member struct {
 	registry *prometheus.Registry
 	cfg      coordination.Config
 	waker    *coordination.Waker
-	Policy   Policy
+	// Policy decides what the fleet does for the member on every pump; a
+	// test may change it at any time.
+	Policy Policy
 
 	incarnation int
 	log         []coordination.Event
@@ -101,8 +103,8 @@ func (m *Member) Coordinator() *actors.Coordinator { return m.coord }
 // Store returns the current incarnation's fault wrapper.
 func (m *Member) Store() *FaultStore { return m.store }
 
-// Metrics returns the current incarnation's metrics registry (the fleet
-// gives every incarnation its own unless a mutator set Config.Metrics).
+// Metrics returns the metrics registry the fleet made for the current
+// incarnation. It stays empty if a mutator replaced Config.Metrics.
 func (m *Member) Metrics() *prometheus.Registry { return m.registry }
 
 // Metric returns the value of the counter or gauge coordination_<name> in
@@ -193,12 +195,14 @@ func (m *Member) Tenancy(split coordination.SplitID) (Held, bool) {
 	return *h, true
 }
 
-// RevokeRequests returns every RevokeRequested split, in order.
+// RevokeRequests returns every RevokeRequested split, in order (all
+// incarnations).
 func (m *Member) RevokeRequests() []coordination.SplitID {
 	return append([]coordination.SplitID(nil), m.revokes...)
 }
 
-// Quarantines returns the splits the member saw quarantined, with attempts.
+// Quarantines returns the splits the current incarnation saw quarantined,
+// with attempts.
 func (m *Member) Quarantines() map[coordination.SplitID]uint32 {
 	out := make(map[coordination.SplitID]uint32, len(m.quarantines))
 	for id, a := range m.quarantines {
@@ -333,8 +337,8 @@ func (m *Member) Commit(split coordination.SplitID, p coordination.SplitProgress
 	return err
 }
 
-// Fail reports a held split as poison under its held epoch (or epoch, when
-// non-zero) and records the result.
+// Fail reports split as poison under its held epoch (0 when the folded view
+// does not hold it), records the result and drops it from the folded view.
 func (m *Member) Fail(split coordination.SplitID, reason string) error {
 	var epoch coordination.LeaseEpoch
 	if h := m.held[split]; h != nil {
@@ -348,23 +352,23 @@ func (m *Member) Fail(split coordination.SplitID, reason string) error {
 	return err
 }
 
-// Release hands splits back and records the result.
+// Release hands splits back, records the result and drops them from the
+// folded view.
 func (m *Member) Release(splits ...coordination.SplitID) error {
-	err := m.coord.Release(splits...)
-	for _, s := range splits {
-		m.record("release", s, err)
-		if m.held[s] != nil {
-			m.surrender(s)
-		}
-	}
-	return err
+	return m.handBack("release", m.coord.Release(splits...), splits)
 }
 
-// ReleaseDrained hands drained splits back and records the result.
+// ReleaseDrained hands drained splits back, records the result and drops
+// them from the folded view.
 func (m *Member) ReleaseDrained(splits ...coordination.SplitID) error {
-	err := m.coord.ReleaseDrained(splits...)
+	return m.handBack("release-drained", m.coord.ReleaseDrained(splits...), splits)
+}
+
+// handBack records a hand-back call's result err for each of splits, drops
+// the held ones from the folded view, and returns err.
+func (m *Member) handBack(op string, err error, splits []coordination.SplitID) error {
 	for _, s := range splits {
-		m.record("release-drained", s, err)
+		m.record(op, s, err)
 		if m.held[s] != nil {
 			m.surrender(s)
 		}
