@@ -20,12 +20,15 @@ import (
 	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/driver"
 	"github.com/spate-go/coordination/store/memstore"
+	"github.com/spate-go/coordination/testkit"
 )
 
 // The end-to-end tests run real coordinators (actors.Spawn) under drivers on
 // one memstore, inside a synctest bubble: the coordinators use the real
 // clock, which the bubble fakes, so leases expire and drivers park in fake
-// time with no sleeps on the wall clock.
+// time with no sleeps on the wall clock. They use the fleet's member
+// configuration (testkit.HarnessConfig) but not the fleet itself, whose
+// members are pumped on a mock clock rather than parked in drivers.
 
 const (
 	ledgerRows   = 1000
@@ -236,21 +239,10 @@ type ledgerWorker struct {
 	heldAtAbort int // open lanes when the worker crashed
 }
 
-func e2eConfig(id string) coordination.Config {
-	cfg := coordination.DefaultConfig()
-	cfg.InstanceID = id
-	cfg.LeaseDuration = 1500 * time.Millisecond
-	cfg.OpTimeout = 200 * time.Millisecond
-	cfg.ReplanInterval = cfg.LeaseDuration
-	cfg.ReconcileInterval = 400 * time.Millisecond
-	cfg.DrainDeadline = cfg.LeaseDuration / 2
-	cfg.RebalanceDelay = 0
-	return cfg
-}
-
 func startWorker(t testing.TB, e *actor.Engine, st *memstore.Store, id string, out *deliveries, log *slog.Logger) *ledgerWorker {
 	t.Helper()
-	cfg := e2eConfig(id)
+	cfg := testkit.HarnessConfig()
+	cfg.InstanceID = id
 	cfg.Logger = log
 	coord, err := actors.Spawn(e, st, cfg)
 	if err != nil {
@@ -313,7 +305,7 @@ func runLedger(t *testing.T, abortSecond int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := memstore.New(e2eConfig("x").LeaseDuration)
+		st := memstore.New(testkit.HarnessConfig().LeaseDuration)
 		defer st.Close()
 		out := &deliveries{count: map[int64]int{}}
 		var logBuf syncBuffer
