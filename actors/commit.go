@@ -291,33 +291,24 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 	v, pid, me := cm.v, c.PID(), cm.v.id
 	base, have := cm.records[op.split]
 	now := v.nowMs()
+	cm.busy[op.split] = true
+	// A write with nothing to write on is refused without I/O; its opDone
+	// still goes through the inbox so that the queue advances in order.
+	refused := !have
+	var why error
 	switch op.kind {
 	case opCommit, opFinal:
-		if e, ok := cm.held[op.split]; !ok || e != op.epoch {
-			cm.v.send(pid, opDone{op: op, outcome: casFenced, err: notHeld(op.split)})
-			cm.busy[op.split] = true
-			return
-		}
-		if !have {
-			cm.v.send(pid, opDone{op: op, outcome: casFenced, err: notHeld(op.split)})
-			cm.busy[op.split] = true
-			return
+		if e, ok := cm.held[op.split]; !ok || e != op.epoch || !have {
+			refused, why = true, notHeld(op.split)
 		}
 	case opClaim:
-		if !have || (!op.claim.Claim.HasSpec && !op.claim.Claim.Candidate.Quarantine) || cm.departing || cm.verdict {
-			cm.v.send(pid, opDone{op: op, outcome: casFenced})
-			cm.busy[op.split] = true
-			return
-		}
+		refused = refused || (!op.claim.Claim.HasSpec && !op.claim.Claim.Candidate.Quarantine) || cm.departing || cm.verdict
 		base = recEntry{rec: op.claim.Claim.Record, rev: op.claim.Claim.RecordRev}
-	default:
-		if !have {
-			cm.v.send(pid, opDone{op: op, outcome: casFenced})
-			cm.busy[op.split] = true
-			return
-		}
 	}
-	cm.busy[op.split] = true
+	if refused {
+		v.send(pid, opDone{op: op, outcome: casFenced, err: why})
+		return
+	}
 	maxAttempts := v.cfg.MaxAttempts
 	v.goFunc(func(ctx context.Context) {
 		var cancel context.CancelFunc
@@ -341,11 +332,12 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 				return r.Fail(maxAttempts, now), nil
 			})
 		case opHandBack:
-			if base.rec.Status.Terminal() || base.rec.Owner != me || base.rec.Epoch != op.epoch {
-				d = opDone{op: op, outcome: casLanded}
-				if base.rec.Owner != me || base.rec.Epoch != op.epoch {
-					d.outcome = casFenced
-				}
+			if base.rec.Owner != me || base.rec.Epoch != op.epoch {
+				d = opDone{outcome: casFenced}
+				break
+			}
+			if base.rec.Status.Terminal() {
+				d = opDone{outcome: casLanded} // nothing left to hand back
 				break
 			}
 			d = casHeld(ctx, v, op, base, func(r protocol.ProgressRecord) (protocol.ProgressRecord, error) {
@@ -364,9 +356,11 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func(protocol.ProgressRecord) (protocol.ProgressRecord, error)) opDone {
 	key := protocol.SplitKey(op.split)
 	what := map[opKind]string{opCommit: "committing", opFinal: "committing", opFail: "failing", opHandBack: "handing back"}[op.kind]
+	doing := fmt.Sprintf("%s split %s", what, op.split)
+	fenced := coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", op.split)
 	for try := 0; ; try++ {
 		if base.rec.Status.Terminal() && op.kind != opHandBack {
-			return opDone{outcome: casFenced, err: coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", op.split)}
+			return opDone{outcome: casFenced, err: fenced}
 		}
 		want, err := build(base.rec)
 		if err != nil {
@@ -381,7 +375,7 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 		switch {
 		case err != nil:
 			v.met.write("error", time.Since(start))
-			return opDone{outcome: casUnconfirmed, err: storeErr(fmt.Sprintf("%s split %s", what, op.split), err), rec: base.rec, rev: base.rev}
+			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
 		case ok:
 			v.met.write("ok", time.Since(start))
 			return opDone{outcome: casLanded, rec: want, rev: uint64(rev)}
@@ -389,7 +383,7 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 		v.met.write("conflict", time.Since(start))
 		e, found, err := v.st.Get(ctx, store.Durable, key)
 		if err != nil {
-			return opDone{outcome: casUnconfirmed, err: storeErr(fmt.Sprintf("%s split %s", what, op.split), err), rec: base.rec, rev: base.rev}
+			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
 		}
 		var got protocol.ProgressRecord
 		if found {
@@ -401,7 +395,7 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 		case conflictLanded:
 			return opDone{outcome: casLanded, rec: got, rev: uint64(e.Revision), adopted: true}
 		case conflictFenced:
-			d := opDone{outcome: casFenced, err: coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", op.split)}
+			d := opDone{outcome: casFenced, err: fenced}
 			if found {
 				d.rec, d.rev = got, uint64(e.Revision)
 			}
@@ -409,7 +403,7 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 		}
 		base = recEntry{rec: got, rev: uint64(e.Revision)}
 		if try == 1 {
-			return opDone{outcome: casUnconfirmed, err: coordination.Errorf(coordination.Retryable, "%s split %s: the record kept moving under this worker's own writes; retry", what, op.split), rec: got, rev: base.rev}
+			return opDone{outcome: casUnconfirmed, err: coordination.Errorf(coordination.Retryable, "%s: the record kept moving under this worker's own writes; retry", doing), rec: got, rev: base.rev}
 		}
 	}
 }
