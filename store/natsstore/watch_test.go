@@ -126,11 +126,13 @@ func TestWatchSnapshotAndPrefix(t *testing.T) {
 	// The tail: puts and deletes under the prefix, nothing outside it.
 	mustCreate(t, st, store.Ephemeral, "worker.2", "v")
 	r = mustCreate(t, st, store.Ephemeral, "lease.1", "v")
-	if ok, err := st.Delete(ctx, store.Ephemeral, "lease.1", 0); !ok || err != nil {
-		t.Fatal(ok, err)
-	}
+	// Read the put before deleting: with one message per key, a delete that
+	// lands first would replace the put before the watcher reads it.
 	if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.Put || ev.Entry.Key != "lease.1" || ev.Entry.Revision != r || string(ev.Entry.Value) != "v" {
 		t.Fatalf("tail event %+v", ev)
+	}
+	if ok, err := st.Delete(ctx, store.Ephemeral, "lease.1", 0); !ok || err != nil {
+		t.Fatal(ok, err)
 	}
 	if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.Delete || ev.Entry.Key != "lease.1" || ev.Entry.Revision <= r {
 		t.Fatalf("tail event %+v", ev)
