@@ -262,8 +262,7 @@ func TestSweepRunsBeforeALaneOpensAndSkipsDrainingSplits(t *testing.T) {
 		t.Fatal("a held split whose lane is not open was not swept")
 	}
 	h.poll() // a opens
-	h.open("b", 1, nil)
-	h.src.acceptRev["b"] = true
+	h.openDraining("b", nil)
 	h.script.Revoke("b")
 	h.expect(driver.Idle{})
 	before := h.src.count("Sweep", "b")

@@ -13,9 +13,7 @@ import (
 
 func TestRevocationAcceptedDrainedCommittedAndReleasedInOneCall(t *testing.T) {
 	h := newHarness(t)
-	la := h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
-	h.src.drainCut["a"] = progress(12)
+	la := h.openDraining("a", progress(12))
 	h.script.Revoke("a")
 	h.expect(driver.LanesRetired{Lanes: []driver.LaneID{la.ID}})
 	if got := h.script.Commits(); !reflect.DeepEqual(got, []coordination.Commit{commit("a", progress(12))}) {
@@ -46,8 +44,7 @@ func withoutSweeps(calls []string) []string {
 
 func TestDrainWaitsForTheCutAndCommitsWatermarksMeanwhile(t *testing.T) {
 	h := newHarness(t)
-	la := h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
+	la := h.openDraining("a", nil)
 	h.script.Revoke("a")
 	h.expect(driver.Idle{})
 	h.expect(driver.Idle{})
@@ -68,8 +65,7 @@ func TestDrainWaitsForTheCutAndCommitsWatermarksMeanwhile(t *testing.T) {
 
 func TestSecondRevokeOfADrainingSplitDoesNothing(t *testing.T) {
 	h := newHarness(t)
-	h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
+	h.openDraining("a", nil)
 	h.script.Revoke("a")
 	h.expect(driver.Idle{})
 	h.script.Revoke("a")
@@ -128,9 +124,7 @@ func TestDeclineErrorOnlyLogs(t *testing.T) {
 
 func TestDrainCutMarkedCompletedIsCommittedAsNotCompleted(t *testing.T) {
 	h := newHarness(t)
-	la := h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
-	h.src.drainCut["a"] = completed(9)
+	la := h.openDraining("a", completed(9))
 	h.script.Revoke("a")
 	h.expect(driver.LanesRetired{Lanes: []driver.LaneID{la.ID}})
 	if got := h.script.Commits(); !reflect.DeepEqual(got, []coordination.Commit{commit("a", progress(9))}) {
@@ -141,8 +135,7 @@ func TestDrainCutMarkedCompletedIsCommittedAsNotCompleted(t *testing.T) {
 
 func TestCommitOfADrainingSplitStripsCompleted(t *testing.T) {
 	h := newHarness(t)
-	la := h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
+	la := h.openDraining("a", nil)
 	h.src.completeAt["a"] = 5
 	h.script.Revoke("a")
 	h.expect(driver.Idle{})
@@ -158,9 +151,7 @@ func TestCommitOfADrainingSplitStripsCompleted(t *testing.T) {
 
 func TestFencedDrainCommitReleasesNothing(t *testing.T) {
 	h := newHarness(t)
-	la := h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
-	h.src.drainCut["a"] = progress(3)
+	la := h.openDraining("a", progress(3))
 	h.script.FailNextCommit("a", coordination.Fenced)
 	h.script.Revoke("a")
 	h.expect(driver.LanesRevoked{Lanes: []driver.LaneID{la.ID}})
@@ -171,9 +162,7 @@ func TestFencedDrainCommitReleasesNothing(t *testing.T) {
 
 func TestRetryableDrainCommitStaysDrainingAndAsksAgain(t *testing.T) {
 	h := newHarness(t)
-	la := h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
-	h.src.drainCut["a"] = progress(3)
+	la := h.openDraining("a", progress(3))
 	h.script.FailNextCommit("a", coordination.Retryable)
 	h.script.Revoke("a")
 	h.expect(driver.Idle{})
@@ -191,8 +180,7 @@ func TestRetryableDrainCommitStaysDrainingAndAsksAgain(t *testing.T) {
 
 func TestDrainErrorsAreReturned(t *testing.T) {
 	h := newHarness(t)
-	h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
+	h.openDraining("a", nil)
 	bad := errors.New("drain state broken")
 	h.src.drainErr["a"] = bad
 	h.script.Revoke("a")
@@ -201,9 +189,7 @@ func TestDrainErrorsAreReturned(t *testing.T) {
 	}
 
 	h2 := newHarness(t)
-	h2.open("a", 1, nil)
-	h2.src.acceptRev["a"] = true
-	h2.src.drainCut["a"] = progress(1)
+	h2.openDraining("a", progress(1))
 	h2.script.FailNextCommit("a", coordination.Fatal)
 	h2.script.Revoke("a")
 	wantErr(t, h2.pollErr(), coordination.Fatal, "scripted fatal for split a")
@@ -222,8 +208,7 @@ func TestDrainedHandBackFailureOnlyLogs(t *testing.T) {
 
 func TestLostDuringDrainRetiresAsRevoked(t *testing.T) {
 	h := newHarness(t)
-	la := h.open("a", 1, nil)
-	h.src.acceptRev["a"] = true
+	la := h.openDraining("a", nil)
 	h.script.Revoke("a")
 	h.expect(driver.Idle{})
 	h.script.Lose("a") // the drain deadline passed: forced

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"slices"
 	"sync"
 	"testing"
 
@@ -299,6 +298,18 @@ func (h *harness) open(id coordination.SplitID, epoch coordination.LeaseEpoch, p
 	return added.Lanes[0]
 }
 
+// openDraining opens split id under epoch 1 with a source that accepts its
+// revocation and, when cut is non-nil, reports cut as its drain cut.
+func (h *harness) openDraining(id coordination.SplitID, cut *coordination.SplitProgress) driver.Lane {
+	h.t.Helper()
+	l := h.open(id, 1, nil)
+	h.src.acceptRev[id] = true
+	if cut != nil {
+		h.src.drainCut[id] = cut
+	}
+	return l
+}
+
 // logged reports whether a record with level and msg was logged, and its
 // attributes.
 func (h *harness) logged(level slog.Level, msg string) (map[string]string, bool) {
@@ -364,9 +375,7 @@ func wantErr(t testing.TB, err error, kind coordination.ErrorKind, reason string
 // ids builds a split id slice.
 func ids(s ...coordination.SplitID) []coordination.SplitID { return s }
 
-// commits builds the expected coordinator commits.
+// commit builds an expected coordinator commit.
 func commit(id coordination.SplitID, p *coordination.SplitProgress) coordination.Commit {
 	return coordination.Commit{Split: id, Progress: *p}
 }
-
-var _ = slices.Sort[[]string]
