@@ -2,9 +2,10 @@ package actors
 
 import (
 	"context"
-	"github.com/anthdm/hollywood/actor"
 	"sync"
 	"time"
+
+	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -51,16 +52,26 @@ var (
 	errBeforeStart = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator used before Start"}
 )
 
-// gate returns the misuse error of a write call, or nil.
-func (c *Coordinator) gate() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+// ended returns the error every call but Poll returns after Abort or
+// Depart, or nil. c.mu must be held.
+func (c *Coordinator) ended() error {
 	switch {
 	case c.aborted:
 		return errAborted
 	case c.departed:
 		return errDeparted
-	case !c.started:
+	}
+	return nil
+}
+
+// gate returns the misuse error of a write call, or nil.
+func (c *Coordinator) gate() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.ended(); err != nil {
+		return err
+	}
+	if !c.started {
 		return errBeforeStart
 	}
 	return c.v.out.failure()
@@ -100,11 +111,10 @@ func (c *Coordinator) SetStop(stop <-chan struct{}) {
 func (c *Coordinator) Start(p coordination.Planner) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.ended(); err != nil {
+		return err
+	}
 	switch {
-	case c.aborted:
-		return errAborted
-	case c.departed:
-		return errDeparted
 	case c.started:
 		return &coordination.Error{Kind: coordination.Fatal, Reason: "Start called twice"}
 	case p == nil:
@@ -295,13 +305,9 @@ func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 // within 2 x OpTimeout + 100ms; it ignores the stop. It must be the last call.
 func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 	c.mu.Lock()
-	switch {
-	case c.aborted:
+	if err := c.ended(); err != nil {
 		c.mu.Unlock()
-		return errAborted
-	case c.departed:
-		c.mu.Unlock()
-		return errDeparted
+		return err
 	}
 	c.departed = true
 	c.v.gone.Store(true)
