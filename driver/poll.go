@@ -2,6 +2,7 @@ package driver
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spate-go/coordination"
@@ -117,21 +118,11 @@ func (d *Driver) finishing() []PartitionID {
 		if !ok {
 			continue
 		}
-		if len(parts) > 0 && containsPartition(parts, t.partition) {
-			continue
+		if !slices.Contains(parts, t.partition) {
+			parts = append(parts, t.partition)
 		}
-		parts = append(parts, t.partition)
 	}
 	return parts
-}
-
-func containsPartition(ps []PartitionID, p PartitionID) bool {
-	for _, q := range ps {
-		if q == p {
-			return true
-		}
-	}
-	return false
 }
 
 // park waits for a wake or for timeout, whichever comes first.

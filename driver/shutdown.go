@@ -2,6 +2,7 @@ package driver
 
 import (
 	"errors"
+	"maps"
 	"slices"
 	"strings"
 
@@ -63,12 +64,7 @@ func (d *Driver) Shutdown(final []Watermark) error {
 		}
 	}
 
-	held := make([]coordination.SplitID, 0, len(d.held))
-	for id := range d.held {
-		held = append(held, id)
-	}
-	slices.Sort(held)
-	if err := d.c.Depart(held...); err != nil {
+	if err := d.c.Depart(slices.Sorted(maps.Keys(d.held))...); err != nil {
 		f.add("depart failed: "+err.Error(), err)
 	}
 	for _, t := range d.byPartition() {
