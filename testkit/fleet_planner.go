@@ -78,21 +78,17 @@ func (p *TestPlanner) Plan(_ context.Context, pc coordination.PlanContext) (coor
 		}
 		k = n
 	}
-	if k >= len(p.stages) {
-		k = len(p.stages) - 1
-	}
+	last := len(p.stages) - 1
+	k = min(k, last)
 	var splits []coordination.PlannedSplit
 	for _, st := range p.stages[:k+1] {
 		splits = append(splits, st...)
 	}
 	fin := coordination.PlanOpen
-	if k == len(p.stages)-1 && !p.open {
+	if k == last && !p.open {
 		fin = coordination.PlanFinal
 	}
-	next := k + 1
-	if next >= len(p.stages) {
-		next = len(p.stages) - 1
-	}
+	next := min(k+1, last)
 	return coordination.SplitPlan{Splits: splits, Finality: fin, PlannerState: []byte(strconv.Itoa(next))}, nil
 }
 
