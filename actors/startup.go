@@ -84,74 +84,67 @@ func storeErr(doing string, err error) error {
 	return &coordination.Error{Kind: coordination.Retryable, Reason: doing + ": " + err.Error(), Err: err}
 }
 
+// probe checks, on a key of this worker's own in both keyspaces, that the
+// store enforces create-if-absent and compare-and-swap (§10.1 phase 1).
 func probe(ctx context.Context, v *env) error {
 	key := protocol.ProbeKey(v.id)
 	val := []byte(v.nonce)
+	// call runs one store call under OpTimeout; a store error is the
+	// phase's error.
+	call := func(f func(ctx context.Context) (bool, error)) (bool, error) {
+		c, cancel := v.opCtx(ctx)
+		defer cancel()
+		ok, err := f(c)
+		if err != nil {
+			return false, storeErr("store probe", err)
+		}
+		return ok, nil
+	}
 	for _, ks := range []store.Keyspace{store.Durable, store.Ephemeral} {
-		op := func(f func(ctx context.Context) error) error {
-			c, cancel := v.opCtx(ctx)
-			defer cancel()
-			return f(c)
-		}
 		var rev, rev2 store.Revision
-		if err := op(func(c context.Context) error {
-			r, ok, err := v.st.Create(c, ks, key, val)
-			if err != nil {
-				return storeErr("store probe", err)
+		ok, err := call(func(c context.Context) (ok bool, err error) {
+			if rev, ok, err = v.st.Create(c, ks, key, val); err == nil && !ok {
+				_, err = v.st.Delete(c, ks, key, 0)
 			}
-			if !ok {
-				if _, err := v.st.Delete(c, ks, key, 0); err != nil {
-					return storeErr("store probe", err)
-				}
-				return &coordination.Error{Kind: coordination.Retryable, Reason: "store probe: a probe key from an earlier run was present; removed it, retrying"}
-			}
-			rev = r
-			return nil
-		}); err != nil {
+			return ok, err
+		})
+		if err != nil {
 			return err
 		}
-		if err := op(func(c context.Context) error {
-			_, ok, err := v.st.Create(c, ks, key, val)
-			if err != nil {
-				return storeErr("store probe", err)
-			}
-			if ok {
-				return &coordination.Error{Kind: coordination.Fatal, Reason: "store probe: a second create of the same key succeeded; this store does not enforce create-if-absent and cannot host coordination"}
-			}
-			return nil
-		}); err != nil {
-			return err
+		if !ok {
+			return &coordination.Error{Kind: coordination.Retryable, Reason: "store probe: a probe key from an earlier run was present; removed it, retrying"}
 		}
-		if err := op(func(c context.Context) error {
-			r, ok, err := v.st.Update(c, ks, key, val, rev)
-			if err != nil {
-				return storeErr("store probe", err)
-			}
-			if !ok {
-				return &coordination.Error{Kind: coordination.Fatal, Reason: "store probe: an update at the current revision was refused; this store's compare-and-swap is broken and it cannot host coordination"}
-			}
-			rev2 = r
-			return nil
-		}); err != nil {
-			return err
+		// Each check is a call and the answer a sound store gives.
+		checks := []struct {
+			f      func(ctx context.Context) (bool, error)
+			want   bool
+			reason string
+		}{
+			{func(c context.Context) (bool, error) {
+				_, ok, err := v.st.Create(c, ks, key, val)
+				return ok, err
+			}, false, "store probe: a second create of the same key succeeded; this store does not enforce create-if-absent and cannot host coordination"},
+			{func(c context.Context) (ok bool, err error) {
+				rev2, ok, err = v.st.Update(c, ks, key, val, rev)
+				return ok, err
+			}, true, "store probe: an update at the current revision was refused; this store's compare-and-swap is broken and it cannot host coordination"},
+			{func(c context.Context) (bool, error) {
+				_, ok, err := v.st.Update(c, ks, key, val, rev)
+				return ok, err
+			}, false, "store probe: an update at a stale revision succeeded; this store does not enforce compare-and-swap and cannot host coordination"},
 		}
-		if err := op(func(c context.Context) error {
-			_, ok, err := v.st.Update(c, ks, key, val, rev)
+		for _, ch := range checks {
+			ok, err := call(ch.f)
 			if err != nil {
-				return storeErr("store probe", err)
+				return err
 			}
-			if ok {
-				return &coordination.Error{Kind: coordination.Fatal, Reason: "store probe: an update at a stale revision succeeded; this store does not enforce compare-and-swap and cannot host coordination"}
+			if ok != ch.want {
+				return &coordination.Error{Kind: coordination.Fatal, Reason: ch.reason}
 			}
-			return nil
-		}); err != nil {
-			return err
 		}
-		if err := op(func(c context.Context) error {
-			if _, err := v.st.Delete(c, ks, key, rev2); err != nil {
-				return storeErr("store probe", err)
-			}
-			return nil
+		if _, err := call(func(c context.Context) (bool, error) {
+			_, err := v.st.Delete(c, ks, key, rev2)
+			return true, err
 		}); err != nil {
 			return err
 		}

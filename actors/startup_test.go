@@ -23,6 +23,26 @@ func (s noCASStore) Update(ctx context.Context, ks store.Keyspace, key string, v
 	return s.Store.Update(ctx, ks, key, v, e.Revision)
 }
 
+// blindCreateStore lets Create overwrite an existing key: a store without
+// create-if-absent.
+type blindCreateStore struct{ *memstore.Store }
+
+func (s blindCreateStore) Create(ctx context.Context, ks store.Keyspace, key string, v []byte) (store.Revision, bool, error) {
+	e, ok, err := s.Store.Get(ctx, ks, key)
+	if err != nil || !ok {
+		return s.Store.Create(ctx, ks, key, v)
+	}
+	return s.Store.Update(ctx, ks, key, v, e.Revision)
+}
+
+// refusingStore refuses every Update: a store whose compare-and-swap is
+// broken.
+type refusingStore struct{ *memstore.Store }
+
+func (s refusingStore) Update(context.Context, store.Keyspace, string, []byte, store.Revision) (store.Revision, bool, error) {
+	return 0, false, nil
+}
+
 // pollError advances the clock until Poll reports an error.
 func pollError(r *rig, c *Coordinator) error {
 	for range 200 {
@@ -42,6 +62,10 @@ func TestStartupFailures(t *testing.T) {
 	}{
 		{"a store without compare-and-swap fails the probe", func(m *memstore.Store) store.Store { return noCASStore{m} },
 			"store probe: an update at a stale revision succeeded; this store does not enforce compare-and-swap and cannot host coordination"},
+		{"a store without create-if-absent fails the probe", func(m *memstore.Store) store.Store { return blindCreateStore{m} },
+			"store probe: a second create of the same key succeeded; this store does not enforce create-if-absent and cannot host coordination"},
+		{"a store that refuses every update fails the probe", func(m *memstore.Store) store.Store { return refusingStore{m} },
+			"store probe: an update at the current revision was refused; this store's compare-and-swap is broken and it cannot host coordination"},
 		{"an unreachable store exhausts the phase budget", func(m *memstore.Store) store.Store {
 			h := &hangingStore{Store: m}
 			h.hang.Store(true)
