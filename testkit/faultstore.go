@@ -401,9 +401,11 @@ func (s *FaultStore) Watch(ctx context.Context, ks store.Keyspace, prefix string
 		brk:   make(chan struct{}),
 		stop:  make(chan struct{}),
 	}
+	// A Partition or BlockWatches made while the inner watch was opening
+	// found no watch to break: break it now.
 	s.mu.Lock()
 	s.watches[w] = struct{}{}
-	part := s.partitioned
+	part, blocked := s.partitioned, s.noWatch
 	s.mu.Unlock()
 	go func() {
 		w.run()
@@ -411,8 +413,11 @@ func (s *FaultStore) Watch(ctx context.Context, ks store.Keyspace, prefix string
 		delete(s.watches, w)
 		s.mu.Unlock()
 	}()
-	if part {
+	switch {
+	case part:
 		w.breakWith(errPartitioned())
+	case blocked:
+		w.breakWith(errWatchBroken())
 	}
 	return w, nil
 }

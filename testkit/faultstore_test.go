@@ -250,3 +250,31 @@ func TestFaultStoreBlockWatches(t *testing.T) {
 		w.Stop()
 	})
 }
+
+// watchHook is a store whose Watch runs before first, then opens the inner
+// watch: it lets a test act while FaultStore.Watch is between its checks.
+type watchHook struct {
+	store.Store
+	before func()
+}
+
+func (h *watchHook) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
+	h.before()
+	return h.Store.Watch(ctx, ks, prefix)
+}
+
+func TestFaultStoreBlockWatchesDuringWatchBreaksIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, inner := newFaultStore(t)
+		hook := &watchHook{Store: inner}
+		fs := NewFaultStore(hook)
+		hook.before = fs.BlockWatches
+		w, err := fs.Watch(t.Context(), store.Durable, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range w.Events() {
+		}
+		wantRetryable(t, w.Err(), "injected: watch broken")
+	})
+}
