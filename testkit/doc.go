@@ -23,9 +23,10 @@
 // The fleet runs several real coordinators (actors.Spawn) on one in-memory
 // store that shares a mock clock with all of them, so a test advances time
 // explicitly and observes every member's events. Each member reaches the
-// store through its own fault-injecting wrapper, which can drop the next
-// matching write, land it and lose the reply, or partition the member from
-// the store entirely. Fleets run inside testing/synctest bubbles, so "wait
+// store through its own fault-injecting wrapper ([FaultStore]), which can
+// drop the next matching write, land it and lose the reply, panic in it, cut
+// the member's watches, hang the store, or partition the member from the
+// store entirely. Fleets run inside testing/synctest bubbles, so "wait
 // until every worker is idle" is exact and nothing sleeps:
 //
 //	testkit.RunFleet(t, func(t *testing.T, f *testkit.Fleet) {
