@@ -81,14 +81,14 @@ func WithUntilBudget(d time.Duration) Option {
 }
 
 // WithLogger gives every member the logger l (each coordinator adds its own
-// instance attribute).
-// The default discards logs.
+// instance attribute). The default discards logs.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *fleetOptions) { o.logger = l }
 }
 
 // WithFailureLogs captures every member's logs at debug level and writes
-// them to the test log if the test fails.
+// them to the test log if the test fails. It takes the place of a
+// [WithLogger] logger.
 func WithFailureLogs() Option {
 	return func(o *fleetOptions) { o.failureLogs = true }
 }
