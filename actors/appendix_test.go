@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -442,4 +444,81 @@ func TestCommitBindsToThePolledTenancy(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// Appendix A 10 and SPEC §19.2, at the level of one write: a claim whose
+// record CAS lost to the previous owner's late write re-derives its kind
+// from the adopted record and retries once, charging one attempt; a
+// quarantine on takeover that loses gives up (§19.2 "Lose: nothing else"),
+// so it never turns into a claim of a split that may be unassigned here,
+// outside the lane budget, or without a spec.
+func TestCasClaimConflicts(t *testing.T) {
+	const maxAttempts = 4
+	dead := protocol.ProgressRecord{ID: "a", FP: protocol.Fingerprint("job:v1"), Epoch: 2, Owner: "dead", Status: protocol.StatusRunnable}
+	late := dead.Commit(coordination.SplitProgress{Watermark: 7}, 0)
+	tests := []struct {
+		name     string
+		attempts uint32                                                // attempts on the record in the view
+		moved    func(protocol.ProgressRecord) protocol.ProgressRecord // what lands after the view
+		want     casOutcome
+		stored   func(protocol.ProgressRecord) protocol.ProgressRecord // the record afterwards, from the moved one
+	}{
+		{"a claim adopts a late commit and charges one attempt", 0,
+			func(r protocol.ProgressRecord) protocol.ProgressRecord { return late },
+			casLanded,
+			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r.Claim("me", 3, true, 0) }},
+		{"a claim re-derived past the cap quarantines", maxAttempts - 2,
+			func(r protocol.ProgressRecord) protocol.ProgressRecord {
+				r = late
+				r.Attempts = maxAttempts - 1
+				return r
+			},
+			casLanded,
+			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r.QuarantineOnTakeover(0) }},
+		{"a quarantine that lost to a late hand-back gives up", maxAttempts - 1,
+			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r.HandBack(0) },
+			casFenced,
+			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r }},
+		{"a quarantine that lost to a late commit gives up", maxAttempts - 1,
+			func(r protocol.ProgressRecord) protocol.ProgressRecord {
+				l := late
+				l.Attempts = r.Attempts
+				return l
+			},
+			casFenced,
+			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
+			v := casEnv(t, fs)
+			v.cfg.MaxAttempts = maxAttempts
+			view := dead
+			view.Attempts = tt.attempts
+			base := seedRecord(t, fs, view)
+			moved := tt.moved(view)
+			bumpRecord(t, fs, base, moved)
+			own := protocol.LeaseRecord{Owner: "me", Nonce: "n", Epoch: 3}
+			cand, ok := protocol.Classify(protocol.CandidateInput{Record: view, HasSpec: true, Lease: &own, Me: "me", MyNonce: "n", MaxAttempts: maxAttempts})
+			if !ok {
+				t.Fatal("not a candidate")
+			}
+			op := recordOp{kind: opClaim, split: "a", claim: messages.ClaimRecord{Claim: messages.ClaimSplit{Candidate: cand, Record: view, RecordRev: base.rev}, Epoch: 3}}
+			d := casClaim(context.Background(), v, op, base, 0)
+			if d.outcome != tt.want {
+				t.Fatalf("outcome %v (wrote %+v), want %v", d.outcome, d.rec, tt.want)
+			}
+			e, found, err := fs.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
+			if err != nil || !found {
+				t.Fatalf("get: %v %v", found, err)
+			}
+			got, err := protocol.DecodeProgress(e.Key, e.Value, protocol.Fingerprint("job:v1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tt.stored(moved); !reflect.DeepEqual(got, want) {
+				t.Fatalf("stored %+v\nwant   %+v", got, want)
+			}
+		})
+	}
 }

@@ -436,7 +436,11 @@ func casClaim(ctx context.Context, v *env, op recordOp, base recEntry, now int64
 			return opDone{outcome: casLanded, rec: want, rev: uint64(rev), kind: cand.Kind, quar: cand.Quarantine}
 		}
 		v.met.write("conflict", time.Since(start))
-		if try == 1 {
+		// A claim retries once after adopting a late write; a quarantine
+		// that loses gives up (§19.2): re-derived from a handed-back record
+		// it would turn into a claim of a split that need not be assigned
+		// here, nor fit the lane budget, nor have a spec.
+		if try == 1 || cand.Quarantine {
 			return opDone{outcome: casFenced}
 		}
 		ent, found, err := v.st.Get(ctx, store.Durable, key)
