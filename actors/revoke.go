@@ -164,8 +164,16 @@ func (r *revoke) resolved(m messages.HandBackResolved) {
 
 func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 	e, ok := r.entries[m.Split]
-	if ok && e.epoch != m.Epoch {
+	switch {
+	case !ok:
+	case e.epoch != m.Epoch:
 		ok = false // the entry is for a tenancy the driver has not polled
+	case r.held[m.Split] != e.epoch:
+		// The root already surrendered the tenancy (its TenancyEnded came
+		// first): the hand-back's outcome settles the entry, and nothing
+		// is left to force (a forced hand-back would never be answered).
+		r.v.send(m.ReplyTo, messages.DeclineRevokeReply{})
+		return
 	}
 	if !ok || e.cancelled {
 		if ok {

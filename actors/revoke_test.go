@@ -35,6 +35,7 @@ type revokeRig struct {
 	t    *testing.T
 	e    *actor.Engine
 	pid  *actor.PID
+	root *actor.PID // the recorder
 	clk  interface{ Add(time.Duration) }
 	mu   sync.Mutex
 	msgs []any
@@ -49,6 +50,7 @@ func newRevokeRig(t *testing.T) *revokeRig {
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	v.pid.root = r.e.Spawn(func() actor.Receiver { return recorder{mu: &rr.mu, msgs: &rr.msgs} }, "root")
 	rr.pid = r.e.Spawn(newRevoke(v), "revoke")
+	rr.root = v.pid.root
 	v.pid.revoke = rr.pid
 	t.Cleanup(func() {
 		<-r.e.Poison(rr.pid).Done()
@@ -185,6 +187,28 @@ func TestNoAssignmentRecordRevokesNothing(t *testing.T) {
 		rr.send(messages.WatchesChanged{Live: false}, messages.AssignedSetChanged{Decided: true})
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("revoked while a watch is down: %v", got)
+		}
+	})
+}
+
+// A DeclineRevoke that reaches the revoke actor after the root surrendered
+// the split (Release, ReleaseDrained, Fail) finds a tenancy no longer held:
+// there is nothing left to decline, so it answers nil at once, forces
+// nothing, and the entry settles by its hand-back's outcome (§6.11, §20.2).
+func TestDeclineAfterSurrenderAnswersAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rr := newRevokeRig(t)
+		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
+			messages.AssignedSetChanged{Decided: true})
+		rr.take()
+		rr.send(messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndReleased},
+			messages.DeclineRevoke{Split: "a", Epoch: 1, ReplyTo: rr.root})
+		if got := rr.take(); len(got) != 1 || got[0] != (messages.DeclineRevokeReply{}) {
+			t.Fatalf("decline after release: %v", got)
+		}
+		rr.send(messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndReleased, Outcome: messages.HandBackLanded})
+		if rr.counter("drained") != 1 || rr.counter("forced") != 0 {
+			t.Fatalf("drained=%v forced=%v", rr.counter("drained"), rr.counter("forced"))
 		}
 	})
 }
