@@ -128,7 +128,7 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 	c.v.out.mu.Lock()
 	c.v.out.started = true
 	c.v.out.mu.Unlock()
-	c.v.fp.Store(fingerprintHash(fp))
+	c.v.fp.Store(protocol.Fingerprint(fp))
 	c.v.send(c.v.pid.root, messages.StartJob{Planner: p, Fingerprint: fp})
 	return nil
 }

@@ -41,7 +41,7 @@ type (
 	}
 	planDone struct {
 		gen      uint64
-		outcome  string // ok, noop, error, lost, discarded
+		outcome  string // ok, noop, error, fatal, lost, discarded
 		plan     protocol.PlanRecord
 		rev      uint64
 		created  int
@@ -284,8 +284,6 @@ func (l *leader) gauges() {
 	l.v.met.workers(n)
 }
 
-func (l *leader) heartbeatInterval() time.Duration { return l.v.cfg.LeaseDuration / 3 }
-
 func (l *leader) heartbeat(c *actor.Context) {
 	now := l.v.clk.Now()
 	if l.leading {
@@ -334,7 +332,7 @@ func (l *leader) schedulePublish(c *actor.Context) {
 
 func (l *leader) canStand() bool {
 	return l.live && !l.obsLeader && !l.leading && !l.electing && !l.departed && !l.verdict && l.hasPlan &&
-		(l.lastDemote.IsZero() || l.v.clk.Since(l.lastDemote) >= l.heartbeatInterval())
+		(l.lastDemote.IsZero() || l.v.clk.Since(l.lastDemote) >= l.v.cfg.LeaseDuration/3) // a heartbeat interval (§12.1)
 }
 
 func (l *leader) stand(c *actor.Context) {

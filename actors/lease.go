@@ -121,11 +121,8 @@ func (l *lease) Receive(c *actor.Context) {
 			l.maybeWithdraw()
 			return
 		}
-		if m.err != nil {
-			if !l.v.fatalIf(m.err) {
-				l.log.Warn("presence renewal failed; will retry", "error", m.err)
-			}
-			return
+		if m.err != nil && !l.v.fatalIf(m.err) {
+			l.log.Warn("presence renewal failed; will retry", "error", m.err)
 		}
 	case leaseRenewed:
 		l.renewed(c, m)

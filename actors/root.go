@@ -9,6 +9,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -80,8 +81,7 @@ func (r *root) Receive(c *actor.Context) {
 			r.departTimer.Stop()
 		}
 	case messages.StartJob:
-		fp := fingerprintHash(m.Fingerprint)
-		r.broadcast(c, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: fp})
+		r.broadcast(c, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
 	case messages.CommitSplit:
 		if err := r.v.out.failure(); err != nil {
 			c.Respond(messages.CommitSplitReply{Err: err})

@@ -10,7 +10,6 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -82,6 +81,3 @@ func randomHex() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// fingerprintHash is fp = H(fingerprint) (§3.4).
-func fingerprintHash(s string) uint64 { return protocol.Fingerprint(s) }
