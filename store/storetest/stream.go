@@ -24,13 +24,19 @@ type stream struct {
 func openStream(t tester, st store.Store, ks store.Keyspace, prefix string) (s *stream, stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	s = watchStream(t, ctx, st, ks, prefix)
+	return s, func() { s.w.Stop(); cancel() }
+}
+
+// watchStream starts a watch with ctx, failing the test if Watch fails. The
+// caller ends it through ctx or s.w.Stop.
+func watchStream(t tester, ctx context.Context, st store.Store, ks store.Keyspace, prefix string) *stream {
+	t.Helper()
 	w, err := st.Watch(ctx, ks, prefix)
 	if err != nil {
-		cancel()
 		t.Fatalf("Watch(%s, %q): %v", ks, prefix, err)
 	}
-	s = &stream{t: t, w: w, what: "watch(" + ks.String() + ", " + prefix + ")", last: make(map[string]store.Revision)}
-	return s, func() { w.Stop(); cancel() }
+	return &stream{t: t, w: w, what: "watch(" + ks.String() + ", " + prefix + ")", last: make(map[string]store.Revision)}
 }
 
 // next returns the next event, or ok=false once Events is closed. It fails
@@ -88,8 +94,8 @@ func (s *stream) mustNext() store.WatchEvent {
 	return ev
 }
 
-// snapshot reads through SnapshotDone and returns the snapshot by key,
-// failing the test if a key appears twice with different revisions.
+// snapshot reads through SnapshotDone and returns the snapshot by key (the
+// later event of a key delivered twice).
 func (s *stream) snapshot() map[string]store.Entry {
 	s.t.Helper()
 	out := make(map[string]store.Entry)

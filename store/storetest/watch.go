@@ -264,11 +264,8 @@ func testWatchStop(t *testing.T, newStore newStoreFunc) {
 	st, _ := fresh(t, newStore)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := st.Watch(ctx, store.Durable, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &stream{t: t, w: w, what: "watch", last: map[string]store.Revision{}}
+	s := watchStream(t, ctx, st, store.Durable, "")
+	w := s.w
 	s.snapshot()
 	mustCreate(t, st, store.Durable, "k", nil)
 	w.Stop()
@@ -284,12 +281,9 @@ func testWatchCancel(t *testing.T, newStore newStoreFunc) {
 	st, _ := fresh(t, newStore)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w, err := st.Watch(ctx, store.Durable, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := watchStream(t, ctx, st, store.Durable, "")
+	w := s.w
 	defer w.Stop()
-	s := &stream{t: t, w: w, what: "watch", last: map[string]store.Revision{}}
 	s.snapshot()
 	mustCreate(t, st, store.Durable, "k", nil)
 	cancel()
