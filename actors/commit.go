@@ -301,6 +301,10 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 		if e, ok := cm.held[op.split]; !ok || e != op.epoch || !have {
 			refused, why = true, notHeld(op.split)
 		}
+	case opFail:
+		if refused {
+			why = fencedErr(op.split) // the record left the view: nothing was written
+		}
 	case opClaim:
 		refused = refused || (!op.claim.Claim.HasSpec && !op.claim.Claim.Candidate.Quarantine) || cm.departing || cm.verdict
 		base = recEntry{rec: op.claim.Claim.Record, rev: op.claim.Claim.RecordRev}
@@ -357,7 +361,7 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 	key := protocol.SplitKey(op.split)
 	what := map[opKind]string{opCommit: "committing", opFinal: "committing", opFail: "failing", opHandBack: "handing back"}[op.kind]
 	doing := fmt.Sprintf("%s split %s", what, op.split)
-	fenced := coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", op.split)
+	fenced := fencedErr(op.split)
 	for try := 0; ; try++ {
 		if base.rec.Status.Terminal() && op.kind != opHandBack {
 			return opDone{outcome: casFenced, err: fenced}
@@ -406,6 +410,11 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 			return opDone{outcome: casUnconfirmed, err: coordination.Errorf(coordination.Retryable, "%s: the record kept moving under this worker's own writes; retry", doing), rec: got, rev: base.rev}
 		}
 	}
+}
+
+// fencedErr is the Fenced result of a write that lost to another owner.
+func fencedErr(id coordination.SplitID) error {
+	return coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", id)
 }
 
 // casClaim runs step 3 of the claim protocol (§16.4) or of a quarantine on
