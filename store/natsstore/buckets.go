@@ -127,6 +127,19 @@ func (b kvBucket) leaderLast(ctx context.Context, filter string) (uint64, error)
 	return m.Sequence, nil
 }
 
+// lastSeq returns the stream's last sequence (0 when it is empty).
+func (b kvBucket) lastSeq(ctx context.Context) (uint64, error) {
+	st, err := b.kv.Status(ctx)
+	if err != nil {
+		return 0, err
+	}
+	bs, ok := st.(*jetstream.KeyValueBucketStatus)
+	if !ok {
+		return 0, nil // hold back every delete of the replay: noisier, never wrong
+	}
+	return bs.StreamInfo().State.LastSeq, nil
+}
+
 // verifyBucket checks an existing bucket against the settings this store
 // needs. A replica count different from the configuration is only logged.
 func (s *Store) verifyBucket(want, got jetstream.KeyValueConfig) error {

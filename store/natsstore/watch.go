@@ -1,7 +1,9 @@
 package natsstore
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,10 +38,13 @@ type watcher struct {
 	limit  int
 
 	// Set before the run goroutine starts, then owned by it: the client
-	// watcher, the cancel func of its subscription, and on a replicated
-	// bucket the snapshot already read (see freshSnapshot).
+	// watcher, the cancel func of its subscription, on a single-replica
+	// bucket the stream's last sequence before the consumer was created
+	// (see loop), and on a replicated bucket the snapshot already read (see
+	// freshSnapshot).
 	kw       jetstream.KeyWatcher
 	cancel   context.CancelFunc
+	floor    uint64
 	snapshot []store.WatchEvent
 	replayed bool
 
@@ -65,7 +70,9 @@ type watcher struct {
 // 65536 events behind. Creating the watch's consumer is bounded by ctx and
 // by 10s. On a replicated bucket Watch reads the snapshot before it
 // returns, to make sure the replica serving it is current (see
-// freshSnapshot); the snapshot is then held in memory.
+// freshSnapshot); the snapshot is then held in memory. On a single-replica
+// bucket the snapshot streams, and a delete made after Watch returned that
+// the initial replay absorbs arrives as a Delete right after SnapshotDone.
 func (s *Store) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
 	return s.watch(ctx, ks, prefix, defaultWatchBuffer)
 }
@@ -94,8 +101,13 @@ func (s *Store) watch(ctx context.Context, ks store.Keyspace, prefix string, lim
 		if err := w.freshSnapshot(ctx); err != nil {
 			return nil, err
 		}
-	} else if err := w.start(ctx); err != nil {
-		return nil, s.watchErr(ctx, w.bucket, err)
+	} else {
+		if w.floor, err = b.lastSeq(ctx); err != nil {
+			return nil, s.watchErr(ctx, w.bucket, err)
+		}
+		if err := w.start(ctx); err != nil {
+			return nil, s.watchErr(ctx, w.bucket, err)
+		}
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -254,11 +266,20 @@ func (w *watcher) run(ctx context.Context) {
 
 // loop is run's body; it returns nil when the watch was ended by its
 // owner, else the Retryable reason it broke.
+//
+// The client's initial replay is the consumer's initial pending count of
+// messages, and a write racing the watch's start that supersedes a message
+// not yet delivered takes that message's place in it. A put there is a
+// snapshot Put; a delete cannot be (the snapshot holds no deletes), so one
+// above the floor, made after the watch started, is held back and delivered
+// right after SnapshotDone unless a later put of its key arrives first.
+// Deletes at or below the floor predate the watch and are skipped.
 func (w *watcher) loop(ctx context.Context) error {
 	queue := w.snapshot
 	w.snapshot = nil
 	snapshot := !w.replayed
 	updates := w.kw.Updates()
+	racing := map[string]store.Revision{} // held-back deletes, by key
 	for {
 		var out chan<- store.WatchEvent
 		var next store.WatchEvent
@@ -292,6 +313,8 @@ func (w *watcher) loop(ctx context.Context) error {
 				if snapshot {
 					snapshot = false
 					queue = append(queue, store.WatchEvent{Kind: store.SnapshotDone})
+					queue = appendDeletes(queue, racing)
+					racing = nil
 				}
 				continue
 			}
@@ -300,7 +323,13 @@ func (w *watcher) loop(ctx context.Context) error {
 			}
 			put := e.Operation() == jetstream.KeyValuePut
 			if snapshot && !put {
+				if e.Revision() > w.floor {
+					racing[e.Key()] = store.Revision(e.Revision())
+				}
 				continue
+			}
+			if snapshot {
+				delete(racing, e.Key())
 			}
 			if !snapshot && len(queue) >= w.limit {
 				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s lagged by more than %d events; re-watch", w.bucket, w.limit)
@@ -314,6 +343,17 @@ func (w *watcher) loop(ctx context.Context) error {
 			queue = append(queue, ev)
 		}
 	}
+}
+
+// appendDeletes appends a Delete for each key of dels at its revision, in
+// revision order.
+func appendDeletes(queue []store.WatchEvent, dels map[string]store.Revision) []store.WatchEvent {
+	start := len(queue)
+	for k, rev := range dels {
+		queue = append(queue, store.WatchEvent{Kind: store.Delete, Entry: store.Entry{Key: k, Revision: rev}})
+	}
+	slices.SortFunc(queue[start:], func(a, b store.WatchEvent) int { return cmp.Compare(a.Entry.Revision, b.Entry.Revision) })
+	return queue
 }
 
 // maxStaleRestarts bounds how often a watch or listing on a replicated

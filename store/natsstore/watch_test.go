@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/store"
 )
@@ -346,4 +348,114 @@ func TestWatchNoGapForLatestState(t *testing.T) {
 		}
 	}
 	t.Logf("%d writes after the watch started, all reflected", len(mustSee))
+}
+
+// replayEntry is a jetstream.KeyValueEntry fed to a watch's loop.
+type replayEntry struct {
+	key string
+	rev uint64
+	op  jetstream.KeyValueOp
+}
+
+func (e replayEntry) Bucket() string                  { return "b" }
+func (e replayEntry) Key() string                     { return e.key }
+func (e replayEntry) Value() []byte                   { return []byte(e.key) }
+func (e replayEntry) Revision() uint64                { return e.rev }
+func (e replayEntry) Created() time.Time              { return time.Time{} }
+func (e replayEntry) Delta() uint64                   { return 0 }
+func (e replayEntry) Operation() jetstream.KeyValueOp { return e.op }
+
+// replayWatcher is a jetstream.KeyWatcher whose updates are scripted.
+type replayWatcher struct{ updates chan jetstream.KeyValueEntry }
+
+func (r replayWatcher) Updates() <-chan jetstream.KeyValueEntry { return r.updates }
+func (r replayWatcher) Stop() error                             { return nil }
+
+// TestWatchReplayAbsorbsRacingDeletes feeds the loop the initial replays a
+// history-1 bucket produces when writes race the watch's start: the
+// client's replay is the consumer's initial pending count of messages, so a
+// write that supersedes a message not yet delivered is counted into it. A
+// delete so absorbed, made after the watch started (above the floor), must
+// still reach the tail; older deletes are skipped.
+func TestWatchReplayAbsorbsRacingDeletes(t *testing.T) {
+	const floor = 10
+	put := func(k string, rev uint64) replayEntry { return replayEntry{k, rev, jetstream.KeyValuePut} }
+	del := func(k string, rev uint64) replayEntry { return replayEntry{k, rev, jetstream.KeyValueDelete} }
+	ev := func(kind store.EventKind, k string, rev store.Revision) store.WatchEvent {
+		e := store.WatchEvent{Kind: kind, Entry: store.Entry{Key: k, Revision: rev}}
+		if kind == store.Put {
+			e.Entry.Value = []byte(k)
+		}
+		return e
+	}
+	done := store.WatchEvent{Kind: store.SnapshotDone}
+	tests := []struct {
+		name   string
+		prefix string
+		replay []jetstream.KeyValueEntry // then the end-of-replay nil, then a put of prefix+"end"
+		want   []store.WatchEvent        // before the put of prefix+"end"
+	}{
+		{
+			// k was delivered, then deleted; an update that superseded an
+			// initial message not yet delivered let the delete into the
+			// replay.
+			name:   "delete of a key already in the snapshot",
+			replay: []jetstream.KeyValueEntry{put("a", 3), put("k", 5), del("k", 11)},
+			want:   []store.WatchEvent{ev(store.Put, "a", 3), ev(store.Put, "k", 5), done, ev(store.Delete, "k", 11)},
+		},
+		{
+			name:   "racing deletes, in revision order",
+			replay: []jetstream.KeyValueEntry{put("a", 3), del("b", 12), del("c", 11)},
+			want:   []store.WatchEvent{ev(store.Put, "a", 3), done, ev(store.Delete, "c", 11), ev(store.Delete, "b", 12)},
+		},
+		{
+			name:   "a racing delete superseded by a put",
+			replay: []jetstream.KeyValueEntry{del("k", 11), put("k", 12)},
+			want:   []store.WatchEvent{ev(store.Put, "k", 12), done},
+		},
+		{
+			name:   "deletes older than the watch",
+			replay: []jetstream.KeyValueEntry{del("k", 4), put("a", 6), del("b", floor)},
+			want:   []store.WatchEvent{ev(store.Put, "a", 6), done},
+		},
+		{
+			name:   "a racing delete outside the prefix",
+			prefix: "k.",
+			replay: []jetstream.KeyValueEntry{del("x.k", 11), put("x.a", 12)},
+			want:   []store.WatchEvent{done},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStore(t, Config{Servers: []string{"nats://127.0.0.1:1"}, Job: "replay"})
+			end := tc.prefix + "end"
+			kw := replayWatcher{updates: make(chan jetstream.KeyValueEntry, len(tc.replay)+2)}
+			for _, e := range tc.replay {
+				kw.updates <- e
+			}
+			kw.updates <- nil
+			kw.updates <- put(end, 99)
+			w := &watcher{
+				s: st, kw: kw, ks: store.Durable, prefix: tc.prefix, floor: floor, limit: 16,
+				events: make(chan store.WatchEvent), stop: make(chan struct{}),
+				brk: make(chan struct{}), done: make(chan struct{}),
+			}
+			errc := make(chan error, 1)
+			go func() { errc <- w.loop(t.Context()) }()
+			want := append(tc.want, ev(store.Put, end, 99))
+			var got []store.WatchEvent
+			for len(got) == 0 || got[len(got)-1].Entry.Key != end {
+				got = append(got, nextEvent(t, w, 5*time.Second))
+			}
+			close(w.stop)
+			if err := <-errc; err != nil {
+				t.Fatalf("loop: %v", err)
+			}
+			if !slices.EqualFunc(got, want, func(a, b store.WatchEvent) bool {
+				return a.Kind == b.Kind && a.Entry.Key == b.Entry.Key && a.Entry.Revision == b.Entry.Revision && string(a.Entry.Value) == string(b.Entry.Value)
+			}) {
+				t.Fatalf("events\n got %v\nwant %v", got, want)
+			}
+		})
+	}
 }
