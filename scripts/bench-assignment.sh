@@ -9,8 +9,9 @@
 # count-join (every weight 1, one topic with n partitions, side by side).
 # Everything runs on one core (GOMAXPROCS=1). Times are process CPU time, so
 # a busy machine does not inflate them; set CLOCK=wall for wall time. The
-# franz-go figure is its Balance step alone (metadata parsing excluded).
-# QUICK=1 skips the 100k×1000 cases.
+# franz-go figure is its Balance step alone (metadata parsing excluded);
+# FRANZ=leader times the metadata parse too. QUICK=1 skips the 100k×1000
+# cases.
 #
 # Runs from a clean clone; the comparison lives in the nested module bench/
 # (franz-go never enters the library's go.mod) and downloads it on first use.

@@ -1,14 +1,16 @@
 // Command bench-assignment times the assignment function (SPEC §14) in the
 // shapes of SPEC §31.1, and against franz-go's sticky balancer on count-only
-// input, printing one line per case with the median of several runs:
+// input, printing one line per case with the median of several runs (the
+// franz-go part only on the count-only cases):
 //
-//	assignment <shape> <n>x<m>: ours <ms> ms, franz-go <ms> ms, ratio <r>
+//	assignment <shape> <n>x<m>: ours <ms> ms[, franz-go <ms> ms, ratio <r>]
 //
 // Times are process CPU time by default (-clock=cpu): on one core
 // (GOMAXPROCS=1) that is the evaluation's cost on one core, and unlike wall
 // time it does not depend on what else the machine runs. -clock=wall measures
-// wall time instead. The franz-go figure is its Balance step only; parsing the
-// join-group metadata (MemberBalancer) is excluded, which favours franz-go.
+// wall time instead. By default (-franz=balance) the franz-go figure is its
+// Balance step only, excluding the join-group metadata parse
+// (MemberBalancer), which favours franz-go; -franz=leader times both.
 package main
 
 import (
