@@ -460,22 +460,27 @@ func (w *faultWatcher) run() {
 			select {
 			case w.out <- ev:
 			case <-w.brk:
-				w.inner.Stop()
-				w.err = w.brkErr
+				w.end(w.brkErr)
 				return
 			case <-w.stop:
-				w.inner.Stop()
+				w.end(nil)
 				return
 			}
 		case <-w.brk:
-			w.inner.Stop()
-			w.err = w.brkErr
+			w.end(w.brkErr)
 			return
 		case <-w.stop:
-			w.inner.Stop()
+			w.end(nil)
 			return
 		}
 	}
+}
+
+// end stops the inner watch because this one was broken (err) or stopped
+// (nil).
+func (w *faultWatcher) end(err error) {
+	w.inner.Stop()
+	w.err = err
 }
 
 // Events returns the forwarded events; it is closed when the watch ends.
