@@ -76,7 +76,7 @@ func TestMaybeLandedCommitIsAdopted(t *testing.T) {
 		w := r.startOn(fs, "w1", finalPlan("a"))
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
 		fs.mu.Lock()
-		fs.landThenErr = protocol.SplitKey("a")
+		fs.landThenErr = protocol.ProgressKey("a")
 		fs.mu.Unlock()
 		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 5}); coordination.KindOf(err) != coordination.Retryable {
 			t.Fatalf("maybe-landed commit: %v", err)
@@ -86,7 +86,7 @@ func TestMaybeLandedCommitIsAdopted(t *testing.T) {
 			t.Fatalf("re-commit of the landed progress: %v", err)
 		}
 		fs.mu.Lock()
-		fs.landThenErr = protocol.SplitKey("a")
+		fs.landThenErr = protocol.ProgressKey("a")
 		fs.mu.Unlock()
 		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 7}); coordination.KindOf(err) != coordination.Retryable {
 			t.Fatalf("second maybe-landed commit: %v", err)
@@ -100,7 +100,7 @@ func TestMaybeLandedCommitIsAdopted(t *testing.T) {
 		if _, ok := hasEvent[coordination.Lost](w); ok {
 			t.Fatalf("Lost after an own write: %v", w.evs)
 		}
-		e, _, _ := r.st.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
+		e, _, _ := r.st.Get(context.Background(), store.Durable, protocol.ProgressKey("a"))
 		rec, err := protocol.DecodeProgress(e.Key, e.Value, protocol.Fingerprint("job:v1"))
 		if err != nil || rec.Watermark == nil || *rec.Watermark != 9 {
 			t.Fatalf("record %+v, %v", rec, err)
@@ -111,54 +111,46 @@ func TestMaybeLandedCommitIsAdopted(t *testing.T) {
 	})
 }
 
-// casEnv is a minimal env for driving casHeld directly.
+// casEnv is a minimal env for driving the write functions directly.
 func casEnv(tb testing.TB, st store.Store) *env {
 	tb.Helper()
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "me"
 	v := &env{cfg: cfg, id: "me", nonce: "n", log: discardLogger(), out: &outbox{}}
+	v.session.Store(&v.nonce)
 	v.st = &guardedStore{Store: st, halted: &v.halted}
 	v.fp.Store(protocol.Fingerprint("job:v1"))
 	return v
 }
 
-// seedRecord writes a progress record and returns it with its revision.
-func seedRecord(tb testing.TB, st store.Store, rec protocol.ProgressRecord) recEntry {
+// put writes value at key (create when rev is 0, else update at rev) and
+// returns the new revision.
+func put(tb testing.TB, st store.Store, key string, value []byte, rev uint64) uint64 {
 	tb.Helper()
-	rev, ok, err := st.Create(context.Background(), store.Durable, protocol.SplitKey(rec.ID), protocol.EncodeProgress(rec))
+	var r store.Revision
+	var ok bool
+	var err error
+	if rev == 0 {
+		r, ok, err = st.Create(context.Background(), store.Durable, key, value)
+	} else {
+		r, ok, err = st.Update(context.Background(), store.Durable, key, value, store.Revision(rev))
+	}
 	if err != nil || !ok {
-		tb.Fatalf("seed: %v %v", ok, err)
+		tb.Fatalf("put %s: %v %v", key, ok, err)
 	}
-	return recEntry{rec: rec, rev: uint64(rev)}
+	return uint64(r)
 }
 
-func bumpRecord(tb testing.TB, st store.Store, at recEntry, rec protocol.ProgressRecord) recEntry {
-	tb.Helper()
-	rev, ok, err := st.Update(context.Background(), store.Durable, protocol.SplitKey(rec.ID), protocol.EncodeProgress(rec), store.Revision(at.rev))
-	if err != nil || !ok {
-		tb.Fatalf("bump: %v %v", ok, err)
-	}
-	return recEntry{rec: rec, rev: uint64(rev)}
-}
-
-func commitBuild(p coordination.SplitProgress) func(protocol.ProgressRecord) (protocol.ProgressRecord, error) {
-	return func(r protocol.ProgressRecord) (protocol.ProgressRecord, error) {
-		if err := checkWatermark(r.ID, r, p); err != nil {
-			return r, err
-		}
-		return r.Commit(p, 0), nil
-	}
-}
-
-// Appendix A 13 and 32, at the level of one write: a lost CAS whose record
-// still names this worker at its epoch is adopted and retried once; one that
-// already carries the intended write is a success; a failed classifying read
-// is Retryable; another owner is a fence.
-func TestCasHeldConflicts(t *testing.T) {
-	held := protocol.ProgressRecord{ID: "a", FP: protocol.Fingerprint("job:v1"), Epoch: 2, Owner: "me", Status: protocol.StatusRunnable}
-	own := held.Commit(coordination.SplitProgress{Watermark: 5}, 0)
-	peer := held
-	peer.Owner, peer.Epoch = "peer", 3
+// A lost commit CAS whose progress record still carries this tenancy is
+// adopted and retried once; one that already carries the intended write (or
+// this tenancy's completion) is a success; a failed classifying read is
+// Retryable; a later fence is Fenced.
+func TestCasProgressConflicts(t *testing.T) {
+	fp := protocol.Fingerprint("job:v1")
+	fence := protocol.FreshProgress("a", fp, "me", 2, 0)
+	own := fence.Commit(coordination.SplitProgress{Watermark: 5}, 0)
+	done := fence.Commit(coordination.SplitProgress{Watermark: 5, Completed: true}, 0)
+	later := own.Fence("peer", 3, 0)
 	tests := []struct {
 		name    string
 		moved   protocol.ProgressRecord // what lands after the writer's view
@@ -169,20 +161,22 @@ func TestCasHeldConflicts(t *testing.T) {
 	}{
 		{"own maybe-landed write: adopt and retry", own, coordination.SplitProgress{Watermark: 9}, false, casLanded, false},
 		{"the intended write already landed", own, coordination.SplitProgress{Watermark: 5}, false, casLanded, true},
+		{"this tenancy's completion already landed", done, coordination.SplitProgress{Watermark: 9}, false, casLanded, true},
 		{"adopted record re-checks the watermark", own, coordination.SplitProgress{Watermark: 4}, false, casFatal, false},
 		{"a failed read is retryable", own, coordination.SplitProgress{Watermark: 9}, true, casUnconfirmed, false},
-		{"another owner is a fence", peer, coordination.SplitProgress{Watermark: 9}, false, casFenced, false},
+		{"a later fence is a fence", later, coordination.SplitProgress{Watermark: 9}, false, casFenced, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
 			v := casEnv(t, fs)
-			base := seedRecord(t, fs, held)
-			bumpRecord(t, fs, base, tt.moved)
+			key := protocol.ProgressKey("a")
+			rev := put(t, fs, key, protocol.EncodeProgress(fence), 0)
+			put(t, fs, key, protocol.EncodeProgress(tt.moved), rev)
 			if tt.failGet {
-				fs.failGet = protocol.SplitKey("a")
+				fs.failGet = key
 			}
-			d := casHeld(context.Background(), v, recordOp{kind: opCommit, split: "a", epoch: 2}, base, commitBuild(tt.p))
+			d := casProgress(context.Background(), v, recordOp{kind: opCommit, split: "a", epoch: 2, progress: tt.p}, tenancy{epoch: 2, nonce: "n", prog: fence, progRev: rev}, 0)
 			if d.outcome != tt.want || d.adopted != tt.adopted {
 				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.outcome, d.adopted, d.err, tt.want, tt.adopted)
 			}
@@ -216,7 +210,7 @@ func TestCommitFinalOneResultPerEntryInOrder(t *testing.T) {
 		if len(errs) != 4 || errs[0] != nil || coordination.KindOf(errs[1]) != coordination.Fenced || errs[2] != nil || errs[3] != nil {
 			t.Fatalf("results %v", errs)
 		}
-		e, _, _ := r.st.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
+		e, _, _ := r.st.Get(context.Background(), store.Durable, protocol.ProgressKey("a"))
 		rec, _ := protocol.DecodeProgress(e.Key, e.Value, protocol.Fingerprint("job:v1"))
 		if rec.Watermark == nil || *rec.Watermark != 4 {
 			t.Fatalf("same-split entries out of order: %+v", rec)
@@ -253,12 +247,9 @@ func TestReleaseKeepsMembershipDepartLeavesForGood(t *testing.T) {
 		}
 		for _, id := range []coordination.SplitID{"a", "b"} {
 			e, _, _ := r.st.Get(context.Background(), store.Durable, protocol.SplitKey(id))
-			rec, _ := protocol.DecodeProgress(e.Key, e.Value, protocol.Fingerprint("job:v1"))
-			if rec.Owner != "" {
+			rec, _ := protocol.DecodeSplit(e.Key, e.Value, protocol.Fingerprint("job:v1"))
+			if rec.Owner != "" || rec.Nonce != "" {
 				t.Fatalf("split %s not handed back: %+v", id, rec)
-			}
-			if _, ok, _ := r.st.Get(context.Background(), store.Ephemeral, protocol.SplitKey(id)); ok {
-				t.Fatalf("lease of %s survived Depart", id)
 			}
 		}
 		r.advance(3 * time.Second)
@@ -406,7 +397,7 @@ func TestCommitBindsToThePolledTenancy(t *testing.T) {
 			t.Fatal(err)
 		}
 		record := func() protocol.ProgressRecord {
-			e, _, _ := r.st.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
+			e, _, _ := r.st.Get(context.Background(), store.Durable, protocol.ProgressKey("a"))
 			rec, err := protocol.DecodeProgress(e.Key, e.Value, protocol.Fingerprint("job:v1"))
 			if err != nil {
 				t.Fatal(err)
@@ -446,79 +437,95 @@ func TestCommitBindsToThePolledTenancy(t *testing.T) {
 	})
 }
 
-// Appendix A 10 and SPEC §19.2, at the level of one write: a claim whose
-// record CAS lost to the previous owner's late write re-derives its kind
-// from the adopted record and retries once, charging one attempt; a
-// quarantine on takeover that loses gives up (§19.2 "Lose: nothing else"),
-// so it never turns into a claim of a split that may be unassigned here,
-// outside the lane budget, or without a spec.
-func TestCasClaimConflicts(t *testing.T) {
+// The claim protocol at the level of one claim (docs/protocol.md, "Claim
+// protocol"): a stale view loses the split record CAS and writes nothing; a
+// live owner session found by the confirmation read is never robbed; a
+// commit of the previous tenancy that lands before the fence is carried
+// into the new tenancy; a completed progress record completes the split
+// record instead of a Gained; a quarantine writes only the split record.
+func TestClaimSplit(t *testing.T) {
 	const maxAttempts = 4
-	dead := protocol.ProgressRecord{ID: "a", FP: protocol.Fingerprint("job:v1"), Epoch: 2, Owner: "dead", Status: protocol.StatusRunnable}
-	late := dead.Commit(coordination.SplitProgress{Watermark: 7}, 0)
+	fp := protocol.Fingerprint("job:v1")
+	dead := protocol.SplitRecord{ID: "a", FP: fp, Epoch: 2, Owner: "dead", Nonce: "d1", Status: protocol.StatusRunnable}
+	prevFence := protocol.FreshProgress("a", fp, "dead", 2, 0)
 	tests := []struct {
-		name     string
-		attempts uint32                                                // attempts on the record in the view
-		moved    func(protocol.ProgressRecord) protocol.ProgressRecord // what lands after the view
-		want     casOutcome
-		stored   func(protocol.ProgressRecord) protocol.ProgressRecord // the record afterwards, from the moved one
+		name      string
+		view      protocol.SplitRecord
+		moved     *protocol.SplitRecord    // a split record write after the view
+		late      *protocol.ProgressRecord // a progress write after the view (a late commit)
+		presence  string                   // the owner's live session nonce, "" for none
+		wantOut   casOutcome
+		wantDone  bool
+		wantSplit func(protocol.SplitRecord) protocol.SplitRecord // from the view
+		wantProg  *coordination.SplitProgress
 	}{
-		{"a claim adopts a late commit and charges one attempt", 0,
-			func(r protocol.ProgressRecord) protocol.ProgressRecord { return late },
-			casLanded,
-			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r.Claim("me", 3, true, 0) }},
-		{"a claim re-derived past the cap quarantines", maxAttempts - 2,
-			func(r protocol.ProgressRecord) protocol.ProgressRecord {
-				r = late
-				r.Attempts = maxAttempts - 1
-				return r
-			},
-			casLanded,
-			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r.QuarantineOnTakeover(0) }},
-		{"a quarantine that lost to a late hand-back gives up", maxAttempts - 1,
-			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r.HandBack(0) },
-			casFenced,
-			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r }},
-		{"a quarantine that lost to a late commit gives up", maxAttempts - 1,
-			func(r protocol.ProgressRecord) protocol.ProgressRecord {
-				l := late
-				l.Attempts = r.Attempts
-				return l
-			},
-			casFenced,
-			func(r protocol.ProgressRecord) protocol.ProgressRecord { return r }},
+		{name: "an expired claim fences and charges one attempt", view: dead, wantOut: casLanded,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
+		{name: "a late commit of the previous tenancy is carried", view: dead,
+			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 7}, 0)), wantOut: casLanded,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) },
+			wantProg:  &coordination.SplitProgress{Watermark: 7}},
+		{name: "a completed progress record completes the split", view: dead,
+			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 9, Completed: true}, 0)), wantOut: casLanded, wantDone: true,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).Complete(0) },
+			wantProg:  &coordination.SplitProgress{Watermark: 9, Completed: true}},
+		{name: "a live owner session is never robbed", view: dead, presence: "d1", wantOut: casFenced,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
+		{name: "a stale view writes nothing", view: dead, moved: ptr(dead.HandBack(0)), wantOut: casFenced,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.HandBack(0) }},
+		{name: "a quarantine on takeover writes only the split record", view: func() protocol.SplitRecord { r := dead; r.Attempts = maxAttempts - 1; return r }(),
+			wantOut: casLanded, wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.QuarantineOnTakeover(0) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
 			v := casEnv(t, fs)
 			v.cfg.MaxAttempts = maxAttempts
-			view := dead
-			view.Attempts = tt.attempts
-			base := seedRecord(t, fs, view)
-			moved := tt.moved(view)
-			bumpRecord(t, fs, base, moved)
-			own := protocol.LeaseRecord{Owner: "me", Nonce: "n", Epoch: 3}
-			cand, ok := protocol.Classify(protocol.CandidateInput{Record: view, HasSpec: true, Lease: &own, Me: "me", MyNonce: "n", MaxAttempts: maxAttempts})
+			key, pkey := protocol.SplitKey("a"), protocol.ProgressKey("a")
+			rev := put(t, fs, key, protocol.EncodeSplit(tt.view), 0)
+			prev := put(t, fs, pkey, protocol.EncodeProgress(prevFence), 0)
+			if tt.moved != nil {
+				put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
+			}
+			if tt.late != nil {
+				put(t, fs, pkey, protocol.EncodeProgress(*tt.late), prev)
+			}
+			if tt.presence != "" {
+				if _, _, err := fs.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("dead"), protocol.EncodePresence(protocol.PresenceRecord{Nonce: tt.presence})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cand, ok := protocol.Classify(protocol.CandidateInput{Record: tt.view, HasSpec: true, Me: "me", MyNonce: "n", MaxAttempts: maxAttempts})
 			if !ok {
 				t.Fatal("not a candidate")
 			}
-			op := recordOp{kind: opClaim, split: "a", claim: messages.ClaimRecord{Claim: messages.ClaimSplit{Candidate: cand, Record: view, RecordRev: base.rev}, Epoch: 3}}
-			d := casClaim(context.Background(), v, op, base, 0)
-			if d.outcome != tt.want {
-				t.Fatalf("outcome %v (wrote %+v), want %v", d.outcome, d.rec, tt.want)
+			d := claimSplit(context.Background(), v, messages.ClaimSplit{Candidate: cand, Record: tt.view, RecordRev: rev, HasSpec: true}, 0)
+			if d.outcome != tt.wantOut || d.done != tt.wantDone {
+				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
 			}
-			e, found, err := fs.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
-			if err != nil || !found {
-				t.Fatalf("get: %v %v", found, err)
-			}
-			got, err := protocol.DecodeProgress(e.Key, e.Value, protocol.Fingerprint("job:v1"))
+			e, _, _ := fs.Get(context.Background(), store.Durable, key)
+			got, err := protocol.DecodeSplit(e.Key, e.Value, fp)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := tt.stored(moved); !reflect.DeepEqual(got, want) {
-				t.Fatalf("stored %+v\nwant   %+v", got, want)
+			base := tt.view
+			if tt.moved != nil {
+				base = *tt.moved
+			}
+			if want := tt.wantSplit(base); !reflect.DeepEqual(got, want) {
+				t.Fatalf("split record %+v\nwant         %+v", got, want)
+			}
+			pe, _, _ := fs.Get(context.Background(), store.Durable, pkey)
+			prog, _ := protocol.DecodeProgress(pe.Key, pe.Value, fp)
+			fenced := tt.wantOut == casLanded && !tt.wantDone && !cand.Quarantine
+			if fenced != (prog.Epoch == 3 && prog.Owner == "me") {
+				t.Fatalf("progress %+v: fenced %v, want %v", prog, !fenced, fenced)
+			}
+			if fenced && !reflect.DeepEqual(d.prog.Progress(), tt.wantProg) {
+				t.Fatalf("carried %+v, want %+v", d.prog.Progress(), tt.wantProg)
 			}
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,9 +1,9 @@
 package actors
 
 import (
+	"container/heap"
 	"fmt"
 	"log/slog"
-	"sort"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -13,35 +13,44 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-type leaseEntry struct {
-	lease protocol.LeaseRecord
-	rev   uint64
-}
+// maxClaimsInFlight bounds the claims one worker runs at once, so a worker
+// assigned thousands of splits does not start thousands of store writes in
+// one burst; the rest follow as claims finish.
+const maxClaimsInFlight = 128
 
-// assign follows this worker's assignment record (§16): it keeps the claim
-// view (records, specs, leases), picks claim candidates for assigned splits
-// under MaxInFlight, runs the quarantine scan (§19.2) through an incremental
-// index, and tells the revoke actor the assigned set.
+// assign follows this worker's assignment record (docs/protocol.md,
+// "Following the assignment"): it keeps the claim view (split records,
+// specs, sessions), picks claim candidates for assigned splits under
+// MaxInFlight from an incremental index, quarantines on takeover, returns
+// leftovers, and tells the revoke actor the assigned set. Applying one
+// observation costs O(log n).
 type assign struct {
 	v   *env
 	log *slog.Logger
 
-	records map[coordination.SplitID]recEntry
-	specs   map[coordination.SplitID]protocol.SpecRecord
-	leases  map[coordination.SplitID]leaseEntry
+	records  map[coordination.SplitID]recEntry
+	specs    map[coordination.SplitID]protocol.SpecRecord
+	sessions map[string]string                        // instance → live session nonce
+	byOwner  map[string]map[coordination.SplitID]bool // instance → splits its records name
 
 	held     map[coordination.SplitID]uint64
-	inflight map[coordination.SplitID]bool
+	inflight map[coordination.SplitID]bool   // value: the work counts as a claim (quarantines and leftover returns do not)
+	claims   int                             // claims in flight
 	handing  map[coordination.SplitID]uint64 // surrendered, its write not resolved yet
-	cooldown map[coordination.SplitID]bool   // gave up; retry at the next heartbeat or change
-	quarCand map[coordination.SplitID]bool   // index of quarantine candidates
+	early    map[coordination.SplitID]uint64 // a write resolved before its TenancyEnded arrived (completions race the root)
+	lostAt   map[coordination.SplitID]uint64 // a claim lost at this record revision
+	cooldown map[coordination.SplitID]bool   // the store failed; retry at the next heartbeat
+	extra    map[coordination.SplitID]bool   // quarantine candidates and leftovers: acted on regardless of assignment
+	queue    candidateQueue                  // claim candidates among assigned splits, lazily validated
+	queued   map[coordination.SplitID]protocol.ClaimKind
 
 	decided    bool
 	appliedGen uint64
 	assigned   map[coordination.SplitID]bool
-	named      map[coordination.SplitID]time.Time // first named while not held (§16.6)
+	named      map[coordination.SplitID]time.Time // first named while not held
 
 	live     bool
+	session  bool // a session is established (false between SessionEnded and SessionStarted)
 	verdict  bool
 	departed bool
 }
@@ -53,14 +62,19 @@ func newAssign(v *env) actor.Producer {
 			log:      v.log.With("actor", "assign"),
 			records:  map[coordination.SplitID]recEntry{},
 			specs:    map[coordination.SplitID]protocol.SpecRecord{},
-			leases:   map[coordination.SplitID]leaseEntry{},
+			sessions: map[string]string{},
+			byOwner:  map[string]map[coordination.SplitID]bool{},
 			held:     map[coordination.SplitID]uint64{},
 			inflight: map[coordination.SplitID]bool{},
 			handing:  map[coordination.SplitID]uint64{},
+			early:    map[coordination.SplitID]uint64{},
+			lostAt:   map[coordination.SplitID]uint64{},
 			cooldown: map[coordination.SplitID]bool{},
-			quarCand: map[coordination.SplitID]bool{},
+			extra:    map[coordination.SplitID]bool{},
+			queued:   map[coordination.SplitID]protocol.ClaimKind{},
 			assigned: map[coordination.SplitID]bool{},
 			named:    map[coordination.SplitID]time.Time{},
+			session:  true,
 		}
 	}
 }
@@ -71,49 +85,42 @@ func (a *assign) Receive(c *actor.Context) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
 	case messages.RecordObserved:
-		if old, ok := a.records[m.Split]; ok && m.Rev <= old.rev {
+		old, had := a.records[m.Split]
+		if had && m.Rev <= old.rev {
 			return
 		}
+		if had {
+			a.unindexOwner(m.Split, old.rec.Owner)
+		}
 		a.records[m.Split] = recEntry{rec: m.Record, rev: m.Rev}
+		a.indexOwner(m.Split, m.Record.Owner)
+		if r, ok := a.lostAt[m.Split]; ok && m.Rev > r {
+			delete(a.lostAt, m.Split)
+		}
 		a.changed(c, m.Split)
 	case messages.RecordDeleted:
-		delete(a.records, m.Split)
+		if old, ok := a.records[m.Split]; ok {
+			a.unindexOwner(m.Split, old.rec.Owner)
+			delete(a.records, m.Split)
+		}
 		a.changed(c, m.Split)
 	case messages.SpecObserved:
 		if _, ok := a.specs[m.Split]; !ok {
 			a.specs[m.Split] = m.Spec
 			a.changed(c, m.Split)
 		}
-	case messages.LeaseObserved:
-		a.leases[m.Split] = leaseEntry{lease: m.Lease, rev: m.Rev}
-		a.changed(c, m.Split)
-	case messages.LeaseDeleted:
-		delete(a.leases, m.Split)
-		a.changed(c, m.Split)
+	case messages.PresenceObserved:
+		if a.sessions[m.Instance] != m.Nonce {
+			a.sessions[m.Instance] = m.Nonce
+			a.ownerChanged(c, m.Instance)
+		}
+	case messages.PresenceDeleted:
+		if _, ok := a.sessions[m.Instance]; ok {
+			delete(a.sessions, m.Instance)
+			a.ownerChanged(c, m.Instance)
+		}
 	case messages.AssignmentObserved:
-		if m.Assignment.Generation < a.appliedGen {
-			return
-		}
-		a.appliedGen = m.Assignment.Generation
-		a.decided = true
-		set := make(map[coordination.SplitID]bool, len(m.Assignment.Splits))
-		now := a.v.clk.Now()
-		for _, id := range m.Assignment.Splits {
-			set[id] = true
-			if _, held := a.held[id]; !held {
-				if _, ok := a.named[id]; !ok {
-					a.named[id] = now
-				}
-			}
-		}
-		for id := range a.named {
-			if !set[id] {
-				delete(a.named, id)
-			}
-		}
-		a.assigned = set
-		c.Send(a.v.pid.revoke, messages.AssignedSetChanged{Decided: true, Splits: append([]coordination.SplitID(nil), m.Assignment.Splits...)})
-		a.step(c)
+		a.assignment(c, m)
 	case messages.AssignmentDeleted:
 		a.decided = false
 		a.assigned = map[coordination.SplitID]bool{}
@@ -121,39 +128,58 @@ func (a *assign) Receive(c *actor.Context) {
 		c.Send(a.v.pid.revoke, messages.AssignedSetChanged{})
 	case messages.TenancyStarted:
 		a.held[m.Split] = m.Epoch
-		delete(a.inflight, m.Split)
+		a.release(m.Split)
 		if t, ok := a.named[m.Split]; ok {
 			a.v.met.latency(a.v.clk.Since(t))
 			delete(a.named, m.Split)
 		}
-		a.index(m.Split)
-		a.step(c)
+		a.changed(c, m.Split)
 	case messages.TenancyEnded:
 		if e, ok := a.held[m.Split]; ok && e == m.Epoch {
 			delete(a.held, m.Split)
-			if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
+			if e, ok := a.early[m.Split]; ok && e == m.Epoch {
+				delete(a.early, m.Split)
+			} else if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
 				a.handing[m.Split] = m.Epoch
 			}
 			if a.assigned[m.Split] {
 				a.named[m.Split] = a.v.clk.Now()
 			}
-			a.index(m.Split)
+			a.changed(c, m.Split)
 			a.step(c)
 		}
 	case messages.HandBackResolved:
 		if e, ok := a.handing[m.Split]; ok && e == m.Epoch {
 			delete(a.handing, m.Split)
 			a.changed(c, m.Split)
+		} else if e, held := a.held[m.Split]; held && e == m.Epoch {
+			a.early[m.Split] = m.Epoch
 		}
 	case messages.ClaimAbandoned:
-		delete(a.inflight, m.Split)
-		a.cooldown[m.Split] = true
+		a.release(m.Split)
+		if m.Retry {
+			a.cooldown[m.Split] = true
+		} else if r := a.records[m.Split].rev; m.Rev >= r {
+			a.lostAt[m.Split] = m.Rev
+		}
+		a.changed(c, m.Split)
 		a.step(c)
 	case messages.HeartbeatTicked:
-		clear(a.cooldown)
+		for id := range a.cooldown {
+			delete(a.cooldown, id)
+			a.index(id)
+		}
 		a.step(c)
 	case messages.WatchesChanged:
 		a.live = m.Live
+		a.step(c)
+	case messages.SessionEnded:
+		a.session = false
+	case messages.SessionStarted:
+		a.session = true
+		for id := range a.records {
+			a.index(id) // the view's own-session records were classified for the old nonce
+		}
 		a.step(c)
 	case messages.VerdictReached:
 		a.verdict = true
@@ -164,6 +190,75 @@ func (a *assign) Receive(c *actor.Context) {
 	}
 }
 
+// assignment applies this worker's assignment record.
+func (a *assign) assignment(c *actor.Context, m messages.AssignmentObserved) {
+	if m.Assignment.Generation < a.appliedGen {
+		return
+	}
+	a.appliedGen = m.Assignment.Generation
+	a.decided = true
+	set := make(map[coordination.SplitID]bool, len(m.Assignment.Splits))
+	now := a.v.clk.Now()
+	for _, id := range m.Assignment.Splits {
+		set[id] = true
+		if _, held := a.held[id]; !held {
+			if _, ok := a.named[id]; !ok {
+				a.named[id] = now
+			}
+		}
+	}
+	for id := range a.named {
+		if !set[id] {
+			delete(a.named, id)
+		}
+	}
+	old := a.assigned
+	a.assigned = set
+	for id := range set {
+		if !old[id] {
+			a.index(id)
+		}
+	}
+	for id := range old {
+		if !set[id] {
+			a.index(id) // a leftover no longer assigned is returned
+		}
+	}
+	c.Send(a.v.pid.revoke, messages.AssignedSetChanged{Decided: true, Splits: append([]coordination.SplitID(nil), m.Assignment.Splits...)})
+	a.step(c)
+}
+
+func (a *assign) indexOwner(id coordination.SplitID, owner string) {
+	if owner == "" {
+		return
+	}
+	s := a.byOwner[owner]
+	if s == nil {
+		s = map[coordination.SplitID]bool{}
+		a.byOwner[owner] = s
+	}
+	s[id] = true
+}
+
+func (a *assign) unindexOwner(id coordination.SplitID, owner string) {
+	if s := a.byOwner[owner]; s != nil {
+		delete(s, id)
+		if len(s) == 0 {
+			delete(a.byOwner, owner)
+		}
+	}
+}
+
+// ownerChanged re-classifies the splits whose records name instance after
+// its session changed: O(its splits).
+func (a *assign) ownerChanged(c *actor.Context, instance string) {
+	for id := range a.byOwner[instance] {
+		delete(a.lostAt, id)
+		a.index(id)
+	}
+	a.step(c)
+}
+
 func (a *assign) input(id coordination.SplitID) (protocol.CandidateInput, bool) {
 	r, ok := a.records[id]
 	if !ok {
@@ -171,90 +266,137 @@ func (a *assign) input(id coordination.SplitID) (protocol.CandidateInput, bool) 
 	}
 	_, hasSpec := a.specs[id]
 	_, held := a.held[id]
-	in := protocol.CandidateInput{Record: r.rec, HasSpec: hasSpec, Held: held, Me: a.v.id, MyNonce: a.v.nonce, MaxAttempts: a.v.cfg.MaxAttempts}
-	if l, ok := a.leases[id]; ok {
-		lr := l.lease
-		in.Lease = &lr
-	}
-	return in, true
+	return protocol.CandidateInput{
+		Record: r.rec, HasSpec: hasSpec, Held: held, OwnerSession: a.sessions[r.rec.Owner],
+		Me: a.v.id, MyNonce: a.v.sessionNonce(), MaxAttempts: a.v.cfg.MaxAttempts,
+	}, true
 }
 
-// index keeps the quarantine-candidate index current for one split.
-func (a *assign) index(id coordination.SplitID) {
+// classify returns split id's candidate when it is one this worker may act
+// on now (not busy, not waiting for a newer revision or the heartbeat).
+func (a *assign) classify(id coordination.SplitID) (protocol.Candidate, bool) {
+	_, busy := a.handing[id]
+	if _, claiming := a.inflight[id]; busy || claiming || a.cooldown[id] {
+		return protocol.Candidate{}, false
+	}
+	if _, lost := a.lostAt[id]; lost {
+		return protocol.Candidate{}, false
+	}
 	in, ok := a.input(id)
 	if !ok {
-		delete(a.quarCand, id)
-		return
+		return protocol.Candidate{}, false
 	}
-	if cand, ok := protocol.Classify(in); ok && cand.Quarantine {
-		a.quarCand[id] = true
-	} else {
-		delete(a.quarCand, id)
+	return protocol.Classify(in)
+}
+
+// index files split id where its classification puts it: the extra set
+// (quarantine candidates, and leftovers to return) or the claim queue
+// (claim candidates among assigned splits, leftovers included).
+func (a *assign) index(id coordination.SplitID) {
+	cand, ok := a.classify(id)
+	switch {
+	case ok && (cand.Quarantine || (cand.Leftover && a.decided && !a.assigned[id])):
+		a.extra[id] = true
+	case ok && a.assigned[id] && (!cand.Leftover || a.hasSpec(id)):
+		delete(a.extra, id)
+		if k, queued := a.queued[id]; !queued || k != cand.Kind {
+			a.queued[id] = cand.Kind
+			heap.Push(&a.queue, queuedCandidate{kind: cand.Kind, id: id})
+		}
+	default:
+		delete(a.extra, id)
 	}
 }
 
-// changed re-evaluates after an observation of split id. A split whose
-// claim gave up stays cooling down until the next heartbeat (§16.4: a lost
-// or failed claim retries then), so a view that keeps losing cannot spin.
+func (a *assign) hasSpec(id coordination.SplitID) bool {
+	_, ok := a.specs[id]
+	return ok
+}
+
+// changed re-indexes split id after an observation and acts on it.
 func (a *assign) changed(c *actor.Context, id coordination.SplitID) {
 	a.index(id)
-	if a.assigned[id] || a.quarCand[id] {
+	if a.extra[id] || a.queued[id] != 0 {
 		a.step(c)
 	}
 }
 
-// step starts the claims and quarantines the view allows (§16.2, §16.3).
+// release frees split id's in-flight slot.
+func (a *assign) release(id coordination.SplitID) {
+	if claim, ok := a.inflight[id]; ok {
+		delete(a.inflight, id)
+		if claim {
+			a.claims--
+		}
+	}
+}
+
+// step starts the claims, quarantines and leftover returns the view allows.
 func (a *assign) step(c *actor.Context) {
-	if !a.live || a.verdict || a.departed || a.v.halted.Load() {
+	if !a.live || !a.session || a.verdict || a.departed || a.v.halted.Load() {
 		return
 	}
-	for id := range a.quarCand {
-		if _, busy := a.handing[id]; !busy && !a.inflight[id] && !a.cooldown[id] {
-			a.launch(c, id)
+	for id := range a.extra {
+		if cand, ok := a.classify(id); ok && (cand.Quarantine || (cand.Leftover && a.decided && !a.assigned[id])) {
+			a.launch(c, id, cand)
 		}
 	}
 	if !a.decided {
 		return
 	}
-	slots := a.v.cfg.MaxInFlight - len(a.held) - len(a.inflight)
-	if slots <= 0 {
-		return
-	}
-	var cands []protocol.Candidate
-	for id := range a.assigned {
-		if _, busy := a.handing[id]; busy || a.inflight[id] || a.cooldown[id] {
+	for a.queue.Len() > 0 && len(a.held)+a.claims < a.v.cfg.MaxInFlight && a.claims < maxClaimsInFlight {
+		q := heap.Pop(&a.queue).(queuedCandidate)
+		if a.queued[q.id] != q.kind {
+			continue // superseded by a later entry of another kind
+		}
+		delete(a.queued, q.id)
+		if !a.assigned[q.id] {
 			continue
 		}
-		in, ok := a.input(id)
-		if !ok {
-			continue
+		if cand, ok := a.classify(q.id); ok && cand.Kind == q.kind && !cand.Quarantine && (!cand.Leftover || a.hasSpec(q.id)) {
+			a.launch(c, q.id, cand)
 		}
-		if cand, ok := protocol.Classify(in); ok && !cand.Quarantine {
-			cands = append(cands, cand)
-		}
-	}
-	sort.Slice(cands, func(i, j int) bool { return protocol.CandidateLess(cands[i], cands[j]) })
-	for _, cand := range cands[:min(slots, len(cands))] {
-		a.launch(c, cand.ID)
 	}
 }
 
-func (a *assign) launch(c *actor.Context, id coordination.SplitID) {
-	in, ok := a.input(id)
-	if !ok {
+// launch sends the write cand asks for to the commit actor.
+func (a *assign) launch(c *actor.Context, id coordination.SplitID, cand protocol.Candidate) {
+	r := a.records[id]
+	if cand.Leftover && !a.assigned[id] {
+		a.inflight[id] = false
+		c.Send(a.v.pid.commit, messages.ReturnLeftover{Split: id, Record: r.rec, RecordRev: r.rev})
 		return
 	}
-	cand, ok := protocol.Classify(in)
-	if !ok {
-		return
+	a.inflight[id] = !cand.Quarantine
+	if !cand.Quarantine {
+		a.claims++
 	}
-	a.inflight[id] = true
-	msg := messages.ClaimSplit{Candidate: cand, Record: in.Record, RecordRev: a.records[id].rev}
-	if l, ok := a.leases[id]; ok {
-		msg.LeaseRev = l.rev
-	}
+	msg := messages.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev}
 	if s, ok := a.specs[id]; ok {
 		msg.Spec, msg.HasSpec = s.Spec(), true
 	}
-	c.Send(a.v.pid.lease, msg)
+	c.Send(a.v.pid.commit, msg)
+}
+
+// queuedCandidate is one entry of the claim queue.
+type queuedCandidate struct {
+	kind protocol.ClaimKind
+	id   coordination.SplitID
+}
+
+// candidateQueue is a min-heap of claim candidates in claim priority order
+// (kind, then id). Entries are validated when popped.
+type candidateQueue []queuedCandidate
+
+func (q candidateQueue) Len() int { return len(q) }
+func (q candidateQueue) Less(i, j int) bool {
+	return protocol.CandidateLess(protocol.Candidate{ID: q[i].id, Kind: q[i].kind}, protocol.Candidate{ID: q[j].id, Kind: q[j].kind})
+}
+func (q candidateQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *candidateQueue) Push(x any)   { *q = append(*q, x.(queuedCandidate)) }
+func (q *candidateQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
 }

@@ -14,13 +14,22 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// recEntry is a progress record and its revision.
+// recEntry is a split record and its revision.
 type recEntry struct {
-	rec protocol.ProgressRecord
+	rec protocol.SplitRecord
 	rev uint64
 }
 
-// casOutcome is how a fenced record write resolved.
+// tenancy is the commit actor's state of one held split: the session that
+// claimed it and the progress record this tenancy last wrote or fenced.
+type tenancy struct {
+	epoch   uint64
+	nonce   string
+	prog    protocol.ProgressRecord
+	progRev uint64
+}
+
+// casOutcome is how a fenced write resolved.
 type casOutcome int
 
 const (
@@ -30,7 +39,7 @@ const (
 	casFatal
 )
 
-// opKind names the record writes the commit actor performs.
+// opKind names the writes the commit actor performs.
 type opKind int
 
 const (
@@ -39,10 +48,12 @@ const (
 	opFail
 	opHandBack
 	opClaim
+	opLeftover
+	opComplete
 )
 
-// recordOp is one queued write on one split's record. Writes on the same
-// split run one at a time, in arrival order.
+// recordOp is one queued write on one split. Writes on the same split run
+// one at a time, in arrival order.
 type recordOp struct {
 	kind     opKind
 	split    coordination.SplitID
@@ -53,7 +64,8 @@ type recordOp struct {
 	index    int    // entry index within a final batch
 	reason   messages.EndReason
 	failMsg  string
-	claim    messages.ClaimRecord
+	claim    messages.ClaimSplit
+	leftover messages.ReturnLeftover
 	deadline time.Time // zero: OpTimeout from start
 }
 
@@ -62,11 +74,15 @@ type opDone struct {
 	op      recordOp
 	outcome casOutcome
 	err     error
-	rec     protocol.ProgressRecord // latest record known to the writer
-	rev     uint64                  // its revision; 0 if none
-	adopted bool                    // the write was found landed after a lost CAS
-	kind    protocol.ClaimKind      // claims: the kind that won
-	quar    bool                    // claims: the write quarantined
+	rec     protocol.SplitRecord // latest split record known to the writer
+	rev     uint64               // its revision; 0 if none
+	prog    protocol.ProgressRecord
+	progRev uint64             // 0: no progress record learned
+	adopted bool               // the write was found landed after a lost CAS
+	kind    protocol.ClaimKind // claims: the kind that won
+	quar    bool               // claims: the write quarantined
+	retry   bool               // claims: gave up on a store error
+	done    bool               // the progress was found completed
 }
 
 type finalBatch struct {
@@ -88,23 +104,26 @@ type handBackBatch struct {
 type (
 	finalDeadline struct{ batch uint64 }
 	verdictListed struct {
-		recs []protocol.ProgressRecord
+		recs []protocol.SplitRecord
 		revs []uint64
 		err  error
 	}
 )
 
-// commit owns the durable progress records and performs every fenced CAS
-// on them: claims, commits, final commits, fails, hand-backs and quarantines
-// (§16.4, §18, §19.2). It judges watermark monotonicity, adopts maybe-landed
-// writes, drops splits whose record moved away, and takes the verdict (§22).
+// commit owns the split records of the view and the held tenancies'
+// progress records, and performs every fenced write on them
+// (docs/protocol.md, "Claim protocol", "Commits", "Hand-back, fail,
+// quarantine"): claims with their progress fence, commits, final commits,
+// completions, fails, hand-backs and quarantines. It judges watermark
+// monotonicity, adopts maybe-landed writes, drops splits whose records moved
+// away, and takes the verdict.
 type commit struct {
 	v   *env
 	log *slog.Logger
 
 	fp        uint64
 	records   map[coordination.SplitID]recEntry
-	held      map[coordination.SplitID]uint64
+	held      map[coordination.SplitID]*tenancy
 	busy      map[coordination.SplitID]bool
 	queue     map[coordination.SplitID][]recordOp
 	completed int
@@ -127,7 +146,7 @@ func newCommit(v *env) actor.Producer {
 			v:         v,
 			log:       v.log.With("actor", "commit"),
 			records:   map[coordination.SplitID]recEntry{},
-			held:      map[coordination.SplitID]uint64{},
+			held:      map[coordination.SplitID]*tenancy{},
 			busy:      map[coordination.SplitID]bool{},
 			queue:     map[coordination.SplitID][]recordOp{},
 			finals:    map[uint64]*finalBatch{},
@@ -158,7 +177,7 @@ func (cm *commit) Receive(c *actor.Context) {
 	case messages.HeartbeatTicked:
 		cm.judge()
 	case messages.TenancyEnded:
-		if e, ok := cm.held[m.Split]; ok && e == m.Epoch {
+		if t, ok := cm.held[m.Split]; ok && t.epoch == m.Epoch {
 			delete(cm.held, m.Split)
 		}
 	case messages.Departing:
@@ -171,8 +190,10 @@ func (cm *commit) Receive(c *actor.Context) {
 		cm.enqueue(c, recordOp{kind: opFail, split: m.Split, epoch: m.Epoch, replyTo: m.ReplyTo, failMsg: m.Reason, reason: messages.EndFailed})
 	case messages.HandBackSplits:
 		cm.handBack(c, m)
-	case messages.ClaimRecord:
-		cm.enqueue(c, recordOp{kind: opClaim, split: m.Claim.Candidate.ID, claim: m})
+	case messages.ClaimSplit:
+		cm.enqueue(c, recordOp{kind: opClaim, split: m.Candidate.ID, claim: m})
+	case messages.ReturnLeftover:
+		cm.enqueue(c, recordOp{kind: opLeftover, split: m.Split, leftover: m})
 	case opDone:
 		cm.done(c, m)
 	case finalDeadline:
@@ -186,22 +207,17 @@ func (cm *commit) Receive(c *actor.Context) {
 	}
 }
 
-// fold applies a record version to the view (§11.2): tallies, quarantine
-// transitions, and fences or completions of held splits.
-func (cm *commit) fold(id coordination.SplitID, rec protocol.ProgressRecord, rev uint64) {
+// fold applies a split record version to the view: tallies, quarantine
+// transitions, and fences of held splits.
+func (cm *commit) fold(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) {
 	old, had := cm.records[id]
 	if had && rev <= old.rev {
 		return
 	}
 	cm.records[id] = recEntry{rec: rec, rev: rev}
-	// A fence is reported before the quarantine it may carry (E4).
-	if e, ok := cm.held[id]; ok {
-		switch {
-		case rec.Epoch > e || rec.Owner != cm.v.id:
-			cm.drop(id, e, messages.EndFenced)
-		case rec.Epoch == e && rec.Status == protocol.StatusCompleted:
-			cm.finish(id, e)
-		}
+	// A fence is reported before the quarantine it may carry.
+	if t, ok := cm.held[id]; ok && movedAway(rec, cm.v.id, t) {
+		cm.drop(id, t.epoch, messages.EndFenced)
 	}
 	if !had || old.rec.Status != rec.Status {
 		if had {
@@ -232,9 +248,9 @@ func (cm *commit) deleted(id coordination.SplitID) {
 	}
 	delete(cm.records, id)
 	cm.tally(old.rec.Status, -1)
-	if e, ok := cm.held[id]; ok {
-		cm.log.Error("progress record deleted outside the library", "key", protocol.SplitKey(id))
-		cm.drop(id, e, messages.EndFenced)
+	if t, ok := cm.held[id]; ok {
+		cm.log.Error("split record deleted outside the library", "key", protocol.SplitKey(id))
+		cm.drop(id, t.epoch, messages.EndFenced)
 	}
 }
 
@@ -244,20 +260,18 @@ func (cm *commit) drop(id coordination.SplitID, epoch uint64, reason messages.En
 	cm.v.send(cm.v.pid.root, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
 }
 
-// finish ends a held split whose completed commit landed (§18.3).
-func (cm *commit) finish(id coordination.SplitID, epoch uint64) {
+// finish ends a held split whose completed commit landed, then writes the
+// split record's completion.
+func (cm *commit) finish(c *actor.Context, id coordination.SplitID, epoch uint64) {
 	delete(cm.held, id)
-	p := cm.v.pid
-	cm.v.send(p.root, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
-
-	cm.resolved(messages.HandBackResolved{Split: id, Epoch: epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
+	cm.v.send(cm.v.pid.root, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+	cm.enqueue(c, recordOp{kind: opComplete, split: id, epoch: epoch, reason: messages.EndCompleted})
 }
 
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
 func (cm *commit) resolved(res messages.HandBackResolved) {
 	p := cm.v.pid
-	cm.v.send(p.lease, res)
 	cm.v.send(p.revoke, res)
 	cm.v.send(p.assign, res)
 }
@@ -288,32 +302,36 @@ func (cm *commit) next(c *actor.Context, id coordination.SplitID) {
 
 // start launches op's write in the background.
 func (cm *commit) start(c *actor.Context, op recordOp) {
-	v, pid, me := cm.v, c.PID(), cm.v.id
+	v, pid := cm.v, c.PID()
 	base, have := cm.records[op.split]
 	now := v.nowMs()
 	cm.busy[op.split] = true
+	var t tenancy
 	// A write with nothing to write on is refused without I/O; its opDone
 	// still goes through the inbox so that the queue advances in order.
-	refused := !have
+	refused := false
 	var why error
 	switch op.kind {
 	case opCommit, opFinal:
-		if e, ok := cm.held[op.split]; !ok || e != op.epoch || !have {
+		h, ok := cm.held[op.split]
+		if !ok || h.epoch != op.epoch {
 			refused, why = true, notHeld(op.split)
+		} else {
+			t = *h
 		}
 	case opFail:
-		if refused {
-			why = fencedErr(op.split) // the record left the view: nothing was written
-		}
+		refused, why = !have, fencedErr(op.split) // the record left the view: nothing was written
+	case opHandBack, opComplete:
+		refused = !have
 	case opClaim:
-		refused = refused || (!op.claim.Claim.HasSpec && !op.claim.Claim.Candidate.Quarantine) || cm.departing || cm.verdict
-		base = recEntry{rec: op.claim.Claim.Record, rev: op.claim.Claim.RecordRev}
+		refused = (!op.claim.HasSpec && !op.claim.Candidate.Quarantine) || cm.departing || cm.verdict
+	case opLeftover:
+		refused = cm.departing || cm.verdict
 	}
 	if refused {
 		v.send(pid, opDone{op: op, outcome: casFenced, err: why})
 		return
 	}
-	maxAttempts := v.cfg.MaxAttempts
 	v.goFunc(func(ctx context.Context) {
 		var cancel context.CancelFunc
 		if op.deadline.IsZero() {
@@ -325,57 +343,59 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 		var d opDone
 		switch op.kind {
 		case opCommit, opFinal:
-			d = casHeld(ctx, v, op, base, func(r protocol.ProgressRecord) (protocol.ProgressRecord, error) {
-				if err := checkWatermark(op.split, r, op.progress); err != nil {
-					return r, err
-				}
-				return r.Commit(op.progress, now), nil
-			})
+			d = casProgress(ctx, v, op, t, now)
 		case opFail:
-			d = casHeld(ctx, v, op, base, func(r protocol.ProgressRecord) (protocol.ProgressRecord, error) {
-				return r.Fail(maxAttempts, now), nil
+			d = casSplit(ctx, v, op, base, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return r.Fail(v.cfg.MaxAttempts, now)
 			})
-		case opHandBack:
-			if base.rec.Owner != me || base.rec.Epoch != op.epoch {
-				d = opDone{outcome: casFenced}
-				break
-			}
-			if base.rec.Status.Terminal() {
-				d = opDone{outcome: casLanded} // nothing left to hand back
-				break
-			}
-			d = casHeld(ctx, v, op, base, func(r protocol.ProgressRecord) (protocol.ProgressRecord, error) {
-				return r.HandBack(now), nil
+		case opHandBack, opComplete:
+			d = endTenancy(ctx, v, op, base, now)
+		case opLeftover:
+			lo := op.leftover
+			d = casSplit(ctx, v, recordOp{kind: opLeftover, split: op.split, epoch: lo.Record.Epoch}, recEntry{rec: lo.Record, rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return r.HandBack(now)
 			})
 		case opClaim:
-			d = casClaim(ctx, v, op, base, now)
+			d = claimSplit(ctx, v, op.claim, now)
 		}
 		d.op = op
 		v.send(pid, d)
 	})
 }
 
-// casHeld runs the CAS of a held or just surrendered split with the
-// adopt-and-retry-once rule of §18.2.
-func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func(protocol.ProgressRecord) (protocol.ProgressRecord, error)) opDone {
+// endTenancy writes the hand-back or completion of a surrendered split, if
+// the split record still names this worker at the tenancy's epoch.
+func endTenancy(ctx context.Context, v *env, op recordOp, base recEntry, now int64) opDone {
+	if base.rec.Owner != v.id || base.rec.Epoch != op.epoch {
+		return opDone{outcome: casFenced}
+	}
+	if base.rec.Status.Terminal() {
+		return opDone{outcome: casLanded} // nothing left to hand back or complete
+	}
+	return casSplit(ctx, v, op, base, func(r protocol.SplitRecord) protocol.SplitRecord {
+		if op.kind == opComplete {
+			return r.Complete(now)
+		}
+		return r.HandBack(now)
+	})
+}
+
+// casSplit runs a CAS on a split record this worker holds (or has just
+// surrendered) with the adopt-and-retry-once rule: a lost CAS whose record
+// still names this session at op's epoch moved because of an earlier write
+// of this worker that landed unseen.
+func casSplit(ctx context.Context, v *env, op recordOp, base recEntry, build func(protocol.SplitRecord) protocol.SplitRecord) opDone {
 	key := protocol.SplitKey(op.split)
-	what := map[opKind]string{opCommit: "committing", opFinal: "committing", opFail: "failing", opHandBack: "handing back"}[op.kind]
-	doing := fmt.Sprintf("%s split %s", what, op.split)
+	doing := fmt.Sprintf("%s split %s", opVerb[op.kind], op.split)
 	fenced := fencedErr(op.split)
+	nonce := base.rec.Nonce
 	for try := 0; ; try++ {
-		if base.rec.Status.Terminal() && op.kind != opHandBack {
+		if base.rec.Status.Terminal() {
 			return opDone{outcome: casFenced, err: fenced}
 		}
-		want, err := build(base.rec)
-		if err != nil {
-			return opDone{outcome: casFatal, err: err, rec: base.rec, rev: base.rev}
-		}
-		b := protocol.EncodeProgress(want)
-		if err := protocol.CheckProgressSize(op.split, len(b), v.cap); err != nil {
-			return opDone{outcome: casFatal, err: err, rec: base.rec, rev: base.rev}
-		}
+		want := build(base.rec)
 		start := time.Now()
-		rev, ok, err := v.st.Update(ctx, store.Durable, key, b, store.Revision(base.rev))
+		rev, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(want), store.Revision(base.rev))
 		switch {
 		case err != nil:
 			v.met.write("error", time.Since(start))
@@ -389,13 +409,13 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 		if err != nil {
 			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
 		}
-		var got protocol.ProgressRecord
+		var got protocol.SplitRecord
 		if found {
-			if got, err = protocol.DecodeProgress(key, e.Value, v.fp.Load()); err != nil {
+			if got, err = protocol.DecodeSplit(key, e.Value, v.fp.Load()); err != nil {
 				return opDone{outcome: casFatal, err: err}
 			}
 		}
-		switch classifyConflict(v.id, op.epoch, want, found, got) {
+		switch classifySplitConflict(v.id, nonce, op.epoch, want, found, got) {
 		case conflictLanded:
 			return opDone{outcome: casLanded, rec: got, rev: uint64(e.Revision), adopted: true}
 		case conflictFenced:
@@ -412,66 +432,61 @@ func casHeld(ctx context.Context, v *env, op recordOp, base recEntry, build func
 	}
 }
 
-// fencedErr is the Fenced result of a write that lost to another owner.
-func fencedErr(id coordination.SplitID) error {
-	return coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", id)
-}
+// opVerb names what a write does, for error reasons.
+var opVerb = map[opKind]string{opCommit: "committing", opFinal: "committing", opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opComplete: "completing", opClaim: "claiming"}
 
-// casClaim runs step 3 of the claim protocol (§16.4) or of a quarantine on
-// takeover (§19.2).
-func casClaim(ctx context.Context, v *env, op recordOp, base recEntry, now int64) opDone {
-	key := protocol.SplitKey(op.split)
-	cand := op.claim.Claim.Candidate
-	e := op.claim.Epoch
+// casProgress runs a commit of the tenancy t on its progress record
+// (docs/protocol.md, "Commits").
+func casProgress(ctx context.Context, v *env, op recordOp, t tenancy, now int64) opDone {
+	key := protocol.ProgressKey(op.split)
+	doing := fmt.Sprintf("committing split %s", op.split)
+	prog, rev := t.prog, t.progRev
 	for try := 0; ; try++ {
-		if base.rec.Status.Terminal() {
-			return opDone{outcome: casFenced}
+		if err := checkWatermark(op.split, prog, op.progress); err != nil {
+			return opDone{outcome: casFatal, err: err}
 		}
-		var want protocol.ProgressRecord
-		if cand.Quarantine {
-			want = base.rec.QuarantineOnTakeover(now)
-		} else {
-			want = base.rec.Claim(v.id, e, cand.Kind.ConsumesAttempt(), now)
+		want := prog.Commit(op.progress, now)
+		b := protocol.EncodeProgress(want)
+		if err := protocol.CheckProgressSize(op.split, len(b), v.cap); err != nil {
+			return opDone{outcome: casFatal, err: err}
 		}
 		start := time.Now()
-		rev, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeProgress(want), store.Revision(base.rev))
+		r, ok, err := v.st.Update(ctx, store.Durable, key, b, store.Revision(rev))
 		switch {
 		case err != nil:
 			v.met.write("error", time.Since(start))
-			v.fatalIf(err)
-			return opDone{outcome: casUnconfirmed, err: err}
+			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
 		case ok:
 			v.met.write("ok", time.Since(start))
-			return opDone{outcome: casLanded, rec: want, rev: uint64(rev), kind: cand.Kind, quar: cand.Quarantine}
+			return opDone{outcome: casLanded, prog: want, progRev: uint64(r)}
 		}
 		v.met.write("conflict", time.Since(start))
-		// A claim retries once after adopting a late write; a quarantine
-		// that loses gives up (§19.2): re-derived from a handed-back record
-		// it would turn into a claim of a split that need not be assigned
-		// here, nor fit the lane budget, nor have a spec.
-		if try == 1 || cand.Quarantine {
-			return opDone{outcome: casFenced}
-		}
-		ent, found, err := v.st.Get(ctx, store.Durable, key)
-		if err != nil || !found {
-			return opDone{outcome: casFenced}
-		}
-		got, err := protocol.DecodeProgress(key, ent.Value, v.fp.Load())
+		e, found, err := v.st.Get(ctx, store.Durable, key)
 		if err != nil {
-			v.fatalIf(err)
-			return opDone{outcome: casFenced}
+			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
 		}
-		if got.Status.Terminal() || got.Epoch >= e {
-			return opDone{outcome: casFenced, rec: got, rev: uint64(ent.Revision)}
+		var got protocol.ProgressRecord
+		if found {
+			if got, err = protocol.DecodeProgress(key, e.Value, v.fp.Load()); err != nil {
+				return opDone{outcome: casFatal, err: err}
+			}
 		}
-		own := protocol.LeaseRecord{Owner: v.id, Nonce: v.nonce, Epoch: e}
-		c2, ok := protocol.Classify(protocol.CandidateInput{Record: got, HasSpec: true, Lease: &own, Me: v.id, MyNonce: v.nonce, MaxAttempts: v.cfg.MaxAttempts})
-		if !ok {
-			return opDone{outcome: casFenced, rec: got, rev: uint64(ent.Revision)}
+		switch classifyProgressConflict(v.id, op.epoch, want, found, got) {
+		case conflictLanded:
+			return opDone{outcome: casLanded, prog: got, progRev: uint64(e.Revision), adopted: true}
+		case conflictFenced:
+			return opDone{outcome: casFenced, err: fencedErr(op.split)}
 		}
-		cand.Kind, cand.Quarantine = c2.Kind, c2.Quarantine
-		base = recEntry{rec: got, rev: uint64(ent.Revision)}
+		prog, rev = got, uint64(e.Revision)
+		if try == 1 {
+			return opDone{outcome: casUnconfirmed, err: coordination.Errorf(coordination.Retryable, "%s: the record kept moving under this worker's own writes; retry", doing), prog: got, progRev: rev}
+		}
 	}
+}
+
+// fencedErr is the Fenced result of a write that lost to another owner.
+func fencedErr(id coordination.SplitID) error {
+	return coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", id)
 }
 
 // done applies a finished write.
@@ -481,14 +496,17 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 	if d.rev != 0 {
 		cm.fold(op.split, d.rec, d.rev)
 	}
+	if t, ok := cm.held[op.split]; ok && t.epoch == op.epoch && d.progRev > t.progRev {
+		t.prog, t.progRev = d.prog, d.progRev
+	}
 	switch op.kind {
 	case opCommit:
-		err := cm.commitResult(op, d)
+		err := cm.commitResult(c, op, d)
 		if op.replyTo != nil {
 			cm.v.send(op.replyTo, messages.CommitSplitReply{Err: err})
 		}
 	case opFinal:
-		err := cm.commitResult(op, d)
+		err := cm.commitResult(c, op, d)
 		b, ok := cm.finals[op.batch]
 		if !ok {
 			return
@@ -506,22 +524,33 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 		cm.failResult(op, d)
 	case opHandBack:
 		cm.handBackResult(op, d)
+	case opComplete:
+		if d.outcome == casFatal {
+			cm.v.failNow(d.err)
+		}
+		cm.resolved(messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
+	case opLeftover:
+		cm.v.fatalIf(d.err)
+		cm.v.send(cm.v.pid.assign, messages.ClaimAbandoned{Split: op.split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
 	case opClaim:
 		cm.claimResult(op, d)
 	}
 }
 
 // commitResult turns a commit write outcome into the caller's error.
-func (cm *commit) commitResult(op recordOp, d opDone) error {
+func (cm *commit) commitResult(c *actor.Context, op recordOp, d opDone) error {
 	switch d.outcome {
 	case casLanded:
 		if !d.adopted {
 			cm.v.send(cm.v.pid.revoke, messages.CommitLanded{Split: op.split, Epoch: op.epoch})
 		}
+		if t, ok := cm.held[op.split]; ok && t.epoch == op.epoch && t.prog.Completed {
+			cm.finish(c, op.split, op.epoch)
+		}
 		return nil
 	case casFenced:
-		if e, ok := cm.held[op.split]; ok && e == op.epoch {
-			cm.drop(op.split, e, messages.EndFenced)
+		if t, ok := cm.held[op.split]; ok && t.epoch == op.epoch {
+			cm.drop(op.split, t.epoch, messages.EndFenced)
 		}
 		return d.err
 	case casFatal:
@@ -645,7 +674,7 @@ func (cm *commit) handBackResult(op recordOp, d opDone) {
 		if d.outcome == casFatal {
 			cm.v.failNow(d.err)
 		}
-		cm.log.Warn("hand-back did not confirm; the lease will expire", "split", op.split, "error", d.err)
+		cm.log.Warn("hand-back did not confirm; will retry it", "split", op.split, "error", d.err)
 	}
 	if op.reason == messages.EndRevoked {
 		if res.Outcome == messages.HandBackFenced {
@@ -675,24 +704,31 @@ func (cm *commit) claimResult(op recordOp, d opDone) {
 	p := cm.v.pid
 	cl := op.claim
 	id := op.split
-	if d.outcome != casLanded {
-		cm.v.send(p.lease, messages.DeleteLease{Split: id, Rev: cl.LeaseRev})
-		cm.v.send(p.assign, messages.ClaimAbandoned{Split: id})
-		return
+	abandon := func() {
+		rev := cl.RecordRev
+		if d.rev > rev {
+			rev = d.rev
+		}
+		cm.v.send(p.assign, messages.ClaimAbandoned{Split: id, Rev: rev, Retry: d.retry})
 	}
-	if d.quar {
+	switch {
+	case d.outcome != casLanded:
+		abandon()
+	case d.quar:
 		cm.log.Warn("split quarantined after exhausting its attempts", "split", id, "attempts", d.rec.Attempts)
-		cm.v.send(p.lease, messages.DeleteLease{Split: id, Rev: cl.LeaseRev})
-		cm.v.send(p.assign, messages.ClaimAbandoned{Split: id})
-		return
+		abandon()
+	case d.done:
+		abandon()
+	default:
+		cm.held[id] = &tenancy{epoch: d.rec.Epoch, nonce: d.rec.Nonce, prog: d.prog, progRev: d.progRev}
+		cm.v.met.acquired(d.kind.AcquisitionReason())
+		cm.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
+		cm.v.send(p.root, messages.ClaimWon{Spec: cl.Spec, Epoch: d.rec.Epoch, Progress: d.prog.Progress(), Kind: d.kind})
 	}
-	cm.held[id] = cl.Epoch
-	cm.v.met.acquired(d.kind.AcquisitionReason())
-	cm.log.Debug("split claimed", "split", id, "epoch", cl.Epoch, "kind", d.kind.String())
-	cm.v.send(p.root, messages.ClaimWon{Spec: cl.Claim.Spec, Epoch: cl.Epoch, Progress: d.rec.Progress(), Kind: d.kind, LeaseRev: cl.LeaseRev})
 }
 
-// judge evaluates the verdict gate (§22.1) and lists when it passes.
+// judge evaluates the verdict gate and lists when it passes
+// (docs/protocol.md, "Completion").
 func (cm *commit) judge() {
 	if cm.verdict || cm.judging || cm.departing || !cm.hasPlan || cm.plan.Finality != coordination.PlanFinal {
 		return
@@ -713,7 +749,7 @@ func (cm *commit) judge() {
 		}
 		m := verdictListed{}
 		for _, e := range es {
-			rec, err := protocol.DecodeProgress(e.Key, e.Value, v.fp.Load())
+			rec, err := protocol.DecodeSplit(e.Key, e.Value, v.fp.Load())
 			if err != nil {
 				v.send(pid, verdictListed{err: err})
 				return
@@ -726,8 +762,8 @@ func (cm *commit) judge() {
 }
 
 func (cm *commit) listed(m verdictListed) {
-	// The listing is applied to the view (§22.2) while judging is still
-	// set, so the folds do not start another listing.
+	// The listing is applied to the view while judging is still set, so the
+	// folds do not start another listing.
 	for i, rec := range m.recs {
 		cm.fold(rec.ID, rec, m.revs[i])
 	}

@@ -5,8 +5,8 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// checkWatermark enforces G2 before any write (§6.6): a commit below the
-// record's committed watermark is Fatal.
+// checkWatermark enforces "progress never regresses" before any write: a
+// commit below the committed watermark is Fatal.
 func checkWatermark(id coordination.SplitID, rec protocol.ProgressRecord, p coordination.SplitProgress) error {
 	if rec.Watermark != nil && p.Watermark < *rec.Watermark {
 		return coordination.Errorf(coordination.Fatal, "split %s: commit watermark %d is below the committed watermark %d; a source must never move a watermark backwards", id, p.Watermark, *rec.Watermark)
@@ -14,39 +14,59 @@ func checkWatermark(id coordination.SplitID, rec protocol.ProgressRecord, p coor
 	return nil
 }
 
-// conflictClass is how a lost CAS on a held (or just surrendered) split's
-// record is judged from the record read after it (§18.1, §18.2).
+// conflictClass is how a lost CAS on a record this worker writes is judged
+// from the record read after it (docs/protocol.md, "Commits" and
+// "Hand-back, fail, quarantine").
 type conflictClass int
 
 const (
-	conflictLanded conflictClass = iota + 1 // (a) the intended write is there
-	conflictAdopt                           // (b) still ours at the epoch and runnable: adopt, retry once
-	conflictFenced                          // (c) another owner, a higher epoch, terminal, absent
+	conflictLanded conflictClass = iota + 1 // the intended write (or a completion of this tenancy) is there
+	conflictAdopt                           // still this tenancy's and live: adopt, retry once
+	conflictFenced                          // another tenancy, terminal, or absent
 )
 
-// classifyConflict judges the record got (found=false: absent) against the
-// intended write for tenancy epoch of me.
-func classifyConflict(me string, epoch uint64, intended protocol.ProgressRecord, found bool, got protocol.ProgressRecord) conflictClass {
-	if !found {
+// classifyProgressConflict judges the progress record got (found=false:
+// absent) against a commit intended by tenancy epoch of me.
+func classifyProgressConflict(me string, epoch uint64, intended protocol.ProgressRecord, found bool, got protocol.ProgressRecord) conflictClass {
+	switch {
+	case !found || got.Epoch != epoch || got.Owner != me:
 		return conflictFenced
+	case intended.SameProgress(got) || got.Completed:
+		return conflictLanded // this tenancy's write, or its completion, landed unseen
 	}
-	if sameWrite(intended, got) {
+	return conflictAdopt
+}
+
+// classifySplitConflict judges the split record got against the write
+// intended by the tenancy epoch of me's session nonce.
+func classifySplitConflict(me, nonce string, epoch uint64, intended protocol.SplitRecord, found bool, got protocol.SplitRecord) conflictClass {
+	switch {
+	case !found:
+		return conflictFenced
+	case got == intended || sameSplitWrite(intended, got):
 		return conflictLanded
-	}
-	if got.Owner == me && got.Epoch == epoch && got.Status == protocol.StatusRunnable {
+	case got.Owner == me && got.Nonce == nonce && got.Epoch == epoch && got.Status == protocol.StatusRunnable:
 		return conflictAdopt
 	}
 	return conflictFenced
 }
 
-// sameWrite reports whether got already carries the intended write.
-func sameWrite(intended, got protocol.ProgressRecord) bool {
-	return intended.SameProgress(got) && intended.Status == got.Status && intended.Attempts == got.Attempts
+// sameSplitWrite reports whether got carries the intended write (the
+// advisory time aside).
+func sameSplitWrite(intended, got protocol.SplitRecord) bool {
+	got.WrittenAtMs = intended.WrittenAtMs
+	return got == intended
 }
 
-// verdict judges the job from a listing alone (§22.2). ok is false when no
-// verdict can be given.
-func verdict(recs []protocol.ProgressRecord, planned uint64) (stalled bool, completed, quarantined uint64, ok bool) {
+// movedAway reports whether split record rec shows that tenancy t of me
+// ended: a later epoch, or another owner or session.
+func movedAway(rec protocol.SplitRecord, me string, t *tenancy) bool {
+	return rec.Epoch > t.epoch || (rec.Epoch == t.epoch && (rec.Owner != me || rec.Nonce != t.nonce))
+}
+
+// verdict judges the job from a listing of split records alone
+// (docs/protocol.md, "Completion"). ok is false when no verdict can be given.
+func verdict(recs []protocol.SplitRecord, planned uint64) (stalled bool, completed, quarantined uint64, ok bool) {
 	if uint64(len(recs)) < planned {
 		return false, 0, 0, false
 	}

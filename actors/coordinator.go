@@ -338,43 +338,39 @@ func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Ti
 	defer cancel()
 	st, v := c.v.raw, c.v
 	var wg sync.WaitGroup
+	nonce := v.sessionNonce()
 	for _, h := range held {
 		wg.Go(func() {
 			key := protocol.SplitKey(h.Split)
-			if e, ok, err := st.Get(ctx, store.Ephemeral, key); err == nil && ok {
-				if l, err := protocol.DecodeLease(key, e.Value); err == nil && l.Owner == v.id && l.Nonce == v.nonce {
-					_, _ = st.Delete(ctx, store.Ephemeral, key, e.Revision)
-				}
-			}
 			e, ok, err := st.Get(ctx, store.Durable, key)
 			if err != nil || !ok {
 				return
 			}
-			rec, err := protocol.DecodeProgress(key, e.Value, v.fp.Load())
+			rec, err := protocol.DecodeSplit(key, e.Value, v.fp.Load())
 			if err != nil {
 				return
 			}
-			if rec.Status == protocol.StatusRunnable && rec.Owner == v.id && rec.Epoch == h.Epoch {
-				_, _, _ = st.Update(ctx, store.Durable, key, protocol.EncodeProgress(rec.HandBack(v.nowMs())), e.Revision)
+			if rec.Status == protocol.StatusRunnable && rec.Owner == v.id && rec.Nonce == nonce && rec.Epoch == h.Epoch {
+				_, _, _ = st.Update(ctx, store.Durable, key, protocol.EncodeSplit(rec.HandBack(v.nowMs())), e.Revision)
 			}
 		})
 	}
 	wg.Wait()
 	if e, ok, err := st.Get(ctx, store.Ephemeral, protocol.KeyLeader); err == nil && ok {
-		if l, err := protocol.DecodeLeader(protocol.KeyLeader, e.Value); err == nil && l.Nonce == v.nonce {
+		if l, err := protocol.DecodeLeader(protocol.KeyLeader, e.Value); err == nil && l.Nonce == nonce {
 			_, _ = st.Delete(ctx, store.Ephemeral, protocol.KeyLeader, e.Revision)
 		}
 	}
 	wk := protocol.WorkerKey(v.id)
 	if e, ok, err := st.Get(ctx, store.Ephemeral, wk); err == nil && ok {
-		if p, err := protocol.DecodePresence(wk, e.Value); err == nil && p.Nonce == v.nonce {
+		if p, err := protocol.DecodePresence(wk, e.Value); err == nil && p.Nonce == nonce {
 			_, _ = st.Delete(ctx, store.Ephemeral, wk, e.Revision)
 		}
 	}
 }
 
 // Abort stops the coordinator at once and issues no further writes, like a
-// crash: its leases, presence and leadership expire by TTL. Writes already
+// crash: its presence (its session) and leadership expire by TTL. Writes already
 // in flight may still land. Afterwards every method returns Fatal
 // `coordinator aborted`.
 func (c *Coordinator) Abort() {

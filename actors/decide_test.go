@@ -14,22 +14,20 @@ import (
 func TestJudgeRenewal(t *testing.T) {
 	readErr := errors.New("boom")
 	tests := []struct {
-		name  string
-		found bool
-		lease protocol.LeaseRecord
-		err   error
-		want  renewOutcome
+		name     string
+		found    bool
+		presence protocol.PresenceRecord
+		err      error
+		want     renewOutcome
 	}{
-		{"read error decides next beat", false, protocol.LeaseRecord{}, readErr, renewError},
-		{"absent is starved", false, protocol.LeaseRecord{}, nil, renewStarved},
-		{"own write landed is adopted", true, protocol.LeaseRecord{Owner: "me", Nonce: "n", Epoch: 3}, nil, renewOK},
-		{"own id foreign nonce is a twin", true, protocol.LeaseRecord{Owner: "me", Nonce: "x", Epoch: 3}, nil, renewTwin},
-		{"other owner fences", true, protocol.LeaseRecord{Owner: "peer", Nonce: "n", Epoch: 4}, nil, renewFenced},
-		{"own nonce other epoch fences", true, protocol.LeaseRecord{Owner: "me", Nonce: "n", Epoch: 4}, nil, renewFenced},
+		{"read error decides next beat", false, protocol.PresenceRecord{}, readErr, renewError},
+		{"absent ends the session", false, protocol.PresenceRecord{}, nil, renewEnded},
+		{"own write landed is adopted", true, protocol.PresenceRecord{Nonce: "n"}, nil, renewOK},
+		{"a foreign nonce is a twin", true, protocol.PresenceRecord{Nonce: "x"}, nil, renewTwin},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, _ := judgeRenewal("me", "n", 3, tt.found, tt.lease, tt.err)
+			got, _ := judgeRenewal("n", tt.found, tt.presence, tt.err)
 			if got != tt.want {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
@@ -39,16 +37,16 @@ func TestJudgeRenewal(t *testing.T) {
 
 func wm(n int64) *int64 { return &n }
 
-func TestClassifyConflict(t *testing.T) {
-	base := protocol.ProgressRecord{ID: "s", Epoch: 2, Owner: "me", Status: protocol.StatusRunnable, Watermark: wm(5), State: []byte{}}
+func TestClassifyProgressConflict(t *testing.T) {
+	base := protocol.ProgressRecord{ID: "s", Epoch: 2, Owner: "me", Watermark: wm(5), State: []byte{}}
 	intended := base
 	intended.Watermark = wm(9)
 	other := base
 	other.Owner = "peer"
 	higher := base
-	higher.Epoch = 3
+	higher.Epoch, higher.Owner = 3, "peer"
 	done := base
-	done.Status, done.Completed = protocol.StatusCompleted, true
+	done.Completed = true
 	tests := []struct {
 		name  string
 		found bool
@@ -57,14 +55,67 @@ func TestClassifyConflict(t *testing.T) {
 	}{
 		{"absent is a fence", false, protocol.ProgressRecord{}, conflictFenced},
 		{"the intended write landed", true, intended, conflictLanded},
+		{"this tenancy's completion landed", true, done, conflictLanded},
 		{"own earlier write: adopt", true, base, conflictAdopt},
 		{"another owner", true, other, conflictFenced},
-		{"a higher epoch", true, higher, conflictFenced},
+		{"a later fence", true, higher, conflictFenced},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := classifyProgressConflict("me", 2, intended, tt.found, tt.got); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestClassifySplitConflict(t *testing.T) {
+	base := protocol.SplitRecord{ID: "s", Epoch: 2, Owner: "me", Nonce: "n", Status: protocol.StatusRunnable}
+	intended := base.HandBack(7)
+	otherSession := base
+	otherSession.Nonce = "x"
+	higher := base.Claim("peer", "p", 3, false, 0)
+	done := base.Complete(0)
+	tests := []struct {
+		name  string
+		found bool
+		got   protocol.SplitRecord
+		want  conflictClass
+	}{
+		{"absent is a fence", false, protocol.SplitRecord{}, conflictFenced},
+		{"the intended write landed", true, base.HandBack(9), conflictLanded},
+		{"own earlier write: adopt", true, base, conflictAdopt},
+		{"another session of this instance", true, otherSession, conflictFenced},
+		{"a later claim", true, higher, conflictFenced},
 		{"terminal", true, done, conflictFenced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := classifyConflict("me", 2, intended, tt.found, tt.got); got != tt.want {
+			if got := classifySplitConflict("me", "n", 2, intended, tt.found, tt.got); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestMovedAway(t *testing.T) {
+	held := &tenancy{epoch: 2, nonce: "n"}
+	mine := protocol.SplitRecord{Epoch: 2, Owner: "me", Nonce: "n"}
+	tests := []struct {
+		name string
+		rec  protocol.SplitRecord
+		want bool
+	}{
+		{"still ours", mine, false},
+		{"completed by us", mine.Complete(0), false},
+		{"a later epoch", mine.Claim("peer", "p", 3, true, 0), true},
+		{"another session at our epoch", protocol.SplitRecord{Epoch: 2, Owner: "me", Nonce: "x"}, true},
+		{"handed back at our epoch", mine.HandBack(0), true},
+		{"an older epoch (stale)", protocol.SplitRecord{Epoch: 1, Owner: "peer", Nonce: "p"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := movedAway(tt.rec, "me", held); got != tt.want {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})
@@ -87,21 +138,21 @@ func TestCheckWatermark(t *testing.T) {
 }
 
 func TestVerdict(t *testing.T) {
-	c := protocol.ProgressRecord{Status: protocol.StatusCompleted}
-	q := protocol.ProgressRecord{Status: protocol.StatusQuarantined}
-	r := protocol.ProgressRecord{Status: protocol.StatusRunnable}
+	c := protocol.SplitRecord{Status: protocol.StatusCompleted}
+	q := protocol.SplitRecord{Status: protocol.StatusQuarantined}
+	r := protocol.SplitRecord{Status: protocol.StatusRunnable}
 	tests := []struct {
 		name    string
-		recs    []protocol.ProgressRecord
+		recs    []protocol.SplitRecord
 		planned uint64
 		ok      bool
 		stalled bool
 	}{
 		{"empty final plan completes", nil, 0, true, false},
-		{"all completed", []protocol.ProgressRecord{c, c}, 2, true, false},
-		{"fewer than planned", []protocol.ProgressRecord{c}, 2, false, false},
-		{"a runnable split", []protocol.ProgressRecord{c, r}, 2, false, false},
-		{"a quarantined split stalls", []protocol.ProgressRecord{c, q}, 2, true, true},
+		{"all completed", []protocol.SplitRecord{c, c}, 2, true, false},
+		{"fewer than planned", []protocol.SplitRecord{c}, 2, false, false},
+		{"a runnable split", []protocol.SplitRecord{c, r}, 2, false, false},
+		{"a quarantined split stalls", []protocol.SplitRecord{c, q}, 2, true, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -191,7 +242,7 @@ func TestVerdictProperty(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(0, 12).Draw(t, "n")
 		planned := uint64(rapid.IntRange(0, 14).Draw(t, "planned"))
-		recs := make([]protocol.ProgressRecord, n)
+		recs := make([]protocol.SplitRecord, n)
 		var c, q, other int
 		for i := range recs {
 			s := protocol.Status(rapid.IntRange(0, 2).Draw(t, "status"))

@@ -45,7 +45,13 @@ type env struct {
 	halted atomic.Bool   // no further writes (failed or aborted)
 	fp     atomic.Uint64 // H(fingerprint), set by Start
 	gone   atomic.Bool   // Depart began: never write the presence key again
+	// session is the current session's nonce (docs/protocol.md, "Sessions");
+	// the first session's is nonce, and only the lease actor replaces it.
+	session atomic.Pointer[string]
 }
+
+// sessionNonce returns the current session's nonce.
+func (v *env) sessionNonce() string { return *v.session.Load() }
 
 // goFunc runs f on a goroutine owned by the worker: registered with the
 // WaitGroup, recovering a panic into a Fatal failure.

@@ -19,10 +19,11 @@ import (
 // Messages the leader actor sends itself.
 type (
 	electDone struct {
-		rev uint64
-		gen uint64
-		at  time.Time
-		err error
+		rev   uint64
+		gen   uint64
+		nonce string
+		at    time.Time
+		err   error
 	}
 	fenceDone struct {
 		gen    uint64
@@ -87,6 +88,7 @@ type leader struct {
 	live, verdict, departed bool
 
 	leading    bool
+	nonce      string // the session nonce this leadership was won with
 	gen        uint64
 	leaderRev  uint64
 	lastWrite  time.Time
@@ -99,12 +101,12 @@ type leader struct {
 	planRev uint64
 	hasPlan bool
 
-	members    map[string]uint32
-	departedAt map[string]time.Time
-	weights    map[coordination.SplitID]uint64
-	records    map[coordination.SplitID]splitFacts
-	leases     map[coordination.SplitID]string
-	assigns    map[string]assignCache
+	members     map[string]uint32
+	departedAt  map[string]time.Time
+	weights     map[coordination.SplitID]uint64
+	records     map[coordination.SplitID]splitFacts
+	assigns     map[string]assignCache
+	publishedTo map[coordination.SplitID]string // split → the member whose cached assignment names it
 
 	planning   bool
 	planCancel context.CancelFunc
@@ -123,14 +125,14 @@ type leader struct {
 func newLeader(v *env) actor.Producer {
 	return func() actor.Receiver {
 		return &leader{
-			v:          v,
-			log:        v.log.With("actor", "leader"),
-			members:    map[string]uint32{},
-			departedAt: map[string]time.Time{},
-			weights:    map[coordination.SplitID]uint64{},
-			records:    map[coordination.SplitID]splitFacts{},
-			leases:     map[coordination.SplitID]string{},
-			assigns:    map[string]assignCache{},
+			v:           v,
+			log:         v.log.With("actor", "leader"),
+			members:     map[string]uint32{},
+			departedAt:  map[string]time.Time{},
+			weights:     map[coordination.SplitID]uint64{},
+			records:     map[coordination.SplitID]splitFacts{},
+			assigns:     map[string]assignCache{},
+			publishedTo: map[coordination.SplitID]string{},
 		}
 	}
 }
@@ -160,7 +162,7 @@ func (l *leader) Receive(c *actor.Context) {
 	case messages.LeaderObserved:
 		l.obsLeader = true
 		if l.leading {
-			if m.Leader.Nonce != l.v.nonce {
+			if m.Leader.Nonce != l.nonce {
 				l.stopLeading(c, "leader renewal lost; stepping down", false)
 			} else if m.Rev > l.leaderRev {
 				l.leaderRev = m.Rev
@@ -207,8 +209,10 @@ func (l *leader) Receive(c *actor.Context) {
 		f := splitFacts{owner: m.Record.Owner, status: m.Record.Status, seen: true}
 		if old != f {
 			l.records[m.Split] = f
-			l.dirty = true
-			l.tick(c)
+			if l.inputChanged(m.Split, old, f) {
+				l.dirty = true
+				l.tick(c)
+			}
 		}
 	case messages.RecordDeleted:
 		delete(l.records, m.Split)
@@ -220,26 +224,18 @@ func (l *leader) Receive(c *actor.Context) {
 			l.dirty = true
 			l.tick(c)
 		}
-	case messages.LeaseObserved:
-		if l.leases[m.Split] != m.Lease.Owner {
-			l.leases[m.Split] = m.Lease.Owner
-			l.dirty = true
-			l.tick(c)
-		}
-	case messages.LeaseDeleted:
-		if _, ok := l.leases[m.Split]; ok {
-			delete(l.leases, m.Split)
-			l.dirty = true
-			l.tick(c)
-		}
 	case messages.AssignmentObserved:
 		if old, ok := l.assigns[m.Instance]; !ok || m.Rev > old.rev {
-			l.assigns[m.Instance] = assignCache{inst: m.Instance, rec: m.Assignment, rev: m.Rev}
+			l.cacheAssign(assignCache{inst: m.Instance, rec: m.Assignment, rev: m.Rev})
 		}
 	case messages.AssignmentDeleted:
 		if old, ok := l.assigns[m.Instance]; ok && m.Rev > old.rev {
-			delete(l.assigns, m.Instance)
+			l.uncacheAssign(m.Instance)
 		}
+	case messages.SessionEnded:
+		l.stopLeading(c, "session ended; stepping down", false)
+	case messages.SessionStarted:
+		l.tick(c)
 	case messages.VerdictReached:
 		l.verdict = true
 		if l.planCancel != nil {
@@ -273,6 +269,66 @@ func (l *leader) Receive(c *actor.Context) {
 		l.published(c, m)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// inputChanged reports whether a split record change from old to f changes
+// an input of the assignment function: its status, its owner as the sticky
+// pass sees it (an unowned split counts as its published member's), or a
+// rebalance window's reservation. A claim by the member a split is published
+// to changes nothing, so a claim storm costs the leader no evaluation.
+func (l *leader) inputChanged(id coordination.SplitID, old, f splitFacts) bool {
+	if old.status != f.status || !old.seen {
+		return true
+	}
+	if old.owner == f.owner {
+		return false
+	}
+	if _, ok := l.departedAt[old.owner]; ok {
+		return true
+	}
+	if _, ok := l.departedAt[f.owner]; ok {
+		return true
+	}
+	return l.stickyOwner(id, old.owner) != l.stickyOwner(id, f.owner)
+}
+
+// stickyOwner is split id's owner for the sticky pass when its record names
+// owner: the owner, or while it has none the live member whose published
+// assignment names the split (a documented refinement of the assignment
+// input, docs/protocol.md "Assignment and the rebalance delay").
+func (l *leader) stickyOwner(id coordination.SplitID, owner string) string {
+	if owner != "" {
+		return owner
+	}
+	if p, ok := l.publishedTo[id]; ok {
+		if _, live := l.members[p]; live {
+			return p
+		}
+	}
+	return ""
+}
+
+// cacheAssign caches a member's assignment record and its placements.
+func (l *leader) cacheAssign(a assignCache) {
+	l.uncacheAssign(a.inst)
+	l.assigns[a.inst] = a
+	for _, id := range a.rec.Splits {
+		l.publishedTo[id] = a.inst
+	}
+}
+
+// uncacheAssign drops a member's cached assignment record.
+func (l *leader) uncacheAssign(inst string) {
+	old, ok := l.assigns[inst]
+	if !ok {
+		return
+	}
+	delete(l.assigns, inst)
+	for _, id := range old.rec.Splits {
+		if l.publishedTo[id] == inst {
+			delete(l.publishedTo, id)
+		}
 	}
 }
 
@@ -337,16 +393,16 @@ func (l *leader) canStand() bool {
 
 func (l *leader) stand(c *actor.Context) {
 	l.electing = true
-	v, pid, gen := l.v, c.PID(), l.plan.Generation+1
+	v, pid, gen, nonce := l.v, c.PID(), l.plan.Generation+1, l.v.sessionNonce()
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
 		at := v.clk.Now()
-		rev, ok, err := v.st.Create(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.id, Nonce: v.nonce, Generation: gen}))
+		rev, ok, err := v.st.Create(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: gen}))
 		if !ok {
 			rev = 0
 		}
-		v.send(pid, electDone{rev: uint64(rev), gen: gen, at: at, err: err})
+		v.send(pid, electDone{rev: uint64(rev), gen: gen, nonce: nonce, at: at, err: err})
 	})
 }
 
@@ -362,11 +418,11 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 		return
 	}
 	if l.departed || l.verdict {
-		l.leading, l.leaderRev, l.gen = true, m.rev, m.gen
+		l.leading, l.leaderRev, l.gen, l.nonce = true, m.rev, m.gen, m.nonce
 		l.demote(c, nil)
 		return
 	}
-	l.leading, l.gen, l.leaderRev, l.lastWrite = true, m.gen, m.rev, m.at
+	l.leading, l.gen, l.leaderRev, l.lastWrite, l.nonce = true, m.gen, m.rev, m.at, m.nonce
 	l.obsLeader = true
 	l.v.met.leading(true)
 	l.log.Info("became leader", "generation", m.gen)
@@ -454,13 +510,13 @@ func (l *leader) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev uint64)
 
 func (l *leader) renew(c *actor.Context) {
 	l.renewing = true
-	v, pid, gen, rev := l.v, c.PID(), l.gen, l.leaderRev
+	v, pid, gen, rev, nonce := l.v, c.PID(), l.gen, l.leaderRev, l.nonce
 	pgen := l.plan.Generation
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
 		at := v.clk.Now()
-		r, ok, err := v.st.Update(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.id, Nonce: v.nonce, Generation: pgen}), store.Revision(rev))
+		r, ok, err := v.st.Update(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: pgen}), store.Revision(rev))
 		if err != nil || ok {
 			v.send(pid, renewDone{gen: gen, rev: uint64(r), at: at, err: err})
 			return
@@ -474,7 +530,7 @@ func (l *leader) renew(c *actor.Context) {
 			if lr, err := protocol.DecodeLeader(protocol.KeyLeader, e.Value); err != nil {
 				v.send(pid, renewDone{gen: gen, err: err})
 				return
-			} else if lr.Nonce == v.nonce {
+			} else if lr.Nonce == nonce {
 				v.send(pid, renewDone{gen: gen, rev: uint64(e.Revision), at: at})
 				return
 			}
@@ -560,9 +616,13 @@ func (l *leader) runPlan(c *actor.Context) {
 	ctx, cancel := context.WithCancel(l.v.ctx)
 	l.planCancel = cancel
 	v, pid, planner, gen, base, rev := l.v, c.PID(), l.planner, l.gen, l.plan, l.planRev
+	known := make(map[coordination.SplitID]bool, len(l.records))
+	for id := range l.records {
+		known[id] = true
+	}
 	v.goFunc(func(context.Context) {
 		defer cancel()
-		v.send(pid, planRun(ctx, v, planner, gen, base, rev))
+		v.send(pid, planRun(ctx, v, planner, gen, base, rev, known))
 	})
 }
 
@@ -608,7 +668,7 @@ func (l *leader) planned(c *actor.Context, m planDone) {
 
 // planRun runs the planner and seeds, recounts and publishes its plan
 // (§13.2–§13.5). It runs on its own goroutine.
-func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint64, base protocol.PlanRecord, rev uint64) (d planDone) {
+func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint64, base protocol.PlanRecord, rev uint64, known map[coordination.SplitID]bool) (d planDone) {
 	start := time.Now()
 	d.gen = gen
 	defer func() { d.took = time.Since(start) }()
@@ -632,32 +692,19 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 		d.outcome, d.err = "fatal", err
 		return d
 	}
-	fp := protocol.Fingerprint(base.Fingerprint)
-	for _, ps := range sp.Splits {
-		id := ps.Spec.ID
-		oc, cancel := v.opCtx(ctx)
-		_, _, err := v.st.Create(oc, store.Durable, protocol.SpecKey(id), protocol.EncodeSpec(protocol.NewSpec(ps.Spec, fp, gen)))
-		if err == nil {
-			var ok bool
-			_, ok, err = v.st.Create(oc, store.Durable, protocol.SplitKey(id), protocol.EncodeProgress(protocol.SeedProgress(id, fp, ps.Seed, v.nowMs())))
-			if ok {
-				d.created++
-			}
-		}
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				d.outcome = "discarded"
-				return d
-			}
-			if coordination.KindOf(err) == coordination.Fatal {
-				d.outcome, d.err = "fatal", err
-				return d
-			}
+	created, err := seed(ctx, v, sp.Splits, known, protocol.Fingerprint(base.Fingerprint), gen)
+	d.created = created
+	if err != nil {
+		switch {
+		case ctx.Err() != nil:
+			d.outcome = "discarded"
+		case coordination.KindOf(err) == coordination.Fatal:
+			d.outcome, d.err = "fatal", err
+		default:
 			v.log.Warn("seeding failed; will retry", "error", err)
 			d.outcome = "error"
-			return d
 		}
+		return d
 	}
 	oc, cancel := v.opCtx(ctx)
 	defer cancel()
@@ -726,8 +773,10 @@ func validatePlan(sp coordination.SplitPlan, base protocol.PlanRecord, gen uint6
 		if err := protocol.CheckSpecSize(id, len(protocol.EncodeSpec(protocol.NewSpec(ps.Spec, fp, gen))), limit); err != nil {
 			return err
 		}
-		if err := protocol.CheckProgressSize(id, len(protocol.EncodeProgress(protocol.SeedProgress(id, fp, ps.Seed, nowMs))), limit); err != nil {
-			return err
+		if ps.Seed != nil {
+			if err := protocol.CheckProgressSize(id, len(protocol.EncodeProgress(protocol.SeedProgress(id, fp, *ps.Seed, nowMs))), limit); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -781,30 +830,9 @@ func (l *leader) assignInput() protocol.AssignInput {
 	if l.v.cfg.RebalanceDelay > 0 && len(l.departedAt) > 0 {
 		in.Reserved = map[coordination.SplitID]bool{}
 	}
-	// A split with no live lease and no record owner stays with the member
-	// its published assignment names, while that member is live: otherwise
-	// the fill pass could re-place it on every evaluation until the named
-	// member claims it, and each bounce costs a drain (a documented
-	// refinement of §14.2's owner(s); deterministic and leader-independent,
-	// since the published records are shared state).
-	published := make(map[coordination.SplitID]string)
-	for inst, a := range l.assigns {
-		if _, live := l.members[inst]; live {
-			for _, id := range a.rec.Splits {
-				published[id] = inst
-			}
-		}
-	}
 	for id, f := range l.records {
 		w, hasSpec := l.weights[id]
-		owner := f.owner
-		if lo, ok := l.leases[id]; ok {
-			owner = lo
-		}
-		if owner == "" {
-			owner = published[id]
-		}
-		in.Splits = append(in.Splits, protocol.AssignSplit{ID: id, Weight: w, HasSpec: hasSpec, Status: f.status, Owner: owner})
+		in.Splits = append(in.Splits, protocol.AssignSplit{ID: id, Weight: w, HasSpec: hasSpec, Status: f.status, Owner: l.stickyOwner(id, f.owner)})
 		if in.Reserved != nil {
 			if _, ok := l.departedAt[f.owner]; ok && f.owner != "" {
 				in.Reserved[id] = true
@@ -866,7 +894,6 @@ func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, cac
 			v.fatalIf(err)
 			d.failed = true
 		case ok:
-			v.log.Debug("assignment computed", "key", protocol.AssignKey(inst), "splits", fmt.Sprint(splits), "members", fmt.Sprint(in.Members), "pool", len(in.Splits))
 			d.written = append(d.written, assignCache{inst: inst, rec: rec, rev: uint64(rev)})
 		default:
 			d.lost = append(d.lost, assignCache{inst: inst, rev: old.rev})
@@ -889,7 +916,7 @@ func (l *leader) published(c *actor.Context, m publishDone) {
 	for _, w := range m.written {
 		l.log.Debug("assignment written", "key", protocol.AssignKey(w.inst), "splits", len(w.rec.Splits), "rev", w.rev)
 		if old, ok := l.assigns[w.inst]; !ok || w.rev > old.rev {
-			l.assigns[w.inst] = w
+			l.cacheAssign(w)
 		}
 	}
 	// A lost write uncaches the entry it was based on, never a fresher one
@@ -898,7 +925,7 @@ func (l *leader) published(c *actor.Context, m publishDone) {
 	// next heartbeat so a stale view cannot spin.
 	for _, lost := range m.lost {
 		if cur, ok := l.assigns[lost.inst]; ok && cur.rev == lost.rev {
-			delete(l.assigns, lost.inst)
+			l.uncacheAssign(lost.inst)
 		}
 	}
 	if len(m.lost) > 0 {
@@ -912,7 +939,7 @@ func (l *leader) published(c *actor.Context, m publishDone) {
 		l.lostStreak = 0
 	}
 	for _, inst := range m.deleted {
-		delete(l.assigns, inst)
+		l.uncacheAssign(inst)
 	}
 	if m.failed {
 		l.publishRetry = true

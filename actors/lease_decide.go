@@ -4,18 +4,17 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// judgeRenewal classifies a lost lease renewal from the Get that followed
-// it (§17.2): found and l are the read's result, readErr its error.
-func judgeRenewal(me, nonce string, epoch uint64, found bool, l protocol.LeaseRecord, readErr error) (renewOutcome, error) {
+// judgeRenewal classifies a lost presence renewal of session nonce from the
+// Get that followed it (docs/protocol.md, "Sessions"): found and p are the
+// read's result, readErr its error.
+func judgeRenewal(nonce string, found bool, p protocol.PresenceRecord, readErr error) (renewOutcome, error) {
 	switch {
 	case readErr != nil:
 		return renewError, readErr
 	case !found:
-		return renewStarved, nil
-	case l.Owner == me && l.Nonce == nonce && l.Epoch == epoch:
-		return renewOK, nil
-	case l.Owner == me && l.Nonce != nonce:
-		return renewTwin, nil
+		return renewEnded, nil
+	case p.Nonce == nonce:
+		return renewOK, nil // an earlier renewal landed
 	}
-	return renewFenced, nil
+	return renewTwin, nil
 }

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
@@ -54,14 +55,15 @@ func (r *revoke) Receive(c *actor.Context) {
 		r.live = m.Live
 		r.step(c)
 	case messages.HeartbeatTicked:
-		r.step(c)
+		r.deadlines(c)
 	case messages.VerdictReached:
 		r.verdict = true
 	case messages.Departing:
 		r.departed = true
 	case messages.TenancyStarted:
 		r.held[m.Split] = m.Epoch
-		r.step(c)
+		r.follow(c, m.Split, m.Epoch, r.v.clk.Now())
+		r.deadlines(c)
 	case messages.TenancyEnded:
 		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
 			delete(r.held, m.Split)
@@ -82,32 +84,47 @@ func (r *revoke) Receive(c *actor.Context) {
 	}
 }
 
-// step applies §16.2 to every held split and checks every deadline.
+// step applies the revocation rules to every held split (after the
+// assigned set or the watches changed) and checks every deadline.
 func (r *revoke) step(c *actor.Context) {
 	now := r.v.clk.Now()
-	if r.decided && r.live && !r.verdict && !r.departed {
-		for id, epoch := range r.held {
-			e := r.entries[id]
-			if e != nil && e.epoch != epoch {
-				delete(r.entries, id)
-				e = nil
-			}
-			switch decideRevocation(r.assigned[id], e) {
-			case revokeCancel:
-				e.cancelled, e.lastProgress = true, now
-				r.v.met.revocation("cancelled")
-			case revokeRequest:
-				if e == nil {
-					e = &revocation{epoch: epoch, started: now}
-					r.entries[id] = e
-				}
-				e.cancelled, e.lastProgress = false, now
-				r.v.met.revocation("requested")
-				r.log.Debug("drain started", "split", id)
-				c.Send(r.v.pid.root, messages.RevocationRequested{Split: id, Epoch: epoch})
-			}
-		}
+	for id, epoch := range r.held {
+		r.follow(c, id, epoch, now)
 	}
+	r.deadlines(c)
+}
+
+// follow applies the revocation rules (docs/protocol.md, "Following the
+// assignment") to one held split.
+func (r *revoke) follow(c *actor.Context, id coordination.SplitID, epoch uint64, now time.Time) {
+	if !r.decided || !r.live || r.verdict || r.departed {
+		return
+	}
+	e := r.entries[id]
+	if e != nil && e.epoch != epoch {
+		delete(r.entries, id)
+		e = nil
+	}
+	switch decideRevocation(r.assigned[id], e) {
+	case revokeCancel:
+		e.cancelled, e.lastProgress = true, now
+		r.v.met.revocation("cancelled")
+	case revokeRequest:
+		if e == nil {
+			e = &revocation{epoch: epoch, started: now}
+			r.entries[id] = e
+		}
+		e.cancelled, e.lastProgress = false, now
+		r.v.met.revocation("requested")
+		r.log.Debug("drain started", "split", id)
+		c.Send(r.v.pid.root, messages.RevocationRequested{Split: id, Epoch: epoch})
+	}
+}
+
+// deadlines forces every revocation whose drain deadline passed, and hands
+// back every cancelled one that stayed silent for a full DrainDeadline.
+func (r *revoke) deadlines(c *actor.Context) {
+	now := r.v.clk.Now()
 	for id, e := range r.entries {
 		switch judgeDeadline(*e, now, r.v.cfg.DrainDeadline) {
 		case deadlineForced:

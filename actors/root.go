@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -117,6 +118,10 @@ func (r *root) Receive(c *actor.Context) {
 		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
 			r.end(c, m.Split, m.Epoch, m.Reason)
 		}
+	case messages.SessionEnded:
+		for _, id := range slices.Sorted(maps.Keys(r.held)) {
+			r.end(c, id, r.held[id], messages.EndStarved)
+		}
 	case messages.SplitQuarantined:
 		if !r.quarantined[m.Split] && !r.verdict {
 			r.quarantined[m.Split] = true
@@ -174,7 +179,7 @@ func (r *root) Receive(c *actor.Context) {
 }
 
 func handBackUnconfirmed(ids []coordination.SplitID) error {
-	return coordination.Errorf(coordination.Retryable, "hand-back did not confirm for splits %v; their leases will expire", ids)
+	return coordination.Errorf(coordination.Retryable, "hand-back did not confirm for splits %v; they are handed back again later, or taken once this worker's session ends", ids)
 }
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
@@ -190,7 +195,7 @@ func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reas
 			r.v.out.push(coordination.Lost{Split: id})
 		}
 	}
-	r.broadcast(c, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}, r.v.pid.lease, r.v.pid.assign, r.v.pid.commit, r.v.pid.revoke)
+	r.broadcast(c, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}, r.v.pid.assign, r.v.pid.commit, r.v.pid.revoke)
 }
 
 func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
@@ -202,7 +207,7 @@ func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 	r.held[id] = m.Epoch
 	r.lastEpoch[id] = m.Epoch
 	r.v.met.owned(len(r.held))
-	r.broadcast(c, messages.TenancyStarted{Split: id, Epoch: m.Epoch, LeaseRev: m.LeaseRev}, r.v.pid.lease, r.v.pid.assign, r.v.pid.revoke)
+	r.broadcast(c, messages.TenancyStarted{Split: id, Epoch: m.Epoch}, r.v.pid.assign, r.v.pid.revoke)
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, messages.EndDeparted)

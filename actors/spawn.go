@@ -56,6 +56,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 		met:   newMetrics(cfg.Metrics, id, log),
 		out:   &outbox{},
 	}
+	v.session.Store(&v.nonce)
 	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
 	if vl, ok := st.(store.ValueLimiter); ok {
 		v.cap = vl.MaxValueSize()

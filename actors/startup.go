@@ -24,7 +24,7 @@ func startup(ctx context.Context, v *env, fingerprint string) (uint64, error) {
 		if v.gone.Load() {
 			return context.Canceled
 		}
-		rev, err = announce(ctx, v)
+		rev, err = announceSession(ctx, v, v.nonce, "")
 		return err
 	})
 	return rev, err
@@ -183,15 +183,20 @@ func join(ctx context.Context, v *env, fingerprint string) error {
 	return nil
 }
 
-func (v *env) presenceValue() []byte {
-	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: v.nonce, MaxInFlight: uint32(v.cfg.MaxInFlight)})
+// presenceValue is the presence value of session nonce.
+func (v *env) presenceValue(nonce string) []byte {
+	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: nonce, MaxInFlight: uint32(v.cfg.MaxInFlight)})
 }
 
-func announce(ctx context.Context, v *env) (uint64, error) {
+// announceSession writes session nonce to the presence key: created, or
+// taken over at the revision found. At startup (ended == "") any value found
+// is a predecessor's and is taken over; when a session ended, only that
+// session's value is, and another nonce there is a live twin (Fatal).
+func announceSession(ctx context.Context, v *env, nonce, ended string) (uint64, error) {
 	c, cancel := v.opCtx(ctx)
 	defer cancel()
 	key := protocol.WorkerKey(v.id)
-	rev, ok, err := v.st.Create(c, store.Ephemeral, key, v.presenceValue())
+	rev, ok, err := v.st.Create(c, store.Ephemeral, key, v.presenceValue(nonce))
 	if err != nil {
 		return 0, storeErr("announcing presence", err)
 	}
@@ -205,7 +210,12 @@ func announce(ctx context.Context, v *env) (uint64, error) {
 	if !ok {
 		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: "presence key disappeared during takeover"}
 	}
-	rev, ok, err = v.st.Update(c, store.Ephemeral, key, v.presenceValue(), e.Revision)
+	if ended != "" {
+		if p, err := protocol.DecodePresence(key, e.Value); err == nil && p.Nonce != ended {
+			return 0, twinError(v.id)
+		}
+	}
+	rev, ok, err = v.st.Update(c, store.Ephemeral, key, v.presenceValue(nonce), e.Revision)
 	if err != nil {
 		return 0, storeErr("announcing presence", err)
 	}

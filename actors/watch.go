@@ -161,7 +161,7 @@ func (w *watch) open(ks store.Keyspace) {
 	gen, pid, v := k.gen, w.v.pid.watch, w.v
 	k.snapshot = map[string]bool{}
 	v.goFunc(func(ctx context.Context) {
-		sw, err := v.st.Watch(ctx, ks, "")
+		sw, err := v.st.Watch(ctx, ks, watchPrefix(ks))
 		v.send(pid, watchOpened{ks: ks, gen: gen, w: sw, err: err})
 		if err != nil {
 			return
@@ -171,6 +171,16 @@ func (w *watch) open(ks store.Keyspace) {
 		}
 		v.send(pid, watchEnded{ks: ks, gen: gen, err: sw.Err()})
 	})
+}
+
+// watchPrefix is the prefix a worker watches and lists in ks
+// (docs/protocol.md, "Keys"): the whole ephemeral keyspace, and the durable
+// job family, never the progress records.
+func watchPrefix(ks store.Keyspace) string {
+	if ks == store.Durable {
+		return protocol.PrefixJob
+	}
+	return ""
 }
 
 // broken handles a watch that ended or failed to open: re-watch with a
@@ -273,7 +283,7 @@ func (w *watch) startReconcile() {
 		for _, ks := range []store.Keyspace{store.Ephemeral, store.Durable} {
 			start := time.Now()
 			lctx, cancel := context.WithTimeout(ctx, v.cfg.ReconcileInterval)
-			es, err := v.st.List(lctx, ks, "")
+			es, err := v.st.List(lctx, ks, watchPrefix(ks))
 			cancel()
 			v.send(pid, listed{ks: ks, entries: es, err: err, startSeq: seq, last: ks == store.Durable, took: time.Since(start)})
 			if err != nil {
@@ -349,8 +359,8 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 	p := w.v.pid
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
-	case protocol.KeyProgress:
-		rec, err := protocol.DecodeProgress(key, val, w.fp)
+	case protocol.KeySplitRecord:
+		rec, err := protocol.DecodeSplit(key, val, w.fp)
 		if err != nil {
 			w.v.fatalIf(err)
 			return
@@ -363,19 +373,12 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 			return
 		}
 		w.fanout(messages.SpecObserved{Split: spec.ID, Spec: spec}, p.assign, p.leader)
-	case protocol.KeyLease:
-		l, err := protocol.DecodeLease(key, val)
-		if err != nil {
-			w.v.fatalIf(err)
-			return
-		}
-		w.fanout(messages.LeaseObserved{Split: splitID(suffix), Lease: l, Rev: rev}, p.lease, p.assign, p.leader)
 	case protocol.KeyPresence:
 		pr, err := protocol.DecodePresence(key, val)
 		if err != nil {
 			w.log.Warn("unreadable presence value; using the default budget", "key", key, "error", err)
 		}
-		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev}, p.leader)
+		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev}, p.leader, p.assign)
 	case protocol.KeyLeaderValue:
 		l, err := protocol.DecodeLeader(key, val)
 		if err != nil {
@@ -416,14 +419,12 @@ func (w *watch) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bo
 	p := w.v.pid
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
-	case protocol.KeyProgress:
+	case protocol.KeySplitRecord:
 		w.fanout(messages.RecordDeleted{Split: splitID(suffix), Rev: rev}, p.commit, p.assign, p.leader)
 	case protocol.KeySpecRecord:
 		w.log.Warn("spec record deleted outside the library; keeping the cached copy", "key", key)
-	case protocol.KeyLease:
-		w.fanout(messages.LeaseDeleted{Split: splitID(suffix), Rev: rev, Synthesized: synth}, p.lease, p.assign, p.leader)
 	case protocol.KeyPresence:
-		w.fanout(messages.PresenceDeleted{Instance: suffix, Rev: rev}, p.leader)
+		w.fanout(messages.PresenceDeleted{Instance: suffix, Rev: rev}, p.leader, p.assign)
 	case protocol.KeyLeaderValue:
 		w.fanout(messages.LeaderDeleted{Rev: rev, Synthesized: synth}, p.leader)
 	case protocol.KeyPlanRecord:

@@ -122,14 +122,14 @@ func TestShutdownErrorCompositionPicksTheMostSevereKind(t *testing.T) {
 	h.src.encodeErr["c"] = encodeErr
 	h.script.FailNextCommit("a", coordination.Retryable)
 	h.script.FailNextCommit("b", coordination.Fatal)
-	h.c.departErr = &coordination.Error{Kind: coordination.Retryable, Reason: "hand-back did not confirm for splits [a b c d]; their leases will expire"}
+	h.c.departErr = &coordination.Error{Kind: coordination.Retryable, Reason: "hand-back did not confirm for splits [a b c d]; they are handed back again later, or taken once this worker's session ends"}
 
 	err := h.d.Shutdown([]driver.Watermark{wm(la.Partition, 1), wm(lb.Partition, 2), wm(lc.Partition, 3), wm(ld.Partition, 4)})
 	wantErr(t, err, coordination.Fatal, strings.Join([]string{
 		"final commit of split c did not land; its uncommitted tail will replay",
 		"final commit of split a did not land; its uncommitted tail will replay",
 		"final commit of split b did not land; its uncommitted tail will replay",
-		"depart failed: coordination error (retryable): hand-back did not confirm for splits [a b c d]; their leases will expire",
+		"depart failed: coordination error (retryable): hand-back did not confirm for splits [a b c d]; they are handed back again later, or taken once this worker's session ends",
 	}, "; "))
 	for _, want := range []error{encodeErr, h.c.departErr, coordination.ErrFatal, coordination.ErrRetryable} {
 		if !errors.Is(err, want) {

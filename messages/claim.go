@@ -5,36 +5,34 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// ClaimSplit asks the lease actor to write the lease of a claim (or a
-// quarantine on takeover), then hand it to the commit actor.
+// ClaimSplit asks the commit actor to claim a split, or to quarantine it on
+// takeover (docs/protocol.md, "Claim protocol"): Record and RecordRev are
+// the view's split record, Spec the split's spec when HasSpec.
 type ClaimSplit struct {
 	Candidate protocol.Candidate
-	Record    protocol.ProgressRecord // the view's record
+	Record    protocol.SplitRecord
 	RecordRev uint64
-	LeaseRev  uint64 // the observed lease revision for an Update (OwnLease)
 	Spec      coordination.SplitSpec
 	HasSpec   bool
 }
 
-// ClaimRecord asks the commit actor to CAS the record of a claim whose lease
-// was written at LeaseRev with Epoch.
-type ClaimRecord struct {
-	Claim    ClaimSplit
-	Epoch    uint64
-	LeaseRev uint64
+// ReturnLeftover asks the commit actor to hand back a split record that
+// names this session although the worker neither holds nor is assigned the
+// split (a write of its own landed unseen).
+type ReturnLeftover struct {
+	Split     coordination.SplitID
+	Record    protocol.SplitRecord
+	RecordRev uint64
 }
 
-// ClaimAbandoned reports that a claim gave up (lost, error, or fenced); the
-// assign actor frees its slot.
+// ClaimAbandoned reports that a claim (or a leftover's return) gave up; the
+// assign actor frees its slot. The split is a candidate again once the view
+// shows a split record newer than Rev, or, when Retry is set (the store
+// failed), at the next heartbeat.
 type ClaimAbandoned struct {
 	Split coordination.SplitID
-}
-
-// DeleteLease asks the lease actor to delete a lease it wrote for a claim
-// that gave up, guarded by Rev.
-type DeleteLease struct {
-	Split coordination.SplitID
 	Rev   uint64
+	Retry bool
 }
 
 // AssignedSetChanged carries this worker's assigned set to the revoke

@@ -17,6 +17,15 @@ type JobStarted struct {
 // open.
 type Joined struct{}
 
+// SessionEnded reports that this worker's session ended (docs/protocol.md,
+// "Sessions"): every held split is dropped, claims pause, a leader steps
+// down. The lease actor sends it.
+type SessionEnded struct{}
+
+// SessionStarted reports that a new session (Nonce) announced its presence
+// after one ended; claims resume.
+type SessionStarted struct{ Nonce string }
+
 // WatchesChanged reports whether both watches are live (each has delivered
 // its SnapshotDone and not broken since).
 type WatchesChanged struct {

@@ -5,14 +5,14 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// RecordObserved is a progress record put applied to the view.
+// RecordObserved is a split record put applied to the view.
 type RecordObserved struct {
 	Split  coordination.SplitID
-	Record protocol.ProgressRecord
+	Record protocol.SplitRecord
 	Rev    uint64
 }
 
-// RecordDeleted is a progress record deletion (watch or listing).
+// RecordDeleted is a split record deletion (watch or listing).
 type RecordDeleted struct {
 	Split coordination.SplitID
 	Rev   uint64
@@ -22,22 +22,6 @@ type RecordDeleted struct {
 type SpecObserved struct {
 	Split coordination.SplitID
 	Spec  protocol.SpecRecord
-}
-
-// LeaseObserved is a lease put applied to the view.
-type LeaseObserved struct {
-	Split coordination.SplitID
-	Lease protocol.LeaseRecord
-	Rev   uint64
-}
-
-// LeaseDeleted is a lease deletion or expiry. Synthesized is true when it
-// comes from a snapshot or listing that lacked the key (§11.4): held leases
-// are then judged only by their renewal.
-type LeaseDeleted struct {
-	Split       coordination.SplitID
-	Rev         uint64
-	Synthesized bool
 }
 
 // PresenceObserved is a worker presence put. MaxInFlight 0 means the

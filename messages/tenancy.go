@@ -11,7 +11,8 @@ type EndReason int
 const (
 	// EndFenced: a peer took the split (involuntary, Lost).
 	EndFenced EndReason = iota + 1
-	// EndStarved: no lease write for a full LeaseDuration (involuntary, Lost).
+	// EndStarved: the worker's session ended (no presence renewal for a
+	// full LeaseDuration, or its presence key vanished); involuntary, Lost.
 	EndStarved
 	// EndRevoked: a forced revocation (involuntary, Lost).
 	EndRevoked
@@ -56,21 +57,20 @@ func (r EndReason) String() string {
 	return "unknown"
 }
 
-// ClaimWon reports that the record CAS of a claim won: the commit actor
-// holds the split at Epoch; the root registers the tenancy and emits Gained.
+// ClaimWon reports that a claim won and fenced the progress record: the
+// commit actor holds the split at Epoch; the root registers the tenancy and
+// emits Gained.
 type ClaimWon struct {
 	Spec     coordination.SplitSpec
 	Epoch    uint64
 	Progress *coordination.SplitProgress
 	Kind     protocol.ClaimKind
-	LeaseRev uint64
 }
 
 // TenancyStarted is the root's broadcast that a tenancy began.
 type TenancyStarted struct {
-	Split    coordination.SplitID
-	Epoch    uint64
-	LeaseRev uint64
+	Split coordination.SplitID
+	Epoch uint64
 }
 
 // TenancyEnded reports that a tenancy ended. Actors send it to the root,
@@ -94,8 +94,8 @@ const (
 )
 
 // HandBackResolved reports the outcome of a hand-back, fail or completion
-// write of a surrendered split, so the lease actor deletes the lease and the
-// revoke actor settles the entry.
+// write of a surrendered split, so the revoke actor settles the entry and
+// the assign actor may claim the split again.
 type HandBackResolved struct {
 	Split   coordination.SplitID
 	Epoch   uint64

@@ -512,13 +512,10 @@ func (f *Fleet) Plan() (PlanRecord, bool) {
 	return PlanRecord{Fingerprint: p.Fingerprint, Generation: p.Generation, Finality: p.Finality, Planned: p.Planned}, true
 }
 
-// Record returns the latest recorded version of split's progress record.
+// Record returns split's latest recorded state ([Checker.Current]): its
+// split record's fields with the progress of its progress record.
 func (f *Fleet) Record(split coordination.SplitID) (RecordVersion, bool) {
-	vs := f.checker.Versions(split)
-	if len(vs) == 0 {
-		return RecordVersion{}, false
-	}
-	return vs[len(vs)-1], true
+	return f.checker.Current(split)
 }
 
 // Holders returns the live members whose folded view holds split, sorted.

@@ -83,14 +83,14 @@ func TestFleetCatchesARogueRegression(t *testing.T) {
 			f.Fail("commit: %v", err)
 		}
 		f.Pump()
-		e, _, _ := f.Store().Get(f.ctx, store.Durable, "split.s00")
-		rec, err := protocol.DecodeProgress("split.s00", e.Value, protocol.Fingerprint(jobFP))
+		e, _, _ := f.Store().Get(f.ctx, store.Durable, protocol.ProgressKey("s00"))
+		rec, err := protocol.DecodeProgress(protocol.ProgressKey("s00"), e.Value, protocol.Fingerprint(jobFP))
 		if err != nil {
 			f.Fail("decode: %v", err)
 		}
 		w := int64(3)
 		rec.Watermark = &w
-		if _, ok, err := f.Store().Update(f.ctx, store.Durable, "split.s00", protocol.EncodeProgress(rec), e.Revision); !ok || err != nil {
+		if _, ok, err := f.Store().Update(f.ctx, store.Durable, protocol.ProgressKey("s00"), protocol.EncodeProgress(rec), e.Revision); !ok || err != nil {
 			f.Fail("rogue write: %v %v", ok, err)
 		}
 		f.Pump()

@@ -10,33 +10,45 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// RecordVersion is one successful write to a split's progress record in the
-// Durable keyspace, as observed in the store (SPEC §9.5).
+// RecordVersion is one successful write to one of a split's two durable
+// records, as observed in the store (docs/protocol.md, "Records"): its split
+// record (placement: epoch, owner, nonce, attempts, status) or, when
+// Progress is set, its progress record (epoch, owner, watermark, state,
+// completed). [Fleet.Record] merges the latest of each into one value.
 type RecordVersion struct {
 	Split    coordination.SplitID
 	Revision store.Revision
+	// Progress marks a version of the progress record; otherwise it is one
+	// of the split record.
+	Progress bool
 	// Deleted marks the deletion of the record; the other fields are zero.
 	Deleted  bool
 	Epoch    uint64
 	Owner    string // "" for null
+	Nonce    string // split records: the owner's session; "" for null
 	Attempts uint32
-	// Status is the record's status as stored: "runnable", "completed" or
-	// "quarantined".
+	// Status is the split record's status as stored: "runnable",
+	// "completed" or "quarantined" ("" on progress versions).
 	Status    string
 	Watermark *int64
 	State     []byte
 	Completed bool
 }
 
-// terminal reports whether the version is completed or quarantined.
+// terminal reports whether the version is a completed or quarantined split
+// record, or a completed progress record.
 func (v RecordVersion) terminal() bool {
-	return v.Status == "completed" || v.Status == "quarantined"
+	return v.Status == "completed" || v.Status == "quarantined" || (v.Progress && v.Completed)
 }
 
 // String renders the version for violation messages.
 func (v RecordVersion) String() string {
+	family := "split"
+	if v.Progress {
+		family = "progress"
+	}
 	if v.Deleted {
-		return fmt.Sprintf("rev %d deleted", v.Revision)
+		return fmt.Sprintf("%s rev %d deleted", family, v.Revision)
 	}
 	wm := "null"
 	if v.Watermark != nil {
@@ -46,8 +58,10 @@ func (v RecordVersion) String() string {
 	if owner == "" {
 		owner = "null"
 	}
-	return fmt.Sprintf("rev %d{epoch %d owner %s attempts %d %s watermark %s completed %t}",
-		v.Revision, v.Epoch, owner, v.Attempts, v.Status, wm, v.Completed)
+	if v.Progress {
+		return fmt.Sprintf("progress rev %d{epoch %d owner %s watermark %s completed %t}", v.Revision, v.Epoch, owner, wm, v.Completed)
+	}
+	return fmt.Sprintf("split rev %d{epoch %d owner %s attempts %d %s}", v.Revision, v.Epoch, owner, v.Attempts, v.Status)
 }
 
 // progress returns the committed progress of the version as a Gained event
@@ -77,22 +91,24 @@ func progressString(p *coordination.SplitProgress) string {
 	return fmt.Sprintf("{watermark %d state %dB completed %t}", p.Watermark, len(p.State), p.Completed)
 }
 
-// Checker checks the fleet invariants of SPEC §30.4 on a stream of record
+// Checker checks the fleet invariants on a stream of record
 // versions (fed in revision order) and member events (fed in each member's
 // Poll order):
 //
 //   - I1 a split's committed watermark never decreases and never becomes null;
-//   - I2 a version that changes watermark, state or completed keeps the epoch
-//     and owner of the version before it, and that epoch is the split's highest;
-//   - I3 epochs and attempts never decrease;
-//   - I4 after a completed or quarantined version, the record is never written
-//     again;
+//   - I2 a progress version that changes watermark, state or completed keeps
+//     the epoch and owner of the version before it; one that changes the
+//     epoch (a fence) changes no progress and follows a split record version
+//     naming its owner at its epoch (the claim);
+//   - I3 epochs and attempts never decrease, in both records;
+//   - I4 after a completed or quarantined split record version, or a
+//     completed progress version, that record is never written again;
 //   - I5 across the fleet no two Gained events share (split, epoch), each
 //     member's Gained epochs of a split strictly increase (E2), a Gained is
 //     never emitted for a split the member holds and a Lost only for one it
 //     holds (E1), and (checked by [Checker.Check]) every Gained matches a
-//     claim version naming that member at that epoch and carries exactly that
-//     version's committed progress (nothing replayed, G4); and, of §7.2,
+//     fence version naming that member at that epoch and carries exactly that
+//     version's committed progress (nothing replayed); and
 //     Quarantined at most once per split (E5), RevokeRequested only for a
 //     held split (E6) and nothing after the verdict (E7), per member
 //     incarnation;
@@ -115,8 +131,15 @@ type Checker struct {
 }
 
 type splitHistory struct {
-	versions []RecordVersion
-	maxEpoch uint64
+	versions []RecordVersion // both families, in feed order
+	split    *RecordVersion  // latest split record version
+	progress *RecordVersion  // latest progress record version
+	claims   map[claimKey]bool
+}
+
+type claimKey struct {
+	epoch uint64
+	owner string
 }
 
 type gainKey struct {
@@ -179,22 +202,53 @@ func (c *Checker) Splits() []coordination.SplitID {
 	return ids
 }
 
-// Write feeds one record version and checks I1 to I4 against the split's
-// previous version. Versions of one split must be fed in revision order.
+// Current returns split's latest state as one value: the split record's
+// fields (revision, epoch, owner, nonce, attempts, status) from its latest
+// split record version, and watermark, state and completed from its latest
+// progress record version. False if nothing was recorded for split.
+func (c *Checker) Current(split coordination.SplitID) (RecordVersion, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.splits[split]
+	if h == nil {
+		return RecordVersion{}, false
+	}
+	var v RecordVersion
+	if h.split != nil {
+		v = *h.split
+	}
+	v.Split = split
+	if h.progress != nil && !h.progress.Deleted {
+		v.Watermark, v.State, v.Completed = h.progress.Watermark, h.progress.State, h.progress.Completed
+	}
+	return v, true
+}
+
+// Write feeds one record version and checks I1 to I4 against the previous
+// version of the same record. Versions of one record must be fed in
+// revision order.
 func (c *Checker) Write(v RecordVersion) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	h := c.splits[v.Split]
 	if h == nil {
-		h = &splitHistory{}
+		h = &splitHistory{claims: map[claimKey]bool{}}
 		c.splits[v.Split] = h
 	}
-	if n := len(h.versions); n > 0 {
-		c.checkTransition(v.Split, h, h.versions[n-1], v)
+	prev := &h.split
+	if v.Progress {
+		prev = &h.progress
+	}
+	if *prev != nil {
+		c.checkTransition(v.Split, h, **prev, v)
+	} else if v.Progress && !v.Deleted {
+		c.checkFence(v.Split, h, nil, v)
 	}
 	h.versions = append(h.versions, v)
-	if !v.Deleted && v.Epoch > h.maxEpoch {
-		h.maxEpoch = v.Epoch
+	stored := v
+	*prev = &stored
+	if !v.Progress && !v.Deleted && v.Owner != "" {
+		h.claims[claimKey{v.Epoch, v.Owner}] = true
 	}
 }
 
@@ -213,26 +267,44 @@ func (c *Checker) checkTransition(split coordination.SplitID, h *splitHistory, p
 	if v.Deleted {
 		return
 	}
+	if v.Epoch < prev.Epoch {
+		c.violate("I3: split %s: epoch decreased: %s -> %s", split, prev, v)
+	}
+	if !v.Progress {
+		if v.Attempts < prev.Attempts {
+			c.violate("I3: split %s: attempts decreased: %s -> %s", split, prev, v)
+		}
+		return
+	}
 	if prev.Watermark != nil && v.Watermark == nil {
 		c.violate("I1: split %s: watermark became null: %s -> %s", split, prev, v)
 	}
 	if prev.Watermark != nil && v.Watermark != nil && *v.Watermark < *prev.Watermark {
 		c.violate("I1: split %s: watermark decreased: %s -> %s", split, prev, v)
 	}
-	if v.Epoch < prev.Epoch {
-		c.violate("I3: split %s: epoch decreased: %s -> %s", split, prev, v)
-	}
-	if v.Attempts < prev.Attempts {
-		c.violate("I3: split %s: attempts decreased: %s -> %s", split, prev, v)
-	}
-	if changesProgress(prev, v) {
-		if v.Epoch != prev.Epoch || v.Owner != prev.Owner {
-			c.violate("I2: split %s: progress written under another tenancy: %s -> %s (commit must keep epoch and owner)", split, prev, v)
-		} else if v.Epoch < h.maxEpoch {
-			c.violate("I2: split %s: progress written under superseded epoch %d (highest written %d): %s -> %s", split, v.Epoch, h.maxEpoch, prev, v)
-		} else if v.Owner == "" {
-			c.violate("I2: split %s: progress written with no owner: %s -> %s", split, prev, v)
+	c.checkFence(split, h, &prev, v)
+}
+
+// checkFence checks I2 on a progress version v after prev (nil: the first):
+// a write that changes the epoch (a fence) changes no progress and follows
+// a claim naming its owner at its epoch; a write that changes progress (a
+// commit) keeps the epoch and owner, and has an owner.
+func (c *Checker) checkFence(split coordination.SplitID, h *splitHistory, prev *RecordVersion, v RecordVersion) {
+	if prev == nil {
+		if v.Epoch > 0 && !h.claims[claimKey{v.Epoch, v.Owner}] {
+			c.violate("I2: split %s: progress fenced at epoch %d by %s with no claim naming it: %s", split, v.Epoch, v.Owner, v)
 		}
+		return
+	}
+	switch {
+	case v.Epoch != prev.Epoch || v.Owner != prev.Owner:
+		if changesProgress(*prev, v) {
+			c.violate("I2: split %s: progress written under another tenancy: %s -> %s (a commit keeps epoch and owner; a fence changes no progress)", split, *prev, v)
+		} else if !h.claims[claimKey{v.Epoch, v.Owner}] {
+			c.violate("I2: split %s: progress fenced at epoch %d by %s with no claim naming it: %s -> %s", split, v.Epoch, v.Owner, *prev, v)
+		}
+	case changesProgress(*prev, v) && v.Owner == "":
+		c.violate("I2: split %s: progress written with no owner: %s -> %s", split, *prev, v)
 	}
 }
 
@@ -342,9 +414,9 @@ func (c *Checker) Restarted(member string) {
 }
 
 // Check matches every pending Gained event against the record versions fed
-// so far: the split must have a version at that epoch naming that member,
-// and the first such version (the claim) must carry exactly the Gained
-// progress. When final is false, a Gained with no matching version yet stays
+// so far: the split must have a progress version at that epoch naming that
+// member, and the first such version (the claim's fence) must carry exactly
+// the Gained progress. When final is false, a Gained with no matching version yet stays
 // pending; when true it is a violation.
 func (c *Checker) Check(final bool) {
 	c.mu.Lock()
@@ -374,7 +446,7 @@ func (c *Checker) claimVersion(split coordination.SplitID, epoch coordination.Le
 		return RecordVersion{}, false
 	}
 	for _, v := range h.versions {
-		if !v.Deleted && v.Epoch == uint64(epoch) && v.Owner == member {
+		if v.Progress && !v.Deleted && v.Epoch == uint64(epoch) && v.Owner == member {
 			return v, true
 		}
 	}

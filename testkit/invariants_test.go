@@ -10,13 +10,22 @@ import (
 
 func wm(n int64) *int64 { return &n }
 
-// ver builds a runnable version of split "s".
-func ver(rev uint64, epoch uint64, owner string, attempts uint32, watermark *int64) RecordVersion {
-	return RecordVersion{Split: "s", Revision: store.Revision(rev), Epoch: epoch, Owner: owner, Attempts: attempts, Status: "runnable", Watermark: watermark}
+// sv builds a runnable split record version of split "s".
+func sv(rev uint64, epoch uint64, owner string, attempts uint32) RecordVersion {
+	return RecordVersion{Split: "s", Revision: store.Revision(rev), Epoch: epoch, Owner: owner, Attempts: attempts, Status: "runnable"}
+}
+
+// pv builds a progress record version of split "s".
+func pv(rev uint64, epoch uint64, owner string, watermark *int64) RecordVersion {
+	return RecordVersion{Split: "s", Revision: store.Revision(rev), Progress: true, Epoch: epoch, Owner: owner, Watermark: watermark}
 }
 
 func completed(v RecordVersion) RecordVersion {
-	v.Status, v.Completed = "completed", true
+	if v.Progress {
+		v.Completed = true
+	} else {
+		v.Status = "completed"
+	}
 	return v
 }
 
@@ -30,32 +39,37 @@ func gained(id string, epoch uint64, p *coordination.SplitProgress) coordination
 }
 
 func TestCheckerWrites(t *testing.T) {
-	seed := ver(1, 0, "", 0, nil)
-	claimA := ver(2, 1, "a", 0, nil)
+	seed := sv(1, 0, "", 0)
+	claimA := sv(2, 1, "a", 0)
+	fenceA := pv(3, 1, "a", nil)
 	tests := []struct {
 		name     string
 		versions []RecordVersion
 		want     string // substring of a violation; "" for none
 	}{
 		{"legal life of a split", []RecordVersion{
-			seed, claimA, ver(3, 1, "a", 0, wm(5)), ver(4, 1, "", 0, wm(5)), // hand-back
-			ver(5, 2, "b", 0, wm(5)), ver(6, 2, "b", 0, wm(9)), completed(ver(7, 2, "b", 0, wm(9))),
+			seed, claimA, fenceA, pv(4, 1, "a", wm(5)), sv(5, 1, "", 0), // hand-back
+			sv(6, 2, "b", 0), pv(7, 2, "b", wm(5)), pv(8, 2, "b", wm(9)), completed(pv(9, 2, "b", wm(9))), completed(sv(10, 2, "b", 0)),
 		}, ""},
 		{"legal fail and quarantine", []RecordVersion{
-			seed, claimA, ver(3, 1, "", 1, nil), ver(4, 2, "b", 1, nil), quarantined(ver(5, 3, "", 2, nil)),
+			seed, claimA, fenceA, sv(4, 1, "", 1), sv(5, 2, "b", 1), pv(6, 2, "b", nil), quarantined(sv(7, 3, "", 2)),
 		}, ""},
-		{"I1 watermark decreases", []RecordVersion{seed, claimA, ver(3, 1, "a", 0, wm(5)), ver(4, 1, "a", 0, wm(4))}, "I1: split s: watermark decreased"},
-		{"I1 watermark becomes null", []RecordVersion{seed, claimA, ver(3, 1, "a", 0, wm(5)), ver(4, 1, "a", 0, nil)}, "I1: split s: watermark became null"},
-		{"I2 commit under another owner", []RecordVersion{seed, claimA, ver(3, 1, "b", 0, wm(5))}, "I2: split s: progress written under another tenancy"},
-		{"I2 commit under a new epoch without a claim", []RecordVersion{seed, claimA, ver(3, 2, "a", 0, wm(5))}, "I2: split s: progress written under another tenancy"},
-		{"I2 commit under a superseded epoch", []RecordVersion{
-			seed, claimA, ver(3, 5, "b", 0, nil), ver(4, 1, "a", 0, nil), ver(5, 1, "a", 0, wm(3)),
-		}, "I2: split s: progress written under superseded epoch 1 (highest written 5)"},
-		{"I3 epoch decreases", []RecordVersion{seed, claimA, ver(3, 0, "a", 0, nil)}, "I3: split s: epoch decreased"},
-		{"I3 attempts decrease", []RecordVersion{seed, ver(2, 1, "a", 2, nil), ver(3, 1, "a", 1, nil)}, "I3: split s: attempts decreased"},
-		{"I4 completed record written again", []RecordVersion{seed, claimA, completed(ver(3, 1, "a", 0, wm(5))), completed(ver(4, 1, "a", 0, wm(5)))}, "I4: split s: terminal version"},
-		{"I4 quarantined record deleted", []RecordVersion{seed, quarantined(ver(2, 1, "", 1, nil)), {Split: "s", Revision: 3, Deleted: true}}, "I4: split s: terminal version"},
-		{"revisions out of order", []RecordVersion{seed, claimA, ver(2, 1, "a", 0, nil)}, "revisions out of order"},
+		{"legal commit of the previous tenancy before the fence", []RecordVersion{
+			seed, claimA, fenceA, sv(4, 2, "b", 1), pv(5, 1, "a", wm(3)), pv(6, 2, "b", wm(3)),
+		}, ""},
+		{"I1 watermark decreases", []RecordVersion{seed, claimA, fenceA, pv(4, 1, "a", wm(5)), pv(5, 1, "a", wm(4))}, "I1: split s: watermark decreased"},
+		{"I1 watermark becomes null", []RecordVersion{seed, claimA, fenceA, pv(4, 1, "a", wm(5)), pv(5, 1, "a", nil)}, "I1: split s: watermark became null"},
+		{"I2 commit under another owner", []RecordVersion{seed, claimA, fenceA, pv(4, 1, "b", wm(5))}, "I2: split s: progress written under another tenancy"},
+		{"I2 commit under a new epoch", []RecordVersion{seed, claimA, fenceA, pv(4, 2, "a", wm(5))}, "I2: split s: progress written under another tenancy"},
+		{"I2 fence without a claim", []RecordVersion{seed, claimA, fenceA, pv(4, 2, "b", nil)}, "I2: split s: progress fenced at epoch 2 by b with no claim naming it"},
+		{"I2 first fence without a claim", []RecordVersion{seed, pv(2, 1, "a", nil)}, "I2: split s: progress fenced at epoch 1 by a with no claim naming it"},
+		{"I3 epoch decreases", []RecordVersion{seed, claimA, sv(3, 0, "a", 0)}, "I3: split s: epoch decreased"},
+		{"I3 progress epoch decreases", []RecordVersion{seed, claimA, sv(3, 2, "b", 0), fenceA, pv(4, 2, "b", nil), pv(5, 1, "a", nil)}, "I3: split s: epoch decreased"},
+		{"I3 attempts decrease", []RecordVersion{seed, sv(2, 1, "a", 2), sv(3, 1, "a", 1)}, "I3: split s: attempts decreased"},
+		{"I4 completed record written again", []RecordVersion{seed, claimA, completed(sv(3, 1, "a", 0)), completed(sv(4, 1, "a", 0))}, "I4: split s: terminal version"},
+		{"I4 completed progress written again", []RecordVersion{seed, claimA, fenceA, completed(pv(4, 1, "a", wm(5))), completed(pv(5, 1, "a", wm(5)))}, "I4: split s: terminal version"},
+		{"I4 quarantined record deleted", []RecordVersion{seed, quarantined(sv(2, 1, "", 1)), {Split: "s", Revision: 3, Deleted: true}}, "I4: split s: terminal version"},
+		{"revisions out of order", []RecordVersion{seed, claimA, sv(2, 1, "a", 0)}, "revisions out of order"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,8 +108,8 @@ type memberEvent struct {
 
 func TestCheckerEvents(t *testing.T) {
 	records := []RecordVersion{
-		ver(1, 0, "", 0, nil), ver(2, 1, "a", 0, nil), ver(3, 1, "a", 0, wm(7)), ver(4, 1, "", 0, wm(7)),
-		ver(5, 2, "b", 0, wm(7)),
+		sv(1, 0, "", 0), sv(2, 1, "a", 0), pv(3, 1, "a", nil), pv(4, 1, "a", wm(7)), sv(5, 1, "", 0),
+		sv(6, 2, "b", 0), pv(7, 2, "b", wm(7)),
 	}
 	p7 := &coordination.SplitProgress{Watermark: 7}
 	tests := []struct {
@@ -133,7 +147,7 @@ func TestCheckerEvents(t *testing.T) {
 
 func TestCheckerSurrenderAllowsRegain(t *testing.T) {
 	c := NewChecker()
-	for _, v := range []RecordVersion{ver(1, 0, "", 0, nil), ver(2, 1, "a", 0, nil), ver(3, 1, "", 0, nil), ver(4, 2, "a", 0, nil)} {
+	for _, v := range []RecordVersion{sv(1, 0, "", 0), sv(2, 1, "a", 0), pv(3, 1, "a", nil), sv(4, 1, "", 0), sv(5, 2, "a", 0), pv(6, 2, "a", nil)} {
 		c.Write(v)
 	}
 	c.Event("a", gained("s", 1, nil))

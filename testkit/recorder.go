@@ -3,7 +3,6 @@ package testkit
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/spate-go/coordination"
@@ -11,10 +10,11 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// Recorder watches a shared store's progress records (Durable keys under
-// "split.") and feeds every version, in revision order per key, to a
-// [Checker]. It never writes. Start it before any worker writes, so that its
-// snapshot is empty and it observes every version.
+// Recorder watches a shared store's split and progress records (Durable
+// keys under "job.split." and "progress.") and feeds every version, in
+// revision order per key, to a [Checker]. It never writes. Start it before
+// any worker writes, so that its snapshot is empty and it observes every
+// version.
 type Recorder struct {
 	checker *Checker
 	fp      uint64
@@ -31,7 +31,7 @@ type Recorder struct {
 // planner fingerprint; a progress record that does not decode with it is
 // reported as a violation. Stop the recorder with [Recorder.Stop].
 func NewRecorder(ctx context.Context, st store.Store, fingerprint string, c *Checker) (*Recorder, error) {
-	w, err := st.Watch(ctx, store.Durable, protocol.PrefixSplit)
+	w, err := st.Watch(ctx, store.Durable, "")
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func (r *Recorder) run() {
 		r.err = err
 		r.mu.Unlock()
 		r.checker.mu.Lock()
-		r.checker.violate("recorder: watch on progress records broke, later writes are unchecked: %v", err)
+		r.checker.violate("recorder: watch on the records broke, later writes are unchecked: %v", err)
 		r.checker.mu.Unlock()
 	}
 }
@@ -82,35 +82,38 @@ func (r *Recorder) fresh(key string, rev store.Revision) bool {
 }
 
 func (r *Recorder) put(e store.Entry) {
-	if !r.fresh(e.Key, e.Revision) {
+	kind, _ := protocol.ParseKey(store.Durable, e.Key)
+	if (kind != protocol.KeySplitRecord && kind != protocol.KeyProgress) || !r.fresh(e.Key, e.Revision) {
 		return
 	}
-	rec, err := protocol.DecodeProgress(e.Key, e.Value, r.fp)
+	v, err := r.decode(kind, e)
 	if err != nil {
 		r.checker.mu.Lock()
 		r.checker.violate("recorder: %s rev %d does not decode: %v", e.Key, e.Revision, err)
 		r.checker.mu.Unlock()
 		return
 	}
-	r.checker.Write(RecordVersion{
-		Split:     rec.ID,
-		Revision:  e.Revision,
-		Epoch:     rec.Epoch,
-		Owner:     rec.Owner,
-		Attempts:  rec.Attempts,
-		Status:    rec.Status.String(),
-		Watermark: rec.Watermark,
-		State:     rec.State,
-		Completed: rec.Completed,
-	})
+	r.checker.Write(v)
+}
+
+// decode turns a split or progress record entry into its version.
+func (r *Recorder) decode(kind protocol.KeyKind, e store.Entry) (RecordVersion, error) {
+	if kind == protocol.KeyProgress {
+		p, err := protocol.DecodeProgress(e.Key, e.Value, r.fp)
+		return RecordVersion{Split: p.ID, Revision: e.Revision, Progress: true, Epoch: p.Epoch, Owner: p.Owner,
+			Watermark: p.Watermark, State: p.State, Completed: p.Completed}, err
+	}
+	s, err := protocol.DecodeSplit(e.Key, e.Value, r.fp)
+	return RecordVersion{Split: s.ID, Revision: e.Revision, Epoch: s.Epoch, Owner: s.Owner, Nonce: s.Nonce,
+		Attempts: s.Attempts, Status: s.Status.String()}, err
 }
 
 func (r *Recorder) del(e store.Entry) {
-	if !r.fresh(e.Key, e.Revision) {
+	kind, suffix := protocol.ParseKey(store.Durable, e.Key)
+	if (kind != protocol.KeySplitRecord && kind != protocol.KeyProgress) || !r.fresh(e.Key, e.Revision) {
 		return
 	}
-	id := coordination.SplitID(strings.TrimPrefix(e.Key, protocol.PrefixSplit))
-	r.checker.Write(RecordVersion{Split: id, Revision: e.Revision, Deleted: true})
+	r.checker.Write(RecordVersion{Split: coordination.SplitID(suffix), Revision: e.Revision, Progress: kind == protocol.KeyProgress, Deleted: true})
 }
 
 // Synced reports whether the recorder's snapshot is complete.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -27,33 +28,31 @@ func TestRecorderFeedsEveryVersion(t *testing.T) {
 		}
 		defer r.Stop()
 
-		seed := protocol.SeedProgress("a", fp, nil, 0)
-		rev, _, err := st.Create(ctx, store.Durable, "split.a", protocol.EncodeProgress(seed))
+		split := protocol.SeedSplit("a", fp, nil, 0)
+		srev, _, err := st.Create(ctx, store.Durable, protocol.SplitKey("a"), protocol.EncodeSplit(split))
 		if err != nil {
 			t.Fatal(err)
 		}
-		claim := seed.Claim("w1", 1, false, 0)
-		rev, _, _ = st.Update(ctx, store.Durable, "split.a", protocol.EncodeProgress(claim), rev)
+		claim := split.Claim("w1", "n1", 1, false, 0)
+		_, _, _ = st.Update(ctx, store.Durable, protocol.SplitKey("a"), protocol.EncodeSplit(claim), srev)
+		fence := protocol.FreshProgress("a", fp, "w1", 1, 0)
+		rev, _, _ := st.Create(ctx, store.Durable, protocol.ProgressKey("a"), protocol.EncodeProgress(fence))
 		// A watermark that goes backwards is recorded and flagged (I1).
-		w5 := int64(5)
-		c5 := claim
-		c5.Watermark = &w5
-		rev, _, _ = st.Update(ctx, store.Durable, "split.a", protocol.EncodeProgress(c5), rev)
-		w3 := int64(3)
-		c3 := claim
-		c3.Watermark = &w3
-		_, _, _ = st.Update(ctx, store.Durable, "split.a", protocol.EncodeProgress(c3), rev)
+		c5 := fence.Commit(coordination.SplitProgress{Watermark: 5}, 0)
+		rev, _, _ = st.Update(ctx, store.Durable, protocol.ProgressKey("a"), protocol.EncodeProgress(c5), rev)
+		c3 := fence.Commit(coordination.SplitProgress{Watermark: 3}, 0)
+		_, _, _ = st.Update(ctx, store.Durable, protocol.ProgressKey("a"), protocol.EncodeProgress(c3), rev)
 		// Other keys are ignored; a foreign value is a violation.
-		_, _, _ = st.Create(ctx, store.Durable, "spec.a", []byte("x"))
-		_, _, _ = st.Create(ctx, store.Durable, "split.b", []byte("not a record"))
+		_, _, _ = st.Create(ctx, store.Durable, protocol.SpecKey("a"), []byte("x"))
+		_, _, _ = st.Create(ctx, store.Durable, protocol.SplitKey("b"), []byte("not a record"))
 		synctest.Wait()
 
 		vs := c.Versions("a")
-		if len(vs) != 4 || vs[1].Owner != "w1" || vs[1].Epoch != 1 || *vs[2].Watermark != 5 {
+		if len(vs) != 5 || vs[1].Owner != "w1" || vs[1].Epoch != 1 || !vs[2].Progress || *vs[3].Watermark != 5 {
 			t.Fatalf("versions = %v", vs)
 		}
 		v := c.Violations()
-		if len(v) != 2 || !strings.HasPrefix(v[0], "I1: split a: watermark decreased") || !strings.Contains(v[1], "split.b rev") {
+		if len(v) != 2 || !strings.HasPrefix(v[0], "I1: split a: watermark decreased") || !strings.Contains(v[1], "job.split.b rev") {
 			t.Fatalf("violations = %q", v)
 		}
 		if !r.Synced() {

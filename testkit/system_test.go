@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -49,14 +50,14 @@ var faultTargets = []struct {
 	name  string
 	match Match
 }{
-	{"a progress-record write", Match{Prefix: "split.", Ops: OpUpdate}},
-	{"a hand-back or fail", Match{Prefix: "split.", Ops: OpUpdate, Value: OwnerNull()}},
-	{"a lease write", Match{Keyspace: store.Ephemeral, Prefix: "split.", Ops: OpCreate | OpUpdate}},
-	{"a lease delete", Match{Keyspace: store.Ephemeral, Prefix: "split.", Ops: OpDelete}},
+	{"a split-record write", Match{Prefix: protocol.PrefixSplit, Ops: OpUpdate}},
+	{"a hand-back or fail", Match{Prefix: protocol.PrefixSplit, Ops: OpUpdate, Value: OwnerNull()}},
+	{"a commit or fence", Match{Prefix: protocol.PrefixProgress, Ops: OpCreate | OpUpdate}},
+	{"a seeding create", Match{Prefix: protocol.PrefixJob, Ops: OpCreate}},
 	{"a presence write", Match{Keyspace: store.Ephemeral, Prefix: "worker.", Ops: OpCreate | OpUpdate}},
 	{"a leader write", Match{Keyspace: store.Ephemeral, Prefix: "leader", Ops: OpCreate | OpUpdate}},
-	{"an assignment write", Match{Prefix: "assign.", Ops: OpCreate | OpUpdate}},
-	{"a plan write", Match{Prefix: "plan", Ops: OpUpdate}},
+	{"an assignment write", Match{Prefix: protocol.PrefixAssign, Ops: OpCreate | OpUpdate}},
+	{"a plan write", Match{Prefix: protocol.KeyPlan, Ops: OpUpdate}},
 }
 
 type schedStep struct {

@@ -23,11 +23,12 @@ type AssignSplit struct {
 	// HasSpec reports whether the split's spec record is in the view; a
 	// spec-less split is never assigned.
 	HasSpec bool
-	// Status is the progress record's status; only runnable splits are
+	// Status is the split record's status; only runnable splits are
 	// assigned.
 	Status Status
-	// Owner is the live lease's owner if a lease is live, else the record's
-	// owner; "" for none. It may name an instance that is not a member.
+	// Owner is the split record's owner (or, while it has none, the member
+	// the published assignment names); "" for none. It may name an instance
+	// that is not a member.
 	Owner string
 }
 

@@ -2,21 +2,23 @@ package protocol
 
 import "github.com/spate-go/coordination"
 
-// ClaimKind is why a split may be claimed (SPEC §16.3). Kinds are declared in
-// priority order: a lower kind is claimed first.
+// ClaimKind is why a split may be claimed (docs/protocol.md, "Claim
+// candidates"). Kinds are declared in priority order: a lower kind is
+// claimed first.
 type ClaimKind int
 
 const (
-	// KindCreate is a split never owned: no lease, owner null, epoch 0.
+	// KindCreate is a split never owned: owner null, epoch 0.
 	KindCreate ClaimKind = iota + 1
-	// KindReleased is a split handed back gracefully: no lease, owner null,
-	// epoch > 0.
+	// KindReleased is a split handed back gracefully (owner null, epoch >
+	// 0), or an own leftover: a record naming this very session that this
+	// worker does not hold.
 	KindReleased
-	// KindReclaim is a split whose live lease carries this instance id with
-	// another nonce: a restarted predecessor's.
+	// KindReclaim is a split owned by an earlier session of this instance
+	// id: a restarted predecessor's, or this worker's own lapsed session.
 	KindReclaim
-	// KindExpired is a split whose owner ended ungracefully: no lease, owner
-	// set.
+	// KindExpired is a split whose owner's session ended: the owner's
+	// presence is gone or carries another nonce.
 	KindExpired
 )
 
@@ -37,11 +39,11 @@ func (k ClaimKind) String() string {
 }
 
 // ConsumesAttempt reports whether a claim of this kind charges a delivery
-// attempt (SPEC §19.1): Reclaim and Expired do.
+// attempt: Reclaim and Expired do (the tenancy ended ungracefully).
 func (k ClaimKind) ConsumesAttempt() bool { return k == KindReclaim || k == KindExpired }
 
 // AcquisitionReason returns the acquisitions_total reason label of a claim of
-// this kind (SPEC §16.4): "create", "reassigned", "reclaimed" or "expired".
+// this kind: "create", "reassigned", "reclaimed" or "expired".
 func (k ClaimKind) AcquisitionReason() string {
 	switch k {
 	case KindCreate:
@@ -58,15 +60,16 @@ func (k ClaimKind) AcquisitionReason() string {
 
 // CandidateInput is what [Classify] needs to know about one split.
 type CandidateInput struct {
-	// Record is the split's progress record in the view.
-	Record ProgressRecord
+	// Record is the split's record in the view.
+	Record SplitRecord
 	// HasSpec reports whether the split's spec is in the view.
 	HasSpec bool
-	// Lease is the split's live lease in the view, nil if none.
-	Lease *LeaseRecord
+	// OwnerSession is the nonce of the live session of Record.Owner in the
+	// view (its presence value), "" if the owner has no presence.
+	OwnerSession string
 	// Held reports whether this worker holds the split.
 	Held bool
-	// Me and MyNonce are this worker's instance id and nonce.
+	// Me and MyNonce are this worker's instance id and session nonce.
 	Me, MyNonce string
 	// MaxAttempts is Config.MaxAttempts.
 	MaxAttempts uint32
@@ -78,20 +81,23 @@ type Candidate struct {
 	ID coordination.SplitID
 	// Kind is the claim kind.
 	Kind ClaimKind
-	// Quarantine marks a quarantine candidate (SPEC §19.2): the kind consumes
-	// an attempt and attempts + 1 >= MaxAttempts. It needs no spec and is
-	// processed regardless of assignment and lane budget.
+	// Quarantine marks a quarantine candidate: the kind consumes an attempt
+	// and attempts + 1 >= MaxAttempts. It needs no spec and is processed
+	// regardless of assignment and lane budget.
 	Quarantine bool
-	// OwnLease reports a live lease with owner == Me (an own leftover or a
-	// Reclaim): the lease is written with Update at its revision, not Create.
-	OwnLease bool
+	// Confirm asks the claimant to read the owner's presence before
+	// writing: the view says the owner's session ended, and a stale view
+	// must never take a split from a live session (Expired only).
+	Confirm bool
+	// Leftover marks a record naming this very session that this worker
+	// does not hold: claimed again if assigned here, else handed back.
+	Leftover bool
 }
 
-// Classify returns the candidate for one split per SPEC §16.3, or ok=false
-// when it is not one: terminal, held here, under another owner's live lease,
-// or a claim candidate whose spec is not in the view yet. A live lease under
-// this instance id and nonce on a split not held is a leftover: the split is
-// classified as if there were no lease, with OwnLease set.
+// Classify returns the candidate for one split (docs/protocol.md, "Claim
+// candidates"), or ok=false when it is not one: terminal, held here, owned
+// by another live session, or a claim candidate whose spec is not in the
+// view yet. A leftover is returned whether or not its spec is known.
 func Classify(in CandidateInput) (Candidate, bool) {
 	r := in.Record
 	if r.Status != StatusRunnable || in.Held {
@@ -99,20 +105,19 @@ func Classify(in CandidateInput) (Candidate, bool) {
 	}
 	c := Candidate{ID: r.ID}
 	switch {
-	case in.Lease != nil && in.Lease.Owner != in.Me:
-		return Candidate{}, false
-	case in.Lease != nil && in.Lease.Nonce != in.MyNonce:
-		c.Kind, c.OwnLease = KindReclaim, true
+	case r.Owner == "" && r.Epoch == 0:
+		c.Kind = KindCreate
+	case r.Owner == "":
+		c.Kind = KindReleased
+	case r.Owner == in.Me && r.Nonce == in.MyNonce:
+		c.Kind, c.Leftover = KindReleased, true
+		return c, true
+	case r.Owner == in.Me:
+		c.Kind = KindReclaim
+	case in.OwnerSession == r.Nonce:
+		return Candidate{}, false // the owner's session is live
 	default:
-		c.OwnLease = in.Lease != nil
-		switch {
-		case r.Owner != "":
-			c.Kind = KindExpired
-		case r.Epoch == 0:
-			c.Kind = KindCreate
-		default:
-			c.Kind = KindReleased
-		}
+		c.Kind, c.Confirm = KindExpired, true
 	}
 	if c.Kind.ConsumesAttempt() && uint64(r.Attempts)+1 >= uint64(in.MaxAttempts) {
 		c.Quarantine = true

@@ -10,70 +10,76 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// rec builds a runnable record of split "s" with owner, epoch and attempts.
-func rec(owner string, epoch uint64, attempts uint32) ProgressRecord {
-	return ProgressRecord{ID: "s", FP: testFP, Epoch: epoch, Status: StatusRunnable, Owner: owner, Attempts: attempts}
+// rec builds a runnable split record of split "s" with owner (and its
+// session nonce), epoch and attempts.
+func rec(owner, nonce string, epoch uint64, attempts uint32) SplitRecord {
+	return SplitRecord{ID: "s", FP: testFP, Epoch: epoch, Status: StatusRunnable, Owner: owner, Nonce: nonce, Attempts: attempts}
 }
 
+// TestClassify has a group of rows per row of the "Claim candidates" table
+// of docs/protocol.md, then the rules below it: the attempts gate, the spec
+// requirement, and what is never a candidate. This worker is "me" with
+// session "mine"; MaxAttempts is 4 unless given.
 func TestClassify(t *testing.T) {
-	mine := &LeaseRecord{Owner: "me", Nonce: "mine", Epoch: 3}
-	pred := &LeaseRecord{Owner: "me", Nonce: "old", Epoch: 3}
-	peer := &LeaseRecord{Owner: "peer", Nonce: "theirs", Epoch: 3}
-	peerMyNonce := &LeaseRecord{Owner: "peer", Nonce: "mine", Epoch: 3}
-	completed := rec("w", 3, 0)
-	completed.Status, completed.Completed = StatusCompleted, true
-	quarantined := rec("", 3, 4)
-	quarantined.Status = StatusQuarantined
+	completed := rec("w", "n", 3, 0).Complete(0)
+	quarantined := rec("", "", 3, 4).QuarantineOnTakeover(0)
 	for _, tc := range []struct {
 		name     string
-		record   ProgressRecord
-		lease    *LeaseRecord
+		record   SplitRecord
+		session  string // the owner's live session nonce in the view; "" none
 		held     bool
 		noSpec   bool
 		max      uint32 // 0 means 4
 		ok       bool
 		kind     ClaimKind
 		quar     bool
-		ownLease bool
+		confirm  bool
+		leftover bool
 	}{
-		// §16.3 table, no lease.
-		{name: "fresh is create", record: rec("", 0, 0), ok: true, kind: KindCreate},
-		{name: "handed back is released", record: rec("", 2, 1), ok: true, kind: KindReleased},
-		{name: "owner set is expired", record: rec("peer", 2, 0), ok: true, kind: KindExpired},
-		{name: "own record owner without lease is expired", record: rec("me", 2, 0), ok: true, kind: KindExpired},
-		// Own leftover lease: as if no lease, OwnLease set.
-		{name: "leftover on fresh is create", record: rec("", 0, 0), lease: mine, ok: true, kind: KindCreate, ownLease: true},
-		{name: "leftover on handed back is released", record: rec("", 2, 0), lease: mine, ok: true, kind: KindReleased, ownLease: true},
-		{name: "leftover on owned is expired", record: rec("me", 2, 0), lease: mine, ok: true, kind: KindExpired, ownLease: true},
-		{name: "leftover on expired at cap quarantines", record: rec("me", 2, 3), lease: mine, ok: true, kind: KindExpired, quar: true, ownLease: true},
-		// Restarted predecessor's lease.
-		{name: "own id other nonce is reclaim", record: rec("me", 2, 0), lease: pred, ok: true, kind: KindReclaim, ownLease: true},
-		{name: "reclaim whatever the record", record: rec("", 0, 0), lease: pred, ok: true, kind: KindReclaim, ownLease: true},
-		{name: "reclaim at cap quarantines", record: rec("me", 2, 3), lease: pred, ok: true, kind: KindReclaim, quar: true, ownLease: true},
-		{name: "reclaim needs spec", record: rec("me", 2, 0), lease: pred, noSpec: true},
-		{name: "reclaim quarantine needs no spec", record: rec("me", 2, 3), lease: pred, noSpec: true, ok: true, kind: KindReclaim, quar: true, ownLease: true},
-		// Another owner's live lease.
-		{name: "peer lease", record: rec("peer", 2, 0), lease: peer},
-		{name: "peer lease on fresh", record: rec("", 0, 0), lease: peer},
-		{name: "peer lease at cap", record: rec("peer", 2, 3), lease: peer},
-		{name: "peer lease with my nonce", record: rec("peer", 2, 0), lease: peerMyNonce},
-		// Attempts gate.
-		{name: "expired below cap", record: rec("peer", 2, 2), ok: true, kind: KindExpired},
-		{name: "expired at cap", record: rec("peer", 2, 3), ok: true, kind: KindExpired, quar: true},
-		{name: "expired over cap", record: rec("peer", 2, 9), ok: true, kind: KindExpired, quar: true},
-		{name: "expired max attempts 1", record: rec("peer", 2, 0), max: 1, ok: true, kind: KindExpired, quar: true},
-		{name: "expired attempts saturated", record: rec("peer", 2, math.MaxUint32), max: math.MaxUint32, ok: true, kind: KindExpired, quar: true},
-		{name: "create never quarantines", record: rec("", 0, 9), ok: true, kind: KindCreate},
-		{name: "released never quarantines", record: rec("", 2, 3), ok: true, kind: KindReleased},
-		{name: "expired quarantine needs no spec", record: rec("peer", 2, 3), noSpec: true, ok: true, kind: KindExpired, quar: true},
-		// Spec requirement.
-		{name: "create needs spec", record: rec("", 0, 0), noSpec: true},
-		{name: "released needs spec", record: rec("", 2, 0), noSpec: true},
-		{name: "expired needs spec", record: rec("peer", 2, 0), noSpec: true},
-		// Not runnable or held.
-		{name: "held", record: rec("me", 2, 0), lease: mine, held: true},
-		{name: "held at cap", record: rec("me", 2, 3), held: true},
+		// Row: owner null, epoch 0 -> Create, no attempt.
+		{name: "fresh is create", record: rec("", "", 0, 0), ok: true, kind: KindCreate},
+		{name: "fresh at cap is create, never quarantined", record: rec("", "", 0, 9), ok: true, kind: KindCreate},
+		// Row: owner null, epoch > 0 -> Released (handed back), no attempt.
+		{name: "handed back is released", record: rec("", "", 2, 1), ok: true, kind: KindReleased},
+		{name: "handed back at cap is released, never quarantined", record: rec("", "", 2, 3), ok: true, kind: KindReleased},
+		// Row: owner = me, nonce = my session -> Released (leftover), no attempt.
+		{name: "own leftover", record: rec("me", "mine", 2, 0), session: "mine", ok: true, kind: KindReleased, leftover: true},
+		{name: "own leftover without presence in view", record: rec("me", "mine", 2, 0), ok: true, kind: KindReleased, leftover: true},
+		{name: "own leftover at cap is not quarantined", record: rec("me", "mine", 2, 3), session: "mine", ok: true, kind: KindReleased, leftover: true},
+		{name: "own leftover needs no spec", record: rec("me", "mine", 2, 0), session: "mine", noSpec: true, ok: true, kind: KindReleased, leftover: true},
+		// Row: owner = me, other nonce -> Reclaim, +1 attempt, no confirmation.
+		{name: "earlier session of my id is reclaim", record: rec("me", "old", 2, 0), session: "mine", ok: true, kind: KindReclaim},
+		{name: "reclaim whatever the view's session", record: rec("me", "old", 2, 0), session: "old", ok: true, kind: KindReclaim},
+		{name: "reclaim below cap", record: rec("me", "old", 2, 2), session: "mine", ok: true, kind: KindReclaim},
+		{name: "reclaim at cap quarantines", record: rec("me", "old", 2, 3), session: "mine", ok: true, kind: KindReclaim, quar: true},
+		{name: "reclaim needs spec", record: rec("me", "old", 2, 0), session: "mine", noSpec: true},
+		{name: "reclaim quarantine needs no spec", record: rec("me", "old", 2, 3), noSpec: true, ok: true, kind: KindReclaim, quar: true},
+		// Row: owner = other, that owner's live session has the record's nonce -> not a candidate.
+		{name: "peer's live session", record: rec("peer", "theirs", 2, 0), session: "theirs"},
+		{name: "peer's live session at cap", record: rec("peer", "theirs", 2, 3), session: "theirs"},
+		{name: "peer's live session with my nonce", record: rec("peer", "mine", 2, 0), session: "mine"},
+		{name: "peer's live session at epoch 0", record: rec("peer", "theirs", 0, 0), session: "theirs"},
+		// Row: owner = other, session ended -> Expired, +1 attempt, confirm first.
+		{name: "peer without presence is expired", record: rec("peer", "theirs", 2, 0), ok: true, kind: KindExpired, confirm: true},
+		{name: "peer's presence with another nonce is expired", record: rec("peer", "theirs", 2, 0), session: "newer", ok: true, kind: KindExpired, confirm: true},
+		{name: "peer's presence with my nonce is expired", record: rec("peer", "theirs", 2, 0), session: "mine", ok: true, kind: KindExpired, confirm: true},
+		{name: "expired below cap", record: rec("peer", "theirs", 2, 2), ok: true, kind: KindExpired, confirm: true},
+		{name: "expired at cap quarantines after confirming", record: rec("peer", "theirs", 2, 3), ok: true, kind: KindExpired, quar: true, confirm: true},
+		{name: "expired over cap", record: rec("peer", "theirs", 2, 9), ok: true, kind: KindExpired, quar: true, confirm: true},
+		{name: "expired max attempts 1", record: rec("peer", "theirs", 2, 0), max: 1, ok: true, kind: KindExpired, quar: true, confirm: true},
+		{name: "expired attempts saturated", record: rec("peer", "theirs", 2, math.MaxUint32), max: math.MaxUint32, ok: true, kind: KindExpired, quar: true, confirm: true},
+		{name: "expired needs spec", record: rec("peer", "theirs", 2, 0), noSpec: true},
+		{name: "expired quarantine needs no spec", record: rec("peer", "theirs", 2, 3), noSpec: true, ok: true, kind: KindExpired, quar: true, confirm: true},
+		// Spec requirement of the claim candidates.
+		{name: "create needs spec", record: rec("", "", 0, 0), noSpec: true},
+		{name: "released needs spec", record: rec("", "", 2, 0), noSpec: true},
+		// Held here or terminal: never a candidate.
+		{name: "held", record: rec("me", "mine", 2, 0), session: "mine", held: true},
+		{name: "held reclaim at cap", record: rec("me", "old", 2, 3), held: true},
+		{name: "held fresh", record: rec("", "", 0, 0), held: true},
 		{name: "completed", record: completed},
+		{name: "completed by an ended session", record: rec("peer", "theirs", 2, 3).Complete(0)},
+		{name: "completed leftover", record: rec("me", "mine", 2, 0).Complete(0), session: "mine"},
 		{name: "quarantined", record: quarantined},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,7 +87,7 @@ func TestClassify(t *testing.T) {
 			if max == 0 {
 				max = 4
 			}
-			c, ok := Classify(CandidateInput{Record: tc.record, HasSpec: !tc.noSpec, Lease: tc.lease, Held: tc.held,
+			c, ok := Classify(CandidateInput{Record: tc.record, HasSpec: !tc.noSpec, OwnerSession: tc.session, Held: tc.held,
 				Me: "me", MyNonce: "mine", MaxAttempts: max})
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v (candidate %+v)", ok, tc.ok, c)
@@ -92,7 +98,7 @@ func TestClassify(t *testing.T) {
 				}
 				return
 			}
-			want := Candidate{ID: "s", Kind: tc.kind, Quarantine: tc.quar, OwnLease: tc.ownLease}
+			want := Candidate{ID: "s", Kind: tc.kind, Quarantine: tc.quar, Confirm: tc.confirm, Leftover: tc.leftover}
 			if c != want {
 				t.Fatalf("got %+v, want %+v", c, want)
 			}
@@ -154,56 +160,88 @@ func TestCandidateLess(t *testing.T) {
 	}
 }
 
-// TestClassifyProperty checks that every candidate is safe and that Classify
-// agrees with an independent reading of SPEC §16.3 on every input.
+// candidateRow is one row of the "Claim candidates" table of
+// docs/protocol.md, written as its columns read.
+type candidateRow struct {
+	name      string
+	match     func(in CandidateInput) bool
+	candidate bool
+	kind      ClaimKind
+	attempt   bool // the "attempt" column is +1
+	leftover  bool
+	confirm   bool
+}
+
+// candidateTable is the table, row by row, independent of Classify.
+func candidateTable() []candidateRow {
+	other := func(in CandidateInput) bool { return in.Record.Owner != "" && in.Record.Owner != in.Me }
+	return []candidateRow{
+		{name: "owner null, epoch 0", candidate: true, kind: KindCreate,
+			match: func(in CandidateInput) bool { return in.Record.Owner == "" && in.Record.Epoch == 0 }},
+		{name: "owner null, epoch > 0", candidate: true, kind: KindReleased,
+			match: func(in CandidateInput) bool { return in.Record.Owner == "" && in.Record.Epoch > 0 }},
+		{name: "owner = me, nonce = my session", candidate: true, kind: KindReleased, leftover: true,
+			match: func(in CandidateInput) bool { return in.Record.Owner == in.Me && in.Record.Nonce == in.MyNonce }},
+		{name: "owner = me, other nonce", candidate: true, kind: KindReclaim, attempt: true,
+			match: func(in CandidateInput) bool { return in.Record.Owner == in.Me && in.Record.Nonce != in.MyNonce }},
+		{name: "owner = other, live session with the same nonce",
+			match: func(in CandidateInput) bool { return other(in) && in.OwnerSession == in.Record.Nonce }},
+		{name: "owner = other, session ended", candidate: true, kind: KindExpired, attempt: true, confirm: true,
+			match: func(in CandidateInput) bool { return other(in) && in.OwnerSession != in.Record.Nonce }},
+	}
+}
+
+// TestClassifyProperty checks Classify against the model of the "Claim
+// candidates" table and the rules below it on random views: exactly one row
+// matches every valid record; a runnable split not held here is a candidate
+// of that row's kind; an attempt-consuming kind at the cap is a quarantine
+// candidate (no spec needed); any other candidate needs its spec, except a
+// leftover, which is handed back if not claimed.
 func TestClassifyProperty(t *testing.T) {
+	table := candidateTable()
 	rapid.Check(t, func(t *rapid.T) {
 		in := genCandidateInput().Draw(t, "input")
 		c, ok := Classify(in)
 		r := in.Record
 
-		// The model: the kind from the lease, else from the record.
-		eligible := r.Status == StatusRunnable && !in.Held && (in.Lease == nil || in.Lease.Owner == in.Me)
-		var kind ClaimKind
-		switch {
-		case in.Lease != nil && in.Lease.Owner == in.Me && in.Lease.Nonce != in.MyNonce:
-			kind = KindReclaim
-		case r.Owner != "":
-			kind = KindExpired
-		case r.Epoch == 0:
-			kind = KindCreate
-		default:
-			kind = KindReleased
+		var row *candidateRow
+		for i := range table {
+			if table[i].match(in) {
+				if row != nil {
+					t.Fatalf("rows %q and %q both match %+v", row.name, table[i].name, in)
+				}
+				row = &table[i]
+			}
 		}
-		quarantine := (kind == KindReclaim || kind == KindExpired) && uint64(r.Attempts)+1 >= uint64(in.MaxAttempts)
-		wantOK := eligible && (quarantine || in.HasSpec)
+		if row == nil {
+			t.Fatalf("no row matches %+v", in)
+		}
+		quarantine := row.attempt && uint64(r.Attempts)+1 >= uint64(in.MaxAttempts)
+		wantOK := r.Status == StatusRunnable && !in.Held && row.candidate &&
+			(quarantine || row.leftover || in.HasSpec)
 		if ok != wantOK {
-			t.Fatalf("ok = %v, want %v (candidate %+v)", ok, wantOK, c)
+			t.Fatalf("row %q: ok = %v, want %v (candidate %+v, input %+v)", row.name, ok, wantOK, c, in)
 		}
 		if !ok {
+			if c != (Candidate{}) {
+				t.Fatalf("not a candidate but returned %+v", c)
+			}
 			return
 		}
-		// Safety of every candidate returned.
-		if r.Status != StatusRunnable {
-			t.Fatalf("candidate with status %v", r.Status)
+		want := Candidate{ID: r.ID, Kind: row.kind, Quarantine: quarantine, Confirm: row.confirm, Leftover: row.leftover}
+		if c != want {
+			t.Fatalf("row %q: got %+v, want %+v", row.name, c, want)
 		}
-		if in.Held {
-			t.Fatal("candidate held here")
+		// Safety, stated directly: a live session is never robbed, and
+		// only a kind that consumes an attempt quarantines.
+		if r.Owner != in.Me && r.Owner != "" && in.OwnerSession == r.Nonce {
+			t.Fatalf("candidate %+v of %q's live session", c, r.Owner)
 		}
-		if in.Lease != nil && in.Lease.Owner != in.Me {
-			t.Fatalf("candidate under %q's live lease", in.Lease.Owner)
+		if c.Kind.ConsumesAttempt() != row.attempt || (c.Quarantine && !c.Kind.ConsumesAttempt()) {
+			t.Fatalf("candidate %+v charges wrongly", c)
 		}
-		if c.OwnLease != (in.Lease != nil && in.Lease.Owner == in.Me) {
-			t.Fatalf("OwnLease = %v with lease %+v", c.OwnLease, in.Lease)
-		}
-		if c.Quarantine != (c.Kind.ConsumesAttempt() && uint64(r.Attempts)+1 >= uint64(in.MaxAttempts)) {
-			t.Fatalf("Quarantine = %v for kind %v attempts %d max %d", c.Quarantine, c.Kind, r.Attempts, in.MaxAttempts)
-		}
-		if !c.Quarantine && !in.HasSpec {
-			t.Fatal("claim candidate without its spec")
-		}
-		if c.Kind != kind || c.ID != r.ID {
-			t.Fatalf("got %+v, want kind %v id %q", c, kind, r.ID)
+		if c.Confirm != (c.Kind == KindExpired) {
+			t.Fatalf("candidate %+v: Confirm iff Expired", c)
 		}
 	})
 }

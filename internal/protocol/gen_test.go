@@ -81,28 +81,48 @@ func genStatus() *rapid.Generator[Status] {
 	return rapid.SampledFrom([]Status{StatusRunnable, StatusCompleted, StatusQuarantined})
 }
 
-// genProgress draws any valid progress record (completed iff status
-// completed).
+// genSplit draws any valid split record: owner and nonce are null
+// together.
+func genSplit() *rapid.Generator[SplitRecord] {
+	return rapid.Custom(func(t *rapid.T) SplitRecord {
+		r := SplitRecord{
+			ID:          genSplitID().Draw(t, "id"),
+			FP:          rapid.Uint64().Draw(t, "fp"),
+			Epoch:       rapid.Uint64().Draw(t, "epoch"),
+			Status:      genStatus().Draw(t, "status"),
+			Attempts:    rapid.Uint32().Draw(t, "attempts"),
+			WrittenAtMs: rapid.Int64().Draw(t, "written_at_ms"),
+		}
+		if rapid.Bool().Draw(t, "owned") {
+			r.Owner = genText().Filter(nonEmpty).Draw(t, "owner")
+			r.Nonce = genText().Filter(nonEmpty).Draw(t, "nonce")
+		}
+		return r
+	})
+}
+
+// genProgress draws any valid progress record.
 func genProgress() *rapid.Generator[ProgressRecord] {
 	return rapid.Custom(func(t *rapid.T) ProgressRecord {
 		r := ProgressRecord{
 			ID:          genSplitID().Draw(t, "id"),
 			FP:          rapid.Uint64().Draw(t, "fp"),
 			Epoch:       rapid.Uint64().Draw(t, "epoch"),
-			Status:      genStatus().Draw(t, "status"),
-			Owner:       rapid.OneOf(rapid.Just(""), genName()).Draw(t, "owner"),
-			Attempts:    rapid.Uint32().Draw(t, "attempts"),
+			Owner:       rapid.OneOf(rapid.Just(""), genName(), genText()).Draw(t, "owner"),
 			State:       genNullBytes().Draw(t, "state"),
+			Completed:   rapid.Bool().Draw(t, "completed"),
 			WrittenAtMs: rapid.Int64().Draw(t, "written_at_ms"),
 		}
 		if rapid.Bool().Draw(t, "has_watermark") {
 			w := rapid.Int64().Draw(t, "watermark")
 			r.Watermark = &w
 		}
-		r.Completed = r.Status == StatusCompleted
 		return r
 	})
 }
+
+// nonEmpty is a filter for strings that must not be null in a record.
+func nonEmpty(s string) bool { return s != "" }
 
 // genAssignment draws an assignment with sorted, distinct split ids.
 func genAssignment() *rapid.Generator[AssignmentRecord] {
@@ -113,12 +133,6 @@ func genAssignment() *rapid.Generator[AssignmentRecord] {
 		}
 		slices.Sort(ids)
 		return AssignmentRecord{Generation: rapid.Uint64().Draw(t, "generation"), Splits: ids}
-	})
-}
-
-func genLease() *rapid.Generator[LeaseRecord] {
-	return rapid.Custom(func(t *rapid.T) LeaseRecord {
-		return LeaseRecord{Owner: genName().Draw(t, "owner"), Nonce: genText().Draw(t, "nonce"), Epoch: rapid.Uint64().Draw(t, "epoch")}
 	})
 }
 
@@ -145,40 +159,39 @@ func genSplitProgress() *rapid.Generator[coordination.SplitProgress] {
 	})
 }
 
-// Candidate inputs draw from a small world so that every §16.3 row is hit
-// often: this worker "me" with nonce "mine", a peer "peer", and a restarted
-// predecessor's nonce "old".
+// Candidate inputs draw from a small world so that every row of the "Claim
+// candidates" table of docs/protocol.md is hit often: this worker "me" with
+// session nonce "mine", a peer "peer" with session "theirs", and an earlier
+// session's nonce "old".
 const (
 	genMe      = "me"
 	genMyNonce = "mine"
 )
 
-// genCandidateInput draws the view of one split as Classify sees it.
+// genCandidateInput draws the view of one split as Classify sees it: a valid
+// split record (owner and nonce null together) and the owner's live session
+// in the view, if any.
 func genCandidateInput() *rapid.Generator[CandidateInput] {
 	return rapid.Custom(func(t *rapid.T) CandidateInput {
-		r := ProgressRecord{
+		r := SplitRecord{
 			ID:       genSplitID().Draw(t, "id"),
+			FP:       testFP,
 			Epoch:    rapid.OneOf(rapid.Just[uint64](0), rapid.Uint64Range(1, 5), rapid.Uint64()).Draw(t, "epoch"),
 			Status:   genStatus().Draw(t, "status"),
 			Owner:    rapid.SampledFrom([]string{"", genMe, "peer"}).Draw(t, "owner"),
 			Attempts: rapid.OneOf(rapid.Uint32Range(0, 6), rapid.Uint32()).Draw(t, "attempts"),
 		}
-		r.Completed = r.Status == StatusCompleted
-		in := CandidateInput{
-			Record:      r,
-			HasSpec:     rapid.Bool().Draw(t, "has_spec"),
-			Held:        rapid.Bool().Draw(t, "held"),
-			Me:          genMe,
-			MyNonce:     genMyNonce,
-			MaxAttempts: rapid.OneOf(rapid.Uint32Range(1, 6), rapid.Uint32()).Draw(t, "max_attempts"),
+		if r.Owner != "" {
+			r.Nonce = rapid.SampledFrom([]string{genMyNonce, "old", "theirs"}).Draw(t, "nonce")
 		}
-		if rapid.Bool().Draw(t, "has_lease") {
-			in.Lease = &LeaseRecord{
-				Owner: rapid.SampledFrom([]string{genMe, "peer"}).Draw(t, "lease_owner"),
-				Nonce: rapid.SampledFrom([]string{genMyNonce, "old"}).Draw(t, "lease_nonce"),
-				Epoch: r.Epoch,
-			}
+		return CandidateInput{
+			Record:       r,
+			HasSpec:      rapid.Bool().Draw(t, "has_spec"),
+			OwnerSession: rapid.SampledFrom([]string{"", genMyNonce, "old", "theirs"}).Draw(t, "owner_session"),
+			Held:         rapid.Bool().Draw(t, "held"),
+			Me:           genMe,
+			MyNonce:      genMyNonce,
+			MaxAttempts:  rapid.OneOf(rapid.Uint32Range(1, 6), rapid.Uint32()).Draw(t, "max_attempts"),
 		}
-		return in
 	})
 }

@@ -8,39 +8,53 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// Keys and key prefixes of SPEC §9.2. '.' is the only separator; no prefix
-// shadows another.
+// Keys and key prefixes (docs/protocol.md, "Keys"). '.' is the only
+// separator; no prefix shadows another. Everything placement needs lives
+// under [PrefixJob], the one durable prefix workers watch; what a commit
+// writes lives under [PrefixProgress], which no worker watches.
 const (
+	// PrefixJob prefixes every durable key a worker watches: the plan, the
+	// specs, the split records and the assignments.
+	PrefixJob = "job."
 	// KeyPlan is the durable plan record's key.
-	KeyPlan = "plan"
+	KeyPlan = PrefixJob + "plan"
 	// KeyLeader is the ephemeral leader value's key.
 	KeyLeader = "leader"
-	// PrefixSpec prefixes a durable spec record's key: "spec.<split>".
-	PrefixSpec = "spec."
-	// PrefixSplit prefixes a durable progress record's key and an ephemeral
-	// lease's key: "split.<split>".
-	PrefixSplit = "split."
-	// PrefixAssign prefixes a durable assignment's key: "assign.<instance>".
-	PrefixAssign = "assign."
-	// PrefixWorker prefixes an ephemeral presence key: "worker.<instance>".
+	// PrefixSpec prefixes a durable spec record's key: "job.spec.<split>".
+	PrefixSpec = PrefixJob + "spec."
+	// PrefixSplit prefixes a durable split record's key (placement: owner,
+	// session, epoch, status, attempts): "job.split.<split>".
+	PrefixSplit = PrefixJob + "split."
+	// PrefixAssign prefixes a durable assignment's key:
+	// "job.assign.<instance>".
+	PrefixAssign = PrefixJob + "assign."
+	// PrefixProgress prefixes a durable progress record's key (what commits
+	// write: watermark, state, completed): "progress.<split>". Not watched.
+	PrefixProgress = "progress."
+	// PrefixWorker prefixes an ephemeral presence key, a worker's session:
+	// "worker.<instance>".
 	PrefixWorker = "worker."
 	// PrefixProbe prefixes a startup probe key in either keyspace:
 	// "_probe.<instance>".
 	PrefixProbe = "_probe."
 )
 
-// instanceIDMaxLen is the longest instance id (SPEC §3.2), equal to
+// instanceIDMaxLen is the longest instance id, equal to
 // coordination.SplitIDMaxLen.
 const instanceIDMaxLen = 128
 
-// SpecKey returns the durable key of split id's spec record, "spec.<id>".
+// SpecKey returns the durable key of split id's spec record, "job.spec.<id>".
 func SpecKey(id coordination.SplitID) string { return PrefixSpec + string(id) }
 
-// SplitKey returns "split.<id>": the durable key of the split's progress
-// record and the ephemeral key of its lease.
+// SplitKey returns "job.split.<id>": the durable key of the split's record.
 func SplitKey(id coordination.SplitID) string { return PrefixSplit + string(id) }
 
-// AssignKey returns the durable key of instance's assignment, "assign.<instance>".
+// ProgressKey returns "progress.<id>": the durable key of the split's
+// progress record.
+func ProgressKey(id coordination.SplitID) string { return PrefixProgress + string(id) }
+
+// AssignKey returns the durable key of instance's assignment,
+// "job.assign.<instance>".
 func AssignKey(instance string) string { return PrefixAssign + instance }
 
 // WorkerKey returns the ephemeral key of instance's presence, "worker.<instance>".
@@ -50,27 +64,27 @@ func WorkerKey(instance string) string { return PrefixWorker + instance }
 // "_probe.<instance>", in either keyspace.
 func ProbeKey(instance string) string { return PrefixProbe + instance }
 
-// KeyKind classifies a key by its shape (SPEC §9.2).
+// KeyKind classifies a key by its shape (docs/protocol.md, "Keys").
 type KeyKind int
 
 const (
 	// KeyUnknown matches no shape of its keyspace; watch consumers ignore it
 	// (logged at debug).
 	KeyUnknown KeyKind = iota
-	// KeyPlanRecord is the durable "plan".
+	// KeyPlanRecord is the durable "job.plan".
 	KeyPlanRecord
-	// KeySpecRecord is a durable "spec.<id>".
+	// KeySpecRecord is a durable "job.spec.<id>".
 	KeySpecRecord
-	// KeyProgress is a durable "split.<id>".
-	KeyProgress
-	// KeyAssignment is a durable "assign.<instance>".
+	// KeySplitRecord is a durable "job.split.<id>".
+	KeySplitRecord
+	// KeyAssignment is a durable "job.assign.<instance>".
 	KeyAssignment
+	// KeyProgress is a durable "progress.<id>".
+	KeyProgress
 	// KeyLeaderValue is the ephemeral "leader".
 	KeyLeaderValue
 	// KeyPresence is an ephemeral "worker.<instance>".
 	KeyPresence
-	// KeyLease is an ephemeral "split.<id>".
-	KeyLease
 	// KeyProbe is "_probe.<instance>" in either keyspace.
 	KeyProbe
 )
@@ -82,6 +96,8 @@ func (k KeyKind) String() string {
 		return "plan"
 	case KeySpecRecord:
 		return "spec"
+	case KeySplitRecord:
+		return "split"
 	case KeyProgress:
 		return "progress"
 	case KeyAssignment:
@@ -90,8 +106,6 @@ func (k KeyKind) String() string {
 		return "leader"
 	case KeyPresence:
 		return "presence"
-	case KeyLease:
-		return "lease"
 	case KeyProbe:
 		return "probe"
 	}
@@ -113,10 +127,10 @@ func ParseKey(ks store.Keyspace, key string) (KeyKind, string) {
 	switch ks {
 	case store.Durable:
 		exact, exactKind = KeyPlan, KeyPlanRecord
-		shapes = []shape{{PrefixSpec, KeySpecRecord}, {PrefixSplit, KeyProgress}, {PrefixAssign, KeyAssignment}, {PrefixProbe, KeyProbe}}
+		shapes = []shape{{PrefixSpec, KeySpecRecord}, {PrefixSplit, KeySplitRecord}, {PrefixAssign, KeyAssignment}, {PrefixProgress, KeyProgress}, {PrefixProbe, KeyProbe}}
 	case store.Ephemeral:
 		exact, exactKind = KeyLeader, KeyLeaderValue
-		shapes = []shape{{PrefixWorker, KeyPresence}, {PrefixSplit, KeyLease}, {PrefixProbe, KeyProbe}}
+		shapes = []shape{{PrefixWorker, KeyPresence}, {PrefixProbe, KeyProbe}}
 	default:
 		return KeyUnknown, ""
 	}

@@ -8,31 +8,42 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// This file holds the record transitions of SPEC §9.5: pure functions from
-// the record a writer observed to the record it CASes. Callers never apply
-// them to terminal records. Counters saturate instead of wrapping, so an
-// epoch or attempt count never decreases.
+// This file holds the record transitions of docs/protocol.md ("Writes"):
+// pure functions from the record a writer observed to the record it CASes.
+// Callers never apply them to terminal records. Counters saturate instead of
+// wrapping, so an epoch or attempt count never decreases.
 
 // NewPlan returns the plan record the first joiner creates: generation 0,
-// open, planned 0, cursor null (SPEC §9.3).
+// open, planned 0, cursor null.
 func NewPlan(fingerprint string, nowMs int64) PlanRecord {
 	return PlanRecord{Fingerprint: fingerprint, Finality: coordination.PlanOpen, UpdatedAtMs: nowMs}
 }
 
-// SeedProgress returns the seeded progress record of split id (SPEC §9.5):
-// epoch 0, owner null, attempts 0; without a seed runnable with watermark and
-// state null; with one its watermark, state ("" if empty) and completed flag,
-// status completed iff the seed is completed.
-func SeedProgress(id coordination.SplitID, fp uint64, seed *coordination.SplitProgress, nowMs int64) ProgressRecord {
-	r := ProgressRecord{ID: id, FP: fp, Status: StatusRunnable, WrittenAtMs: nowMs}
-	if seed != nil {
-		r = r.withProgress(*seed)
+// SeedSplit returns the seeded split record of split id: epoch 0, owner
+// null, attempts 0, runnable, or completed when the seed is
+// (docs/protocol.md, "Seeding").
+func SeedSplit(id coordination.SplitID, fp uint64, seed *coordination.SplitProgress, nowMs int64) SplitRecord {
+	r := SplitRecord{ID: id, FP: fp, Status: StatusRunnable, WrittenAtMs: nowMs}
+	if seed != nil && seed.Completed {
+		r.Status = StatusCompleted
 	}
 	return r
 }
 
-// NewSpec returns split s's spec record created by leadership generation
-// (SPEC §9.4): a weight of 0 is stored as 1 and an empty descriptor as "".
+// SeedProgress returns the seeded progress record of split id: epoch 0,
+// owner null, the seed's watermark, state ("" if empty) and completed flag.
+func SeedProgress(id coordination.SplitID, fp uint64, seed coordination.SplitProgress, nowMs int64) ProgressRecord {
+	return ProgressRecord{ID: id, FP: fp, WrittenAtMs: nowMs}.Commit(seed, nowMs)
+}
+
+// FreshProgress returns the progress record a claimant creates when the
+// split has none yet: fenced at epoch by owner, watermark and state null.
+func FreshProgress(id coordination.SplitID, fp uint64, owner string, epoch uint64, nowMs int64) ProgressRecord {
+	return ProgressRecord{ID: id, FP: fp, Epoch: epoch, Owner: owner, WrittenAtMs: nowMs}
+}
+
+// NewSpec returns split s's spec record created by leadership generation: a
+// weight of 0 is stored as 1 and an empty descriptor as "".
 // The descriptor is copied.
 func NewSpec(s coordination.SplitSpec, fp, generation uint64) SpecRecord {
 	return SpecRecord{
@@ -44,12 +55,12 @@ func NewSpec(s coordination.SplitSpec, fp, generation uint64) SpecRecord {
 	}
 }
 
-// Claim returns the record of a claim by owner at epoch (SPEC §16.4: the
-// view's epoch + 1), charging one attempt iff chargeAttempt. Status and
-// progress fields are unchanged.
-func (r ProgressRecord) Claim(owner string, epoch uint64, chargeAttempt bool, nowMs int64) ProgressRecord {
+// Claim returns the split record of a claim by owner's session nonce at
+// epoch (the view's epoch + 1), charging one attempt iff chargeAttempt.
+// Status is unchanged.
+func (r SplitRecord) Claim(owner, nonce string, epoch uint64, chargeAttempt bool, nowMs int64) SplitRecord {
 	r.Epoch = epoch
-	r.Owner = owner
+	r.Owner, r.Nonce = owner, nonce
 	if chargeAttempt {
 		r.Attempts = incAttempts(r.Attempts)
 	}
@@ -57,40 +68,27 @@ func (r ProgressRecord) Claim(owner string, epoch uint64, chargeAttempt bool, no
 	return r
 }
 
-// Commit returns the record of a commit of p (SPEC §18.1): watermark, state
-// (never null; "" if empty) and completed flag from p, status completed iff
-// p is completed; epoch, owner and attempts unchanged. State is copied.
-func (r ProgressRecord) Commit(p coordination.SplitProgress, nowMs int64) ProgressRecord {
-	r = r.withProgress(p)
-	r.WrittenAtMs = nowMs
-	return r
-}
-
-// withProgress sets the progress fields from p.
-func (r ProgressRecord) withProgress(p coordination.SplitProgress) ProgressRecord {
-	w := p.Watermark
-	r.Watermark = &w
-	r.State = nonNilCopy(p.State)
-	r.Completed = p.Completed
-	if p.Completed {
-		r.Status = StatusCompleted
-	}
-	return r
-}
-
-// HandBack returns the record of a hand-back (SPEC §18.4): owner null,
+// HandBack returns the split record of a hand-back: owner and nonce null,
 // everything else unchanged.
-func (r ProgressRecord) HandBack(nowMs int64) ProgressRecord {
-	r.Owner = ""
+func (r SplitRecord) HandBack(nowMs int64) SplitRecord {
+	r.Owner, r.Nonce = "", ""
 	r.WrittenAtMs = nowMs
 	return r
 }
 
-// Fail returns the record of a Fail (SPEC §18.5): attempts + 1, owner null;
-// when attempts + 1 >= maxAttempts also status quarantined and epoch + 1.
-func (r ProgressRecord) Fail(maxAttempts uint32, nowMs int64) ProgressRecord {
+// Complete returns the split record of a completion: status completed; the
+// owner stays (a completed record keeps its last owner).
+func (r SplitRecord) Complete(nowMs int64) SplitRecord {
+	r.Status = StatusCompleted
+	r.WrittenAtMs = nowMs
+	return r
+}
+
+// Fail returns the split record of a Fail: attempts + 1, owner null; when
+// attempts + 1 >= maxAttempts also status quarantined and epoch + 1.
+func (r SplitRecord) Fail(maxAttempts uint32, nowMs int64) SplitRecord {
 	r.Attempts = incAttempts(r.Attempts)
-	r.Owner = ""
+	r.Owner, r.Nonce = "", ""
 	if r.Attempts >= maxAttempts {
 		r.Status = StatusQuarantined
 		r.Epoch = incEpoch(r.Epoch)
@@ -99,13 +97,34 @@ func (r ProgressRecord) Fail(maxAttempts uint32, nowMs int64) ProgressRecord {
 	return r
 }
 
-// QuarantineOnTakeover returns the record of a quarantine on takeover
-// (SPEC §19.2): epoch + 1, status quarantined, owner null, attempts + 1.
-func (r ProgressRecord) QuarantineOnTakeover(nowMs int64) ProgressRecord {
+// QuarantineOnTakeover returns the split record of a quarantine on
+// takeover: epoch + 1, status quarantined, owner null, attempts + 1.
+func (r SplitRecord) QuarantineOnTakeover(nowMs int64) SplitRecord {
 	r.Epoch = incEpoch(r.Epoch)
 	r.Status = StatusQuarantined
-	r.Owner = ""
+	r.Owner, r.Nonce = "", ""
 	r.Attempts = incAttempts(r.Attempts)
+	r.WrittenAtMs = nowMs
+	return r
+}
+
+// Fence returns the progress record that fences it for the tenancy of owner
+// at epoch: a commit of any earlier tenancy then loses its CAS. Progress
+// fields are unchanged.
+func (r ProgressRecord) Fence(owner string, epoch uint64, nowMs int64) ProgressRecord {
+	r.Epoch, r.Owner = epoch, owner
+	r.WrittenAtMs = nowMs
+	return r
+}
+
+// Commit returns the progress record of a commit of p: watermark, state
+// (never null; "" if empty) and completed flag from p; epoch and owner
+// unchanged. State is copied.
+func (r ProgressRecord) Commit(p coordination.SplitProgress, nowMs int64) ProgressRecord {
+	w := p.Watermark
+	r.Watermark = &w
+	r.State = nonNilCopy(p.State)
+	r.Completed = p.Completed
 	r.WrittenAtMs = nowMs
 	return r
 }
@@ -125,7 +144,7 @@ func (r ProgressRecord) Progress() *coordination.SplitProgress {
 
 // SameProgress reports whether r and o agree on owner, epoch, watermark,
 // state and completed flag: a lost commit CAS whose fresh record passes this
-// against the intended write landed after all (SPEC §18.1 (a)).
+// against the intended write landed after all.
 func (r ProgressRecord) SameProgress(o ProgressRecord) bool {
 	sameWatermark := (r.Watermark == nil) == (o.Watermark == nil) &&
 		(r.Watermark == nil || *r.Watermark == *o.Watermark)

@@ -42,8 +42,11 @@ type SpecRecord struct {
 	Descriptor []byte
 }
 
-// ProgressRecord is the durable "split.<id>" record, the fence (SPEC §9.5).
-type ProgressRecord struct {
+// SplitRecord is the durable "job.split.<id>" record: where a split is
+// placed and by which session (docs/protocol.md, "Split record"). Every
+// worker watches it. Claims, hand-backs, fails, quarantines and completions
+// CAS it; commits never touch it.
+type SplitRecord struct {
 	// ID is the split; it equals the key suffix.
 	ID coordination.SplitID
 	// FP is the job's fingerprint hash.
@@ -54,15 +57,33 @@ type ProgressRecord struct {
 	Status Status
 	// Owner is the owning instance id; "" is stored as null.
 	Owner string
+	// Nonce is the owning session's nonce; "" (null) exactly when Owner is.
+	Nonce string
 	// Attempts counts delivery attempts consumed; it only grows.
 	Attempts uint32
+	// WrittenAtMs is the advisory wall time of the last write, in ms.
+	WrittenAtMs int64
+}
+
+// ProgressRecord is the durable "progress.<id>" record: what the split's
+// tenancies committed (docs/protocol.md, "Progress record"). It is the
+// commit fence: a claimant raises its epoch before delivering the split, so
+// a superseded owner's commit CAS loses. No worker watches it.
+type ProgressRecord struct {
+	// ID is the split; it equals the key suffix.
+	ID coordination.SplitID
+	// FP is the job's fingerprint hash.
+	FP uint64
+	// Epoch is the epoch of the tenancy that fenced it last; 0 for a seed.
+	Epoch uint64
+	// Owner is that tenancy's instance id; "" (null) for a seed.
+	Owner string
 	// Watermark is the committed watermark; nil (null) until the first
 	// commit unless seeded.
 	Watermark *int64
 	// State is the committed resume state; nil is stored as null.
 	State []byte
-	// Completed is the committed completed flag; true iff Status is
-	// StatusCompleted.
+	// Completed is the committed completed flag; terminal once true.
 	Completed bool
 	// WrittenAtMs is the advisory wall time of the last write, in ms.
 	WrittenAtMs int64
@@ -75,16 +96,6 @@ type AssignmentRecord struct {
 	// Splits are the split ids the instance should hold, sorted ascending
 	// without duplicates; nil when empty.
 	Splits []coordination.SplitID
-}
-
-// LeaseRecord is the ephemeral "split.<id>" lease value (SPEC §9.7).
-type LeaseRecord struct {
-	// Owner is the holding instance id.
-	Owner string
-	// Nonce is the holding process's nonce.
-	Nonce string
-	// Epoch is the tenancy's epoch, mirroring the progress record.
-	Epoch uint64
 }
 
 // LeaderRecord is the ephemeral "leader" value (SPEC §9.8).
@@ -127,14 +138,24 @@ type specWire struct {
 	Descriptor []byte `json:"descriptor"`
 }
 
-type progressWire struct {
+type splitWire struct {
 	Schema      int     `json:"schema"`
 	ID          string  `json:"id"`
 	FP          uint64  `json:"fp"`
 	Epoch       uint64  `json:"epoch"`
 	Status      string  `json:"status"`
 	Owner       *string `json:"owner"`
+	Nonce       *string `json:"nonce"`
 	Attempts    uint32  `json:"attempts"`
+	WrittenAtMs int64   `json:"written_at_ms"`
+}
+
+type progressWire struct {
+	Schema      int     `json:"schema"`
+	ID          string  `json:"id"`
+	FP          uint64  `json:"fp"`
+	Epoch       uint64  `json:"epoch"`
+	Owner       *string `json:"owner"`
 	Watermark   *int64  `json:"watermark"`
 	State       []byte  `json:"state"`
 	Completed   bool    `json:"completed"`
@@ -145,13 +166,6 @@ type assignmentWire struct {
 	Schema     int      `json:"schema"`
 	Generation uint64   `json:"generation"`
 	Splits     []string `json:"splits"`
-}
-
-type leaseWire struct {
-	Schema int    `json:"schema"`
-	Owner  string `json:"owner"`
-	Nonce  string `json:"nonce"`
-	Epoch  uint64 `json:"epoch"`
 }
 
 type leaderWire struct {
@@ -200,14 +214,25 @@ func EncodeSpec(r SpecRecord) []byte {
 	return marshal(specWire{Schema, string(r.ID), r.FP, r.Generation, max(r.Weight, 1), d})
 }
 
+// EncodeSplit returns r's record bytes; an empty Owner or Nonce is written
+// as null.
+func EncodeSplit(r SplitRecord) []byte {
+	return marshal(splitWire{Schema, string(r.ID), r.FP, r.Epoch, r.Status.String(), nullable(r.Owner),
+		nullable(r.Nonce), r.Attempts, r.WrittenAtMs})
+}
+
 // EncodeProgress returns r's record bytes; an empty Owner is written as null.
 func EncodeProgress(r ProgressRecord) []byte {
-	var owner *string
-	if r.Owner != "" {
-		owner = &r.Owner
+	return marshal(progressWire{Schema, string(r.ID), r.FP, r.Epoch, nullable(r.Owner),
+		r.Watermark, r.State, r.Completed, r.WrittenAtMs})
+}
+
+// nullable returns nil for "" and &s otherwise.
+func nullable(s string) *string {
+	if s == "" {
+		return nil
 	}
-	return marshal(progressWire{Schema, string(r.ID), r.FP, r.Epoch, r.Status.String(), owner,
-		r.Attempts, r.Watermark, r.State, r.Completed, r.WrittenAtMs})
+	return &s
 }
 
 // EncodeAssignment returns r's record bytes, with the split ids sorted and
@@ -220,11 +245,6 @@ func EncodeAssignment(r AssignmentRecord) []byte {
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
 	return marshal(assignmentWire{Schema, r.Generation, ids})
-}
-
-// EncodeLease returns r's value bytes.
-func EncodeLease(r LeaseRecord) []byte {
-	return marshal(leaseWire{Schema, r.Owner, r.Nonce, r.Epoch})
 }
 
 // EncodeLeader returns r's value bytes.
@@ -294,26 +314,23 @@ func DecodeSpec(key string, b []byte, fp uint64) (SpecRecord, error) {
 	return r, nil
 }
 
-// DecodeProgress parses the progress record stored at key ("split.<id>"),
-// checking that its id is the key's suffix and its fp is fp. A record whose
-// completed flag disagrees with its status is not a coordination record.
-// Every failure is a Fatal *coordination.Error with a reason of SPEC §9.10.
-func DecodeProgress(key string, b []byte, fp uint64) (ProgressRecord, error) {
-	f, pe := parseFields(b, "schema", "id", "fp", "epoch", "status", "owner", "attempts",
-		"watermark", "state", "completed", "written_at_ms")
+// DecodeSplit parses the split record stored at key ("job.split.<id>"),
+// checking that its id is the key's suffix and its fp is fp; owner and nonce
+// are null together. Every failure is a Fatal *coordination.Error naming the
+// key (docs/protocol.md, "Parse failures").
+func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
+	f, pe := parseFields(b, "schema", "id", "fp", "epoch", "status", "owner", "nonce", "attempts", "written_at_ms")
 	if pe != nil {
-		return ProgressRecord{}, recordError(key, pe)
+		return SplitRecord{}, recordError(key, pe)
 	}
 	id := f.string("id")
-	r := ProgressRecord{
+	r := SplitRecord{
 		ID:          coordination.SplitID(id),
 		FP:          f.uint64("fp"),
 		Epoch:       f.uint64("epoch"),
 		Owner:       f.nullName("owner"),
+		Nonce:       f.nullName("nonce"),
 		Attempts:    f.uint32("attempts"),
-		Watermark:   f.nullInt64("watermark"),
-		State:       f.nullBytes("state"),
-		Completed:   f.bool("completed"),
 		WrittenAtMs: f.int64("written_at_ms"),
 	}
 	switch st := f.string("status"); st {
@@ -326,19 +343,48 @@ func DecodeProgress(key string, b []byte, fp uint64) (ProgressRecord, error) {
 	default:
 		f.fail(shapeErr("field status has an unknown value"))
 	}
+	if f.err == nil && (r.Owner == "") != (r.Nonce == "") {
+		f.fail(shapeErr("fields owner and nonce must be null together"))
+	}
 	if f.err != nil {
-		return ProgressRecord{}, recordError(key, f.err)
+		return SplitRecord{}, recordError(key, f.err)
 	}
 	if err := checkIdentity(key, PrefixSplit, id, r.FP, fp); err != nil {
-		return ProgressRecord{}, err
-	}
-	if r.Completed != (r.Status == StatusCompleted) {
-		return ProgressRecord{}, recordError(key, shapeErr("completed flag disagrees with status"))
+		return SplitRecord{}, err
 	}
 	return r, nil
 }
 
-// checkIdentity checks a spec or progress record's id against its key and its
+// DecodeProgress parses the progress record stored at key ("progress.<id>"),
+// checking that its id is the key's suffix and its fp is fp. Every failure is
+// a Fatal *coordination.Error naming the key (docs/protocol.md, "Parse
+// failures").
+func DecodeProgress(key string, b []byte, fp uint64) (ProgressRecord, error) {
+	f, pe := parseFields(b, "schema", "id", "fp", "epoch", "owner", "watermark", "state", "completed", "written_at_ms")
+	if pe != nil {
+		return ProgressRecord{}, recordError(key, pe)
+	}
+	id := f.string("id")
+	r := ProgressRecord{
+		ID:          coordination.SplitID(id),
+		FP:          f.uint64("fp"),
+		Epoch:       f.uint64("epoch"),
+		Owner:       f.nullName("owner"),
+		Watermark:   f.nullInt64("watermark"),
+		State:       f.nullBytes("state"),
+		Completed:   f.bool("completed"),
+		WrittenAtMs: f.int64("written_at_ms"),
+	}
+	if f.err != nil {
+		return ProgressRecord{}, recordError(key, f.err)
+	}
+	if err := checkIdentity(key, PrefixProgress, id, r.FP, fp); err != nil {
+		return ProgressRecord{}, err
+	}
+	return r, nil
+}
+
+// checkIdentity checks a spec, split or progress record's id against its key and its
 // fp against this job's.
 func checkIdentity(key, prefix, id string, got, want uint64) error {
 	if id != keySuffix(key, prefix) {
@@ -364,20 +410,6 @@ func DecodeAssignment(key string, b []byte) (AssignmentRecord, error) {
 	r := AssignmentRecord{Generation: f.uint64("generation"), Splits: f.splitIDs("splits")}
 	if f.err != nil {
 		return AssignmentRecord{}, recordError(key, f.err)
-	}
-	return r, nil
-}
-
-// DecodeLease parses the lease value stored at key. Every failure is a Fatal
-// *coordination.Error "<key>: unreadable value (<detail>)".
-func DecodeLease(key string, b []byte) (LeaseRecord, error) {
-	f, pe := parseFields(b, "schema", "owner", "nonce", "epoch")
-	if pe != nil {
-		return LeaseRecord{}, valueError(key, pe)
-	}
-	r := LeaseRecord{Owner: f.nonEmptyString("owner"), Nonce: f.string("nonce"), Epoch: f.uint64("epoch")}
-	if f.err != nil {
-		return LeaseRecord{}, valueError(key, f.err)
 	}
 	return r, nil
 }

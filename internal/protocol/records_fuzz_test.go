@@ -78,7 +78,7 @@ func FuzzDecodePlan(f *testing.F) {
 
 func FuzzDecodeSpec(f *testing.F) {
 	addGoldenSeeds(f, "spec")
-	dec := func(b []byte) (SpecRecord, error) { return DecodeSpec("spec.s0", b, testFP) }
+	dec := func(b []byte) (SpecRecord, error) { return DecodeSpec(SpecKey("s0"), b, testFP) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
 		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Weight == 0 || r.Descriptor == nil) {
@@ -88,12 +88,24 @@ func FuzzDecodeSpec(f *testing.F) {
 	})
 }
 
-func FuzzDecodeProgress(f *testing.F) {
-	addGoldenSeeds(f, "progress")
-	dec := func(b []byte) (ProgressRecord, error) { return DecodeProgress("split.s0", b, testFP) }
+func FuzzDecodeSplit(f *testing.F) {
+	addGoldenSeeds(f, "split")
+	dec := func(b []byte) (SplitRecord, error) { return DecodeSplit(SplitKey("s0"), b, testFP) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
-		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Completed != (r.Status == StatusCompleted)) {
+		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Status.String() == "unknown" || (r.Owner == "") != (r.Nonce == "")) {
+			t.Fatalf("accepted an invalid split record %#v from %q", r, b)
+		}
+		checkFuzzDecode(t, b, r, err, EncodeSplit, dec)
+	})
+}
+
+func FuzzDecodeProgress(f *testing.F) {
+	addGoldenSeeds(f, "progress")
+	dec := func(b []byte) (ProgressRecord, error) { return DecodeProgress(ProgressKey("s0"), b, testFP) }
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := dec(b)
+		if err == nil && (r.ID != "s0" || r.FP != testFP) {
 			t.Fatalf("accepted an invalid progress record %#v from %q", r, b)
 		}
 		checkFuzzDecode(t, b, r, err, EncodeProgress, dec)
@@ -102,7 +114,7 @@ func FuzzDecodeProgress(f *testing.F) {
 
 func FuzzDecodeAssignment(f *testing.F) {
 	addGoldenSeeds(f, "assignment")
-	dec := func(b []byte) (AssignmentRecord, error) { return DecodeAssignment("assign.w1", b) }
+	dec := func(b []byte) (AssignmentRecord, error) { return DecodeAssignment(AssignKey("w1"), b) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
 		if err == nil {
@@ -113,15 +125,6 @@ func FuzzDecodeAssignment(f *testing.F) {
 			}
 		}
 		checkFuzzDecode(t, b, r, err, EncodeAssignment, dec)
-	})
-}
-
-func FuzzDecodeLease(f *testing.F) {
-	addGoldenSeeds(f, "lease")
-	dec := func(b []byte) (LeaseRecord, error) { return DecodeLease("split.s0", b) }
-	f.Fuzz(func(t *testing.T, b []byte) {
-		r, err := dec(b)
-		checkFuzzDecode(t, b, r, err, EncodeLease, dec)
 	})
 }
 
@@ -136,7 +139,7 @@ func FuzzDecodeLeader(f *testing.F) {
 
 func FuzzDecodePresence(f *testing.F) {
 	addGoldenSeeds(f, "presence")
-	dec := func(b []byte) (PresenceRecord, error) { return DecodePresence("worker.w1", b) }
+	dec := func(b []byte) (PresenceRecord, error) { return DecodePresence(WorkerKey("w1"), b) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
 		checkFuzzDecode(t, b, r, err, EncodePresence, dec)

@@ -38,9 +38,15 @@ func TestRoundTripSpec(t *testing.T) {
 	})
 }
 
+func TestRoundTripSplit(t *testing.T) {
+	roundTrip(t, genSplit(), EncodeSplit, func(r SplitRecord, b []byte) (SplitRecord, error) {
+		return DecodeSplit(SplitKey(r.ID), b, r.FP)
+	})
+}
+
 func TestRoundTripProgress(t *testing.T) {
 	roundTrip(t, genProgress(), EncodeProgress, func(r ProgressRecord, b []byte) (ProgressRecord, error) {
-		return DecodeProgress(SplitKey(r.ID), b, r.FP)
+		return DecodeProgress(ProgressKey(r.ID), b, r.FP)
 	})
 }
 
@@ -48,10 +54,6 @@ func TestRoundTripAssignment(t *testing.T) {
 	roundTrip(t, genAssignment(), EncodeAssignment, func(_ AssignmentRecord, b []byte) (AssignmentRecord, error) {
 		return DecodeAssignment(AssignKey("w1"), b)
 	})
-}
-
-func TestRoundTripLease(t *testing.T) {
-	roundTrip(t, genLease(), EncodeLease, func(_ LeaseRecord, b []byte) (LeaseRecord, error) { return DecodeLease(SplitKey("s0"), b) })
 }
 
 func TestRoundTripLeader(t *testing.T) {
@@ -64,14 +66,20 @@ func TestRoundTripPresence(t *testing.T) {
 	})
 }
 
-// TestDecodeRejectsOtherFP checks that a spec or progress record never decodes
-// under another job's fp, whatever else it holds.
+// TestDecodeRejectsOtherFP checks that a spec, split or progress record
+// never decodes under another job's fp, whatever else it holds.
 func TestDecodeRejectsOtherFP(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		r := genProgress().Draw(t, "record")
-		other := rapid.Uint64().Filter(func(v uint64) bool { return v != r.FP }).Draw(t, "other")
-		if _, err := DecodeProgress(SplitKey(r.ID), EncodeProgress(r), other); err == nil {
-			t.Fatalf("progress record with fp %d decoded under fp %d", r.FP, other)
+		other := func(fp uint64) uint64 {
+			return rapid.Uint64().Filter(func(v uint64) bool { return v != fp }).Draw(t, "other")
+		}
+		sr := genSplit().Draw(t, "split")
+		if fp := other(sr.FP); decodes(DecodeSplit(SplitKey(sr.ID), EncodeSplit(sr), fp)) {
+			t.Fatalf("split record with fp %d decoded under fp %d", sr.FP, fp)
+		}
+		pr := genProgress().Draw(t, "progress")
+		if fp := other(pr.FP); decodes(DecodeProgress(ProgressKey(pr.ID), EncodeProgress(pr), fp)) {
+			t.Fatalf("progress record with fp %d decoded under fp %d", pr.FP, fp)
 		}
 		s := genSpec().Draw(t, "spec")
 		if _, err := DecodeSpec(SpecKey(s.ID), EncodeSpec(s), s.FP^1); err == nil {
@@ -79,3 +87,39 @@ func TestDecodeRejectsOtherFP(t *testing.T) {
 		}
 	})
 }
+
+// TestDecodeRejectsOtherKey checks that a spec, split or progress record
+// never decodes at another split's key, and that the two record families
+// never decode as each other: a record in the wrong family is corrupt.
+func TestDecodeRejectsOtherKey(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		sr := genSplit().Draw(t, "split")
+		pr := genProgress().Draw(t, "progress")
+		sp := genSpec().Draw(t, "spec")
+		id := genSplitID().Draw(t, "other_id")
+		if id != sr.ID {
+			if _, err := DecodeSplit(SplitKey(id), EncodeSplit(sr), sr.FP); err == nil {
+				t.Fatalf("split record of %q decoded at %s", sr.ID, SplitKey(id))
+			}
+		}
+		if id != pr.ID {
+			if _, err := DecodeProgress(ProgressKey(id), EncodeProgress(pr), pr.FP); err == nil {
+				t.Fatalf("progress record of %q decoded at %s", pr.ID, ProgressKey(id))
+			}
+		}
+		if id != sp.ID {
+			if _, err := DecodeSpec(SpecKey(id), EncodeSpec(sp), sp.FP); err == nil {
+				t.Fatalf("spec record of %q decoded at %s", sp.ID, SpecKey(id))
+			}
+		}
+		if _, err := DecodeProgress(ProgressKey(sr.ID), EncodeSplit(sr), sr.FP); err == nil {
+			t.Fatalf("split record decoded as a progress record: %s", EncodeSplit(sr))
+		}
+		if _, err := DecodeSplit(SplitKey(pr.ID), EncodeProgress(pr), pr.FP); err == nil {
+			t.Fatalf("progress record decoded as a split record: %s", EncodeProgress(pr))
+		}
+	})
+}
+
+// decodes reports whether a decoder accepted its input.
+func decodes[R any](_ R, err error) bool { return err == nil }

@@ -1,0 +1,145 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+)
+
+// fenceTries bounds the re-reads of a progress fence that keeps losing to
+// the previous tenancy's commits.
+const fenceTries = 8
+
+// claimSplit runs the claim protocol (docs/protocol.md, "Claim protocol")
+// for m, or a quarantine on takeover: confirm the owner's session ended,
+// CAS the split record, then fence the progress record. It runs on its own
+// goroutine.
+func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) opDone {
+	cand, base, rev := m.Candidate, m.Record, m.RecordRev
+	if cand.Confirm {
+		live, err := sessionLive(ctx, v, base.Owner, base.Nonce)
+		if err != nil || live {
+			return opDone{outcome: casFenced, retry: err != nil}
+		}
+	}
+	nonce := v.sessionNonce()
+	var want protocol.SplitRecord
+	if cand.Quarantine {
+		want = base.QuarantineOnTakeover(now)
+	} else {
+		want = base.Claim(v.id, nonce, base.Epoch+1, cand.Kind.ConsumesAttempt(), now)
+	}
+	key := protocol.SplitKey(cand.ID)
+	start := time.Now()
+	r, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(want), store.Revision(rev))
+	switch {
+	case err != nil:
+		v.met.write("error", time.Since(start))
+		v.fatalIf(err)
+		return opDone{outcome: casUnconfirmed, retry: true}
+	case !ok:
+		v.met.write("conflict", time.Since(start))
+		return opDone{outcome: casFenced}
+	}
+	v.met.write("ok", time.Since(start))
+	d := opDone{outcome: casLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine}
+	if cand.Quarantine {
+		return d
+	}
+	prog, progRev, res := fenceProgress(ctx, v, cand.ID, want.Epoch, now)
+	switch res {
+	case fenceWon:
+		d.prog, d.progRev = prog, progRev
+	case fenceCompleted:
+		// The previous tenancy completed the split after all: complete its
+		// record instead of delivering it.
+		d.done = true
+		done := want.Complete(now)
+		if r2, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(done), store.Revision(r)); err == nil && ok {
+			d.rec, d.rev = done, uint64(r2)
+		}
+	case fenceSuperseded:
+		d.outcome = casFenced
+	case fenceFailed:
+		// Without a fence the split cannot be delivered: hand the record back
+		// (if that fails too, it is a leftover of this session).
+		d.outcome, d.retry = casUnconfirmed, true
+		back := want.HandBack(now)
+		if r2, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(back), store.Revision(r)); err == nil && ok {
+			d.rec, d.rev = back, uint64(r2)
+		}
+	}
+	return d
+}
+
+// sessionLive reads instance's presence and reports whether it still
+// carries session nonce.
+func sessionLive(ctx context.Context, v *env, instance, nonce string) (bool, error) {
+	key := protocol.WorkerKey(instance)
+	e, found, err := v.st.Get(ctx, store.Ephemeral, key)
+	if err != nil || !found {
+		return false, err
+	}
+	p, err := protocol.DecodePresence(key, e.Value)
+	return err == nil && p.Nonce == nonce, nil
+}
+
+// fenceResult is how a progress fence resolved.
+type fenceResult int
+
+const (
+	fenceWon        fenceResult = iota + 1 // the progress record carries the claim's epoch
+	fenceCompleted                         // the progress record is completed
+	fenceSuperseded                        // a later claim fenced it first
+	fenceFailed                            // store errors, or it kept moving
+)
+
+// fenceProgress raises split id's progress record to epoch for this worker
+// (creating it if absent), re-reading while commits of the previous tenancy
+// move it; it returns the fenced record and its revision.
+func fenceProgress(ctx context.Context, v *env, id coordination.SplitID, epoch uint64, now int64) (protocol.ProgressRecord, uint64, fenceResult) {
+	key := protocol.ProgressKey(id)
+	for range fenceTries {
+		e, found, err := v.st.Get(ctx, store.Durable, key)
+		if err != nil {
+			return protocol.ProgressRecord{}, 0, fenceFailed
+		}
+		if !found {
+			fresh := protocol.FreshProgress(id, v.fp.Load(), v.id, epoch, now)
+			r, ok, err := v.st.Create(ctx, store.Durable, key, protocol.EncodeProgress(fresh))
+			if err != nil {
+				v.fatalIf(err)
+				return protocol.ProgressRecord{}, 0, fenceFailed
+			}
+			if ok {
+				return fresh, uint64(r), fenceWon
+			}
+			continue
+		}
+		got, err := protocol.DecodeProgress(key, e.Value, v.fp.Load())
+		if err != nil {
+			v.fatalIf(err)
+			return protocol.ProgressRecord{}, 0, fenceFailed
+		}
+		switch {
+		case got.Epoch >= epoch:
+			return got, uint64(e.Revision), fenceSuperseded
+		case got.Completed:
+			return got, uint64(e.Revision), fenceCompleted
+		}
+		want := got.Fence(v.id, epoch, now)
+		r, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeProgress(want), e.Revision)
+		if err != nil {
+			v.fatalIf(err)
+			return protocol.ProgressRecord{}, 0, fenceFailed
+		}
+		if ok {
+			return want, uint64(r), fenceWon
+		}
+	}
+	return protocol.ProgressRecord{}, 0, fenceFailed
+}

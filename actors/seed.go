@@ -1,0 +1,86 @@
+package actors
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
+)
+
+// seedConcurrency bounds the splits seeded at once: enough to keep the
+// store's round trips overlapped, few enough not to flood it.
+const seedConcurrency = 64
+
+// seed writes the records of every planned split the leader does not
+// already see (docs/protocol.md, "Seeding"): spec, then the seeded progress
+// record if any, then the split record, each create-if-absent (first writer
+// wins). Splits are seeded concurrently, seedConcurrency at a time; each
+// split's writes stay in order. It returns how many split records it
+// created and the first error, after which no new split is started.
+func seed(ctx context.Context, v *env, splits []coordination.PlannedSplit, known map[coordination.SplitID]bool, fp, gen uint64) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		created atomic.Int64
+		once    sync.Once
+		first   error
+		wg      sync.WaitGroup
+	)
+	fail := func(err error) {
+		once.Do(func() { first = err; cancel() })
+	}
+	work := make(chan coordination.PlannedSplit)
+	for range min(seedConcurrency, len(splits)) {
+		wg.Go(func() {
+			for ps := range work {
+				ok, err := seedOne(ctx, v, ps, fp, gen)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				if ok {
+					created.Add(1)
+				}
+			}
+		})
+	}
+feed:
+	for _, ps := range splits {
+		if known[ps.Spec.ID] {
+			continue
+		}
+		select {
+		case work <- ps:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(work)
+	wg.Wait()
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return int(created.Load()), first
+}
+
+// seedOne writes one split's records; ok reports that it created the split
+// record.
+func seedOne(ctx context.Context, v *env, ps coordination.PlannedSplit, fp, gen uint64) (bool, error) {
+	id := ps.Spec.ID
+	oc, cancel := v.opCtx(ctx)
+	defer cancel()
+	if _, _, err := v.st.Create(oc, store.Durable, protocol.SpecKey(id), protocol.EncodeSpec(protocol.NewSpec(ps.Spec, fp, gen))); err != nil {
+		return false, err
+	}
+	now := v.nowMs()
+	if ps.Seed != nil {
+		if _, _, err := v.st.Create(oc, store.Durable, protocol.ProgressKey(id), protocol.EncodeProgress(protocol.SeedProgress(id, fp, *ps.Seed, now))); err != nil {
+			return false, err
+		}
+	}
+	_, ok, err := v.st.Create(oc, store.Durable, protocol.SplitKey(id), protocol.EncodeSplit(protocol.SeedSplit(id, fp, ps.Seed, now)))
+	return ok, err
+}
