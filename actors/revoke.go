@@ -12,7 +12,7 @@ import (
 )
 
 // revoke drives each revocation to exactly one outcome: drained, forced or
-// cancelled (§20), including the silence watchdog of a cancelled drain.
+// cancelled (docs/protocol.md, "Revocation"), including the silence watchdog of a cancelled drain.
 type revoke struct {
 	v   *env
 	log *slog.Logger
@@ -153,7 +153,7 @@ func (r *revoke) settle(id coordination.SplitID, e *revocation, outcome string) 
 	r.v.met.draining(len(r.entries))
 }
 
-// resolved settles an entry from the outcome of its hand-back (§20.2).
+// resolved settles an entry from the outcome of its hand-back (docs/protocol.md, "Revocation").
 func (r *revoke) resolved(m messages.HandBackResolved) {
 	if m.Reason == messages.EndRevoked {
 		if reply, ok := r.declines[m.Split]; ok {
