@@ -14,14 +14,14 @@ import (
 )
 
 // stopGrace is how long a call waits for its real outcome after the stop
-// channel closed (§6.3 allows up to 100ms).
+// channel closed.
 const stopGrace = 50 * time.Millisecond
 
 // Coordinator is one worker's handle; it implements
 // [coordination.Coordinator]. Create it with [Spawn]. It is safe for
 // concurrent use, although a driver calls it from one goroutine. Poll,
 // SetWaker and SetStop never block; every other call is bounded in real time
-// even when the store stops answering (SPEC §6.1).
+// even when the store stops answering.
 //
 // A call naming a split refers to the tenancy whose Gained Poll last
 // returned for it. When the worker re-claimed the split and the new Gained
@@ -196,7 +196,7 @@ func noAnswer(d time.Duration) error {
 
 func (c *Coordinator) callBound() time.Duration { return 3*c.v.cfg.OpTimeout + 100*time.Millisecond }
 
-// Commit durably writes a held split's progress through a fenced CAS (§6.6):
+// Commit durably writes a held split's progress through a fenced CAS:
 // nil is durable, Fenced means nothing was written and the split is gone,
 // Retryable means the write may or may not have landed, Fatal for a
 // regressing watermark or an oversized record.
@@ -213,7 +213,7 @@ func (c *Coordinator) Commit(split coordination.SplitID, progress coordination.S
 }
 
 // CommitFinal writes the last commits of a stop: one result per entry, in
-// order, within OpTimeout + 100ms; it ignores the stop (§6.7).
+// order, within OpTimeout + 100ms; it ignores the stop.
 func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 	errs := make([]error, len(commits))
 	if err := c.gate(); err != nil {
@@ -248,7 +248,7 @@ func finalUnconfirmed(id coordination.SplitID, d time.Duration) error {
 }
 
 // Fail reports a held split as unprocessable by the tenancy of epoch
-// (§6.8): nil (landed), Fenced (not held, stale epoch, or a peer owns it) or
+// : nil (landed), Fenced (not held, stale epoch, or a peer owns it) or
 // Retryable (the write did not confirm; one attempt is charged either way).
 func (c *Coordinator) Fail(split coordination.SplitID, epoch coordination.LeaseEpoch, reason string) error {
 	if err := c.gate(); err != nil {
@@ -261,14 +261,14 @@ func (c *Coordinator) Fail(split coordination.SplitID, epoch coordination.LeaseE
 	return r.(messages.FailSplitReply).Err
 }
 
-// Release hands back held splits without charging an attempt (§6.9). Names
+// Release hands back held splits without charging an attempt. Names
 // not held are ignored. Retryable names the splits whose hand-back did not
 // confirm.
 func (c *Coordinator) Release(splits ...coordination.SplitID) error {
 	return c.release("release", splits, false)
 }
 
-// ReleaseDrained hands back splits drained after RevokeRequested (§6.10).
+// ReleaseDrained hands back splits drained after RevokeRequested.
 func (c *Coordinator) ReleaseDrained(splits ...coordination.SplitID) error {
 	return c.release("release drained", splits, true)
 }
@@ -288,7 +288,7 @@ func (c *Coordinator) release(op string, splits []coordination.SplitID, drained 
 	return r.(messages.ReleaseSplitsReply).Err
 }
 
-// DeclineRevoke refuses a revocation the caller cannot drain (§6.11).
+// DeclineRevoke refuses a revocation the caller cannot drain.
 func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 	if err := c.gate(); err != nil {
 		return err
@@ -300,7 +300,7 @@ func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 	return r.(messages.DeclineRevokeReply).Err
 }
 
-// Depart leaves the job for good (§6.12, §21.1): it hands back every owned
+// Depart leaves the job for good (docs/protocol.md, "Departure"): it hands back every owned
 // split, demotes, deletes the presence key and stops all background work,
 // within 2 x OpTimeout + 100ms; it ignores the stop. It must be the last call.
 func (c *Coordinator) Depart(held ...coordination.SplitID) error {
@@ -331,7 +331,7 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 	return err
 }
 
-// directHandBack is Depart's best-effort hand-back after a failure (§21.1),
+// directHandBack is Depart's best-effort hand-back after a failure (docs/protocol.md, "Departure"),
 // straight on the store, ignoring errors.
 func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)

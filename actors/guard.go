@@ -10,7 +10,7 @@ import (
 )
 
 // guardedStore refuses every write once the worker halted (failed or
-// aborted), so no actor can write after a Fatal or an Abort (§5.3, §6.13),
+// aborted), so no actor can write after a Fatal or an Abort,
 // and times every call for store_op_duration_seconds.
 type guardedStore struct {
 	store.Store

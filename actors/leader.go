@@ -75,9 +75,9 @@ type splitFacts struct {
 	seen   bool
 }
 
-// leader runs the election and generation fence (§12), the planner with
-// seeding and publish (§13), and computes and publishes the assignment
-// records (§15), keeping its own fleet view.
+// leader runs the election and generation fence (docs/protocol.md, "Leadership"), the planner with
+// seeding and publish (docs/protocol.md, "Planning"), and computes and publishes the assignment
+// records (docs/protocol.md, "Assignment and the rebalance delay"), keeping its own fleet view.
 type leader struct {
 	v   *env
 	log *slog.Logger
@@ -388,7 +388,7 @@ func (l *leader) schedulePublish(c *actor.Context) {
 
 func (l *leader) canStand() bool {
 	return l.live && !l.obsLeader && !l.leading && !l.electing && !l.departed && !l.verdict && l.hasPlan &&
-		(l.lastDemote.IsZero() || l.v.clk.Since(l.lastDemote) >= l.v.cfg.LeaseDuration/3) // a heartbeat interval (§12.1)
+		(l.lastDemote.IsZero() || l.v.clk.Since(l.lastDemote) >= l.v.cfg.LeaseDuration/3) // a heartbeat interval (docs/protocol.md, "Leadership")
 }
 
 func (l *leader) stand(c *actor.Context) {
@@ -433,10 +433,10 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 }
 
 // planMissing is the Fatal of an operation that needs the plan record after
-// it was deleted outside the library (§11.5).
+// it was deleted outside the library (docs/protocol.md, "Watches and reconcile").
 var planMissing = &coordination.Error{Kind: coordination.Fatal, Reason: "plan record is missing; it was deleted outside the library"}
 
-// generationFence CASes the plan record to generation gen (§12.2).
+// generationFence CASes the plan record to generation gen (docs/protocol.md, "Leadership").
 func generationFence(ctx context.Context, v *env, gen uint64, base protocol.PlanRecord, rev uint64, fingerprint string) fenceDone {
 	for try := 0; try < 3; try++ {
 		if base.Generation >= gen {
@@ -603,7 +603,7 @@ func (l *leader) demote(c *actor.Context, replyTo *actor.PID) {
 	})
 }
 
-// runPlan starts a planner run (§13.1), or marks one due after the current.
+// runPlan starts a planner run (docs/protocol.md, "Planning"), or marks one due after the current.
 func (l *leader) runPlan(c *actor.Context) {
 	if !l.leading || l.verdict || l.departed {
 		return
@@ -667,7 +667,7 @@ func (l *leader) planned(c *actor.Context, m planDone) {
 }
 
 // planRun runs the planner and seeds, recounts and publishes its plan
-// (§13.2–§13.5). It runs on its own goroutine.
+// (docs/protocol.md, "Planning"). It runs on its own goroutine.
 func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint64, base protocol.PlanRecord, rev uint64, known map[coordination.SplitID]bool) (d planDone) {
 	start := time.Now()
 	d.gen = gen
@@ -757,7 +757,7 @@ func safePlan(ctx context.Context, p coordination.Planner, pc coordination.PlanC
 	return p.Plan(ctx, pc)
 }
 
-// validatePlan checks a returned plan before any write (§13.3).
+// validatePlan checks a returned plan before any write (docs/protocol.md, "Planning").
 func validatePlan(sp coordination.SplitPlan, base protocol.PlanRecord, gen uint64, limit int, nowMs int64) error {
 	fp := protocol.Fingerprint(base.Fingerprint)
 	seen := make(map[coordination.SplitID]bool, len(sp.Splits))
@@ -783,7 +783,7 @@ func validatePlan(sp coordination.SplitPlan, base protocol.PlanRecord, gen uint6
 }
 
 // publish computes the desired assignment and writes the records that
-// changed (§15.1, §15.2), coalesced: at most one evaluation in flight.
+// changed (docs/protocol.md, "Assignment and the rebalance delay"), coalesced: at most one evaluation in flight.
 func (l *leader) publish(c *actor.Context) {
 	if !l.leading || !l.live || l.verdict || l.departed || !l.hasPlan || len(l.members) == 0 || l.plan.Generation != l.gen {
 		return

@@ -9,7 +9,7 @@ import (
 
 var buckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-// metrics records the coordination_* families of §27. A nil *metrics, or a
+// metrics records the coordination_* families listed in the README. A nil *metrics, or a
 // nil family inside one (registration conflict), records nothing.
 type metrics struct {
 	splitsOwned, splitsCompleted, splitsQuarantined, liveWorkers, leader, idle, splitsDraining prometheus.Gauge

@@ -12,7 +12,7 @@ import (
 // recoverMiddleware wraps an actor's Receive so that a panic never reaches
 // hollywood (which restarts the actor, losing its state, and kills the
 // process on the fourth restart). The panic is logged with its stack and
-// fails the worker with Fatal `internal error: <panic value>` (§5.4).
+// fails the worker with Fatal `internal error: <panic value>`.
 func recoverMiddleware(v *env, name string) actor.MiddlewareFunc {
 	return func(next actor.ReceiveFunc) actor.ReceiveFunc {
 		return func(c *actor.Context) {

@@ -2,7 +2,7 @@ package actors
 
 import "time"
 
-// revocation is one revocation entry (§20).
+// revocation is one revocation entry (docs/protocol.md, "Revocation").
 type revocation struct {
 	epoch        uint64
 	started      time.Time
@@ -10,7 +10,7 @@ type revocation struct {
 	cancelled    bool
 }
 
-// revokeAction is what §16.2 prescribes for one held split.
+// revokeAction is what docs/protocol.md "Following the assignment" prescribes for one held split.
 type revokeAction int
 
 const (
@@ -19,7 +19,7 @@ const (
 	revokeCancel               // the split is named here again
 )
 
-// decideRevocation applies the table of §16.2 to one held split.
+// decideRevocation applies the table of docs/protocol.md "Following the assignment" to one held split.
 func decideRevocation(assigned bool, e *revocation) revokeAction {
 	switch {
 	case assigned && e != nil && !e.cancelled:
@@ -30,7 +30,7 @@ func decideRevocation(assigned bool, e *revocation) revokeAction {
 	return revokeNothing
 }
 
-// revokeDeadline is what a revocation's clock says (§20.2, §20.3).
+// revokeDeadline is what a revocation's clock says (docs/protocol.md, "Revocation").
 type revokeDeadline int
 
 const (

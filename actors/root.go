@@ -305,6 +305,6 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 		r.end(c, h.Split, h.Epoch, messages.EndDeparted)
 	}
 	// The commit actor answers HandBackSplitsReply to the root, which then
-	// demotes and withdraws presence (§21.1 order).
+	// demotes and withdraws presence (docs/protocol.md, "Departure").
 	c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID()})
 }

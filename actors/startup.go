@@ -10,7 +10,7 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// startup runs the three startup phases of §10.1 on the calling goroutine
+// startup runs the three startup phases of docs/protocol.md "Joining" on the calling goroutine
 // and returns the presence revision, or a Fatal error.
 func startup(ctx context.Context, v *env, fingerprint string) (uint64, error) {
 	if err := runPhase(ctx, v, "store probe", func(ctx context.Context) error { return probe(ctx, v) }); err != nil {
@@ -75,7 +75,7 @@ func reasonOf(err error) string {
 }
 
 // storeErr converts any error from a store call into a coordination error,
-// keeping the kind and prefixing what the library was doing (§5.2).
+// keeping the kind and prefixing what the library was doing.
 func storeErr(doing string, err error) error {
 	var ce *coordination.Error
 	if errors.As(err, &ce) {
@@ -85,7 +85,7 @@ func storeErr(doing string, err error) error {
 }
 
 // probe checks, on a key of this worker's own in both keyspaces, that the
-// store enforces create-if-absent and compare-and-swap (§10.1 phase 1).
+// store enforces create-if-absent and compare-and-swap (docs/protocol.md, "Joining").
 func probe(ctx context.Context, v *env) error {
 	key := protocol.ProbeKey(v.id)
 	val := []byte(v.nonce)

@@ -11,7 +11,7 @@ import (
 func splitID(s string) coordination.SplitID { return coordination.SplitID(s) }
 
 // heartbeatInterval is LeaseDuration/3 × f_r with f_r in [0.8, 1.2) derived
-// from (instance, nonce, round) (§3.5).
+// from (instance, nonce, round).
 func heartbeatInterval(lease time.Duration, instance, nonce string, round uint64) time.Duration {
 	return time.Duration(float64(lease/3) * jitter(instance, nonce, round))
 }

@@ -47,7 +47,7 @@ type (
 	}
 )
 
-// keyState is the revision discipline of one key (§8.6).
+// keyState is the revision discipline of one key (docs/protocol.md, "Watches and reconcile").
 type keyState struct {
 	rev     uint64 // last applied put or delete revision
 	present bool
@@ -239,7 +239,7 @@ func (w *watch) event(ks store.Keyspace, ev store.WatchEvent) {
 }
 
 // announce logs `joined a running fleet` when the first ephemeral snapshot
-// shows other workers' presence (§10.5).
+// shows other workers' presence (docs/protocol.md, "Joining").
 func (w *watch) announce() {
 	live, peers := 0, 0
 	for key, s := range w.ks[store.Ephemeral].keys {
@@ -293,7 +293,7 @@ func (w *watch) startReconcile() {
 	})
 }
 
-// applyListing applies a listing like a snapshot (§11.4): entries as puts,
+// applyListing applies a listing like a snapshot (docs/protocol.md, "Watches and reconcile"): entries as puts,
 // keys unchanged since the listing started and absent from it as deletes.
 func (w *watch) applyListing(m listed) {
 	if m.err != nil || m.last {

@@ -23,10 +23,10 @@ import (
 )
 
 // Fleet runs several real coordinators (actors.Spawn) on one memstore that
-// shares a *clock.Mock with all of them (SPEC §30.2). Each member reaches the
+// shares a *clock.Mock with all of them. Each member reaches the
 // store through its own [FaultStore]. A [Recorder] and a [Checker] watch
 // every progress-record write and every polled event and check the
-// invariants of SPEC §30.4 after every step; a violation fails the test.
+// invariants ([Checker]) after every step; a violation fails the test.
 //
 // A Fleet is meant to run inside a testing/synctest bubble: create it inside
 // the bubble (or use [RunFleet], which does both), drive it only from the
@@ -121,8 +121,8 @@ func withFailHandler(onFail func(string)) Option {
 // fleetWatchdog bounds the real time of one RunFleet.
 const fleetWatchdog = 2 * time.Minute
 
-// HarnessConfig returns the fleet's default member configuration (SPEC
-// §30.2): LeaseDuration 1.5s, OpTimeout 200ms, ReplanInterval equal to the
+// HarnessConfig returns the fleet's default member configuration:
+// LeaseDuration 1.5s, OpTimeout 200ms, ReplanInterval equal to the
 // lease, ReconcileInterval 400ms, DrainDeadline half the lease,
 // RebalanceDelay 0, other knobs as coordination.DefaultConfig.
 func HarnessConfig() coordination.Config {
@@ -263,7 +263,7 @@ func (f *Fleet) TryStart(id string, p coordination.Planner, mutators ...func(*co
 
 // StartTwin starts a second live process with InstanceID instance, tracked
 // as member name, while the member of that InstanceID may still run: the
-// live-twin scenario (SPEC §17.3).
+// live-twin scenario (docs/protocol.md, "Sessions").
 func (f *Fleet) StartTwin(name, instance string, p coordination.Planner, mutators ...func(*coordination.Config)) *Member {
 	f.t.Helper()
 	if old := f.members[name]; old != nil && old.Alive() {
@@ -486,7 +486,7 @@ func (f *Fleet) Leader() string {
 	return l.Owner
 }
 
-// PlanRecord is the part of the stored plan record (SPEC §9.3) that
+// PlanRecord is the part of the stored plan record (docs/protocol.md, "Records") that
 // [Fleet.Plan] reports.
 type PlanRecord struct {
 	// Fingerprint is the job's full planner fingerprint.

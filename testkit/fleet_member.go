@@ -262,10 +262,10 @@ func (m *Member) String() string {
 func (m *Member) pump() bool {
 	evs, err := m.coord.Poll()
 	if err != nil && coordination.KindOf(err) != coordination.Fatal {
-		m.f.Fail("testkit: member %s: Poll returned %v; Poll never returns Retryable or Fenced (SPEC §6.5)", m.id, err)
+		m.f.Fail("testkit: member %s: Poll returned %v; Poll never returns Retryable or Fenced", m.id, err)
 	}
 	if err != nil && len(evs) > 0 {
-		m.f.Fail("testkit: member %s: Poll returned events with an error (SPEC §6.5: events first, then the latched error)", m.id)
+		m.f.Fail("testkit: member %s: Poll returned events with an error", m.id)
 	}
 	if err != nil && m.err == nil {
 		m.err = err

@@ -58,12 +58,12 @@ type scriptState struct {
 
 var _ coordination.Coordinator = (*ScriptedCoordinator)(nil)
 
-// errDeparted is returned by every call after Depart (§6.1).
+// errDeparted is returned by every call after Depart.
 func errDeparted() error {
 	return &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator departed"}
 }
 
-// errBeforeStart is returned by the writing calls before Start (§6.1).
+// errBeforeStart is returned by the writing calls before Start.
 func errBeforeStart() error {
 	return &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator used before Start"}
 }

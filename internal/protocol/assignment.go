@@ -9,8 +9,8 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// MaxMoves bounds the improving moves of one evaluation of [Assign] (SPEC
-// §14.5). The next evaluation continues from the ownership the moves produce.
+// MaxMoves bounds the improving moves of one evaluation of [Assign]. The next
+// evaluation continues from the ownership the moves produce.
 const MaxMoves = 4096
 
 // AssignSplit is one split of the leader's view as the assignment function
@@ -32,7 +32,7 @@ type AssignSplit struct {
 	Owner string
 }
 
-// AssignInput is everything the assignment function depends on (SPEC §14.1).
+// AssignInput is everything the assignment function depends on (docs/protocol.md, "Assignment and the rebalance delay").
 // It never includes the leader's identity, so a failover does not re-break
 // ties. Assign does not modify it.
 type AssignInput struct {
@@ -52,12 +52,12 @@ type AssignInput struct {
 	// pool entries the greatest weight wins, then an entry without a member
 	// owner, then the owner with the lowest id.
 	Splits []AssignSplit
-	// Reserved holds the splits withheld by the rebalance delay (SPEC §15.3);
+	// Reserved holds the splits withheld by the rebalance delay (docs/protocol.md, "Assignment and the rebalance delay");
 	// they are never assigned. Nil means none.
 	Reserved map[coordination.SplitID]bool
 }
 
-// AssignOutput is the desired assignment (SPEC §14.6).
+// AssignOutput is the desired assignment (docs/protocol.md, "Assignment and the rebalance delay").
 type AssignOutput struct {
 	// Assigned has an entry for every member, possibly empty (never nil),
 	// each sorted bytewise. An empty member set yields an empty map.
@@ -70,12 +70,12 @@ type AssignOutput struct {
 	Bounded bool
 }
 
-// Assign computes the desired assignment of SPEC §14: a sticky pass, a fill
+// Assign computes the desired assignment of docs/protocol.md "Assignment and the rebalance delay": a sticky pass, a fill
 // pass in pool order, and an improve pass of at most [MaxMoves] moves. It is
 // pure and deterministic, and its result does not depend on the order of
 // in.Members or in.Splits.
 //
-// Cost (SPEC §31.1), for n pool splits, m members and k moves: O(n log n)
+// Cost, for n pool splits, m members and k moves: O(n log n)
 // at most for ordering the pool (O(n) when the input is id-sorted, as a
 // listing is, with weights below 256), O(n log m) for the fill pass and
 // O(log n) amortised per move, plus O(n) for all first-time donor scans
@@ -301,7 +301,7 @@ func (a *assigner) nth(n int) int32 {
 	return a.order[n]
 }
 
-// sticky is pass 1 (SPEC §14.3): in pool order, a split stays with its owner
+// sticky is pass 1 (docs/protocol.md, "Assignment and the rebalance delay"): in pool order, a split stays with its owner
 // while the owner has a spare lane.
 func (a *assigner) sticky() {
 	for i := range a.sp {
@@ -312,7 +312,7 @@ func (a *assigner) sticky() {
 	}
 }
 
-// fill is pass 2 (SPEC §14.4): each unplaced split, in pool order, goes to the
+// fill is pass 2 (docs/protocol.md, "Assignment and the rebalance delay"): each unplaced split, in pool order, goes to the
 // lightest-first member with a spare lane, until no member has one.
 func (a *assigner) fill() {
 	a.recv = make([]recvEntry, 0, len(a.mem))
@@ -350,7 +350,7 @@ func (a *assigner) place(s, m int32) {
 	mb.wmin = min(mb.wmin, sp.w)
 }
 
-// improve is pass 3 (SPEC §14.5). It returns the moves made and whether the
+// improve is pass 3 (docs/protocol.md, "Assignment and the rebalance delay"). It returns the moves made and whether the
 // bound stopped it while another move was admissible.
 func (a *assigner) improve(maxMoves int) (int, bool) {
 	a.donor = make([]donorEntry, 0, len(a.mem))

@@ -1,6 +1,6 @@
 package protocol
 
-// The two member heaps of the assignment function (SPEC §31.1).
+// The two member heaps of the assignment function.
 //
 // recv is an indexed min-heap of the members with a spare lane, keyed
 // "lightest first" (load asc, memberHash asc, id asc); aMember.pos tracks each

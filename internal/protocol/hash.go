@@ -6,7 +6,7 @@ import (
 )
 
 // H is the library's stable hash: 64-bit FNV-1a over b. It never changes
-// across library versions (SPEC §3.4).
+// across library versions.
 func H(b []byte) uint64 {
 	h := fnv.New64a()
 	h.Write(b)

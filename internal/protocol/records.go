@@ -7,10 +7,10 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// Schema is the record schema this library writes and understands (SPEC §9).
+// Schema is the record schema this library writes and understands (docs/protocol.md, "Records").
 const Schema = 1
 
-// PlanRecord is the durable "plan" record (SPEC §9.3).
+// PlanRecord is the durable "job.plan" record (docs/protocol.md, "Records").
 type PlanRecord struct {
 	// Fingerprint is the job's full planner fingerprint; never empty.
 	Fingerprint string
@@ -18,7 +18,7 @@ type PlanRecord struct {
 	Generation uint64
 	// Finality says whether the plan is complete.
 	Finality coordination.PlanFinality
-	// Planned is a lower bound on the number of progress records.
+	// Planned is a lower bound on the number of split records.
 	Planned uint64
 	// PlannerState is the planner's cursor; nil is stored as null.
 	PlannerState []byte
@@ -26,7 +26,7 @@ type PlanRecord struct {
 	UpdatedAtMs int64
 }
 
-// SpecRecord is the immutable durable "spec.<id>" record (SPEC §9.4).
+// SpecRecord is the immutable durable "job.spec.<id>" record (docs/protocol.md, "Records").
 type SpecRecord struct {
 	// ID is the split; it equals the key suffix.
 	ID coordination.SplitID
@@ -43,7 +43,7 @@ type SpecRecord struct {
 }
 
 // SplitRecord is the durable "job.split.<id>" record: where a split is
-// placed and by which session (docs/protocol.md, "Split record"). Every
+// placed and by which session (docs/protocol.md, "Records"). Every
 // worker watches it. Claims, hand-backs, fails, quarantines and completions
 // CAS it; commits never touch it.
 type SplitRecord struct {
@@ -66,7 +66,7 @@ type SplitRecord struct {
 }
 
 // ProgressRecord is the durable "progress.<id>" record: what the split's
-// tenancies committed (docs/protocol.md, "Progress record"). It is the
+// tenancies committed (docs/protocol.md, "Records"). It is the
 // commit fence: a claimant raises its epoch before delivering the split, so
 // a superseded owner's commit CAS loses. No worker watches it.
 type ProgressRecord struct {
@@ -89,7 +89,7 @@ type ProgressRecord struct {
 	WrittenAtMs int64
 }
 
-// AssignmentRecord is the durable "assign.<instance>" record (SPEC §9.6).
+// AssignmentRecord is the durable "job.assign.<instance>" record (docs/protocol.md, "Records").
 type AssignmentRecord struct {
 	// Generation is the plan generation of the leadership that computed it.
 	Generation uint64
@@ -98,7 +98,7 @@ type AssignmentRecord struct {
 	Splits []coordination.SplitID
 }
 
-// LeaderRecord is the ephemeral "leader" value (SPEC §9.8).
+// LeaderRecord is the ephemeral "leader" value (docs/protocol.md, "Records").
 type LeaderRecord struct {
 	// Owner is the leading instance id.
 	Owner string
@@ -108,7 +108,7 @@ type LeaderRecord struct {
 	Generation uint64
 }
 
-// PresenceRecord is the ephemeral "worker.<instance>" value (SPEC §9.9).
+// PresenceRecord is the ephemeral "worker.<instance>" value (docs/protocol.md, "Records").
 type PresenceRecord struct {
 	// Nonce is the worker process's nonce.
 	Nonce string
@@ -116,7 +116,7 @@ type PresenceRecord struct {
 	MaxInFlight uint32
 }
 
-// Wire forms: field order is the encoding order of SPEC §9; nil pointers and
+// Wire forms: field order is the encoding order of docs/protocol.md "Records"; nil pointers and
 // nil slices encode as null, []byte as standard padded base64.
 
 type planWire struct {
@@ -205,7 +205,7 @@ func EncodePlan(r PlanRecord) []byte {
 }
 
 // EncodeSpec returns r's record bytes. A weight of 0 is written as 1 and a nil
-// descriptor as "" (SPEC §9.4).
+// descriptor as "" (docs/protocol.md, "Records").
 func EncodeSpec(r SpecRecord) []byte {
 	d := r.Descriptor
 	if d == nil {
@@ -258,7 +258,7 @@ func EncodePresence(r PresenceRecord) []byte {
 }
 
 // DecodePlan parses the plan record stored at key. Every failure is a Fatal
-// *coordination.Error with a reason of SPEC §9.10. It does not compare the
+// *coordination.Error with a reason of docs/protocol.md "Parse failures". It does not compare the
 // fingerprint with this worker's; see [FingerprintMismatch].
 func DecodePlan(key string, b []byte) (PlanRecord, error) {
 	f, pe := parseFields(b, "schema", "fingerprint", "generation", "finality", "planned", "planner_state", "updated_at_ms")
@@ -288,7 +288,7 @@ func DecodePlan(key string, b []byte) (PlanRecord, error) {
 
 // DecodeSpec parses the spec record stored at key ("spec.<id>"), checking
 // that its id is the key's suffix and its fp is fp. Every failure is a Fatal
-// *coordination.Error with a reason of SPEC §9.10.
+// *coordination.Error with a reason of docs/protocol.md "Parse failures".
 func DecodeSpec(key string, b []byte, fp uint64) (SpecRecord, error) {
 	f, pe := parseFields(b, "schema", "id", "fp", "generation", "weight", "descriptor")
 	if pe != nil {
@@ -400,7 +400,7 @@ func checkIdentity(key, prefix, id string, got, want uint64) error {
 
 // DecodeAssignment parses the assignment stored at key. Its splits must be
 // valid split ids in strictly ascending order. Every failure is a Fatal
-// *coordination.Error with a reason of SPEC §9.10; the caller logs it at warn
+// *coordination.Error with a reason of docs/protocol.md "Parse failures"; the caller logs it at warn
 // and keeps following its last readable assignment.
 func DecodeAssignment(key string, b []byte) (AssignmentRecord, error) {
 	f, pe := parseFields(b, "schema", "generation", "splits")
@@ -429,7 +429,7 @@ func DecodeLeader(key string, b []byte) (LeaderRecord, error) {
 }
 
 // DecodePresence parses the presence value stored at key. Every failure is a
-// Fatal *coordination.Error with a reason of SPEC §9.10; the caller logs it at
+// Fatal *coordination.Error with a reason of docs/protocol.md "Parse failures"; the caller logs it at
 // warn and counts the member as present with the default lane budget.
 func DecodePresence(key string, b []byte) (PresenceRecord, error) {
 	f, pe := parseFields(b, "schema", "nonce", "max_in_flight")
@@ -443,7 +443,7 @@ func DecodePresence(key string, b []byte) (PresenceRecord, error) {
 	return r, nil
 }
 
-// FingerprintMismatch returns the Fatal error of SPEC §10.3 for a plan record
+// FingerprintMismatch returns the Fatal error of docs/protocol.md "Joining" for a plan record
 // holding fingerprint theirs read by a worker started for mine.
 func FingerprintMismatch(theirs, mine string) *coordination.Error {
 	return &coordination.Error{

@@ -13,7 +13,7 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// parseErrorKind says which §9.10 reason a parse failure maps to.
+// parseErrorKind says which docs/protocol.md "Parse failures" reason a parse failure maps to.
 type parseErrorKind int
 
 const (
@@ -46,7 +46,7 @@ func (pe *parseError) describe() string {
 	return "not a coordination record: " + pe.detail
 }
 
-// recordError words pe with the §9.10 reasons of plan, spec, progress,
+// recordError words pe with the docs/protocol.md "Parse failures" reasons of plan, spec, progress,
 // assignment and presence records, as a Fatal *coordination.Error.
 func recordError(key string, pe *parseError) error {
 	switch pe.kind {
@@ -64,7 +64,7 @@ func recordError(key string, pe *parseError) error {
 	}
 }
 
-// valueError words pe with the §9.10 reason of lease and leader values:
+// valueError words pe with the docs/protocol.md "Parse failures" reason of leader values:
 // "<key>: unreadable value (<detail>)", Fatal.
 func valueError(key string, pe *parseError) error {
 	return coordination.Errorf(coordination.Fatal, "%s: unreadable value (%s)", key, pe.describe())
@@ -593,7 +593,7 @@ func (f *fields) splitIDs(name string) []coordination.SplitID {
 }
 
 // quoteID renders a split id from a record for a reason: bare when it is a
-// valid id (as SPEC's "split X" reads), quoted otherwise.
+// valid id (as "split X" reads in a reason), quoted otherwise.
 func quoteID(id string) string {
 	if validName(id) {
 		return id

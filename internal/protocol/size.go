@@ -2,7 +2,7 @@ package protocol
 
 import "github.com/spate-go/coordination"
 
-// This file holds the size checks of SPEC §9.11: before writing a spec,
+// This file holds the size checks of docs/protocol.md "Size limits": before writing a spec,
 // progress or assignment value, its encoded size n is compared with the
 // store's value cap. A cap of 0 (or less) means no cap. Over the cap is
 // Fatal, never Retryable.

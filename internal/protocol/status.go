@@ -1,6 +1,6 @@
 package protocol
 
-// Status is a progress record's status (SPEC §9.5).
+// Status is a split record's status (docs/protocol.md, "Records").
 type Status int
 
 const (
