@@ -11,6 +11,14 @@
 //
 // # Usage
 //
+// [Run] is the whole control loop: it starts the coordinator, starts and
+// stops lanes through the source's [Reader] methods, commits on an interval
+// and shuts down on every way out, returning the job's outcome:
+//
+//	err := driver.Run(ctx, coord, src, driver.WithPlanner(planner))
+//
+// A hand-written loop over a [Driver] remains possible:
+//
 //	d := driver.New(coord, src, driver.WithStop(stop))
 //	if err := d.Start(planner); err != nil { ... }
 //	for {

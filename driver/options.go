@@ -1,6 +1,11 @@
 package driver
 
-import "log/slog"
+import (
+	"log/slog"
+	"time"
+
+	"github.com/spate-go/coordination"
+)
 
 // Option configures a [Driver] built by [New].
 type Option func(*options)
@@ -10,6 +15,9 @@ type options struct {
 	drainOnStall bool
 	stop         <-chan struct{}
 	logger       *slog.Logger
+
+	planner        coordination.Planner // Run only
+	commitInterval time.Duration        // Run only; 0 means the default
 }
 
 // WithDrainOnStall makes a Stalled verdict end the run as [Drained] (with one
@@ -31,4 +39,25 @@ func WithStop(stop <-chan struct{}) Option {
 // discards them.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
+}
+
+// DefaultCommitInterval is [Run]'s commit cadence without
+// [WithCommitInterval].
+const DefaultCommitInterval = time.Second
+
+// WithPlanner sets the planner [Run] starts the coordinator with; Run
+// requires it. Every worker of a job must pass a planner with the same
+// fingerprint; only the elected leader runs it. [New] ignores it.
+func WithPlanner(p coordination.Planner) Option {
+	return func(o *options) { o.planner = p }
+}
+
+// WithCommitInterval sets how often [Run] commits the lanes' acknowledged
+// watermarks (default [DefaultCommitInterval]; it must be positive). A lane
+// that reaches end of input is committed at once. After a crash a split
+// replays at most what was acknowledged in one interval; a shorter interval
+// means more store writes (one per advanced lane per interval). [New]
+// ignores it.
+func WithCommitInterval(d time.Duration) Option {
+	return func(o *options) { o.commitInterval = d }
 }

@@ -1,7 +1,6 @@
 package driver
 
 import (
-	"fmt"
 	"slices"
 	"time"
 
@@ -86,7 +85,7 @@ func (d *Driver) staged() (Event, error) {
 func (d *Driver) terminal() (Event, error) {
 	if s := d.stalled; s != nil {
 		if !d.drainOnStall {
-			return nil, fatal(fmt.Sprintf("job stalled: %d splits completed, %d quarantined after exhausting their delivery attempts; see coordination_splits_quarantined, then requeue or drop the quarantined splits", s.Completed, s.Quarantined))
+			return nil, (&StalledError{Completed: s.Completed, Quarantined: s.Quarantined}).fatal()
 		}
 		if !d.stallWarned {
 			d.stallWarned = true

@@ -1,0 +1,199 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/spate-go/coordination"
+)
+
+// retryPause is how long Run parks after a Retryable PollEvents error, so a
+// persistent one (a source that cannot open a split yet) does not spin.
+const retryPause = 100 * time.Millisecond
+
+// Run is the whole control loop of one worker: it builds a [Driver] over c
+// and src, starts c with the planner of [WithPlanner], and then, until the
+// job is over for this worker or ctx ends, polls the driver, starts and
+// stops the lanes through src's [Reader] methods, and commits their
+// acknowledged watermarks every [WithCommitInterval] (and at once when a lane
+// reaches end of input). It blocks until then and always ends with
+// [Driver.Shutdown]: it stops every open lane, commits their last
+// acknowledged watermarks as final and departs the job, so c must not be
+// used afterwards.
+//
+// src must also implement [Reader]. Run hands ctx.Done() to c as its stop
+// channel (so a [WithStop] option is overridden). Retryable errors are
+// logged (see [WithLogger]) and the loop goes on; commits are sent only for
+// lanes whose watermark advanced.
+//
+// The outcome is the error:
+//   - nil when every split of the job completed (AllComplete);
+//   - a [*StalledError] when the job stalled on quarantined splits (even
+//     with [WithDrainOnStall]);
+//   - a Retryable *coordination.Error wrapping ctx.Err() when ctx ended first
+//     (errors.Is(err, context.Canceled) holds): run again to resume;
+//   - the first Fatal or plain error of the coordinator or the source.
+//
+// A Shutdown failure (a final commit that did not land, a failed Depart) is
+// joined to that outcome. Missing options (no planner, a non-positive commit
+// interval) or a src that is not a Reader return Fatal at once, before c is
+// touched.
+func Run(ctx context.Context, c coordination.Coordinator, src Source, opts ...Option) error {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r, err := runReader(src, &o)
+	if err != nil {
+		return err
+	}
+	d := New(c, src, append(slices.Clip(opts), WithStop(ctx.Done()))...)
+	defer context.AfterFunc(ctx, d.waker.Wake)() // a park ends when ctx does
+	if err := ctx.Err(); err != nil {
+		return joinOutcome(interrupted(err), d.Shutdown(nil))
+	}
+	if err := d.Start(o.planner); err != nil {
+		return joinOutcome(err, d.Shutdown(nil))
+	}
+	lr := &loop{d: d, r: r, interval: o.commitInterval}
+	return lr.finish(lr.run(ctx))
+}
+
+// runReader checks what Run needs that the types cannot: src is a Reader, a
+// planner is set, the commit interval is positive (0 means the default).
+func runReader(src Source, o *options) (Reader, error) {
+	r, ok := src.(Reader)
+	if !ok {
+		return nil, fatal(fmt.Sprintf("driver.Run: source %T does not implement driver.Reader (StartLanes, StopLanes, Acked); implement it, or drive a Driver from driver.New with your own loop", src))
+	}
+	if o.planner == nil {
+		return nil, fatal("driver.Run needs a planner; pass driver.WithPlanner(p)")
+	}
+	if o.commitInterval == 0 {
+		o.commitInterval = DefaultCommitInterval
+	}
+	if o.commitInterval < 0 {
+		return nil, fatal(fmt.Sprintf("driver.WithCommitInterval %s must be positive; omit it for the default %s", o.commitInterval, DefaultCommitInterval))
+	}
+	return r, nil
+}
+
+// loop is Run's state between its start and its Shutdown.
+type loop struct {
+	d        *Driver
+	r        Reader
+	interval time.Duration
+}
+
+// run polls until the job is over for this worker, ctx ends or an error ends
+// the run, and returns the outcome (nil for AllComplete).
+func (l *loop) run(ctx context.Context) error {
+	next := time.Now().Add(l.interval)
+	for {
+		if err := ctx.Err(); err != nil {
+			return interrupted(err)
+		}
+		ev, err := l.d.PollEvents(time.Until(next))
+		if err != nil {
+			if coordination.KindOf(err) != coordination.Retryable {
+				return l.stalledOr(err)
+			}
+			l.d.log.Warn("poll failed; will retry", "err", err)
+			l.d.park(retryPause)
+			continue
+		}
+		switch ev := ev.(type) {
+		case LanesAdded:
+			l.r.StartLanes(ev.Lanes)
+		case LanesRevoked:
+			l.r.StopLanes(ev.Lanes)
+		case LanesRetired:
+			l.r.StopLanes(ev.Lanes)
+		case CommitReady:
+			if err := l.commit(ev.Partitions); err != nil {
+				return err
+			}
+		case Drained:
+			return l.stalledOr(nil) // WithDrainOnStall drains a stall too
+		}
+		if !time.Now().Before(next) {
+			if err := l.commit(nil); err != nil {
+				return err
+			}
+			next = time.Now().Add(l.interval)
+		}
+	}
+}
+
+// stalledOr returns a *StalledError when the job stalled, else err.
+func (l *loop) stalledOr(err error) error {
+	if s := l.d.stalled; s != nil {
+		return &StalledError{Completed: s.Completed, Quarantined: s.Quarantined}
+	}
+	return err
+}
+
+// commit commits the acknowledged watermarks that advanced, of parts only
+// when parts is not nil. A Retryable error is logged and swallowed (the next
+// commit supersedes it); any other error is returned.
+func (l *loop) commit(parts []PartitionID) error {
+	var ws []Watermark
+	for _, w := range l.r.Acked() {
+		if parts != nil && !slices.Contains(parts, w.Partition) {
+			continue
+		}
+		if t, ok := l.d.parts[w.Partition]; ok && t.committable() && !l.d.committed(t, w.Value) {
+			ws = append(ws, w)
+		}
+	}
+	if len(ws) == 0 {
+		return nil
+	}
+	err := l.d.Commit(ws)
+	if coordination.KindOf(err) == coordination.Retryable {
+		l.d.log.Warn("commit failed; the next commit supersedes it", "err", err)
+		return nil
+	}
+	return err
+}
+
+// committed reports whether t's progress already stands at watermark, so
+// committing it again would change nothing. A deferred progress is not
+// durable, so it is committed again.
+func (d *Driver) committed(t *tenancy, watermark int64) bool {
+	return t.progress != nil && !t.deferred && t.progress.Watermark >= watermark
+}
+
+// finish stops every open lane (and those whose end is staged but not yet
+// announced), shuts the driver down with their last acknowledged watermarks
+// and returns outcome joined with Shutdown's error.
+func (l *loop) finish(outcome error) error {
+	lanes := slices.Concat(l.d.lost, l.d.retired)
+	for _, a := range l.d.Assignments() {
+		lanes = append(lanes, a.Lane)
+	}
+	if len(lanes) > 0 {
+		l.r.StopLanes(lanes)
+	}
+	return joinOutcome(outcome, l.d.Shutdown(l.r.Acked()))
+}
+
+// interrupted is Run's outcome when ctx ended before the job did.
+func interrupted(cause error) error {
+	return &coordination.Error{Kind: coordination.Retryable, Reason: "run interrupted before the job ended (" + cause.Error() + "); run again to resume", Err: cause}
+}
+
+// joinOutcome joins a run's outcome and its Shutdown error, returning either
+// alone when the other is nil.
+func joinOutcome(outcome, shutdown error) error {
+	switch {
+	case shutdown == nil:
+		return outcome
+	case outcome == nil:
+		return shutdown
+	}
+	return errors.Join(outcome, shutdown)
+}
