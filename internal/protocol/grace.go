@@ -1,0 +1,189 @@
+package protocol
+
+import (
+	"slices"
+	"time"
+
+	"github.com/spate-go/coordination"
+)
+
+// Grace is the startup grace window of the assignment (like Kafka's
+// group.initial.rebalance.delay.ms): a split is pinned to its current owner,
+// so no assignment moves it away, while the window since any of these is
+// open:
+//
+//   - the leader started leading (the job's start, or a failover), so the
+//     members that start together can all join before anything moves;
+//   - the owner joined, as first observed here;
+//   - the owner claimed the split, as first observed here.
+//
+// The last rule also stops a split from bouncing between members. Fill is
+// never delayed: unowned splits are assigned at once. Grace holds only
+// observation times; it does no I/O and is not safe for concurrent use (the
+// leader actor owns it). A zero or negative window pins nothing.
+type Grace struct {
+	window  time.Duration
+	since   time.Time // the leader started leading; zero when not leading
+	joined  map[string]time.Time
+	claimed map[coordination.SplitID]graceClaim
+	next    time.Time // the earliest pin end of the last Pinned, zero if none
+}
+
+// graceClaim is the owner of a split's live lease and when it was first
+// observed.
+type graceClaim struct {
+	owner string
+	at    time.Time
+}
+
+// NewGrace returns a Grace with window and nothing observed.
+func NewGrace(window time.Duration) *Grace {
+	return &Grace{window: window, joined: map[string]time.Time{}, claimed: map[coordination.SplitID]graceClaim{}}
+}
+
+// Lead records that this worker started leading at now.
+func (g *Grace) Lead(now time.Time) { g.since = now }
+
+// Join records that member inst was observed at now; only the first
+// observation since it was last seen leaving counts.
+func (g *Grace) Join(inst string, now time.Time) {
+	if _, ok := g.joined[inst]; !ok {
+		g.joined[inst] = now
+	}
+}
+
+// Leave forgets member inst.
+func (g *Grace) Leave(inst string) { delete(g.joined, inst) }
+
+// Claim records that split's live lease is owned by owner, observed at now;
+// only a change of owner restarts the split's window.
+func (g *Grace) Claim(split coordination.SplitID, owner string, now time.Time) {
+	if c, ok := g.claimed[split]; !ok || c.owner != owner {
+		g.claimed[split] = graceClaim{owner: owner, at: now}
+	}
+}
+
+// Release forgets split's lease.
+func (g *Grace) Release(split coordination.SplitID) { delete(g.claimed, split) }
+
+// Pinned returns the splits of splits that must stay with their Owner at
+// now, or nil. It remembers when the earliest of those pins ends, for Due.
+func (g *Grace) Pinned(now time.Time, splits []AssignSplit) map[coordination.SplitID]bool {
+	g.next = time.Time{}
+	if g.window <= 0 {
+		return nil
+	}
+	var pinned map[coordination.SplitID]bool
+	for _, s := range splits {
+		if s.Owner == "" {
+			continue
+		}
+		end := g.pinEnd(s)
+		if !now.Before(end) {
+			continue
+		}
+		if pinned == nil {
+			pinned = map[coordination.SplitID]bool{}
+		}
+		pinned[s.ID] = true
+		if g.next.IsZero() || end.Before(g.next) {
+			g.next = end
+		}
+	}
+	return pinned
+}
+
+// pinEnd returns when s's pin ends: the latest end of the windows that apply
+// to it (the zero time when none does).
+func (g *Grace) pinEnd(s AssignSplit) time.Time {
+	var end time.Time
+	later := func(t time.Time) {
+		if !t.IsZero() && t.Add(g.window).After(end) {
+			end = t.Add(g.window)
+		}
+	}
+	later(g.since)
+	later(g.joined[s.Owner])
+	if c, ok := g.claimed[s.ID]; ok && c.owner == s.Owner {
+		later(c.at)
+	}
+	return end
+}
+
+// Due reports whether a pin returned by the last Pinned has ended at now,
+// so the assignment should be evaluated again; it reports each end once.
+func (g *Grace) Due(now time.Time) bool {
+	if g.next.IsZero() || now.Before(g.next) {
+		return false
+	}
+	g.next = time.Time{}
+	return true
+}
+
+// KeepPinned returns out with every pinned split of in placed back on its
+// Owner, when that owner is a member and the split is assignable (runnable,
+// with a spec, not reserved). A split taken back from another member leaves
+// that member a split short; a member pushed above its budget by the splits
+// it keeps gives up the splits out newly named it (not owned by it), highest
+// id first, until it fits, and those stay unassigned for this evaluation. No
+// other split moves. The result is deterministic; every list stays sorted.
+func KeepPinned(in AssignInput, out AssignOutput, pinned map[coordination.SplitID]bool) AssignOutput {
+	if len(pinned) == 0 || len(out.Assigned) == 0 {
+		return out
+	}
+	at := map[coordination.SplitID]string{}
+	for m, ids := range out.Assigned {
+		for _, id := range ids {
+			at[id] = m
+		}
+	}
+	owner := map[coordination.SplitID]string{}
+	var keep []coordination.SplitID
+	for _, s := range in.Splits {
+		owner[s.ID] = s.Owner
+		if !pinned[s.ID] || s.Status != StatusRunnable || !s.HasSpec || in.Reserved[s.ID] {
+			continue
+		}
+		if _, member := out.Assigned[s.Owner]; member && at[s.ID] != s.Owner {
+			keep = append(keep, s.ID)
+		}
+	}
+	if len(keep) == 0 {
+		return out
+	}
+	slices.Sort(keep)
+	keep = slices.Compact(keep)
+	assigned := make(map[string][]coordination.SplitID, len(out.Assigned))
+	for m, ids := range out.Assigned {
+		assigned[m] = slices.Clone(ids)
+	}
+	touched := map[string]bool{}
+	for _, id := range keep {
+		if from, ok := at[id]; ok {
+			assigned[from] = slices.DeleteFunc(assigned[from], func(x coordination.SplitID) bool { return x == id })
+		}
+		to := owner[id]
+		assigned[to] = append(assigned[to], id)
+		touched[to] = true
+	}
+	for m := range touched {
+		ids := assigned[m]
+		slices.Sort(ids)
+		for i := len(ids) - 1; i >= 0 && len(ids) > budget(in, m); i-- {
+			if owner[ids[i]] != m {
+				ids = slices.Delete(ids, i, i+1)
+			}
+		}
+		assigned[m] = ids
+	}
+	return AssignOutput{Assigned: assigned, Moves: out.Moves, Bounded: out.Bounded}
+}
+
+// budget is member m's lane budget as Assign computes it.
+func budget(in AssignInput, m string) int {
+	c := in.DefaultCap
+	if v, ok := in.Caps[m]; ok && v > 0 {
+		c = v
+	}
+	return max(1, c)
+}
