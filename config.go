@@ -16,7 +16,7 @@ const InstanceIDMaxLen = 128
 
 // Config configures one worker. Start from [DefaultConfig]: numeric fields are
 // never defaulted from their zero value. Only InstanceID, RebalanceDelay,
-// Clock, Logger and Metrics accept their zero value.
+// StartupGrace, Clock, Logger and Metrics accept their zero value.
 type Config struct {
 	// InstanceID names the worker: 1..128 bytes of [A-Za-z0-9_-], unique among
 	// live workers of the job. Reusing it across restarts is encouraged (fast
@@ -49,6 +49,14 @@ type Config struct {
 	// before they are reassigned. Default 20s; 0 reassigns at once; negative
 	// is rejected.
 	RebalanceDelay time.Duration
+	// StartupGrace is the leader's grace window against churn (like Kafka's
+	// group.initial.rebalance.delay.ms): no assignment moves a split away
+	// from its owner within StartupGrace of the leader starting to lead (so
+	// workers that start together all join before anything moves), of the
+	// owner joining, or of the owner claiming the split (so a split does not
+	// bounce). Unowned splits are still assigned at once. Default 3s; 0
+	// disables it; negative is rejected.
+	StartupGrace time.Duration
 	// DrainDeadline is the deadline of a live revocation and the silence
 	// timeout of a cancelled one. Default 10s; at least OpTimeout; it may
 	// exceed LeaseDuration.
@@ -74,6 +82,7 @@ func DefaultConfig() Config {
 		ReconcileInterval:  30 * time.Second,
 		StartupMaxAttempts: 8,
 		RebalanceDelay:     20 * time.Second,
+		StartupGrace:       3 * time.Second,
 		DrainDeadline:      10 * time.Second,
 	}
 }
@@ -146,6 +155,12 @@ func (c Config) Validate() error {
 		func(c Config) string { // V12
 			if c.RebalanceDelay < 0 {
 				return fmt.Sprintf("RebalanceDelay must be >= 0 (0 reassigns at once), got %s", c.RebalanceDelay)
+			}
+			return ""
+		},
+		func(c Config) string { // V13
+			if c.StartupGrace < 0 {
+				return fmt.Sprintf("StartupGrace must be >= 0 (0 disables the grace window), got %s", c.StartupGrace)
 			}
 			return ""
 		},

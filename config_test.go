@@ -12,7 +12,7 @@ func TestDefaultConfigValues(t *testing.T) {
 	want := Config{
 		LeaseDuration: 30 * time.Second, OpTimeout: 10 * time.Second, MaxAttempts: 4, MaxInFlight: 8,
 		ReplanInterval: 60 * time.Second, ReconcileInterval: 30 * time.Second, StartupMaxAttempts: 8,
-		RebalanceDelay: 20 * time.Second, DrainDeadline: 10 * time.Second,
+		RebalanceDelay: 20 * time.Second, StartupGrace: 3 * time.Second, DrainDeadline: 10 * time.Second,
 	}
 	if c != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", c, want)
@@ -22,7 +22,7 @@ func TestDefaultConfigValues(t *testing.T) {
 	}
 }
 
-// TestValidateRules checks every rule V1-V12 with its exact reason.
+// TestValidateRules checks every rule V1-V13 with its exact reason.
 func TestValidateRules(t *testing.T) {
 	long := strings.Repeat("a", 129)
 	for _, tc := range []struct {
@@ -56,6 +56,8 @@ func TestValidateRules(t *testing.T) {
 			"DrainDeadline (9s) must be >= OpTimeout (10s); otherwise no drain could commit its tail before being forced"},
 		{"V12 RebalanceDelay", func(c *Config) { c.RebalanceDelay = -time.Second },
 			"RebalanceDelay must be >= 0 (0 reassigns at once), got -1s"},
+		{"V13 StartupGrace", func(c *Config) { c.StartupGrace = -time.Second },
+			"StartupGrace must be >= 0 (0 disables the grace window), got -1s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
@@ -90,6 +92,7 @@ func TestValidateOrder(t *testing.T) {
 func TestValidateAcceptsZeroValuedOptionalFields(t *testing.T) {
 	c := DefaultConfig()
 	c.RebalanceDelay = 0
+	c.StartupGrace = 0
 	c.InstanceID = ""
 	c.DrainDeadline = time.Hour // may exceed LeaseDuration
 	if err := c.Validate(); err != nil {

@@ -107,6 +107,7 @@ type leader struct {
 	records     map[coordination.SplitID]splitFacts
 	assigns     map[string]assignCache
 	publishedTo map[coordination.SplitID]string // split → the member whose cached assignment names it
+	grace       *protocol.Grace                 // the startup grace window's observations
 
 	planning   bool
 	planCancel context.CancelFunc
@@ -133,6 +134,7 @@ func newLeader(v *env) actor.Producer {
 			records:     map[coordination.SplitID]splitFacts{},
 			assigns:     map[string]assignCache{},
 			publishedTo: map[coordination.SplitID]string{},
+			grace:       protocol.NewGrace(v.cfg.StartupGrace),
 		}
 	}
 }
@@ -186,12 +188,14 @@ func (l *leader) Receive(c *actor.Context) {
 			l.dirty = true
 		}
 		l.members[m.Instance] = m.MaxInFlight
+		l.grace.Join(m.Instance, l.v.clk.Now())
 		delete(l.departedAt, m.Instance)
 		l.gauges()
 		l.tick(c)
 	case messages.PresenceDeleted:
 		if _, ok := l.members[m.Instance]; ok {
 			delete(l.members, m.Instance)
+			l.grace.Leave(m.Instance)
 			if m.Instance != l.v.id {
 				l.log.Info("peer left", "peer", m.Instance, "live", len(l.members))
 				if l.v.cfg.RebalanceDelay > 0 {
@@ -207,6 +211,7 @@ func (l *leader) Receive(c *actor.Context) {
 	case messages.RecordObserved:
 		old := l.records[m.Split]
 		f := splitFacts{owner: m.Record.Owner, status: m.Record.Status, seen: true}
+		l.grace.Claim(m.Split, m.Record.Owner, l.v.clk.Now())
 		if old != f {
 			l.records[m.Split] = f
 			if l.inputChanged(m.Split, old, f) {
@@ -216,6 +221,7 @@ func (l *leader) Receive(c *actor.Context) {
 		}
 	case messages.RecordDeleted:
 		delete(l.records, m.Split)
+		l.grace.Release(m.Split)
 		l.dirty = true
 		l.tick(c)
 	case messages.SpecObserved:
@@ -355,7 +361,7 @@ func (l *leader) heartbeat(c *actor.Context) {
 			l.dirty = true
 		}
 	}
-	if l.publishRetry {
+	if l.publishRetry || l.grace.Due(now) {
 		l.publishRetry = false
 		l.dirty = true
 	}
@@ -423,6 +429,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 		return
 	}
 	l.leading, l.gen, l.leaderRev, l.lastWrite, l.nonce = true, m.gen, m.rev, m.at, m.nonce
+	l.grace.Lead(l.v.clk.Now())
 	l.obsLeader = true
 	l.v.met.leading(true)
 	l.log.Info("became leader", "generation", m.gen)
@@ -794,6 +801,7 @@ func (l *leader) publish(c *actor.Context) {
 	l.dirty = false
 	l.publishing = true
 	in := l.assignInput()
+	pinned := l.grace.Pinned(l.v.clk.Now(), in.Splits)
 	cache := make(map[string]assignCache, len(l.assigns))
 	for k, a := range l.assigns {
 		a.rec.Splits = slices.Clone(a.rec.Splits)
@@ -809,7 +817,7 @@ func (l *leader) publish(c *actor.Context) {
 	}
 	v, pid, gen := l.v, c.PID(), l.plan.Generation
 	v.goFunc(func(ctx context.Context) {
-		v.send(pid, publishAssignment(ctx, v, in, cache, members, windows, gen))
+		v.send(pid, publishAssignment(ctx, v, in, pinned, cache, members, windows, gen))
 	})
 }
 
@@ -844,8 +852,8 @@ func (l *leader) assignInput() protocol.AssignInput {
 
 // publishAssignment evaluates the assignment function and writes every
 // member's record that changed; it runs on its own goroutine.
-func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, cache map[string]assignCache, members, windows map[string]bool, gen uint64) publishDone {
-	out := protocol.Assign(in)
+func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members, windows map[string]bool, gen uint64) publishDone {
+	out := protocol.KeepPinned(in, protocol.Assign(in), pinned)
 	d := publishDone{gen: gen}
 	prev := map[coordination.SplitID]string{}
 	for inst, a := range cache {

@@ -29,7 +29,7 @@ type Grace struct {
 	next    time.Time // the earliest pin end of the last Pinned, zero if none
 }
 
-// graceClaim is the owner of a split's live lease and when it was first
+// graceClaim is the owner a split's record names and when it was first
 // observed.
 type graceClaim struct {
 	owner string
@@ -55,15 +55,20 @@ func (g *Grace) Join(inst string, now time.Time) {
 // Leave forgets member inst.
 func (g *Grace) Leave(inst string) { delete(g.joined, inst) }
 
-// Claim records that split's live lease is owned by owner, observed at now;
-// only a change of owner restarts the split's window.
+// Claim records that split's record names owner, observed at now; only a
+// change of owner restarts the split's window, and "" (no owner) is a
+// Release.
 func (g *Grace) Claim(split coordination.SplitID, owner string, now time.Time) {
+	if owner == "" {
+		g.Release(split)
+		return
+	}
 	if c, ok := g.claimed[split]; !ok || c.owner != owner {
 		g.claimed[split] = graceClaim{owner: owner, at: now}
 	}
 }
 
-// Release forgets split's lease.
+// Release forgets split's owner.
 func (g *Grace) Release(split coordination.SplitID) { delete(g.claimed, split) }
 
 // Pinned returns the splits of splits that must stay with their Owner at
