@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spate-go/coordination"
 )
 
 var buckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
@@ -101,6 +103,11 @@ func newMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *met
 	m.assignLatency = hist("assignment_latency_seconds", "Clock time from being named to holding.")
 	setGauge(m.idle, 1)
 	setGauge(m.liveWorkers, 1) // this worker, its own key not yet seen
+	info := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "coordination", Name: "build_info", Help: "Always 1; the version label is the library's coordination.Version.",
+		ConstLabels: prometheus.Labels{"version": coordination.Version}})
+	if register(info, "build_info") {
+		info.Set(1)
+	}
 	return m
 }
 

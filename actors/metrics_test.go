@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/spate-go/coordination"
 )
@@ -39,7 +41,7 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 			}
 		}
 		sort.Strings(names)
-		want := []string{"acquisitions_total", "assignment_latency_seconds", "drain_duration_seconds", "idle", "leader", "live_workers", "reconcile_duration_seconds", "releases_total", "replan_duration_seconds", "replans_total", "revocations_total", "split_failures_total", "split_losses_total", "splits_completed", "splits_draining", "splits_owned", "splits_planned_total", "splits_quarantined", "store_op_duration_seconds", "write_duration_seconds", "writes_total", "quarantines_total"}
+		want := []string{"acquisitions_total", "assignment_latency_seconds", "build_info", "drain_duration_seconds", "idle", "leader", "live_workers", "reconcile_duration_seconds", "releases_total", "replan_duration_seconds", "replans_total", "revocations_total", "split_failures_total", "split_losses_total", "splits_completed", "splits_draining", "splits_owned", "splits_planned_total", "splits_quarantined", "store_op_duration_seconds", "write_duration_seconds", "writes_total", "quarantines_total"}
 		sort.Strings(want)
 		if strings.Join(names, ",") != strings.Join(want, ",") {
 			t.Fatalf("families\n got %v\nwant %v", names, want)
@@ -47,6 +49,14 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 		for _, mf := range mfs {
 			if mf.GetName() == "coordination_acquisitions_total" && len(mf.GetMetric()) != 4 {
 				t.Fatalf("acquisitions_total has %d series, want 4", len(mf.GetMetric()))
+			}
+			if mf.GetName() == "coordination_build_info" {
+				m := mf.GetMetric()[0]
+				if !slices.ContainsFunc(m.GetLabel(), func(lp *dto.LabelPair) bool {
+					return lp.GetName() == "version" && lp.GetValue() == coordination.Version
+				}) || m.GetGauge().GetValue() != 1 {
+					t.Fatalf("build_info = %v, want 1 with version=%s", m, coordination.Version)
+				}
 			}
 		}
 
