@@ -12,6 +12,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/vbauerster/mpb/v8 v8.16.2
+	golang.org/x/term v0.48.0
 	pgregory.net/rapid v1.3.0
 )
 

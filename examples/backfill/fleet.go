@@ -10,10 +10,11 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// fleet follows which worker of this process holds which split, so the
-// program can show a crashed worker's splits being recovered by the others
-// and cooperative moves resuming without replay. The control loops report to
-// it; the display and the report read it. Safe for concurrent use.
+// fleet turns the lanes' gains and ends into the event log: takeovers (told
+// by the worker that takes over, from the ledger's record of the previous
+// tenancy, so they show in every mode), drains and losses, and the recovery
+// of a worker of this process crashed on purpose. The sources report to it;
+// the display and the report read it. Safe for concurrent use.
 type fleet struct {
 	note func(string) // one line for the event log
 
@@ -25,9 +26,9 @@ type fleet struct {
 	orphaned    int                           // how many splits the victim held
 	recoveredBy map[string]int                // re-gained orphans per worker
 	recoveredIn time.Duration                 // crash to the last orphan re-gained
-	handedOff   map[coordination.SplitID]bool // drained and not yet re-gained
+	takeovers   int                           // gains that resumed another tenancy's split
 	moves       int                           // cooperative moves (drained hand-backs)
-	losses      int                           // involuntary ends (LanesRevoked)
+	losses      int                           // involuntary ends (revoked lanes)
 }
 
 // newFleet returns an empty fleet that writes its event lines to note.
@@ -37,54 +38,62 @@ func newFleet(note func(string)) *fleet {
 		holder:      make(map[coordination.SplitID]string),
 		orphans:     make(map[coordination.SplitID]bool),
 		recoveredBy: make(map[string]int),
-		handedOff:   make(map[coordination.SplitID]bool),
 	}
 }
 
-// gained records that worker opened a lane on split, reading from resume.
-func (f *fleet) gained(worker string, split coordination.SplitID, resume int64) {
+// gained records that worker started reading split at resume; prev is the
+// split's previous tenancy in the ledger (nil for a fresh split).
+func (f *fleet) gained(worker string, split coordination.SplitID, resume int64, prev *delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.holder[split] = worker
-	switch {
-	case f.orphans[split]:
+	if prev != nil {
+		f.takeovers++
+		f.note(takeoverLine(worker, split, resume, *prev))
+	}
+	if f.orphans[split] {
 		delete(f.orphans, split)
 		f.recoveredBy[worker]++
-		recovered := f.orphaned - len(f.orphans)
-		f.note(fmt.Sprintf("%s took over %s from crashed %s, resuming at record %d from its last commit (%d/%d recovered)",
-			worker, split, f.victim, resume, recovered, f.orphaned))
 		if len(f.orphans) == 0 {
 			f.recoveredIn = time.Since(f.crashedAt)
-			f.note(fmt.Sprintf("all %d splits of %s recovered %.1fs after the crash", f.orphaned, f.victim, f.recoveredIn.Seconds()))
+			f.note(fmt.Sprintf("all %s of crashed %s recovered %.1fs after the crash", count(f.orphaned, "split"), f.victim, f.recoveredIn.Seconds()))
 		}
-	case f.handedOff[split]:
-		delete(f.handedOff, split)
-		f.note(fmt.Sprintf("%s resumed %s at record %d, where the drain cut it (no replay)", worker, split, resume))
 	}
 }
 
-// lost records an involuntary end of worker's tenancy of a split.
-func (f *fleet) lost(worker string, end laneEnd) {
+// takeoverLine describes worker resuming split at resume after prev, the
+// tenancy that got furthest before.
+func takeoverLine(worker string, split coordination.SplitID, resume int64, prev delivery) string {
+	from := prev.Worker
+	if from == worker {
+		from = "its own earlier run"
+	}
+	switch {
+	case prev.End > resume:
+		return fmt.Sprintf("%s took over %s from %s at record %d, its last commit; %s delivered after it will replay",
+			worker, split, from, resume, count(prev.End-resume, "record"))
+	case prev.End == resume:
+		return fmt.Sprintf("%s resumed %s at record %d, exactly where %s stopped (no replay)", worker, split, resume, from)
+	default:
+		return fmt.Sprintf("%s resumed %s at record %d after %s", worker, split, resume, from)
+	}
+}
+
+// ended records the end of worker's tenancy of a split.
+func (f *fleet) ended(worker string, end laneEnd) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.holder[end.split] == worker {
 		delete(f.holder, end.split)
 	}
-	f.losses++
-	f.note(fmt.Sprintf("%s lost %s at record %d; records after its last commit will replay", worker, end.split, end.acked))
-}
-
-// retired records a clean end: completed, or handed off after a drain.
-func (f *fleet) retired(worker string, end laneEnd) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.holder[end.split] == worker {
-		delete(f.holder, end.split)
-	}
-	if end.acked < end.records.End {
+	switch {
+	case end.complete:
+	case end.drained:
 		f.moves++
-		f.handedOff[end.split] = true
 		f.note(fmt.Sprintf("%s drained %s at record %d and handed it back (rebalance)", worker, end.split, end.acked))
+	default:
+		f.losses++
+		f.note(fmt.Sprintf("%s lost %s at record %d; records after its last commit will replay", worker, end.split, end.acked))
 	}
 }
 
@@ -108,7 +117,7 @@ func (f *fleet) crashed(worker string) []coordination.SplitID {
 }
 
 // crashSummary describes the crash and its recovery for the report ("" when
-// no worker crashed).
+// no worker of this process crashed).
 func (f *fleet) crashSummary() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -120,7 +129,7 @@ func (f *fleet) crashSummary() string {
 		by = append(by, fmt.Sprintf("%s %d", w, n))
 	}
 	slices.Sort(by)
-	s := fmt.Sprintf("%s aborted holding %d splits; %d recovered", f.victim, f.orphaned, f.orphaned-len(f.orphans))
+	s := fmt.Sprintf("%s aborted holding %s; %d recovered", f.victim, count(f.orphaned, "split"), f.orphaned-len(f.orphans))
 	if len(by) > 0 {
 		s += " (" + strings.Join(by, ", ") + ")"
 	}
@@ -128,6 +137,13 @@ func (f *fleet) crashSummary() string {
 		s += fmt.Sprintf(" within %.1fs", f.recoveredIn.Seconds())
 	}
 	return s
+}
+
+// counts returns the takeovers, moves and losses seen so far.
+func (f *fleet) counts() (takeovers, moves, losses int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.takeovers, f.moves, f.losses
 }
 
 // victimHolding returns the live worker (not yet crashed) holding the most
@@ -138,12 +154,24 @@ func victimHolding(workers []*worker) *worker {
 		if w.crashed() || w.state.Load() != stateRunning {
 			continue
 		}
-		if best == nil || w.held.Load() > best.held.Load() {
+		if best == nil || w.src.held.Load() > best.src.held.Load() {
 			best = w
 		}
 	}
-	if best != nil && best.held.Load() == 0 {
+	if best != nil && best.src.held.Load() == 0 {
 		return nil
 	}
 	return best
+}
+
+// count renders n things with the noun in the right number: "1 split",
+// "2 splits".
+func count[N int | int64](n N, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

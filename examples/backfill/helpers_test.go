@@ -12,8 +12,8 @@ import (
 )
 
 // waitFor is how long a test waits for something that should happen within
-// milliseconds; it only bounds a failing test.
-const waitFor = 15 * time.Second
+// a few seconds; it only bounds a failing test.
+const waitFor = 30 * time.Second
 
 // eventually polls cond until it holds or waitFor passes, then fails with what.
 func eventually(t testing.TB, what string, cond func() bool) {
@@ -27,33 +27,76 @@ func eventually(t testing.TB, what string, cond func() bool) {
 	}
 }
 
+// embedded starts an embedded NATS server for the test, its store in a
+// temporary directory, shut down at cleanup.
+func embedded(t testing.TB) *embeddedServer {
+	t.Helper()
+	srv, err := startEmbedded(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// testLedger opens job's ledger on srv, closed at cleanup.
+func testLedger(t testing.TB, srv *embeddedServer, job string) *ledger {
+	t.Helper()
+	l, err := openLedger(t.Context(), srv.URL(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(l.close)
+	return l
+}
+
+// oneSplit is a data set of one split "s1" holding records 0..records-1.
+func oneSplit(records int64) *dataset {
+	return &dataset{records: records, splits: []dataSplit{{ID: "s1", Range: recordRange{0, records}}}}
+}
+
+// events records the source's lane reports.
+type events struct {
+	gains []*delivery
+	ends  []laneEnd
+}
+
+func (e *events) gained(_ string, _ coordination.SplitID, _ int64, prev *delivery) {
+	e.gains = append(e.gains, prev)
+}
+func (e *events) ended(_ string, end laneEnd) { e.ends = append(e.ends, end) }
+
 // harness drives one source through a real driver over the scripted
-// coordinator.
+// coordinator, delivering to a real ledger on an embedded NATS server.
 type harness struct {
 	t      testing.TB
 	script *testkit.CoordinatorScript
 	drv    *driver.Driver
 	src    *source
 	sink   *ledger
+	ds     *dataset
+	ev     *events
 }
 
-// newHarness returns a started driver over a fresh source reading records
-// 0..records-1 at perSecond records per lane.
+// newHarness returns a started driver over a fresh source reading split
+// "s1" of records 0..records-1 at perSecond records per lane.
 func newHarness(t testing.TB, records, perSecond int64) *harness {
 	t.Helper()
 	c, script := testkit.NewScripted()
-	sink := newLedger(records, 1)
+	sink := testLedger(t, embedded(t), "test")
 	dead := make(chan struct{})
-	src := newSource(0, sink, newReadPace(perSecond), dead)
+	ev := &events{}
+	src := newSource("w1", "run1", sink, newReadPace(perSecond), dead, ev)
 	drv := driver.New(c, src)
-	if err := drv.Start(planner{ds: newDataset(1, records)}); err != nil {
+	ds := oneSplit(records)
+	if err := drv.Start(planner{ds: ds}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		close(dead)
 		src.wait()
 	})
-	return &harness{t: t, script: script, drv: drv, src: src, sink: sink}
+	return &harness{t: t, script: script, drv: drv, src: src, sink: sink, ds: ds, ev: ev}
 }
 
 // spec returns a spec for records r under id.
@@ -79,6 +122,17 @@ func (h *harness) next(what string, want func(driver.Event) bool) driver.Event {
 	return nil
 }
 
+// started waits for LanesAdded and starts the lanes, as driver.Run does.
+func (h *harness) started() driver.LanesAdded {
+	h.t.Helper()
+	ev := h.next("LanesAdded", is[driver.LanesAdded]).(driver.LanesAdded)
+	h.src.StartLanes(ev.Lanes)
+	return ev
+}
+
+// tally returns what the ledger holds for the harness's data set.
+func (h *harness) tally() tally { return tallyOf(h.ds, h.sink.snapshot()) }
+
 // is returns a predicate matching events of type E.
 func is[E driver.Event](ev driver.Event) bool {
 	_, ok := ev.(E)
@@ -96,6 +150,19 @@ func (h *harness) lastCommit(split coordination.SplitID) coordination.SplitProgr
 	}
 	h.t.Fatalf("no commit of %s", split)
 	return coordination.SplitProgress{}
+}
+
+// watermarksOf returns the acknowledged watermarks of parts.
+func (h *harness) watermarksOf(parts []driver.PartitionID) []driver.Watermark {
+	var ws []driver.Watermark
+	for _, w := range h.src.Acked() {
+		for _, p := range parts {
+			if w.Partition == p {
+				ws = append(ws, w)
+			}
+		}
+	}
+	return ws
 }
 
 // discardLogger returns a logger that drops everything.

@@ -10,15 +10,22 @@
 //	go run ./examples/backfill
 //
 // It starts an embedded NATS server, plans 64 splits of uneven sizes, runs 4
-// workers (each with its own hollywood engine, NATS connection, coordinator
-// and driver), crashes one at 40 %, and ends with a report. The exit status
-// is 0 only when no record was lost.
+// workers (each with its own hollywood engine, NATS connection and
+// coordinator, run by driver.Run), crashes one at 40 %, and ends with a
+// report. Every delivery is recorded in the job's ledger (a KV bucket on
+// the same server) before it is acknowledged, so the report's counts are
+// the whole job's, whichever process delivered them. The exit status is 0
+// only when the job completed and no record was lost; 3 when SIGINT or
+// SIGTERM interrupted it (run again to resume).
 //
 // To divide one job among processes, start a NATS server (2.11 or later,
-// with JetStream) and run in several terminals:
+// with JetStream) and run in several terminals; any of them, or a -verify
+// run afterwards, proves from the ledger that nothing was lost, even if one
+// was killed with kill -9:
 //
 //	go run ./examples/backfill -nats nats://127.0.0.1:4222 -instance a
 //	go run ./examples/backfill -nats nats://127.0.0.1:4222 -instance b
+//	go run ./examples/backfill -nats nats://127.0.0.1:4222 -verify
 package main
 
 import (
@@ -34,6 +41,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -69,15 +77,23 @@ type options struct {
 	logLevel string
 	quiet    bool
 	plain    bool
+	verify   bool
+	data     string
 }
 
 // usageText heads the -h output and every flag error.
 const usageText = `usage: backfill [flags]
 
 Backfills a generated data set with several coordinated workers and reports
-records planned, delivered, duplicated and lost. With no flags it runs 4
-workers against an embedded NATS server and crashes one of them at 40%.
-Exit status: 0 when nothing was lost, 1 on loss or failure, 2 on bad flags.
+records planned, delivered, duplicated and lost, for the whole job: every
+delivery is recorded in the job's ledger in NATS before it is acknowledged.
+With no flags it runs 4 workers against an embedded NATS server and crashes
+one of them at 40%. An interrupted run (SIGINT, SIGTERM, kill -9) resumes
+when run again with the same flags.
+
+Exit status: 0 when the job completed and nothing was lost, 1 on loss,
+failure or unreachable NATS, 2 on bad flags, 3 when interrupted by SIGINT
+or SIGTERM (run again to resume).
 
 flags:
 `
@@ -104,6 +120,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.logLevel, "log", "warn", "library log level: debug, info, warn, error or off")
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the final report")
 	fs.BoolVar(&o.plain, "plain", false, "plain progress lines instead of bars even on a terminal")
+	fs.BoolVar(&o.verify, "verify", false, "only read the job's ledger on -nats and report whether every record was delivered (same -splits, -records or -job as the run)")
+	fs.StringVar(&o.data, "data", "", "store directory of the embedded NATS server, kept until the job completes so a rerun resumes (default: a directory per job under the system temp dir)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -128,6 +146,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return bad("-pace must be at least 1 record per second, got %d", o.pace)
 	case o.timeout <= 0:
 		return bad("-timeout must be positive, got %s", o.timeout)
+	case o.verify && o.natsURL == "":
+		return bad("-verify needs -nats: it reads the job's ledger on that server")
 	case o.instance != "" && o.natsURL == "":
 		return bad("-instance needs -nats: the processes of one job must share a NATS server")
 	case o.instance == "" && o.crashAt > 0 && o.workers < 2:
@@ -169,59 +189,92 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	mode := modePlain
+	tty := stdout == io.Writer(os.Stdout) && isTerminal(os.Stdout)
 	switch {
 	case o.quiet:
 		mode = modeQuiet
-	case !o.plain && stdout == os.Stdout && isTerminal(os.Stdout):
+	case !o.plain && tty:
 		mode = modeBars
 	}
-	rep, err := backfill(ctx, o, mode, stdout, stderr)
-	if rep != nil {
-		rep.write(stdout)
+	var rep *report
+	if o.verify {
+		rep, err = verify(ctx, o)
+	} else {
+		rep, err = backfill(ctx, o, mode, stdout, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "backfill: %v\n", err)
 		return 1
 	}
-	if !rep.ok() {
-		return 1
+	rep.Color = tty && colorOn(os.Stdout)
+	rep.write(stdout)
+	return exitStatus(rep.Outcome)
+}
+
+// jobOf returns the job name: -job, or one derived from the plan, so every
+// process started with the same -splits and -records joins the same job
+// and a rerun resumes it.
+func jobOf(o *options, plan planner) string {
+	if o.job != "" {
+		return o.job
 	}
-	return 0
+	return jobName(plan.Fingerprint())
+}
+
+// verify reads the job's ledger on -nats and reports on it alone.
+func verify(ctx context.Context, o *options) (*report, error) {
+	ds := newDataset(o.splits, o.records)
+	sink, err := openLedger(ctx, o.natsURL, jobOf(o, planner{ds: ds}))
+	if err != nil {
+		return nil, err
+	}
+	defer sink.close()
+	rep := newReport("", ds, tallyOf(ds, sink.snapshot()), nil, nil, 0, nil, false)
+	rep.Verify = true
+	if rep.Lost() > 0 {
+		rep.Outcome = outcomeFailed
+	}
+	return rep, nil
 }
 
 // backfill runs the job and returns its report. An error means the run could
 // not start (no report).
 func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Writer) (*report, error) {
+	signals := ctx
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 
 	ds := newDataset(o.splits, o.records)
 	plan := planner{ds: ds}
+	job := jobOf(o, plan)
 
 	url := o.natsURL
+	dataDir := ""
+	removeStore := false // set once the job completed: the embedded store goes after the server
 	if url == "" {
-		srv, err := startEmbedded()
+		dataDir = o.data
+		if dataDir == "" {
+			dataDir = filepath.Join(os.TempDir(), "spate-"+job)
+		}
+		srv, err := startEmbedded(dataDir)
 		if err != nil {
 			return nil, err
 		}
-		defer srv.Close()
+		defer func() {
+			srv.Close()
+			if removeStore {
+				if err := os.RemoveAll(dataDir); err != nil {
+					fmt.Fprintf(stderr, "backfill: removing the embedded store: %v\n", err)
+				}
+			}
+		}()
 		url = srv.URL()
 	}
-	job := o.job
-	if job == "" {
-		job = jobName(plan.Fingerprint())
-		if o.instance == "" && o.natsURL != "" {
-			// A whole fleet in one process owns its job: a fresh name per
-			// run, so a rerun against the same server does not find it
-			// completed, and its buckets are removed at the end.
-			job += "-" + randomHex(4)
-			defer func() {
-				if err := removeJob(context.WithoutCancel(ctx), url, job); err != nil {
-					fmt.Fprintf(stderr, "backfill: %v\n", err)
-				}
-			}()
-		}
+	sink, err := openLedger(ctx, url, job)
+	if err != nil {
+		return nil, err
 	}
+	defer sink.close()
 
 	names := []string{o.instance}
 	if o.instance == "" {
@@ -231,9 +284,15 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 		}
 	}
 
-	sink := newLedger(o.records, len(names))
-	disp := newDisplay(mode, stdout, sink)
-	logger := slog.New(slog.NewTextHandler(disp.logWriter(), &slog.HandlerOptions{Level: logLevels[o.logLevel]}))
+	disp := newDisplay(mode, mode == modeBars && colorOn(os.Stdout), stdout, sink, ds)
+	logs, logFile, err := logWriter(mode, o.logLevel, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if logFile != nil {
+		defer logFile.Close()
+	}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: logLevels[o.logLevel]}))
 	f := newFleet(disp.note)
 
 	var reg *prometheus.Registry
@@ -250,25 +309,33 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	}
 
 	natsCfg := natsstore.Config{Servers: []string{url}, Job: job}
+	runID := randomHex(4)
 	workers := make([]*worker, 0, len(names))
-	for i, name := range names {
+	for _, name := range names {
 		var r prometheus.Registerer
 		if reg != nil {
 			r = reg
 		}
-		w, err := newWorker(i, name, natsCfg, sink, newReadPace(o.pace), f, logger, r)
+		w, err := newWorker(name, runID, natsCfg, sink, newReadPace(o.pace), f, logger, r)
 		if err != nil {
 			return nil, err
 		}
 		workers = append(workers, w)
 	}
 
-	where := "embedded NATS at " + url
+	where := "embedded NATS at " + url + " (store " + dataDir + ")"
 	if o.natsURL != "" {
 		where = "NATS at " + url
 	}
-	disp.note(fmt.Sprintf("backfill: %d records in %d splits, %d worker(s) in this process, job %q on %s",
-		o.records, o.splits, len(workers), job, where))
+	before := tallyOf(ds, sink.snapshot())
+	disp.note(fmt.Sprintf("backfill %s v%s: %s in %s, %s in this process, job %q on %s",
+		"github.com/spate-go/coordination", coordination.Version, count(o.records, "record"), count(o.splits, "split"), count(len(workers), "worker"), job, where))
+	if before.deliveries > 0 {
+		disp.note(fmt.Sprintf("resuming: the ledger already holds %s of %s", count(before.delivered, "record"), human(before.planned)))
+	}
+	if logFile != nil {
+		disp.note("library logs: " + logFile.Name())
+	}
 	if metricsAt != "" {
 		disp.note("metrics at " + metricsAt)
 	}
@@ -283,21 +350,57 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	if o.instance == "" && o.crashAt > 0 {
 		done := make(chan struct{})
 		go func() { wg.Wait(); close(done) }()
-		crashAtFraction(ctx, done, o.crashAt, sink, workers, f, disp.note)
+		crashAtFraction(ctx, done, o.crashAt, ds, sink, workers, f, disp.note)
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
 	disp.finish()
-	return newReport(o.instance, ds, sink, workers, f, elapsed, errs), nil
+	if err := sink.refresh(context.WithoutCancel(ctx)); err != nil {
+		errs = append(errs, err)
+	}
+	rep := newReport(o.instance, ds, tallyOf(ds, sink.snapshot()), workers, f, elapsed, errs, signals.Err() != nil)
+	if ctx.Err() != nil && signals.Err() == nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("gave up after -timeout %s", o.timeout))
+		rep.Outcome = outcomeFailed
+	}
+	// A completed job run by a whole fleet in this process is removed, so a
+	// rerun starts afresh: its buckets on an external server, or the
+	// embedded server's store once the server is down. A job of several
+	// processes (-instance) is left for -verify; an interrupted one for the
+	// rerun that resumes it.
+	switch {
+	case rep.Outcome != outcomeOK || o.instance != "":
+	case o.natsURL != "":
+		if err := removeJob(context.WithoutCancel(ctx), url, job); err != nil {
+			fmt.Fprintf(stderr, "backfill: %v\n", err)
+		}
+	default:
+		removeStore = true
+	}
+	return rep, nil
+}
+
+// logWriter is where library logs go: standard error, except with bars,
+// where they would break into the bars and go to a file instead (returned so
+// it can be named and closed). -log off needs no file.
+func logWriter(mode int, level string, stderr io.Writer) (io.Writer, *os.File, error) {
+	if mode != modeBars || level == "off" {
+		return stderr, nil, nil
+	}
+	f, err := os.CreateTemp("", "backfill-*.log")
+	if err != nil {
+		return nil, nil, fmt.Errorf("library log file: %w", err)
+	}
+	return f, f, nil
 }
 
 // crashAtFraction waits until frac of the records are delivered, then crashes
 // the worker holding the most splits. It returns after the crash, when done is
 // closed, or when ctx ends.
-func crashAtFraction(ctx context.Context, done <-chan struct{}, frac float64, sink *ledger, workers []*worker, f *fleet, note func(string)) {
-	tick := time.NewTicker(20 * time.Millisecond)
+func crashAtFraction(ctx context.Context, done <-chan struct{}, frac float64, ds *dataset, sink *ledger, workers []*worker, f *fleet, note func(string)) {
+	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	threshold := int64(frac * float64(sink.planned()))
+	threshold := int64(frac * float64(ds.records))
 	for {
 		select {
 		case <-ctx.Done():
@@ -306,7 +409,8 @@ func crashAtFraction(ctx context.Context, done <-chan struct{}, frac float64, si
 			return
 		case <-tick.C:
 		}
-		if sink.delivered() < threshold {
+		t := tallyOf(ds, sink.snapshot())
+		if t.delivered < threshold {
 			continue
 		}
 		victim := victimHolding(workers)
@@ -315,8 +419,8 @@ func crashAtFraction(ctx context.Context, done <-chan struct{}, frac float64, si
 		}
 		victim.crashNow()
 		held := f.crashed(victim.name)
-		note(fmt.Sprintf("CRASH: %s aborted at %s delivered, holding %d splits (%s); its leases expire within %s",
-			victim.name, percent(sink.delivered(), sink.planned()), len(held), joinIDs(held), leaseDuration))
+		note(fmt.Sprintf("CRASH: %s aborted at %s delivered, holding %s (%s); its leases expire within %s",
+			victim.name, percent(t.delivered, t.planned), count(len(held), "split"), joinIDs(held), leaseDuration))
 		return
 	}
 }

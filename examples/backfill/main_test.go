@@ -3,15 +3,16 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"context"
-	"fmt"
+	"errors"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
+	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,6 +36,7 @@ func TestBadFlagsExitTwoWithUsage(t *testing.T) {
 		{name: "crash with one worker", args: []string{"-workers", "1"}, want: "-crash-at needs at least 2 workers"},
 		{name: "no pace", args: []string{"-pace", "0"}, want: "-pace must be at least 1"},
 		{name: "instance without nats", args: []string{"-instance", "a"}, want: "-instance needs -nats"},
+		{name: "verify without nats", args: []string{"-verify"}, want: "-verify needs -nats"},
 		{name: "bad instance", args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, want: "InstanceID may only contain [A-Za-z0-9_-]"},
 		{name: "bad nats url", args: []string{"-nats", "http://x"}, want: `-nats must be a nats:// or tls:// URL, got "http://x"`},
 		{name: "bad job", args: []string{"-job", "a b"}, want: "natsstore: Job must be 1..64 characters"},
@@ -71,7 +73,8 @@ func TestHelpExitsZero(t *testing.T) {
 // three workers on an embedded NATS server, one crashing at 40%.
 func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 	t.Parallel()
-	o := &options{workers: 3, splits: 8, records: 20_000, crashAt: 0.4, pace: 1000, timeout: 90 * time.Second, logLevel: "off"}
+	dir := t.TempDir()
+	o := &options{workers: 3, splits: 8, records: 20_000, crashAt: 0.4, pace: 1000, timeout: 90 * time.Second, logLevel: "off", data: dir}
 	var out bytes.Buffer
 	rep, err := backfill(t.Context(), o, modePlain, &syncWriter{w: &out}, &out)
 	if err != nil {
@@ -79,15 +82,15 @@ func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 	}
 	rep.write(&out)
 	t.Log(out.String())
-	if !rep.ok() {
+	if rep.Outcome != outcomeOK {
 		t.Fatal("run failed")
 	}
-	if rep.Planned != 20_000 || rep.Splits != 8 || rep.Delivered != 20_000 || rep.Lost != 0 {
+	if rep.Planned != 20_000 || rep.Splits != 8 || rep.Delivered != 20_000 || rep.Lost() != 0 {
 		t.Fatalf("planned %d in %d splits, delivered %d, lost %d; want 20000, 8, 20000, 0",
-			rep.Planned, rep.Splits, rep.Delivered, rep.Lost)
+			rep.Planned, rep.Splits, rep.Delivered, rep.Lost())
 	}
-	if rep.Deliveries != rep.Delivered+rep.Duplicates {
-		t.Fatalf("deliveries %d != delivered %d + duplicates %d", rep.Deliveries, rep.Delivered, rep.Duplicates)
+	if rep.Deliveries != rep.Delivered+rep.Duplicates || rep.Local != rep.Deliveries {
+		t.Fatalf("deliveries %d != delivered %d + duplicates %d, or != this process's %d", rep.Deliveries, rep.Delivered, rep.Duplicates, rep.Local)
 	}
 	states := map[string]int{}
 	var sum int64
@@ -101,13 +104,16 @@ func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 	if sum != rep.Deliveries {
 		t.Fatalf("worker shares add up to %d, want %d", sum, rep.Deliveries)
 	}
-	if !strings.Contains(rep.Crash, "aborted holding") {
-		t.Fatalf("crash summary %q", rep.Crash)
+	if !strings.Contains(rep.Crash, "aborted holding") || rep.Takeovers == 0 {
+		t.Fatalf("crash summary %q, %d takeovers", rep.Crash, rep.Takeovers)
 	}
-	for _, want := range []string{"CRASH: ", "lost:        0\n", "result:      OK"} {
+	for _, want := range []string{"CRASH: ", " took over ", "lost:        0\n", "result:      OK"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q", want)
 		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("the embedded store of a completed job was not removed: %v", err)
 	}
 }
 
@@ -123,74 +129,176 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	return s.w.Write(p)
 }
 
-// TestProcessesDivideOneJob builds the program and runs two processes,
-// -instance a and -instance b, against one NATS server: both must finish with
-// status 0, and together they must have delivered every record.
-func TestProcessesDivideOneJob(t *testing.T) {
-	t.Parallel()
-	srv, err := startEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
-
+// buildExample builds the program into a temporary directory.
+func buildExample(t *testing.T) string {
+	t.Helper()
 	// go test puts its own toolchain first on PATH.
 	bin := filepath.Join(t.TempDir(), "backfill")
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
+	return bin
+}
 
-	const records = 20_000
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	type result struct {
-		name   string
-		out    string
-		err    error
-		ranges []recordRange
-	}
-	results := make([]result, 2)
-	var wg sync.WaitGroup
-	for i, name := range []string{"a", "b"} {
-		wg.Go(func() {
-			cmd := exec.CommandContext(ctx, bin, "-nats", srv.URL(), "-instance", name,
-				"-splits", "8", "-records", fmt.Sprint(records), "-pace", "1000", "-quiet", "-log", "off")
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			results[i] = result{name: name, out: stdout.String() + stderr.String(), err: err}
-		})
-	}
-	wg.Wait()
+// process is one run of the built program.
+type process struct {
+	cmd            *exec.Cmd
+	stdout, stderr syncWriter
+}
 
-	var all []recordRange
-	for i, r := range results {
-		t.Logf("instance %s:\n%s", r.name, r.out)
-		if r.err != nil {
-			t.Fatalf("instance %s: %v", r.name, r.err)
-		}
-		line := reportLine(t, r.out, "ranges:")
-		rs, err := parseRanges(line)
-		if err != nil {
-			t.Fatalf("instance %s: %v", r.name, err)
-		}
-		if len(rs) == 0 {
-			t.Fatalf("instance %s delivered nothing: the job was not divided", r.name)
-		}
-		results[i].ranges = rs
-		all = append(all, rs...)
+// startProcess starts bin with args.
+func startProcess(t *testing.T, bin string, args ...string) *process {
+	t.Helper()
+	p := &process{stdout: syncWriter{w: &bytes.Buffer{}}, stderr: syncWriter{w: &bytes.Buffer{}}}
+	p.cmd = exec.CommandContext(t.Context(), bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
 	}
-	slices.SortFunc(all, func(a, b recordRange) int { return int(a.Start - b.Start) })
-	var covered int64
-	for _, r := range all {
-		if r.Start > covered {
-			t.Fatalf("records %d-%d were delivered by neither process (lost)", covered, r.Start)
-		}
-		covered = max(covered, r.End)
+	return p
+}
+
+// wait waits for the process and returns its exit status and output.
+func (p *process) wait(t *testing.T) (int, string) {
+	t.Helper()
+	err := p.cmd.Wait()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatal(err)
 	}
-	if covered != records {
-		t.Fatalf("records %d-%d were delivered by neither process (lost)", covered, records)
+	p.stdout.mu.Lock()
+	defer p.stdout.mu.Unlock()
+	p.stderr.mu.Lock()
+	defer p.stderr.mu.Unlock()
+	return p.cmd.ProcessState.ExitCode(), p.stdout.w.String() + p.stderr.w.String()
+}
+
+// jobArgs are the flags of the small job the process tests run.
+func jobArgs(url, job string, more ...string) []string {
+	return append([]string{"-nats", url, "-job", job, "-splits", "8", "-records", "10000", "-pace", "500", "-log", "off"}, more...)
+}
+
+// TestProcessesDivideOneJob runs two processes, -instance a and -instance
+// b, against one NATS server: both must finish with status 0, both must
+// have delivered a part, and each proves from the ledger that the whole job
+// lost nothing.
+func TestProcessesDivideOneJob(t *testing.T) {
+	t.Parallel()
+	srv := embedded(t)
+	bin := buildExample(t)
+	a := startProcess(t, bin, jobArgs(srv.URL(), "divide", "-instance", "a", "-quiet")...)
+	b := startProcess(t, bin, jobArgs(srv.URL(), "divide", "-instance", "b", "-quiet")...)
+	for name, p := range map[string]*process{"a": a, "b": b} {
+		code, out := p.wait(t)
+		t.Logf("instance %s:\n%s", name, out)
+		if code != 0 {
+			t.Fatalf("instance %s exited %d", name, code)
+		}
+		if got := reportLine(t, out, "lost:"); got != "0" {
+			t.Fatalf("instance %s: lost: %s", name, got)
+		}
+		if got := reportLine(t, out, "this process:"); got == "0 deliveries" {
+			t.Fatalf("instance %s delivered nothing: the job was not divided", name)
+		}
+	}
+}
+
+// TestKill9ThenVerifyProvesNoLoss kills one of two processes with SIGKILL
+// midway: the survivor takes its splits over and says so, and a -verify run
+// proves from the ledger alone that no record was lost.
+func TestKill9ThenVerifyProvesNoLoss(t *testing.T) {
+	t.Parallel()
+	srv := embedded(t)
+	bin := buildExample(t)
+	sink := testLedger(t, srv, "kill9")
+	ds := newDataset(8, 10_000)
+	a := startProcess(t, bin, jobArgs(srv.URL(), "kill9", "-instance", "a", "-plain")...)
+	b := startProcess(t, bin, jobArgs(srv.URL(), "kill9", "-instance", "b", "-plain")...)
+	eventually(t, "both processes delivering", func() bool {
+		by := tallyOf(ds, sink.snapshot()).byWorker
+		return by["a"] > 0 && by["b"] > 0
+	})
+	if err := a.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := a.wait(t); code != -1 {
+		t.Fatalf("killed process exited %d, want -1 (killed by a signal)", code)
+	}
+	code, out := b.wait(t)
+	t.Logf("survivor b:\n%s", out)
+	if code != 0 {
+		t.Fatalf("survivor exited %d", code)
+	}
+	if !regexp.MustCompile(`b took over part-[0-9]+ from a at record|b resumed part-[0-9]+ at record [0-9]+, exactly where a stopped`).MatchString(out) {
+		t.Fatal("the survivor does not tell of taking over a's splits")
+	}
+	if !strings.Contains(out, "lost:        0\n") {
+		t.Fatal("the survivor does not prove lost: 0")
+	}
+
+	var stdout, stderr bytes.Buffer
+	if code := run(t.Context(), jobArgs(srv.URL(), "kill9", "-verify"), &stdout, &stderr); code != 0 {
+		t.Fatalf("-verify exited %d:\n%s%s", code, stdout.String(), stderr.String())
+	}
+	t.Logf("-verify:\n%s", stdout.String())
+	if got := reportLine(t, stdout.String(), "lost:"); got != "0" {
+		t.Fatalf("-verify: lost: %s", got)
+	}
+	if !regexp.MustCompile(`(?m)^worker: +a +[0-9.]+% +[1-9][0-9]* records +other process$`).MatchString(stdout.String()) {
+		t.Fatalf("-verify does not count the killed process's deliveries:\n%s", stdout.String())
+	}
+}
+
+// TestSIGTERMThenRerunResumes stops a process with SIGTERM: it exits 3 and
+// says how to resume; a rerun delivers only what was left, with no replay.
+func TestSIGTERMThenRerunResumes(t *testing.T) {
+	t.Parallel()
+	srv := embedded(t)
+	bin := buildExample(t)
+	sink := testLedger(t, srv, "term")
+	ds := newDataset(8, 10_000)
+	first := startProcess(t, bin, jobArgs(srv.URL(), "term", "-instance", "a", "-quiet")...)
+	eventually(t, "records delivered", func() bool { return tallyOf(ds, sink.snapshot()).delivered >= 1000 })
+	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	code, out := first.wait(t)
+	t.Logf("first run:\n%s", out)
+	if code != 3 || !strings.Contains(out, "result:      interrupted; run again to resume\n") {
+		t.Fatalf("SIGTERM: exit %d, want 3 and the resume hint", code)
+	}
+	if strings.Contains(out, "FAILED") || strings.Contains(out, "lost:") {
+		t.Fatal("an interrupted run reports failure or loss")
+	}
+	if err := sink.refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	before := tallyOf(ds, sink.snapshot())
+
+	second := startProcess(t, bin, jobArgs(srv.URL(), "term", "-instance", "a", "-quiet")...)
+	code, out = second.wait(t)
+	t.Logf("rerun:\n%s", out)
+	if code != 0 || reportLine(t, out, "lost:") != "0" || reportLine(t, out, "duplicates:") != "0" {
+		t.Fatalf("rerun: exit %d; want 0, lost 0 and no duplicates after a clean stop", code)
+	}
+	if got, want := reportLine(t, out, "this process:"), count(before.planned-before.delivered, "delivery"); got != want {
+		t.Fatalf("rerun delivered %s, want %s: only what the first run left", got, want)
+	}
+}
+
+func TestUnreachableNATSSaysSo(t *testing.T) {
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-nats", "nats://127.0.0.1:1", "-instance", "a", "-quiet"}, &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if want := "NATS at nats://127.0.0.1:1 is unreachable"; !strings.Contains(stderr.String(), want) {
+		t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if stdout.Len() != 0 {
+		t.Fatalf("printed a report for a run that never started:\n%s", stdout.String())
 	}
 }
 
@@ -208,14 +316,10 @@ func reportLine(t testing.TB, out, key string) string {
 }
 
 // TestFleetOnAnExternalServerCleansUp runs a whole fleet against a server
-// given by -nats: the run uses a fresh job name and removes its buckets.
+// given by -nats: a completed run removes the job's buckets, ledger included.
 func TestFleetOnAnExternalServerCleansUp(t *testing.T) {
 	t.Parallel()
-	srv, err := startEmbedded()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv := embedded(t)
 	var stdout, stderr bytes.Buffer
 	args := []string{"-nats", srv.URL(), "-workers", "2", "-splits", "4", "-records", "2000", "-crash-at", "0", "-pace", "4000", "-quiet", "-log", "off"}
 	if code := run(t.Context(), args, &stdout, &stderr); code != 0 {

@@ -13,16 +13,16 @@ import (
 )
 
 // embeddedServer is an in-process NATS server with JetStream, listening on a
-// random loopback port, with its store in a temporary directory.
+// random loopback port, with its store in dir. The store outlives the
+// server, so a rerun after an interruption or a kill -9 resumes the job.
 type embeddedServer struct {
 	srv *server.Server
-	dir string
 }
 
-// startEmbedded starts the server and waits until it accepts connections.
-func startEmbedded() (*embeddedServer, error) {
-	dir, err := os.MkdirTemp("", "backfill-nats-")
-	if err != nil {
+// startEmbedded starts the server over the store in dir (created if needed)
+// and waits until it accepts connections.
+func startEmbedded(dir string) (*embeddedServer, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	srv, err := server.NewServer(&server.Options{
@@ -34,31 +34,30 @@ func startEmbedded() (*embeddedServer, error) {
 		NoSigs:    true, // this program handles its own signals
 	})
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("embedded nats: %w", err), os.RemoveAll(dir))
+		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
 	go srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
 		srv.Shutdown()
 		srv.WaitForShutdown()
-		return nil, errors.Join(errors.New("embedded nats: not ready for connections after 10s"), os.RemoveAll(dir))
+		return nil, errors.New("embedded nats: not ready for connections after 10s")
 	}
-	return &embeddedServer{srv: srv, dir: dir}, nil
+	return &embeddedServer{srv: srv}, nil
 }
 
 // URL returns the server's client URL (nats://127.0.0.1:port).
 func (e *embeddedServer) URL() string { return e.srv.ClientURL() }
 
-// Close shuts the server down and removes its store directory.
-func (e *embeddedServer) Close() error {
+// Close shuts the server down; its store stays.
+func (e *embeddedServer) Close() {
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
-	return os.RemoveAll(e.dir)
 }
 
-// removeJob deletes the two KV buckets natsstore created for job
-// (coordination_<job>_state and coordination_<job>_lease) on the server at
-// url. The program calls it after a whole-fleet run against an external
-// server, whose job name is fresh per run, so reruns leave nothing behind.
+// removeJob deletes the KV buckets of job on the server at url: the two
+// natsstore created (coordination_<job>_state and coordination_<job>_lease)
+// and the ledger. The program calls it after a whole-fleet run against an
+// external server completed, so a rerun starts afresh.
 func removeJob(ctx context.Context, url, job string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
@@ -80,7 +79,8 @@ func removeJob(ctx context.Context, url, job string) error {
 	return errors.Join(errs...)
 }
 
-// jobBuckets names the KV buckets of job (SPEC §25.3).
+// jobBuckets names the KV buckets of job: natsstore's two (see the README's
+// production notes) and the ledger.
 func jobBuckets(job string) []string {
-	return []string{"coordination_" + job + "_state", "coordination_" + job + "_lease"}
+	return []string{"coordination_" + job + "_state", "coordination_" + job + "_lease", ledgerBucket(job)}
 }

@@ -3,147 +3,100 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
-// ledger is the sink every worker delivers to: one delivery counter per
-// record, shared by all the workers of this process. It is how the program
-// proves the library's at-least-once guarantee: a record never delivered is
-// lost, every delivery beyond a record's first is a duplicate (a replay after
-// a crash). Safe for concurrent use; it holds no lock.
-type ledger struct {
-	counts     []atomic.Uint32 // deliveries per record number
-	unique     atomic.Int64    // records delivered at least once
-	deliveries atomic.Int64    // all deliveries
-	perWorker  []atomic.Int64  // deliveries per worker index
-}
+// Outcomes of a run, each with its own exit status.
+const (
+	outcomeOK          = iota // the job completed and the ledger shows every record delivered
+	outcomeFailed             // loss, a worker failure, or the job did not complete
+	outcomeInterrupted        // SIGINT or SIGTERM: stopped cleanly, a rerun resumes
+)
 
-// newLedger returns an empty ledger for records numbered 0..records-1 and
-// workers indexed 0..workers-1.
-func newLedger(records int64, workers int) *ledger {
-	return &ledger{
-		counts:    make([]atomic.Uint32, records),
-		perWorker: make([]atomic.Int64, workers),
+// exitStatus maps an outcome to the process's exit status.
+func exitStatus(outcome int) int {
+	switch outcome {
+	case outcomeOK:
+		return 0
+	case outcomeInterrupted:
+		return 3
+	default:
+		return 1
 	}
-}
-
-// deliver records that worker delivered the records of r to the sink.
-func (l *ledger) deliver(worker int, r recordRange) {
-	var first int64
-	for i := r.Start; i < r.End; i++ {
-		if l.counts[i].Add(1) == 1 {
-			first++
-		}
-	}
-	l.unique.Add(first)
-	l.deliveries.Add(r.Len())
-	l.perWorker[worker].Add(r.Len())
-}
-
-// planned returns the number of records the ledger covers.
-func (l *ledger) planned() int64 { return int64(len(l.counts)) }
-
-// delivered returns the records delivered at least once.
-func (l *ledger) delivered() int64 { return l.unique.Load() }
-
-// total returns every delivery, duplicates included.
-func (l *ledger) total() int64 { return l.deliveries.Load() }
-
-// byWorker returns the deliveries of one worker, duplicates included.
-func (l *ledger) byWorker(worker int) int64 { return l.perWorker[worker].Load() }
-
-// lost returns the planned records never delivered.
-func (l *ledger) lost() int64 { return l.planned() - l.delivered() }
-
-// duplicates returns the deliveries beyond each record's first.
-func (l *ledger) duplicates() int64 { return l.total() - l.delivered() }
-
-// ranges returns the delivered records as sorted, maximal half-open ranges.
-func (l *ledger) ranges() []recordRange {
-	var out []recordRange
-	open := false
-	for i := range l.counts {
-		in := l.counts[i].Load() > 0
-		switch {
-		case in && !open:
-			out = append(out, recordRange{Start: int64(i), End: int64(i)})
-			open = true
-		case !in && open:
-			out[len(out)-1].End = int64(i)
-			open = false
-		}
-	}
-	if open {
-		out[len(out)-1].End = int64(len(l.counts))
-	}
-	return out
 }
 
 // workerShare is one worker's line in the report.
 type workerShare struct {
 	Name       string
-	Deliveries int64 // records delivered, duplicates included
-	Completed  int64 // splits this worker committed complete
-	State      string
+	Deliveries int64  // records it delivered, duplicates included, from the ledger
+	Completed  int64  // splits it read to their end (workers of this process only)
+	State      string // its state (workers of this process), or "other process"
 }
 
-// report is the outcome of a run.
+// report is the outcome of a run, for the whole job: the record counts come
+// from the job's ledger in NATS, so they include every process's deliveries.
 type report struct {
-	Instance   string // "" when this process ran the whole fleet
+	Instance   string // "" when this process ran a whole fleet
+	Verify     bool   // a -verify run: the ledger only, no workers
 	Splits     int
 	Planned    int64 // records of the whole job
-	Delivered  int64 // records this process delivered at least once
-	Deliveries int64 // all deliveries of this process, duplicates included
+	Delivered  int64 // records delivered at least once, by any process
+	Deliveries int64 // all deliveries, duplicates included
 	Duplicates int64 // deliveries beyond each record's first
-	Lost       int64 // planned records never delivered (fleet mode only)
+	Local      int64 // deliveries by the workers of this process
+	Gaps       []recordRange
 	Elapsed    time.Duration
 	Crash      string // crash and recovery summary, "" without a crash
-	Moves      int    // cooperative moves (drained hand-backs)
+	Takeovers  int    // splits this process resumed after another tenancy
+	Moves      int    // cooperative moves (drained hand-backs) in this process
 	Workers    []workerShare
-	Ranges     []recordRange // the records this process delivered (instance mode)
-	Errors     []string      // worker failures
-	Complete   bool          // every worker of this process saw the job complete (or crashed on purpose)
+	Errors     []string // worker failures
+	Outcome    int
+	Color      bool // colour the result line
 }
 
-// ok reports whether the run succeeded: in fleet mode nothing was lost and
-// no worker failed; in instance mode the job completed and the worker did not
-// fail.
-func (r *report) ok() bool {
-	if len(r.Errors) > 0 || !r.Complete {
-		return false
-	}
-	return r.Instance != "" || r.Lost == 0
-}
-
-// newReport builds the report from the ledger and the workers.
-func newReport(instance string, ds *dataset, sink *ledger, workers []*worker, f *fleet, elapsed time.Duration, errs []error) *report {
+// newReport builds the report from the ledger's tally and this process's
+// workers; interrupted says the run was stopped by a signal.
+func newReport(instance string, ds *dataset, t tally, workers []*worker, f *fleet, elapsed time.Duration, errs []error, interrupted bool) *report {
 	r := &report{
 		Instance:   instance,
 		Splits:     len(ds.splits),
-		Planned:    sink.planned(),
-		Delivered:  sink.delivered(),
-		Deliveries: sink.total(),
-		Duplicates: sink.duplicates(),
-		Lost:       sink.lost(),
+		Planned:    t.planned,
+		Delivered:  t.delivered,
+		Deliveries: t.deliveries,
+		Duplicates: t.duplicates(),
+		Gaps:       t.gaps,
 		Elapsed:    elapsed,
-		Crash:      f.crashSummary(),
-		Complete:   true,
 	}
-	f.mu.Lock()
-	r.Moves = f.moves
-	f.mu.Unlock()
+	if f != nil {
+		r.Crash = f.crashSummary()
+		r.Takeovers, r.Moves, _ = f.counts()
+	}
+	local := map[string]bool{}
+	complete := true
 	for _, w := range workers {
 		s := w.state.Load()
+		local[w.name] = true
+		r.Local += w.src.delivered.Load()
 		r.Workers = append(r.Workers, workerShare{
 			Name:       w.name,
-			Deliveries: sink.byWorker(w.index),
-			Completed:  w.completed.Load(),
+			Deliveries: t.byWorker[w.name],
+			Completed:  w.src.completed.Load(),
 			State:      stateName(s),
 		})
-		if s != stateCompleted && s != stateCrashed {
-			r.Complete = false
+		complete = complete && (s == stateCompleted || s == stateCrashed)
+	}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range t.byWorker {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		if !local[name] {
+			r.Workers = append(r.Workers, workerShare{Name: name, Deliveries: t.byWorker[name], State: "other process"})
 		}
 	}
 	for _, err := range errs {
@@ -151,95 +104,108 @@ func newReport(instance string, ds *dataset, sink *ledger, workers []*worker, f 
 			r.Errors = append(r.Errors, strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 	}
-	if instance != "" {
-		r.Ranges = sink.ranges()
+	switch {
+	case len(r.Errors) > 0:
+		r.Outcome = outcomeFailed
+	case interrupted && t.lost() > 0:
+		r.Outcome = outcomeInterrupted
+	case (complete || len(workers) == 0) && t.lost() == 0:
+		r.Outcome = outcomeOK
+	default:
+		r.Outcome = outcomeFailed
 	}
 	return r
 }
+
+// Lost returns the planned records no delivery covers.
+func (r *report) Lost() int64 { return r.Planned - r.Delivered }
 
 // write prints the report, one "key: value" line per fact, so a script can
 // grep it (for example for "lost: 0").
 func (r *report) write(w io.Writer) {
 	title := "backfill report"
-	if r.Instance != "" {
+	switch {
+	case r.Verify:
+		title += " (-verify: the job's ledger)"
+	case r.Instance != "":
 		title += " (instance " + r.Instance + ")"
 	}
 	fmt.Fprintf(w, "\n== %s ==\n", title)
-	fmt.Fprintf(w, "planned:     %d records in %d splits\n", r.Planned, r.Splits)
-	if r.Instance == "" {
-		fmt.Fprintf(w, "delivered:   %d records (%d deliveries by %d workers)\n", r.Delivered, r.Deliveries, len(r.Workers))
-	} else {
-		fmt.Fprintf(w, "delivered:   %d records by this process (%d deliveries)\n", r.Delivered, r.Deliveries)
+	fmt.Fprintf(w, "planned:     %s in %s\n", count(r.Planned, "record"), count(r.Splits, "split"))
+	fmt.Fprintf(w, "delivered:   %s at least once, fleet-wide (%s in all)\n", count(r.Delivered, "record"), count(r.Deliveries, "delivery"))
+	if !r.Verify {
+		fmt.Fprintf(w, "this process: %s\n", count(r.Local, "delivery"))
 	}
 	if r.Duplicates > 0 {
-		fmt.Fprintf(w, "duplicates:  %d (replayed after a crash or forced move: about one commit interval, %s, of reading per split)\n", r.Duplicates, commitEvery)
+		fmt.Fprintf(w, "duplicates:  %d (replayed after a crash or forced move: at most one commit interval, %s, of reading per split)\n", r.Duplicates, commitEvery)
 	} else {
 		fmt.Fprintf(w, "duplicates:  0\n")
 	}
-	if r.Instance == "" {
-		fmt.Fprintf(w, "lost:        %d\n", r.Lost)
-	} else {
-		fmt.Fprintf(w, "lost:        n/a (each process sees only its own deliveries; union the ranges)\n")
-		fmt.Fprintf(w, "ranges:      %s\n", formatRanges(r.Ranges))
-		if r.Delivered == 0 {
-			fmt.Fprintf(w, "note:        this process delivered nothing: the job was already complete on this server,\n")
-			fmt.Fprintf(w, "             or the other processes held every split (-job NAME starts a fresh job)\n")
+	switch r.Outcome {
+	case outcomeInterrupted:
+		fmt.Fprintf(w, "remaining:   %s not delivered yet\n", count(r.Lost(), "record"))
+	default:
+		fmt.Fprintf(w, "lost:        %d\n", r.Lost())
+		if len(r.Gaps) > 0 {
+			fmt.Fprintf(w, "missing:     %s\n", formatRanges(r.Gaps, 8))
 		}
 	}
-	fmt.Fprintf(w, "elapsed:     %.1fs\n", r.Elapsed.Seconds())
+	if !r.Verify {
+		fmt.Fprintf(w, "elapsed:     %.1fs\n", r.Elapsed.Seconds())
+	}
 	if r.Crash != "" {
 		fmt.Fprintf(w, "crash:       %s\n", r.Crash)
 	}
+	if r.Takeovers > 0 {
+		fmt.Fprintf(w, "takeovers:   %s resumed from another tenancy's last commit\n", count(r.Takeovers, "split"))
+	}
 	if r.Moves > 0 {
-		fmt.Fprintf(w, "moves:       %d splits drained and handed off without replay\n", r.Moves)
-	}
-	var total int64
-	for _, s := range r.Workers {
-		total += s.Deliveries
+		fmt.Fprintf(w, "moves:       %s drained and handed off without replay\n", count(r.Moves, "split"))
 	}
 	for _, s := range r.Workers {
-		fmt.Fprintf(w, "worker:      %-6s %5.1f%%  %8d records  %3d splits completed  %s\n",
-			s.Name, 100*float64(s.Deliveries)/float64(max(1, total)), s.Deliveries, s.Completed, s.State)
+		line := fmt.Sprintf("worker:      %-6s %5.1f%%  %8d records", s.Name, 100*float64(s.Deliveries)/float64(max(1, r.Deliveries)), s.Deliveries)
+		if s.State != "other process" {
+			line += fmt.Sprintf("  %s completed", padLeft(count(s.Completed, "split"), 10))
+		}
+		fmt.Fprintln(w, line+"  "+s.State)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "error:       %s\n", e)
 	}
+	fmt.Fprintf(w, "result:      %s\n", r.result())
+}
+
+// result is the verdict line.
+func (r *report) result() string {
 	switch {
-	case r.ok() && r.Instance == "":
-		fmt.Fprintf(w, "result:      OK, every planned record was delivered at least once\n")
-	case r.ok():
-		fmt.Fprintf(w, "result:      OK, the job completed (AllComplete)\n")
-	case r.Instance == "" && r.Lost > 0:
-		fmt.Fprintf(w, "result:      FAILED, %d records lost\n", r.Lost)
+	case r.Outcome == outcomeOK:
+		return paint(r.Color, green, "OK") + ", every planned record was delivered at least once (checked against the job's ledger in NATS)"
+	case r.Outcome == outcomeInterrupted:
+		return paint(r.Color, yellow, "interrupted") + "; run again to resume"
+	case r.Verify:
+		return paint(r.Color, red, "FAILED") + fmt.Sprintf(", %s in no delivery of the ledger (is the job still running?)", count(r.Lost(), "record"))
+	case len(r.Errors) == 0 && r.Lost() > 0:
+		return paint(r.Color, red, "FAILED") + fmt.Sprintf(", the job did not complete: %s not delivered", count(r.Lost(), "record"))
 	default:
-		fmt.Fprintf(w, "result:      FAILED, the job did not complete\n")
+		return paint(r.Color, red, "FAILED") + ", the job did not complete"
 	}
 }
 
-// formatRanges renders ranges as "start-end" (end exclusive), space separated.
-func formatRanges(rs []recordRange) string {
-	if len(rs) == 0 {
-		return "none"
-	}
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = r.String()
-	}
-	return strings.Join(parts, " ")
+// padLeft right-aligns s in width columns.
+func padLeft(s string, width int) string {
+	return strings.Repeat(" ", max(0, width-len(s))) + s
 }
 
-// parseRanges reads back what formatRanges wrote.
-func parseRanges(s string) ([]recordRange, error) {
-	if s == "none" {
-		return nil, nil
+// formatRanges renders at most limit ranges as "start-end" (end exclusive),
+// space separated, and how many more there are.
+func formatRanges(rs []recordRange, limit int) string {
+	parts := make([]string, 0, min(len(rs), limit))
+	for _, r := range rs[:min(len(rs), limit)] {
+		parts = append(parts, r.String())
 	}
-	var out []recordRange
-	for f := range strings.FieldsSeq(s) {
-		var r recordRange
-		if _, err := fmt.Sscanf(f, "%d-%d", &r.Start, &r.End); err != nil {
-			return nil, fmt.Errorf("range %q: %w", f, err)
-		}
-		out = append(out, r)
+	s := strings.Join(parts, " ")
+	if len(rs) > limit {
+		s += fmt.Sprintf(" and %d more", len(rs)-limit)
 	}
-	return out, nil
+	return s
 }

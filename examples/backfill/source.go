@@ -17,9 +17,10 @@ type readPace struct {
 	interval time.Duration
 }
 
-// newReadPace spreads perSecond records per lane over 50ms batches.
+// newReadPace spreads perSecond records per lane over 100ms batches (each
+// batch is one ledger write).
 func newReadPace(perSecond int64) readPace {
-	const tick = 50 * time.Millisecond
+	const tick = 100 * time.Millisecond
 	batch := perSecond * int64(tick) / int64(time.Second)
 	if batch >= 1 {
 		return readPace{batch: batch, interval: tick}
@@ -27,29 +28,43 @@ func newReadPace(perSecond int64) readPace {
 	return readPace{batch: 1, interval: time.Second / time.Duration(perSecond)}
 }
 
-// source is one worker's driver.Source over the generated data set. Each open
-// split has a lane: a goroutine that reads the split's records batch by batch
-// at the configured pace, delivers them to the sink (the ledger) and then
-// acknowledges them by advancing the lane's watermark. Watermarks are record
+// source is one worker's driver.Source and driver.Reader over the generated
+// data set. Each open split has a lane; StartLanes starts its reader, a
+// goroutine that reads the split's records batch by batch at the configured
+// pace, records each batch in the ledger (the sink) and only then
+// acknowledges it by advancing the lane's watermark. Watermarks are record
 // numbers (one past the last acknowledged record), so they are positions
 // inside the split's own descriptor and a next owner resumes from the
 // descriptor alone.
 //
-// The driver calls the Source methods from the worker's control goroutine
-// only; lanes share just their atomics, the finishing list (under mu) and the
-// sink with it.
+// driver.Run calls the Source and Reader methods from one goroutine; the
+// readers share just their atomics, the finishing list (under mu) and the
+// ledger with it.
 type source struct {
-	worker int             // index into the ledger
+	name   string          // the worker's instance id, recorded with each delivery
+	run    string          // unique per process run: part of every ledger key
 	sink   *ledger         // where delivered records go
 	pace   readPace        // how fast a lane reads
 	dead   <-chan struct{} // closed when the worker crashes: every lane stops at once
+	events laneEvents      // told about gains and ends, for the event log
 
-	lanes   map[coordination.SplitID]*lane // open lanes; control goroutine only
-	closed  map[driver.LaneID]*lane        // closed lanes not yet settled; control goroutine only
+	lanes   map[coordination.SplitID]*lane // open lanes; Run's goroutine only
+	closed  map[driver.LaneID]*lane        // closed lanes not yet stopped; Run's goroutine only
 	readers sync.WaitGroup                 // one per lane goroutine
+
+	held      atomic.Int64 // open lanes, for the display
+	delivered atomic.Int64 // records this worker delivered, duplicates included
+	share     atomic.Int64 // records of the splits this worker was given, from where it resumed
+	completed atomic.Int64 // splits this worker read to their end
 
 	mu        sync.Mutex
 	finishing []coordination.SplitID // lanes that reached end of input since TakeFinishing
+}
+
+// laneEvents is what the source reports about its lanes (the fleet).
+type laneEvents interface {
+	gained(worker string, split coordination.SplitID, resume int64, prev *delivery)
+	ended(worker string, end laneEnd)
 }
 
 // lane is the reading state of one tenancy of one split.
@@ -57,35 +72,40 @@ type lane struct {
 	id        driver.LaneID
 	partition driver.PartitionID
 	split     coordination.SplitID
+	key       string      // its ledger key
 	records   recordRange // the split's records
 	resume    int64       // where this tenancy started reading
+	started   bool        // its reader was started; Run's goroutine only
+	waker     *coordination.Waker
 
-	acked    atomic.Int64  // one past the last acknowledged record
+	acked    atomic.Int64  // one past the last acknowledged (recorded) record
 	draining atomic.Bool   // intake stopped for a revocation
 	quiet    chan struct{} // closed when the reader goroutine has exited
 	stop     chan struct{} // closed once by halt
 	halted   sync.Once
-
-	reported int64 // the last watermark handed to the driver; control goroutine only
 }
 
 // halt makes the lane's reader stop before its next batch. It never blocks.
 func (l *lane) halt() { l.halted.Do(func() { close(l.stop) }) }
 
-// newSource returns the source of the worker with ledger index worker.
-func newSource(worker int, sink *ledger, pace readPace, dead <-chan struct{}) *source {
+// newSource returns the source of worker name; run tells its ledger keys
+// apart from those of the worker's earlier runs.
+func newSource(name, run string, sink *ledger, pace readPace, dead <-chan struct{}, events laneEvents) *source {
 	return &source{
-		worker: worker,
+		name:   name,
+		run:    run,
 		sink:   sink,
 		pace:   pace,
 		dead:   dead,
+		events: events,
 		lanes:  make(map[coordination.SplitID]*lane),
 		closed: make(map[driver.LaneID]*lane),
 	}
 }
 
-// OpenSplit decodes the split's record range and starts its reader at the
-// resume watermark (the range's start when fresh). It does not block.
+// OpenSplit decodes the split's record range and prepares its lane at the
+// resume watermark (the range's start when fresh); reading starts in
+// StartLanes.
 func (s *source) OpenSplit(o driver.Opening) error {
 	records, err := decodeDescriptor(o.Split.Descriptor)
 	if err != nil {
@@ -102,22 +122,42 @@ func (s *source) OpenSplit(o driver.Opening) error {
 		id:        o.Lane,
 		partition: o.Partition,
 		split:     o.Split.ID,
+		key:       fmt.Sprintf("%s.%s.%d", o.Split.ID, s.run, o.Lane),
 		records:   records,
 		resume:    resume,
 		quiet:     make(chan struct{}),
 		stop:      make(chan struct{}),
-		reported:  resume,
 	}
 	l.acked.Store(resume)
 	s.lanes[o.Split.ID] = l
-	s.readers.Go(func() { s.read(l, o.Waker) })
+	l.waker = o.Waker
+	s.held.Add(1)
 	return nil
 }
 
+// StartLanes starts the readers of newly opened lanes and reports each gain
+// with the split's previous delivery, if the ledger has one.
+func (s *source) StartLanes(lanes []driver.Lane) {
+	for _, dl := range lanes {
+		l := s.lanes[dl.Split.ID]
+		if l == nil || l.id != dl.ID || l.started {
+			continue
+		}
+		l.started = true
+		s.share.Add(l.records.End - l.resume)
+		var prev *delivery
+		if d, ok := s.sink.previous(l.split, l.key); ok {
+			prev = &d
+		}
+		s.events.gained(s.name, l.split, l.resume, prev)
+		s.readers.Go(func() { s.read(l) })
+	}
+}
+
 // read is a lane's reader goroutine: read a batch (the pace stands in for
-// I/O), deliver it to the sink, acknowledge it; stop at end of input, when the
-// lane is halted or draining, or when the worker crashes.
-func (s *source) read(l *lane, w *coordination.Waker) {
+// I/O), record it in the ledger, acknowledge it; stop at end of input, when
+// the lane is halted or draining, or when the worker crashes.
+func (s *source) read(l *lane) {
 	defer close(l.quiet)
 	timer := time.NewTimer(s.pace.interval)
 	defer timer.Stop()
@@ -134,9 +174,12 @@ func (s *source) read(l *lane, w *coordination.Waker) {
 		case <-s.dead:
 			return
 		}
-		batch := recordRange{Start: pos, End: min(pos+s.pace.batch, l.records.End)}
-		s.sink.deliver(s.worker, batch)
-		pos = batch.End
+		end := min(pos+s.pace.batch, l.records.End)
+		if err := s.sink.record(l.key, delivery{Split: l.split, Worker: s.name, Start: l.resume, End: end}); err != nil {
+			continue // not acknowledged: retried at the next tick
+		}
+		s.delivered.Add(end - pos)
+		pos = end
 		l.acked.Store(pos)
 	}
 	select {
@@ -149,7 +192,7 @@ func (s *source) read(l *lane, w *coordination.Waker) {
 	s.mu.Lock()
 	s.finishing = append(s.finishing, l.split)
 	s.mu.Unlock()
-	w.Wake() // end of input: the driver turns it into CommitReady
+	l.waker.Wake() // end of input: the driver turns it into CommitReady
 }
 
 // ValidateResume accepts carried progress only if its watermark lies inside
@@ -195,38 +238,66 @@ func (s *source) Sweep(split coordination.SplitID) (*coordination.SplitProgress,
 }
 
 // CloseSplit halts the split's reader without waiting for it and moves the
-// lane to the closed set, where settle finds it. It tolerates a split that was
-// never opened.
+// lane to the closed set, where StopLanes finds it. It tolerates a split
+// that was never opened.
 func (s *source) CloseSplit(split coordination.SplitID) {
 	if l := s.lanes[split]; l != nil {
 		l.halt()
 		delete(s.lanes, split)
 		s.closed[l.id] = l
+		s.held.Add(-1)
 	}
 }
 
 // laneEnd is how a closed lane ended.
 type laneEnd struct {
-	split   coordination.SplitID
-	records recordRange
-	acked   int64 // final watermark
+	split    coordination.SplitID
+	records  recordRange
+	acked    int64 // final watermark
+	drained  bool  // handed back after a drain
+	complete bool  // read to its end
 }
 
-// settle waits until the readers of the given closed lanes have exited (so
-// nothing more is read for them: the driver's rule for LanesRevoked) and
-// returns how each ended. Unknown lanes are skipped.
-func (s *source) settle(ids []driver.LaneID) []laneEnd {
-	var out []laneEnd
+// StopLanes halts the given lanes and waits until their readers have exited,
+// so nothing more is read for them. Lanes the driver already closed (revoked
+// or retired) are reported as ended; open ones (the final stop before
+// Shutdown) stay open for the final commit.
+func (s *source) StopLanes(ids []driver.LaneID) {
 	for _, id := range ids {
-		l := s.closed[id]
-		if l == nil {
+		if l := s.closed[id]; l != nil {
+			delete(s.closed, id)
+			s.quiesce(l)
+			end := laneEnd{split: l.split, records: l.records, acked: l.acked.Load(), drained: l.draining.Load()}
+			end.complete = end.acked == l.records.End
+			if end.complete {
+				s.completed.Add(1)
+			}
+			s.events.ended(s.name, end)
 			continue
 		}
-		<-l.quiet
-		delete(s.closed, id)
-		out = append(out, laneEnd{split: l.split, records: l.records, acked: l.acked.Load()})
+		for _, l := range s.lanes {
+			if l.id == id {
+				s.quiesce(l)
+			}
+		}
 	}
-	return out
+}
+
+// quiesce halts l and waits for its reader, if it was started.
+func (s *source) quiesce(l *lane) {
+	l.halt()
+	if l.started {
+		<-l.quiet
+	}
+}
+
+// Acked returns the acknowledged watermark of every open lane.
+func (s *source) Acked() []driver.Watermark {
+	ws := make([]driver.Watermark, 0, len(s.lanes))
+	for _, l := range s.lanes {
+		ws = append(ws, driver.Watermark{Partition: l.partition, Value: l.acked.Load()})
+	}
+	return ws
 }
 
 // TakeFinishing returns the splits whose lanes reached end of input since the
@@ -251,78 +322,24 @@ func (s *source) BeginRevoke(split coordination.SplitID) bool {
 	return true
 }
 
-// DrainReady returns the cut of a draining lane once its reader has stopped:
-// every record read is then acknowledged. It keeps returning the cut until the
-// driver closes the split.
+// DrainReady returns the cut of a draining lane once its reader has stopped
+// (or was never started): every record read is then acknowledged. It keeps
+// returning the cut until the driver closes the split.
 func (s *source) DrainReady(split coordination.SplitID) (*coordination.SplitProgress, error) {
 	l := s.lanes[split]
 	if l == nil || !l.draining.Load() {
 		return nil, nil
 	}
-	select {
-	case <-l.quiet:
-		return &coordination.SplitProgress{Watermark: l.acked.Load()}, nil
-	default:
-		return nil, nil
-	}
-}
-
-// advanced returns the watermark of every open lane that acknowledged records
-// since the last call, for a periodic commit.
-func (s *source) advanced() []driver.Watermark {
-	var ws []driver.Watermark
-	for _, l := range s.lanes {
-		if wm := l.acked.Load(); wm > l.reported {
-			l.reported = wm
-			ws = append(ws, driver.Watermark{Partition: l.partition, Value: wm})
+	if l.started {
+		select {
+		case <-l.quiet:
+		default:
+			return nil, nil
 		}
 	}
-	return ws
-}
-
-// watermarksOf returns the current watermark of the open lanes among parts.
-func (s *source) watermarksOf(parts []driver.PartitionID) []driver.Watermark {
-	want := make(map[driver.PartitionID]bool, len(parts))
-	for _, p := range parts {
-		want[p] = true
-	}
-	var ws []driver.Watermark
-	for _, l := range s.lanes {
-		if want[l.partition] {
-			wm := l.acked.Load()
-			l.reported = max(l.reported, wm)
-			ws = append(ws, driver.Watermark{Partition: l.partition, Value: wm})
-		}
-	}
-	return ws
-}
-
-// resumeOf returns where the open lane of split started reading.
-func (s *source) resumeOf(split coordination.SplitID) (int64, bool) {
-	l := s.lanes[split]
-	if l == nil {
-		return 0, false
-	}
-	return l.resume, true
-}
-
-// held returns the number of open lanes.
-func (s *source) held() int { return len(s.lanes) }
-
-// stopAll halts every lane, waits for the readers to exit and returns each
-// lane's final watermark: step 2 of the driver's stop sequence.
-func (s *source) stopAll() []driver.Watermark {
-	for _, l := range s.lanes {
-		l.halt()
-	}
-	s.readers.Wait()
-	var ws []driver.Watermark
-	for _, l := range s.lanes {
-		ws = append(ws, driver.Watermark{Partition: l.partition, Value: l.acked.Load()})
-	}
-	return ws
+	return &coordination.SplitProgress{Watermark: l.acked.Load()}, nil
 }
 
 // wait blocks until every reader goroutine this source started has exited.
-// Call it after the driver closed every split (Shutdown) or after a crash.
+// Call it after driver.Run returned.
 func (s *source) wait() { s.readers.Wait() }

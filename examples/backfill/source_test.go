@@ -3,6 +3,7 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/driver"
@@ -24,14 +25,15 @@ func TestSourceCompletesSplits(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, 1000, 100_000)
 			h.script.Gain(spec("s1", tt.records), 1, tt.resume)
-			h.next("LanesAdded", is[driver.LanesAdded])
+			h.started()
 			for done := false; !done; {
 				switch ev := h.next("CommitReady or LanesRetired", func(driver.Event) bool { return true }).(type) {
 				case driver.CommitReady:
-					if err := h.drv.Commit(h.src.watermarksOf(ev.Partitions)); err != nil {
+					if err := h.drv.Commit(h.watermarksOf(ev.Partitions)); err != nil {
 						t.Fatal(err)
 					}
 				case driver.LanesRetired:
+					h.src.StopLanes(ev.Lanes)
 					done = true
 				case driver.LanesRevoked:
 					t.Fatalf("lane revoked: %v", ev)
@@ -41,11 +43,17 @@ func TestSourceCompletesSplits(t *testing.T) {
 			if !got.Completed || got.Watermark != tt.records.End {
 				t.Fatalf("last commit %+v, want completed at %d", got, tt.records.End)
 			}
-			if h.sink.delivered() != tt.delivered || h.sink.duplicates() != 0 {
-				t.Fatalf("delivered %d (duplicates %d), want %d", h.sink.delivered(), h.sink.duplicates(), tt.delivered)
+			if got := h.tally(); got.deliveries != tt.delivered || got.duplicates() != 0 {
+				t.Fatalf("ledger holds %d deliveries (duplicates %d), want %d", got.deliveries, got.duplicates(), tt.delivered)
 			}
-			if h.src.held() != 0 {
-				t.Fatalf("%d lanes still open after retirement", h.src.held())
+			if got := h.src.delivered.Load(); got != tt.delivered {
+				t.Fatalf("source counted %d deliveries, want %d", got, tt.delivered)
+			}
+			if n := h.src.held.Load(); n != 0 {
+				t.Fatalf("%d lanes still open after retirement", n)
+			}
+			if len(h.ev.ends) != 1 || !h.ev.ends[0].complete || h.src.completed.Load() != 1 {
+				t.Fatalf("lane ends %+v, completed %d; want one complete end", h.ev.ends, h.src.completed.Load())
 			}
 		})
 	}
@@ -54,9 +62,9 @@ func TestSourceCompletesSplits(t *testing.T) {
 func TestSourceDrainsARevokedSplitWithoutReplay(t *testing.T) {
 	h := newHarness(t, 100_000, 400) // 20 records per 50ms: far from the end
 	h.script.Gain(spec("s1", recordRange{0, 100_000}), 3, nil)
-	h.next("LanesAdded", is[driver.LanesAdded])
-	eventually(t, "some records delivered", func() bool { return h.sink.delivered() >= 40 })
-	if err := h.drv.Commit(h.src.advanced()); err != nil {
+	h.started()
+	eventually(t, "some records delivered", func() bool { return h.tally().delivered >= 40 })
+	if err := h.drv.Commit(h.src.Acked()); err != nil {
 		t.Fatal(err)
 	}
 	h.script.Revoke("s1")
@@ -66,17 +74,18 @@ func TestSourceDrainsARevokedSplitWithoutReplay(t *testing.T) {
 		}
 		return is[driver.LanesRetired](ev)
 	}).(driver.LanesRetired)
-	ends := h.src.settle(ev.Lanes)
-	if len(ends) != 1 {
-		t.Fatalf("settled %v, want one lane", ends)
+	h.src.StopLanes(ev.Lanes)
+	ends := h.ev.ends
+	if len(ends) != 1 || !ends[0].drained {
+		t.Fatalf("lane ends %+v, want one drained lane", ends)
 	}
 	cut := h.lastCommit("s1")
 	if cut.Completed {
 		t.Fatalf("drained cut %+v is marked completed", cut)
 	}
-	if cut.Watermark != h.sink.delivered() || cut.Watermark != ends[0].acked {
-		t.Fatalf("cut at %d, but %d records were delivered and the lane acked %d: the next owner would replay or skip",
-			cut.Watermark, h.sink.delivered(), ends[0].acked)
+	if got := h.tally().delivered; cut.Watermark != got || cut.Watermark != ends[0].acked {
+		t.Fatalf("cut at %d, but the ledger holds %d records and the lane acked %d: the next owner would replay or skip",
+			cut.Watermark, got, ends[0].acked)
 	}
 	if got := h.script.ReleasedDrained(); !slices.Equal(got, []coordination.SplitID{"s1"}) {
 		t.Fatalf("released drained %v, want [s1]", got)
@@ -89,17 +98,18 @@ func TestSourceDrainsARevokedSplitWithoutReplay(t *testing.T) {
 func TestSourceStopsReadingALostSplit(t *testing.T) {
 	h := newHarness(t, 100_000, 400)
 	h.script.Gain(spec("s1", recordRange{0, 100_000}), 1, nil)
-	h.next("LanesAdded", is[driver.LanesAdded])
-	eventually(t, "some records delivered", func() bool { return h.sink.delivered() > 0 })
+	h.started()
+	eventually(t, "some records delivered", func() bool { return h.tally().delivered > 0 })
 	h.script.Lose("s1")
 	ev := h.next("LanesRevoked", is[driver.LanesRevoked]).(driver.LanesRevoked)
-	ends := h.src.settle(ev.Lanes)
-	if len(ends) != 1 {
-		t.Fatalf("settled %v, want one lane", ends)
+	h.src.StopLanes(ev.Lanes)
+	ends := h.ev.ends
+	if len(ends) != 1 || ends[0].drained || ends[0].complete {
+		t.Fatalf("lane ends %+v, want one lost lane", ends)
 	}
-	// settle returned, so the reader has exited: nothing more arrives.
-	if got := h.sink.delivered(); got != ends[0].acked {
-		t.Fatalf("sink holds %d records after the lane stopped at %d", got, ends[0].acked)
+	// StopLanes returned, so the reader has exited: nothing more arrives.
+	if got := h.tally().delivered; got != ends[0].acked {
+		t.Fatalf("the ledger holds %d records after the lane stopped at %d", got, ends[0].acked)
 	}
 	if _, err := h.src.EncodeCommit("s1", 10); err == nil {
 		t.Fatal("EncodeCommit accepted a closed split")
@@ -122,15 +132,15 @@ func TestSourceRejectsResumeOutsideTheSplit(t *testing.T) {
 	if len(failed) != 1 || failed[0].Split != "s1" || failed[0].Epoch != 2 {
 		t.Fatalf("fail calls %+v, want one for s1 at epoch 2", failed)
 	}
-	if h.sink.total() != 0 {
-		t.Fatalf("read %d records of a rejected split", h.sink.total())
+	if got := h.tally().deliveries; got != 0 {
+		t.Fatalf("read %d records of a rejected split", got)
 	}
 }
 
 func TestSourceEncodeCommitNeverCompletesWhileDraining(t *testing.T) {
 	h := newHarness(t, 100, 100_000)
 	h.script.Gain(spec("s1", recordRange{0, 100}), 1, nil)
-	h.next("LanesAdded", is[driver.LanesAdded])
+	h.started()
 	if !h.src.BeginRevoke("s1") {
 		t.Fatal("BeginRevoke refused an open split")
 	}
@@ -146,5 +156,36 @@ func TestSourceEncodeCommitNeverCompletesWhileDraining(t *testing.T) {
 	}
 	if h.src.BeginRevoke("nope") {
 		t.Fatal("BeginRevoke accepted a split that is not open")
+	}
+}
+
+func TestSourceReportsTheSplitsPreviousTenancy(t *testing.T) {
+	h := newHarness(t, 1000, 100_000)
+	if err := h.sink.record("s1.other.7", delivery{Split: "s1", Worker: "w9", Start: 0, End: 700}); err != nil {
+		t.Fatal(err)
+	}
+	h.script.Gain(spec("s1", recordRange{0, 1000}), 2, &coordination.SplitProgress{Watermark: 500})
+	h.started()
+	if len(h.ev.gains) != 1 || h.ev.gains[0] == nil || h.ev.gains[0].Worker != "w9" || h.ev.gains[0].End != 700 {
+		t.Fatalf("gains %+v, want one naming w9's delivery up to 700", h.ev.gains)
+	}
+	if got, want := takeoverLine("w1", "s1", 500, *h.ev.gains[0]), "w1 took over s1 from w9 at record 500, its last commit; 200 records delivered after it will replay"; got != want {
+		t.Fatalf("takeover line %q, want %q", got, want)
+	}
+}
+
+func TestSourceStopsAnUnstartedLaneWithoutWaiting(t *testing.T) {
+	h := newHarness(t, 1000, 100_000)
+	h.script.Gain(spec("s1", recordRange{0, 1000}), 1, nil)
+	ev := h.next("LanesAdded", is[driver.LanesAdded]).(driver.LanesAdded)
+	done := make(chan struct{})
+	go func() { h.src.StopLanes([]driver.LaneID{ev.Lanes[0].ID}); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(waitFor):
+		t.Fatal("StopLanes of a lane never started blocked")
+	}
+	if p, err := h.src.DrainReady("s1"); p != nil || err != nil {
+		t.Fatalf("DrainReady of a live lane = %+v, %v; want nil", p, err)
 	}
 }

@@ -5,11 +5,11 @@ import (
 	"io"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+	"golang.org/x/term"
 )
 
 // Display modes.
@@ -20,23 +20,47 @@ const (
 )
 
 const (
-	sampleEvery = 200 * time.Millisecond // bar refresh and rate sampling
+	sampleEvery = 200 * time.Millisecond // bar refresh
 	plainEvery  = time.Second            // status line cadence in plain mode
 )
 
-// isTerminal reports whether f is a character device (a terminal).
-func isTerminal(f *os.File) bool {
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+// isTerminal reports whether f is a terminal (not a pipe, a file or
+// /dev/null).
+func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+
+// colorOn reports whether output to f may be coloured: f is a terminal,
+// NO_COLOR (https://no-color.org) is unset or empty, and TERM is not "dumb".
+func colorOn(f *os.File) bool {
+	return isTerminal(f) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
 }
 
-// display shows the run's progress: a bar per worker and one overall (records
-// done, splits held, rate) with mpb on a terminal, plain periodic lines
-// otherwise, and the event log (crash, recoveries, moves) above them.
+// ANSI colours of the display and the report.
+const (
+	red    = "31"
+	green  = "32"
+	yellow = "33"
+)
+
+// paint wraps s in colour c when on.
+func paint(on bool, c, s string) string {
+	if !on {
+		return s
+	}
+	return "\x1b[" + c + "m" + s + "\x1b[0m"
+}
+
+// display shows the run's progress: with mpb on a terminal, a bar per worker
+// of this process scaled to that worker's own share (the records of the
+// splits it was given, from where it resumed them) and one for the whole
+// job, filled from the ledger; plain periodic lines otherwise; and the event
+// log (crash, takeovers, moves) above them. Library logs never go through
+// it: see logWriter.
 type display struct {
 	mode    int
+	color   bool
 	out     io.Writer
 	sink    *ledger
+	ds      *dataset
 	workers []*worker
 	start   time.Time
 
@@ -45,36 +69,25 @@ type display struct {
 	p       *mpb.Progress
 	bars    []*mpb.Bar
 	overall *mpb.Bar
-	rates   []atomic.Int64 // records per second per worker, then overall
-	last    []int64        // previous sample per worker, then overall; sampler only
 
 	quit chan struct{} // closed by finish
 	done chan struct{} // closed when the sampler has exited
 }
 
-// newDisplay prepares a display of mode on out. Workers are attached with
-// attach before start.
-func newDisplay(mode int, out io.Writer, sink *ledger) *display {
-	d := &display{mode: mode, out: out, sink: sink, quit: make(chan struct{}), done: make(chan struct{})}
+// newDisplay prepares a display of mode on out for the job of ds.
+func newDisplay(mode int, color bool, out io.Writer, sink *ledger, ds *dataset) *display {
+	d := &display{mode: mode, color: color, out: out, sink: sink, ds: ds, quit: make(chan struct{}), done: make(chan struct{})}
 	if mode == modeBars {
-		d.p = mpb.New(mpb.WithOutput(out), mpb.WithWidth(36), mpb.WithRefreshRate(sampleEvery))
+		d.p = mpb.New(mpb.WithOutput(out), mpb.WithWidth(32), mpb.WithRefreshRate(sampleEvery), mpb.WithAutoRefresh())
 	}
 	return d
 }
 
-// logWriter is where library logs go: above the bars, or standard error.
-func (d *display) logWriter() io.Writer {
-	if d.mode == modeBars {
-		return d.p
-	}
-	return os.Stderr
-}
-
 // note writes one event line, stamped with the time since start.
 func (d *display) note(line string) {
-	stamp := fmt.Sprintf("[%5.1fs] ", time.Since(d.start).Seconds())
-	if d.start.IsZero() {
-		stamp = ""
+	stamp := ""
+	if !d.start.IsZero() {
+		stamp = fmt.Sprintf("[%5.1fs] ", time.Since(d.start).Seconds())
 	}
 	switch d.mode {
 	case modeBars:
@@ -90,48 +103,71 @@ func (d *display) note(line string) {
 func (d *display) run(workers []*worker) {
 	d.workers = workers
 	d.start = time.Now()
-	d.rates = make([]atomic.Int64, len(workers)+1)
-	d.last = make([]int64, len(workers)+1)
-	total := max(1, d.sink.planned())
 	if d.mode == modeBars {
-		for i, w := range workers {
-			d.bars = append(d.bars, d.p.AddBar(total,
+		for _, w := range workers {
+			d.bars = append(d.bars, d.p.AddBar(0,
 				mpb.PrependDecorators(
 					decor.Name(w.name, decor.WCSyncSpaceR),
-					decor.Any(func(decor.Statistics) string { return fmt.Sprintf("%2d splits", w.held.Load()) }, decor.WCSyncSpace),
+					decor.Any(func(decor.Statistics) string { return count(w.src.held.Load(), "split") }, decor.WCSyncSpace),
 				),
 				mpb.AppendDecorators(
-					decor.Any(func(decor.Statistics) string { return d.workerStatus(i) }, decor.WCSyncSpaceR),
+					decor.Percentage(decor.WCSyncSpace),
+					decor.CountersNoUnit("%d / %d", decor.WCSyncSpace),
+					decor.EwmaSpeed(0, "%.0f/s", 30, decor.WCSyncSpace),
+					decor.Any(func(decor.Statistics) string { return d.state(w) }, decor.WCSyncSpace),
 				),
 			))
 		}
-		d.overall = d.p.AddBar(total,
+		d.overall = d.p.AddBar(max(1, d.ds.records),
 			mpb.PrependDecorators(
-				decor.Name("all", decor.WCSyncSpaceR),
-				decor.Any(func(decor.Statistics) string { return fmt.Sprintf("%2d splits", d.heldTotal()) }, decor.WCSyncSpace),
+				decor.Name("job", decor.WCSyncSpaceR),
+				decor.Any(func(decor.Statistics) string { return "fleet-wide" }, decor.WCSyncSpace),
 			),
 			mpb.AppendDecorators(
-				decor.Any(func(decor.Statistics) string { return d.overallStatus() }, decor.WCSyncSpaceR),
+				decor.Percentage(decor.WCSyncSpace),
+				decor.CountersNoUnit("%d / %d", decor.WCSyncSpace),
+				decor.EwmaSpeed(0, "%.0f/s", 30, decor.WCSyncSpace),
+				decor.Elapsed(decor.ET_STYLE_GO, decor.WCSyncSpace),
 			),
 		)
 	}
 	go d.sample()
 }
 
-// sample refreshes bars and rates until finish.
+// state is a worker's state, coloured.
+func (d *display) state(w *worker) string {
+	s := w.state.Load()
+	c := ""
+	switch s {
+	case stateCompleted:
+		c = green
+	case stateCrashed, stateFailed:
+		c = red
+	case stateInterrupted:
+		c = yellow
+	}
+	if c == "" {
+		return stateName(s)
+	}
+	return paint(d.color, c, stateName(s))
+}
+
+// sample refreshes bars until finish.
 func (d *display) sample() {
 	defer close(d.done)
 	tick := time.NewTicker(sampleEvery)
 	defer tick.Stop()
-	lastPlain := time.Now()
+	last := time.Now()
+	lastPlain := last
 	for {
 		select {
 		case <-d.quit:
-			d.update(sampleEvery)
+			d.update(time.Since(last))
 			return
 		case <-tick.C:
 		}
-		d.update(sampleEvery)
+		d.update(time.Since(last))
+		last = time.Now()
 		if d.mode == modePlain && time.Since(lastPlain) >= plainEvery {
 			lastPlain = time.Now()
 			d.mu.Lock()
@@ -141,70 +177,27 @@ func (d *display) sample() {
 	}
 }
 
-// update takes one sample: per-worker deliveries and overall unique records,
-// rates smoothed over a few samples.
+// update takes one sample: each worker's deliveries against its share, and
+// the ledger's fleet-wide count.
 func (d *display) update(dt time.Duration) {
-	n := len(d.workers)
-	for i := range n + 1 {
-		var cur int64
-		if i < n {
-			cur = d.sink.byWorker(d.workers[i].index)
-		} else {
-			cur = d.sink.delivered()
-		}
-		inst := float64(cur-d.last[i]) / dt.Seconds()
-		d.last[i] = cur
-		old := float64(d.rates[i].Load())
-		d.rates[i].Store(int64(0.6*old + 0.4*inst))
-		if d.mode == modeBars {
-			if i < n {
-				d.bars[i].SetCurrent(cur)
-			} else {
-				d.overall.SetCurrent(cur)
-			}
-		}
+	if d.mode != modeBars {
+		return
 	}
-}
-
-// heldTotal returns the splits held by all workers of this process.
-func (d *display) heldTotal() int64 {
-	var n int64
-	for _, w := range d.workers {
-		n += w.held.Load()
+	for i, w := range d.workers {
+		d.bars[i].SetTotal(max(1, w.src.share.Load()), false)
+		d.bars[i].EwmaSetCurrent(w.src.delivered.Load(), dt)
 	}
-	return n
-}
-
-// workerStatus is the text after worker i's bar.
-func (d *display) workerStatus(i int) string {
-	w := d.workers[i]
-	delivered := d.sink.byWorker(w.index)
-	switch s := w.state.Load(); s {
-	case stateRunning:
-		return fmt.Sprintf("%7s records %9s", human(delivered), human(d.rates[i].Load())+"/s")
-	default:
-		return fmt.Sprintf("%7s records %9s", human(delivered), stateName(s))
-	}
-}
-
-// overallStatus is the text after the overall bar.
-func (d *display) overallStatus() string {
-	return fmt.Sprintf("%7s records %9s  %s of %s  %.0fs",
-		human(d.sink.delivered()), human(d.rates[len(d.workers)].Load())+"/s",
-		percent(d.sink.delivered(), d.sink.planned()), human(d.sink.planned()), time.Since(d.start).Seconds())
+	d.overall.EwmaSetCurrent(tallyOf(d.ds, d.sink.snapshot()).delivered, dt)
 }
 
 // statusLine is one plain-mode progress line.
 func (d *display) statusLine() string {
-	line := fmt.Sprintf("[%5.1fs] %s of %s records (%s), %s/s, %d splits held |",
-		time.Since(d.start).Seconds(), human(d.sink.delivered()), human(d.sink.planned()),
-		percent(d.sink.delivered(), d.sink.planned()), human(d.rates[len(d.workers)].Load()), d.heldTotal())
-	for i, w := range d.workers {
-		if s := w.state.Load(); s != stateRunning {
-			line += fmt.Sprintf(" %s %s %s |", w.name, human(d.sink.byWorker(w.index)), stateName(s))
-			continue
-		}
-		line += fmt.Sprintf(" %s %s %d splits %s/s |", w.name, human(d.sink.byWorker(w.index)), w.held.Load(), human(d.rates[i].Load()))
+	t := tallyOf(d.ds, d.sink.snapshot())
+	line := fmt.Sprintf("[%5.1fs] job: %s of %s records (%s) fleet-wide |",
+		time.Since(d.start).Seconds(), human(t.delivered), human(t.planned), percent(t.delivered, t.planned))
+	for _, w := range d.workers {
+		line += fmt.Sprintf(" %s %s of %s, %s, %s |", w.name, human(w.src.delivered.Load()), human(w.src.share.Load()),
+			count(w.src.held.Load(), "split"), stateName(w.state.Load()))
 	}
 	return line
 }
@@ -220,10 +213,18 @@ func (d *display) finish() {
 	if d.mode != modeBars {
 		return
 	}
-	// Worker bars keep their length (each worker's share of the job); a bar
-	// that did not fill up is ended where it stands and stays on screen.
-	for _, b := range append(d.bars, d.overall) {
-		b.Abort(false)
+	// A completed worker's bar completes (its total follows its share, so
+	// mpb cannot know on its own); any other bar (a crashed worker, a job
+	// that did not finish) is ended where it stands and stays on screen.
+	for i, w := range d.workers {
+		if w.state.Load() == stateCompleted {
+			d.bars[i].SetTotal(w.src.share.Load(), true)
+		} else {
+			d.bars[i].Abort(false)
+		}
+	}
+	if !d.overall.Completed() {
+		d.overall.Abort(false)
 	}
 	d.p.Wait()
 }

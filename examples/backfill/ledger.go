@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spate-go/coordination"
+)
+
+// ledgerTimeout bounds one ledger write or the initial read.
+const ledgerTimeout = 5 * time.Second
+
+// delivery is one ledger entry: the records one tenancy of one split has
+// delivered so far, a contiguous range (a lane reads in order from where it
+// resumed). Its key is <split>.<run>.<lane>, so every tenancy of every
+// process has its own key and a put only ever grows its range.
+type delivery struct {
+	Split  coordination.SplitID `json:"split"`
+	Worker string               `json:"worker"`
+	Start  int64                `json:"start"`
+	End    int64                `json:"end"`
+}
+
+// ledger is the sink every worker of every process delivers to: a KV bucket
+// of the job's NATS server (ledgerBucket) holding one delivery per tenancy.
+// A lane records a batch there before acknowledging it, so everything a
+// committed watermark covers is in the ledger, even after a kill -9, and any
+// process (or a -verify run) can prove from the store alone that nothing was
+// lost. A watch keeps a local mirror of the whole bucket for the progress
+// display, the takeover notes and the report. Safe for concurrent use.
+type ledger struct {
+	nc *nats.Conn
+	kv jetstream.KeyValue
+	w  jetstream.KeyWatcher
+
+	mu      sync.Mutex
+	entries map[string]delivery // the mirror, by key
+
+	done chan struct{} // closed when the mirror goroutine has exited
+}
+
+// ledgerBucket names job's ledger bucket.
+func ledgerBucket(job string) string { return "backfill_" + job + "_ledger" }
+
+// errUnreachable marks a NATS server that could not be reached at all.
+var errUnreachable = errors.New("unreachable")
+
+// openLedger connects to the NATS server at url, creates job's ledger bucket
+// if needed and returns once the mirror holds every entry already there.
+func openLedger(ctx context.Context, url, job string) (*ledger, error) {
+	nc, err := nats.Connect(url, nats.Timeout(ledgerTimeout), nats.MaxReconnects(-1), nats.Name("backfill ledger"))
+	if err != nil {
+		return nil, fmt.Errorf("NATS at %s is %w (%v): start a server with JetStream (nats-server -js), or omit -nats to run on an embedded one", url, errUnreachable, err)
+	}
+	l, err := newLedger(ctx, nc, job)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("ledger of job %s on %s: %w", job, url, err)
+	}
+	return l, nil
+}
+
+func newLedger(ctx context.Context, nc *nats.Conn, job string) (*ledger, error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ledgerBucket(job), History: 1})
+	if err != nil {
+		return nil, err
+	}
+	w, err := kv.WatchAll(context.WithoutCancel(ctx))
+	if err != nil {
+		return nil, err
+	}
+	l := &ledger{nc: nc, kv: kv, w: w, entries: map[string]delivery{}, done: make(chan struct{})}
+	if err := l.initial(ctx, w); err != nil {
+		_ = w.Stop()
+		return nil, err
+	}
+	go l.mirror()
+	return l, nil
+}
+
+// initial applies w's initial values, up to the marker that ends them.
+func (l *ledger) initial(ctx context.Context, w jetstream.KeyWatcher) error {
+	for {
+		select {
+		case u, ok := <-w.Updates():
+			if !ok {
+				return errors.New("ledger watch ended during its initial read")
+			}
+			if u == nil { // every existing entry is in
+				return nil
+			}
+			l.apply(u)
+		case <-ctx.Done():
+			return fmt.Errorf("reading the ledger: %w", ctx.Err())
+		}
+	}
+}
+
+// refresh reads the whole bucket again, so the mirror holds at least every
+// entry written before the call, whichever process wrote it.
+func (l *ledger) refresh(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
+	defer cancel()
+	w, err := l.kv.WatchAll(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the ledger: %w", err)
+	}
+	defer func() { _ = w.Stop() }()
+	return l.initial(ctx, w)
+}
+
+// mirror applies the watch's live updates until it is stopped.
+func (l *ledger) mirror() {
+	defer close(l.done)
+	for u := range l.w.Updates() {
+		if u != nil {
+			l.apply(u)
+		}
+	}
+}
+
+// apply folds one KV entry into the mirror; an entry that does not decode is
+// not one of ours and is skipped.
+func (l *ledger) apply(u jetstream.KeyValueEntry) {
+	if u.Operation() != jetstream.KeyValuePut {
+		return
+	}
+	var d delivery
+	if err := json.Unmarshal(u.Value(), &d); err != nil {
+		return
+	}
+	l.put(u.Key(), d)
+}
+
+// put keeps the larger of two versions of one key (a watch may deliver an
+// entry after the local write that superseded it).
+func (l *ledger) put(key string, d delivery) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if old, ok := l.entries[key]; !ok || d.End >= old.End {
+		l.entries[key] = d
+	}
+}
+
+// record writes d under key: the delivery is durable when it returns nil.
+func (l *ledger) record(key string, d delivery) error {
+	b, err := json.Marshal(d)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ledgerTimeout)
+	defer cancel()
+	if _, err := l.kv.Put(ctx, key, b); err != nil {
+		return fmt.Errorf("recording %s %d-%d in the ledger: %w", d.Split, d.Start, d.End, err)
+	}
+	l.put(key, d)
+	return nil
+}
+
+// previous returns the delivery of split that reached furthest, other than
+// the one under key, or false when there is none.
+func (l *ledger) previous(split coordination.SplitID, key string) (delivery, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var best delivery
+	found := false
+	for k, d := range l.entries {
+		if k != key && d.Split == split && (!found || d.End > best.End) {
+			best, found = d, true
+		}
+	}
+	return best, found
+}
+
+// snapshot returns a copy of every entry.
+func (l *ledger) snapshot() []delivery {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]delivery, 0, len(l.entries))
+	for _, d := range l.entries {
+		out = append(out, d)
+	}
+	return out
+}
+
+// close stops the mirror and drops the connection.
+func (l *ledger) close() {
+	_ = l.w.Stop()
+	<-l.done
+	l.nc.Close()
+}
+
+// tally is what the ledger says about a job.
+type tally struct {
+	planned    int64            // records of the job
+	delivered  int64            // records delivered at least once
+	deliveries int64            // every delivery, duplicates included
+	byWorker   map[string]int64 // deliveries per worker instance
+	gaps       []recordRange    // planned records never delivered, in order
+}
+
+// lost returns the planned records never delivered.
+func (t tally) lost() int64 { return t.planned - t.delivered }
+
+// duplicates returns the deliveries beyond each record's first.
+func (t tally) duplicates() int64 { return t.deliveries - t.delivered }
+
+// tallyOf tallies entries against the data set ds.
+func tallyOf(ds *dataset, entries []delivery) tally {
+	t := tally{planned: ds.records, byWorker: map[string]int64{}}
+	bySplit := map[coordination.SplitID][]recordRange{}
+	for _, d := range entries {
+		if d.End <= d.Start {
+			continue
+		}
+		t.deliveries += d.End - d.Start
+		t.byWorker[d.Worker] += d.End - d.Start
+		bySplit[d.Split] = append(bySplit[d.Split], recordRange{Start: d.Start, End: d.End})
+	}
+	for _, s := range ds.splits {
+		rs := bySplit[s.ID]
+		slices.SortFunc(rs, func(a, b recordRange) int { return int(a.Start - b.Start) })
+		pos := s.Range.Start
+		for _, r := range rs {
+			if r.Start > pos {
+				t.gaps = append(t.gaps, recordRange{Start: pos, End: min(r.Start, s.Range.End)})
+			}
+			if r.End > pos {
+				t.delivered += min(r.End, s.Range.End) - max(pos, r.Start)
+				pos = min(max(pos, r.End), s.Range.End)
+			}
+		}
+		if pos < s.Range.End {
+			t.gaps = append(t.gaps, recordRange{Start: pos, End: s.Range.End})
+		}
+	}
+	return t
+}
