@@ -20,8 +20,10 @@ const ledgerTimeout = 5 * time.Second
 
 // delivery is one ledger entry: the records one tenancy of one split has
 // delivered so far, a contiguous range (a lane reads in order from where it
-// resumed). Its key is <split>.<run>.<lane>, so every tenancy of every
-// process has its own key and a put only ever grows its range.
+// resumed). Its key is <split>.<worker>.<run>.<lane>: lane ids are minted
+// per worker and restart with each run, so only all four together give
+// every tenancy of every worker of every process its own key, and a put
+// only ever grows its range.
 type delivery struct {
 	Split  coordination.SplitID `json:"split"`
 	Worker string               `json:"worker"`

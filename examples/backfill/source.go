@@ -42,7 +42,7 @@ func newReadPace(perSecond int64) readPace {
 // ledger with it.
 type source struct {
 	name   string          // the worker's instance id, recorded with each delivery
-	run    string          // unique per process run: part of every ledger key
+	run    string          // unique per process run: with name and the lane id, part of every ledger key
 	sink   *ledger         // where delivered records go
 	pace   readPace        // how fast a lane reads
 	dead   <-chan struct{} // closed when the worker crashes: every lane stops at once
@@ -122,7 +122,7 @@ func (s *source) OpenSplit(o driver.Opening) error {
 		id:        o.Lane,
 		partition: o.Partition,
 		split:     o.Split.ID,
-		key:       fmt.Sprintf("%s.%s.%d", o.Split.ID, s.run, o.Lane),
+		key:       fmt.Sprintf("%s.%s.%s.%d", o.Split.ID, s.name, s.run, o.Lane),
 		records:   records,
 		resume:    resume,
 		quiet:     make(chan struct{}),

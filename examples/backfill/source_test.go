@@ -189,3 +189,23 @@ func TestSourceStopsAnUnstartedLaneWithoutWaiting(t *testing.T) {
 		t.Fatalf("DrainReady of a live lane = %+v, %v; want nil", p, err)
 	}
 }
+
+// TestLedgerKeysOfTwoWorkersNeverCollide runs two workers' sources of one
+// process run on the same split with the same lane id, as after a move
+// between them: each keeps its own ledger entry.
+func TestLedgerKeysOfTwoWorkersNeverCollide(t *testing.T) {
+	sink := testLedger(t, embedded(t), "test")
+	dead := make(chan struct{})
+	defer close(dead)
+	var keys []string
+	for _, name := range []string{"w1", "w2"} {
+		src := newSource(name, "run1", sink, newReadPace(100_000), dead, &events{})
+		if err := src.OpenSplit(driver.Opening{Split: spec("s1", recordRange{0, 10}), Lane: 1, Partition: 1, Waker: coordination.NewWaker()}); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, src.lanes["s1"].key)
+	}
+	if keys[0] == keys[1] {
+		t.Fatalf("both workers' tenancies record under %q: one would overwrite the other's deliveries", keys[0])
+	}
+}
