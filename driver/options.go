@@ -53,7 +53,8 @@ func WithPlanner(p coordination.Planner) Option {
 }
 
 // WithCommitInterval sets how often [Run] commits the lanes' acknowledged
-// watermarks (default [DefaultCommitInterval]; it must be positive). A lane
+// watermarks: default (and 0) [DefaultCommitInterval]; negative makes Run
+// return Fatal. A lane
 // that reaches end of input is committed at once. After a crash a split
 // replays at most what was acknowledged in one interval; a shorter interval
 // means more store writes (one per advanced lane per interval). [New]

@@ -38,7 +38,7 @@ const retryPause = 100 * time.Millisecond
 //   - the first Fatal or plain error of the coordinator or the source.
 //
 // A Shutdown failure (a final commit that did not land, a failed Depart) is
-// joined to that outcome. Missing options (no planner, a non-positive commit
+// joined to that outcome. Bad options (no planner, a negative commit
 // interval) or a src that is not a Reader return Fatal at once, before c is
 // touched.
 func Run(ctx context.Context, c coordination.Coordinator, src Source, opts ...Option) error {
