@@ -66,7 +66,7 @@ func (f *fleet) gained(worker string, split coordination.SplitID, resume int64, 
 func takeoverLine(worker string, split coordination.SplitID, resume int64, prev delivery) string {
 	from := prev.Worker
 	if from == worker {
-		from = "its own earlier run"
+		from = "its own earlier tenancy"
 	}
 	switch {
 	case prev.End > resume:
