@@ -20,7 +20,8 @@ import (
 // The last rule also stops a split from bouncing between members. Fill is
 // never delayed: unowned splits are assigned at once. Grace holds only
 // observation times; it does no I/O and is not safe for concurrent use (the
-// leader actor owns it). A zero or negative window pins nothing.
+// leader actor owns it). A zero or negative window pins nothing. See
+// docs/protocol.md, "Assignment and the rebalance delay".
 type Grace struct {
 	window  time.Duration
 	since   time.Time // the leader started leading; zero when not leading
