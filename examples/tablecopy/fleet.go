@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// progressEvery is how often the run prints a progress line.
+const progressEvery = time.Second
+
+// workerExit is how one worker's run ended.
+type workerExit struct {
+	w   *worker
+	err error
+}
+
+// fleet runs this process's workers and the kill and late join.
+type fleet struct {
+	setup   workerSetup
+	plan    planner
+	workers []*worker
+	exits   chan workerExit // every started worker sends once; capacity covers them all
+	running int
+}
+
+// start builds worker name and runs it on its own goroutine.
+func (f *fleet) start(ctx context.Context, name string) error {
+	w, err := newWorker(name, f.setup)
+	if err != nil {
+		return err
+	}
+	f.workers = append(f.workers, w)
+	f.running++
+	go func() { f.exits <- workerExit{w: w, err: w.run(ctx, f.plan)} }()
+	return nil
+}
+
+// run starts the workers, adds the late one and kills the busiest at their
+// thresholds, prints progress, and returns once every worker has ended,
+// with the failures of the workers that were not killed.
+func (f *fleet) run(ctx context.Context, o *options, rep *report, tl *tally) error {
+	names := []string{o.instance}
+	if o.instance == "" {
+		names = names[:0]
+		for i := range o.workers {
+			names = append(names, fmt.Sprintf("w%d", i+1))
+		}
+	}
+	var errs []error
+	for _, name := range names {
+		if err := f.start(ctx, name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	joinAt, killAt := int64(o.joinAt*float64(rep.rows)), int64(o.killAt*float64(rep.rows))
+	joined, killed := o.instance != "" || o.joinAt == 0, o.instance != "" || o.killAt == 0
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	lastLine, lastWritten := time.Now(), int64(0)
+	for f.running > 0 {
+		select {
+		case e := <-f.exits:
+			f.running--
+			if e.err != nil {
+				errs = append(errs, e.err)
+			}
+			continue
+		case <-tick.C:
+		}
+		written := tl.written.Load()
+		if !joined && written >= joinAt {
+			joined = true
+			name := fmt.Sprintf("w%d", len(f.workers)+1)
+			if err := f.start(ctx, name); err != nil {
+				errs = append(errs, err)
+			} else {
+				rep.joined = name
+				tl.note(fmt.Sprintf("JOIN: %s starts at %s copied", name, percent(written, rep.rows)))
+			}
+		}
+		if !killed && written >= killAt {
+			if v := f.busiest(); v != nil {
+				killed = true
+				lanes := v.src.open.Load()
+				v.kill()
+				rep.killed = v.name
+				tl.note(fmt.Sprintf("KILL: %s aborted at %s copied, holding %d splits; its leases expire within %s",
+					v.name, percent(written, rep.rows), lanes, leaseDuration))
+			}
+		}
+		if now := time.Now(); now.Sub(lastLine) >= progressEvery {
+			rate := float64(written-lastWritten) / now.Sub(lastLine).Seconds()
+			tl.note(fmt.Sprintf("copied %d/%d rows (%s), %.0f rows/s", written, rep.rows, percent(written, rep.rows), rate))
+			lastLine, lastWritten = now, written
+		}
+	}
+	for _, w := range f.workers {
+		rep.states = append(rep.states, workerState{name: w.name, state: stateName(w.state.Load())})
+	}
+	return errors.Join(errs...)
+}
+
+// busiest returns the running worker with the most open lanes, nil when none
+// holds any.
+func (f *fleet) busiest() *worker {
+	var best *worker
+	for _, w := range f.workers {
+		if w.state.Load() != stateRunning {
+			continue
+		}
+		if best == nil || w.src.open.Load() > best.src.open.Load() {
+			best = w
+		}
+	}
+	if best == nil || best.src.open.Load() == 0 {
+		return nil
+	}
+	return best
+}
+
+// percent renders n/of as a percentage.
+func percent(n, of int64) string {
+	if of == 0 {
+		return "100%"
+	}
+	return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(of))
+}
