@@ -58,9 +58,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	}
 	v.session.Store(&v.nonce)
 	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
-	if vl, ok := st.(store.ValueLimiter); ok {
-		v.cap = vl.MaxValueSize()
-	}
+	v.cap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	name := id + "." + v.nonce[:12]
 	spawn := func(p actor.Producer, kind string) *actor.PID {

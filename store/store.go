@@ -136,8 +136,45 @@ type Watcher interface {
 
 // ValueLimiter is implemented by a store that caps value size. A Create or
 // Update with a larger value returns Fatal "value for <key> is N bytes, above
-// this store's cap of M bytes" and writes nothing.
+// this store's cap of M bytes" and writes nothing. Read the cap with
+// [MaxValueSize], which also sees through decorators.
 type ValueLimiter interface {
 	// MaxValueSize is the cap in bytes; 0 means no cap.
 	MaxValueSize() int
+}
+
+// Wrapper is implemented by a store decorator (a fault injector, a metrics
+// or tracing layer) that forwards to another store. It keeps the inner
+// store's optional capabilities, such as [ValueLimiter], visible to
+// [MaxValueSize] without the decorator having to forward each one.
+type Wrapper interface {
+	// Unwrap returns the store this one forwards to.
+	Unwrap() Store
+}
+
+// maxUnwrapDepth bounds the decorator chain MaxValueSize follows, so a
+// decorator that unwraps to itself cannot loop forever.
+const maxUnwrapDepth = 64
+
+// MaxValueSize returns the value cap of st: the cap of the first store in
+// its decorator chain (st, then st.Unwrap(), ...) that implements
+// [ValueLimiter], and true; or 0 and false when none does or that store
+// reports 0 (no cap). A decorator that caps values itself implements
+// ValueLimiter and is asked first. nil means no cap.
+func MaxValueSize(st Store) (int, bool) {
+	for range maxUnwrapDepth {
+		if st == nil {
+			return 0, false
+		}
+		if vl, ok := st.(ValueLimiter); ok {
+			n := vl.MaxValueSize()
+			return n, n > 0
+		}
+		w, ok := st.(Wrapper)
+		if !ok {
+			return 0, false
+		}
+		st = w.Unwrap()
+	}
+	return 0, false
 }

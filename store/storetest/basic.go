@@ -233,8 +233,8 @@ func testValues(t *testing.T, newStore newStoreFunc) {
 		all[i] = byte(i)
 	}
 	big := make([]byte, 64<<10)
-	if vl, ok := st.(store.ValueLimiter); ok && vl.MaxValueSize() > 0 {
-		big = big[:min(len(big), vl.MaxValueSize())]
+	if limit, ok := store.MaxValueSize(st); ok {
+		big = big[:min(len(big), limit)]
 	}
 	for i := range big {
 		big[i] = byte(i*7 + i>>8)
@@ -277,11 +277,10 @@ func testValues(t *testing.T, newStore newStoreFunc) {
 
 func testValueCap(t *testing.T, newStore newStoreFunc) {
 	st, _ := fresh(t, newStore)
-	vl, ok := st.(store.ValueLimiter)
-	if !ok || vl.MaxValueSize() <= 0 {
+	limit, ok := store.MaxValueSize(st)
+	if !ok {
 		t.Skip("the store does not cap value size")
 	}
-	limit := vl.MaxValueSize()
 	over := bytes.Repeat([]byte{'x'}, limit+1)
 	reason := fmt.Sprintf("value for k is %d bytes, above this store's cap of %d bytes", limit+1, limit)
 	wantFatal := func(op string, err error) {
