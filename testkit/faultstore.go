@@ -133,7 +133,11 @@ type FaultStore struct {
 	watches     map[*faultWatcher]struct{}
 }
 
-var _ store.Store = (*FaultStore)(nil)
+var (
+	_ store.Store        = (*FaultStore)(nil)
+	_ store.Wrapper      = (*FaultStore)(nil)
+	_ store.ValueLimiter = (*FaultStore)(nil)
+)
 
 // NewFaultStore returns a fault wrapper around inner with no fault armed.
 func NewFaultStore(inner store.Store) *FaultStore {
@@ -142,6 +146,17 @@ func NewFaultStore(inner store.Store) *FaultStore {
 
 // Inner returns the wrapped store.
 func (s *FaultStore) Inner() store.Store { return s.inner }
+
+// Unwrap returns the wrapped store (the [store.Wrapper] convention), so
+// [store.MaxValueSize] sees through the fault store.
+func (s *FaultStore) Unwrap() store.Store { return s.inner }
+
+// MaxValueSize forwards the wrapped store's value cap ([store.ValueLimiter]):
+// 0 when it has none. Injected faults never change the cap.
+func (s *FaultStore) MaxValueSize() int {
+	n, _ := store.MaxValueSize(s.inner)
+	return n
+}
 
 // DropNextWrite arms a fault: the first write matching m returns Retryable
 // "injected: write dropped" and writes nothing. Then the fault disarms.

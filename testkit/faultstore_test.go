@@ -3,13 +3,16 @@ package testkit
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -277,4 +280,69 @@ func TestFaultStoreBlockWatchesDuringWatchBreaksIt(t *testing.T) {
 		}
 		wantRetryable(t, w.Err(), "injected: watch broken")
 	})
+}
+
+// bigPlan is a final plan of small splits and, last, one whose descriptor
+// alone is above a 4 KiB value cap.
+type bigPlan struct{}
+
+func (bigPlan) Fingerprint() string { return "big:v1" }
+
+func (bigPlan) Plan(context.Context, coordination.PlanContext) (coordination.SplitPlan, error) {
+	plan := coordination.SplitPlan{Finality: coordination.PlanFinal}
+	for _, id := range []coordination.SplitID{"s-0", "s-1", "s-2", "s-3"} {
+		plan.Splits = append(plan.Splits, coordination.PlannedSplit{Spec: coordination.SplitSpec{ID: id, Descriptor: []byte("small")}})
+	}
+	plan.Splits = append(plan.Splits, coordination.PlannedSplit{Spec: coordination.SplitSpec{ID: "s-big", Descriptor: make([]byte, 8<<10)}})
+	return plan, nil
+}
+
+func TestFaultStoreForwardsTheValueCap(t *testing.T) {
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = "w1"
+	inner := memstore.New(cfg.LeaseDuration, memstore.WithMaxValueSize(4<<10))
+	t.Cleanup(func() { _ = inner.Close() })
+	fs := NewFaultStore(inner)
+	if n, ok := store.MaxValueSize(fs); n != 4<<10 || !ok || fs.MaxValueSize() != 4<<10 {
+		t.Fatalf("value cap through the fault store: MaxValueSize = (%d, %v), method %d; want 4096", n, ok, fs.MaxValueSize())
+	}
+
+	// An oversized plan through the wrapped store is refused whole: the
+	// leader checks every split against the cap before seeding any.
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := actors.Spawn(e, fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Abort)
+	w := coordination.NewWaker()
+	c.SetWaker(w)
+	if err := c.Start(bigPlan{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for err == nil {
+		select {
+		case <-w.C():
+		case <-deadline:
+			t.Fatal("no Fatal within 10s for a plan above the value cap")
+		}
+		_, err = c.Poll()
+	}
+	want := "split s-big: spec record is"
+	if coordination.KindOf(err) != coordination.Fatal || !strings.Contains(err.Error(), want) {
+		t.Errorf("latched error %v; want Fatal containing %q", err, want)
+	}
+	entries, lerr := inner.List(context.Background(), store.Durable, "")
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Key, "spec.") || strings.HasPrefix(e.Key, "split.") {
+			t.Errorf("part of the refused plan was seeded: %s", e.Key)
+		}
+	}
 }
