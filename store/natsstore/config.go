@@ -24,7 +24,10 @@ const maxJobLen = 64
 // required.
 type Config struct {
 	// Servers are the server URLs, nats:// or tls://; at least one. The
-	// client connects to one of them and fails over to the others.
+	// client connects to one of them and fails over to the others. A URL
+	// may carry credentials as userinfo ("nats://TOKEN@host",
+	// "nats://user:password@host"); the store never prints it (see
+	// [RedactURL]).
 	Servers []string
 	// Job names the job; it suffixes the bucket names
 	// (coordination_<Job>_state and coordination_<Job>_lease). 1..64 bytes
@@ -83,7 +86,7 @@ func (c Config) Validate() error {
 	for i, s := range c.Servers {
 		u, err := url.Parse(s)
 		if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
-			return coordination.Errorf(coordination.Fatal, "natsstore: Servers[%d]: scheme must be nats:// or tls://, got %q", i, redactURL(s))
+			return coordination.Errorf(coordination.Fatal, "natsstore: Servers[%d]: scheme must be nats:// or tls://, got %q", i, RedactURL(s))
 		}
 	}
 	if !validJob(c.Job) {
@@ -147,6 +150,20 @@ func (c Credentials) describe() string {
 	return "no credentials"
 }
 
+// credentialsText names the credentials for error messages, without
+// secrets: [Credentials.describe], or "the userinfo in the server URL" when
+// Credentials is empty and a server URL carries userinfo.
+func (c Config) credentialsText() string {
+	if c.Credentials.kinds() == 0 {
+		for _, s := range c.Servers {
+			if RedactURL(s) != s {
+				return "the userinfo in the server URL"
+			}
+		}
+	}
+	return c.Credentials.describe()
+}
+
 // secret returns s, or <redacted> when s is set.
 func secret(s string) string {
 	if s == "" {
@@ -155,20 +172,31 @@ func secret(s string) string {
 	return redacted
 }
 
-// redactURL hides a password embedded in a server URL.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
+// RedactURL returns the server URL s with any userinfo replaced by
+// <redacted>: a user and password ("nats://svc:pw@host" becomes
+// "nats://<redacted>@host") as well as a bare token or user
+// ("nats://TOKEN@host"), which a URL cannot tell apart. It works on the
+// text, so a URL that does not parse is masked too: everything between the
+// scheme and the last "@" goes. A string without "@" is returned as it is.
+// The store prints server URLs only through it (errors, log lines,
+// [Config.String]); use it to print the URLs you pass in [Config.Servers].
+func RedactURL(s string) string {
+	rest, scheme := s, ""
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme, rest = s[:i+len("://")], s[i+len("://"):]
+	}
+	at := strings.LastIndex(rest, "@")
+	if at < 0 {
 		return s
 	}
-	return u.Redacted()
+	return scheme + redacted + rest[at:]
 }
 
-// redactedServers returns the server URLs with embedded passwords hidden.
+// redactedServers returns the server URLs with their userinfo hidden.
 func (c Config) redactedServers() []string {
 	out := make([]string, len(c.Servers))
 	for i, s := range c.Servers {
-		out[i] = redactURL(s)
+		out[i] = RedactURL(s)
 	}
 	return out
 }
@@ -196,7 +224,7 @@ func (c Credentials) LogValue() slog.Value {
 }
 
 // String renders the configuration with the password and token (and any
-// password embedded in a server URL) redacted; usernames and paths are
+// userinfo embedded in a server URL) redacted; usernames and paths are
 // shown.
 func (c Config) String() string {
 	tlsText := "<nil>"

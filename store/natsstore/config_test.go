@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/spate-go/coordination"
 )
 
@@ -40,7 +42,11 @@ func TestNewValidates(t *testing.T) {
 		{"no scheme", with(func(c *Config) { c.Servers = []string{"localhost:4222"} }), 2 * time.Second,
 			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "localhost:4222"`},
 		{"url password hidden", with(func(c *Config) { c.Servers = []string{"ws://u:secret@b:4222"} }), 2 * time.Second,
-			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "ws://u:xxxxx@b:4222"`},
+			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "ws://<redacted>@b:4222"`},
+		{"url token hidden", with(func(c *Config) { c.Servers = []string{"ws://TOKEN@b:4222"} }), 2 * time.Second,
+			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "ws://<redacted>@b:4222"`},
+		{"unparsable url hidden", with(func(c *Config) { c.Servers = []string{"nats://TOK EN@b:%zz"} }), 2 * time.Second,
+			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "nats://<redacted>@b:%zz"`},
 		{"empty job", with(func(c *Config) { c.Job = "" }), 2 * time.Second,
 			`natsstore: Job must be 1..64 characters of [A-Za-z0-9_-], got ""`},
 		{"dotted job", with(func(c *Config) { c.Job = "a.b" }), 2 * time.Second,
@@ -105,7 +111,9 @@ func TestConfigRedactsSecrets(t *testing.T) {
 		"user": {Servers: []string{"nats://svc:urlsecret@h:4222"}, Job: "j",
 			Credentials: Credentials{Username: "svc", Password: "hunter2"},
 			TLS:         &TLS{RootCA: "/etc/ca.pem", ClientCert: "/etc/c.pem", ClientKey: "/etc/k.pem"}},
-		"token": {Servers: []string{"tls://h:4222"}, Job: "j", Credentials: Credentials{Token: "hunter2"}},
+		"token":     {Servers: []string{"tls://h:4222"}, Job: "j", Credentials: Credentials{Token: "hunter2"}},
+		"url token": {Servers: []string{"nats://a:4222", "nats://hunter2@h:4222"}, Job: "j"},
+		"url user":  {Servers: []string{"nats://svc:urlsecret@h:4222"}, Job: "j", Credentials: Credentials{Username: "svc", Password: "hunter2"}},
 	}
 	for name, cfg := range cfgs {
 		t.Run(name, func(t *testing.T) {
@@ -128,7 +136,8 @@ func TestConfigRedactsSecrets(t *testing.T) {
 						t.Errorf("%s leaks %q: %s", how, leak, text)
 					}
 				}
-				if !strings.Contains(text, "<redacted>") {
+				noCreds := cfg.Credentials == Credentials{}
+				if !strings.Contains(text, "<redacted>") && !(noCreds && strings.Contains(how, "creds")) {
 					t.Errorf("%s does not say <redacted>: %s", how, text)
 				}
 				if name == "user" && !strings.Contains(text, "svc") {
@@ -159,4 +168,41 @@ func TestCredentialsDescribe(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestRedactURL(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"nats://127.0.0.1:4222", "nats://127.0.0.1:4222"},
+		{"nats://TOKEN@h:4222", "nats://<redacted>@h:4222"},
+		{"nats://svc:pw@h:4222", "nats://<redacted>@h:4222"},
+		{"tls://u:p%40ss@h", "tls://<redacted>@h"},
+		{"nats://u:p@ss@h:1", "nats://<redacted>@h:1"},
+		{"nats://TOK EN@h:%zz", "nats://<redacted>@h:%zz"}, // does not parse
+		{"nats://:pw@h", "nats://<redacted>@h"},
+		{"TOKEN@h:4222", "<redacted>@h:4222"},
+		{"ws://TOKEN@h/p", "ws://<redacted>@h/p"},
+		{"", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := RedactURL(tc.in); got != tc.want {
+				t.Fatalf("RedactURL(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRedactURLProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		scheme := rapid.SampledFrom([]string{"nats://", "tls://"}).Draw(t, "scheme")
+		userinfo := rapid.String().Draw(t, "userinfo") // anything, "@" and "://" included
+		host := rapid.StringMatching(`[a-z0-9.-]{1,20}(:[0-9]{1,5})?(/[a-z0-9/]{0,8})?`).Draw(t, "host")
+		want := scheme + redacted + "@" + host
+		if got := RedactURL(scheme + userinfo + "@" + host); got != want {
+			t.Fatalf("RedactURL(%q) = %q, want %q", scheme+userinfo+"@"+host, got, want)
+		}
+		if got := RedactURL(scheme + host); got != scheme+host {
+			t.Fatalf("RedactURL(%q) = %q changed a URL without userinfo", scheme+host, got)
+		}
+	})
 }

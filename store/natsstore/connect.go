@@ -185,7 +185,7 @@ func (s *Store) setUp(ctx context.Context, c *conn) error {
 		return err
 	}
 	if mp := c.nc.MaxPayload(); mp > 0 && mp < bucketMaxMsgSize {
-		return coordination.Errorf(coordination.Fatal, "natsstore: server %s allows payloads of %d bytes, below the %d this store needs (512 KiB values plus headers); raise max_payload", c.nc.ConnectedUrlRedacted(), mp, bucketMaxMsgSize)
+		return coordination.Errorf(coordination.Fatal, "natsstore: server %s allows payloads of %d bytes, below the %d this store needs (512 KiB values plus headers); raise max_payload", RedactURL(c.nc.ConnectedUrl()), mp, bucketMaxMsgSize)
 	}
 	js, err := jetstream.New(c.nc)
 	if err != nil {
@@ -194,7 +194,7 @@ func (s *Store) setUp(ctx context.Context, c *conn) error {
 	c.js = js
 	if _, err := js.AccountInfo(ctx); err != nil {
 		if errors.Is(err, jetstream.ErrJetStreamNotEnabled) || errors.Is(err, jetstream.ErrJetStreamNotEnabledForAccount) {
-			return coordination.Errorf(coordination.Fatal, "natsstore: JetStream is not enabled for this account on %s: %w; enable JetStream on the server and the account", c.nc.ConnectedUrlRedacted(), err)
+			return coordination.Errorf(coordination.Fatal, "natsstore: JetStream is not enabled for this account on %s: %w; enable JetStream on the server and the account", RedactURL(c.nc.ConnectedUrl()), err)
 		}
 		return s.openErr(ctx, "reading JetStream account info", err)
 	}
@@ -288,7 +288,7 @@ func (s *Store) classifyConnectErr(ctx context.Context, err error, addr string) 
 	}
 	switch {
 	case isAuthErr(err):
-		return coordination.Errorf(coordination.Fatal, "natsstore: authorization failed for %s: %w; check Config.Credentials", s.cfg.Credentials.describe(), err)
+		return coordination.Errorf(coordination.Fatal, "natsstore: authorization failed for %s: %w; check Config.Credentials", s.cfg.credentialsText(), err)
 	case isVerifyErr(err):
 		return coordination.Errorf(coordination.Fatal, "natsstore: TLS certificate verification failed for server %s: %w; check Config.TLS.RootCA and the server's certificate", server, err)
 	case strings.Contains(err.Error(), "remote error: tls: ") ||
@@ -332,7 +332,7 @@ func isVerifyErr(err error) bool {
 // authorization problems are Fatal, everything else Retryable.
 func (s *Store) openErr(ctx context.Context, what string, err error) error {
 	if errors.Is(err, nats.ErrPermissionViolation) || isAuthErr(err) {
-		return coordination.Errorf(coordination.Fatal, "natsstore: %s: not authorized for %s: %w; check Config.Credentials and the account's permissions", what, s.cfg.Credentials.describe(), err)
+		return coordination.Errorf(coordination.Fatal, "natsstore: %s: not authorized for %s: %w; check Config.Credentials and the account's permissions", what, s.cfg.credentialsText(), err)
 	}
 	if ctx.Err() != nil {
 		return s.ctxErr(what, err)
