@@ -153,7 +153,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	case o.instance == "" && o.crashAt > 0 && o.workers < 2:
 		return bad("-crash-at needs at least 2 workers (someone must recover the crashed worker's splits); use -crash-at 0")
 	case o.natsURL != "" && !strings.HasPrefix(o.natsURL, "nats://") && !strings.HasPrefix(o.natsURL, "tls://"):
-		return bad("-nats must be a nats:// or tls:// URL, got %q", o.natsURL)
+		return bad("-nats must be a nats:// or tls:// URL, got %q", natsstore.RedactURL(o.natsURL))
 	}
 	if _, ok := logLevels[o.logLevel]; !ok {
 		return bad("-log must be debug, info, warn, error or off, got %q", o.logLevel)
@@ -325,7 +325,7 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 
 	where := "embedded NATS at " + url + " (store " + dataDir + ")"
 	if o.natsURL != "" {
-		where = "NATS at " + url
+		where = "NATS at " + natsstore.RedactURL(url)
 	}
 	before := tallyOf(ds, sink.snapshot())
 	disp.note(fmt.Sprintf("backfill %s v%s: %s in %s, %s in this process, job %q on %s",

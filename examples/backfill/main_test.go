@@ -39,6 +39,7 @@ func TestBadFlagsExitTwoWithUsage(t *testing.T) {
 		{name: "verify without nats", args: []string{"-verify"}, want: "-verify needs -nats"},
 		{name: "bad instance", args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, want: "InstanceID may only contain [A-Za-z0-9_-]"},
 		{name: "bad nats url", args: []string{"-nats", "http://x"}, want: `-nats must be a nats:// or tls:// URL, got "http://x"`},
+		{name: "bad nats url with a token", args: []string{"-nats", "http://TOKEN@x"}, want: `-nats must be a nats:// or tls:// URL, got "http://<redacted>@x"`},
 		{name: "bad job", args: []string{"-job", "a b"}, want: "natsstore: Job must be 1..64 characters"},
 		{name: "bad log level", args: []string{"-log", "loud"}, want: `-log must be debug, info, warn, error or off, got "loud"`},
 		{name: "not a number", args: []string{"-records", "many"}, want: `invalid value "many" for flag -records`},
