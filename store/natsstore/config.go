@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/spate-go/coordination"
 )
 
@@ -20,8 +22,8 @@ const MinLeaseTTL = 2 * time.Second
 const maxJobLen = 64
 
 // Config says where the NATS servers are, how to authenticate, and which
-// job's buckets to use. The zero value is not valid: Servers and Job are
-// required.
+// job's buckets to use. The zero value is not valid: Job and either
+// Servers or Conn are required.
 type Config struct {
 	// Servers are the server URLs, nats:// or tls://; at least one. The
 	// client connects to one of them and fails over to the others. A URL
@@ -44,9 +46,28 @@ type Config struct {
 	// 5; 0 means 1. An existing bucket with another count is adopted with a
 	// warning, not changed.
 	Replicas int
-	// Logger receives the store's few log lines (a bucket adopted with
-	// another replica count, asynchronous client errors). nil discards them.
+	// Logger receives the store's few log lines: a lost connection and its
+	// recovery (at most one loss line per connection per 10s; the next one
+	// counts the losses held back), a bucket adopted with another replica
+	// count, asynchronous client errors. Server URLs in them are redacted.
+	// nil discards them.
 	Logger *slog.Logger
+	// Options are extra nats.go client options for the connection the
+	// store dials, applied after the store's own, so an option given here
+	// wins. The store's own: a name, its dialer, MaxReconnects(-1), a
+	// reconnect wait and jitter of LeaseTTL/20 each (at most 2s), a ping
+	// interval of LeaseTTL/3 (at least 2s), no reconnect buffer (operations
+	// wait for the reconnect instead, see [Store]) and an asynchronous error
+	// handler that logs. nil adds nothing. Must be empty when Conn is set.
+	Options []nats.Option
+	// Conn is an established connection for the store to use instead of
+	// dialing Servers; then Servers, Credentials, TLS and Options must be
+	// empty. The caller keeps ownership: [Store.Close] leaves it open, so
+	// close it after the store. Its own settings apply; a reconnect wait
+	// plus jitter of a third of the lease or more, or reconnects turned
+	// off, is logged as a warning. Once it is closed, every operation is
+	// Fatal. nil means dial Servers.
+	Conn *nats.Conn
 }
 
 // Credentials authenticate the connection: set at most one kind. The zero
@@ -80,8 +101,16 @@ const redacted = "<redacted>"
 // TTL) and returns the first violation as a Fatal *coordination.Error
 // naming the field. It does no I/O and never mutates c.
 func (c Config) Validate() error {
-	if len(c.Servers) == 0 {
-		return coordination.Errorf(coordination.Fatal, "natsstore: Servers: at least one server URL is required")
+	if c.Conn != nil && (len(c.Servers) > 0 || c.Credentials.kinds() > 0 || c.TLS != nil || len(c.Options) > 0) {
+		return coordination.Errorf(coordination.Fatal, "natsstore: Conn is set, so Servers, Credentials, TLS and Options must be empty (they configure a connection the store dials); set Conn or those, not both")
+	}
+	if c.Conn == nil && len(c.Servers) == 0 {
+		return coordination.Errorf(coordination.Fatal, "natsstore: Servers: at least one server URL is required (or an established connection in Conn)")
+	}
+	for i, o := range c.Options {
+		if o == nil {
+			return coordination.Errorf(coordination.Fatal, "natsstore: Options[%d] is nil; remove it", i)
+		}
 	}
 	for i, s := range c.Servers {
 		u, err := url.Parse(s)
@@ -231,8 +260,17 @@ func (c Config) String() string {
 	if c.TLS != nil {
 		tlsText = fmt.Sprintf("{RootCA:%q ClientCert:%q ClientKey:%q}", c.TLS.RootCA, c.TLS.ClientCert, c.TLS.ClientKey)
 	}
-	return fmt.Sprintf("natsstore.Config{Servers:[%s] Job:%q Credentials:%s TLS:%s Replicas:%d}",
-		strings.Join(c.redactedServers(), " "), c.Job, c.Credentials.String(), tlsText, c.Replicas)
+	return fmt.Sprintf("natsstore.Config{Servers:[%s] Job:%q Credentials:%s TLS:%s Replicas:%d Options:%d Conn:%s}",
+		strings.Join(c.redactedServers(), " "), c.Job, c.Credentials.String(), tlsText, c.Replicas, len(c.Options), c.connText())
+}
+
+// connText renders Conn without its connection details: "<nil>" or
+// "<set>".
+func (c Config) connText() string {
+	if c.Conn == nil {
+		return "<nil>"
+	}
+	return "<set>"
 }
 
 // GoString renders the configuration as Go syntax with the password and
@@ -246,8 +284,12 @@ func (c Config) GoString() string {
 	if c.TLS != nil {
 		tlsText = fmt.Sprintf("&natsstore.TLS{RootCA:%q, ClientCert:%q, ClientKey:%q}", c.TLS.RootCA, c.TLS.ClientCert, c.TLS.ClientKey)
 	}
-	return fmt.Sprintf("natsstore.Config{Servers:[]string{%s}, Job:%q, Credentials:%s, TLS:%s, Replicas:%d}",
-		strings.Join(servers, ", "), c.Job, c.Credentials.GoString(), tlsText, c.Replicas)
+	connText := "nil"
+	if c.Conn != nil {
+		connText = "&nats.Conn{}"
+	}
+	return fmt.Sprintf("natsstore.Config{Servers:[]string{%s}, Job:%q, Credentials:%s, TLS:%s, Replicas:%d, Options:[]nats.Option{/* %d */}, Conn:%s}",
+		strings.Join(servers, ", "), c.Job, c.Credentials.GoString(), tlsText, c.Replicas, len(c.Options), connText)
 }
 
 // LogValue renders the configuration as a slog group with the password and
@@ -264,7 +306,7 @@ func (c Config) LogValue() slog.Value {
 			slog.String("client_cert", c.TLS.ClientCert),
 			slog.String("client_key", c.TLS.ClientKey)))
 	}
-	attrs = append(attrs, slog.Int("replicas", c.Replicas))
+	attrs = append(attrs, slog.Int("replicas", c.Replicas), slog.Int("options", len(c.Options)), slog.String("conn", c.connText()))
 	return slog.GroupValue(attrs...)
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
@@ -36,7 +37,7 @@ func TestNewValidates(t *testing.T) {
 		{"valid token", with(func(c *Config) { c.Credentials = Credentials{Token: "t"} }), 2 * time.Second, ""},
 		{"valid creds", with(func(c *Config) { c.Credentials = Credentials{CredsFile: "x.creds"} }), 2 * time.Second, ""},
 		{"no servers", with(func(c *Config) { c.Servers = nil }), 2 * time.Second,
-			"natsstore: Servers: at least one server URL is required"},
+			"natsstore: Servers: at least one server URL is required (or an established connection in Conn)"},
 		{"bad scheme", with(func(c *Config) { c.Servers = []string{"nats://a:1", "http://b:4222"} }), 2 * time.Second,
 			`natsstore: Servers[1]: scheme must be nats:// or tls://, got "http://b:4222"`},
 		{"no scheme", with(func(c *Config) { c.Servers = []string{"localhost:4222"} }), 2 * time.Second,
@@ -47,6 +48,16 @@ func TestNewValidates(t *testing.T) {
 			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "ws://<redacted>@b:4222"`},
 		{"unparsable url hidden", with(func(c *Config) { c.Servers = []string{"nats://TOK EN@b:%zz"} }), 2 * time.Second,
 			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "nats://<redacted>@b:%zz"`},
+		{"valid conn", Config{Conn: &nats.Conn{}, Job: "j"}, 2 * time.Second, ""},
+		{"valid options", with(func(c *Config) { c.Options = []nats.Option{nats.Name("n")} }), 2 * time.Second, ""},
+		{"conn and servers", with(func(c *Config) { c.Conn = &nats.Conn{} }), 2 * time.Second,
+			"natsstore: Conn is set, so Servers, Credentials, TLS and Options must be empty (they configure a connection the store dials); set Conn or those, not both"},
+		{"conn and token", Config{Conn: &nats.Conn{}, Job: "j", Credentials: Credentials{Token: "t"}}, 2 * time.Second,
+			"natsstore: Conn is set, so Servers, Credentials, TLS and Options must be empty (they configure a connection the store dials); set Conn or those, not both"},
+		{"conn and options", Config{Conn: &nats.Conn{}, Job: "j", Options: []nats.Option{nats.Name("n")}}, 2 * time.Second,
+			"natsstore: Conn is set, so Servers, Credentials, TLS and Options must be empty (they configure a connection the store dials); set Conn or those, not both"},
+		{"nil option", with(func(c *Config) { c.Options = []nats.Option{nats.Name("n"), nil} }), 2 * time.Second,
+			"natsstore: Options[1] is nil; remove it"},
 		{"empty job", with(func(c *Config) { c.Job = "" }), 2 * time.Second,
 			`natsstore: Job must be 1..64 characters of [A-Za-z0-9_-], got ""`},
 		{"dotted job", with(func(c *Config) { c.Job = "a.b" }), 2 * time.Second,
@@ -74,7 +85,7 @@ func TestNewValidates(t *testing.T) {
 		{"zero lease", ok, 0,
 			"natsstore: leaseTTL must be >= 2s (NATS expiry markers have one-second granularity), got 0s"},
 		{"first violation wins", Config{Job: "a.b", Replicas: 7}, 0,
-			"natsstore: Servers: at least one server URL is required"},
+			"natsstore: Servers: at least one server URL is required (or an established connection in Conn)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,4 +216,22 @@ func TestRedactURLProperty(t *testing.T) {
 			t.Fatalf("RedactURL(%q) = %q changed a URL without userinfo", scheme+host, got)
 		}
 	})
+}
+
+func TestConfigRendersConnAndOptions(t *testing.T) {
+	cfg := Config{Conn: &nats.Conn{}, Job: "j"}
+	var logBuf bytes.Buffer
+	slog.New(slog.NewTextHandler(&logBuf, nil)).Info("config", "cfg", cfg)
+	with := Config{Servers: []string{"nats://h:4222"}, Job: "j", Options: []nats.Option{nats.Name("a"), nats.Name("b")}}
+	for _, tc := range []struct{ what, text, want string }{
+		{"String with Conn", cfg.String(), "Options:0 Conn:<set>}"},
+		{"GoString with Conn", cfg.GoString(), "Conn:&nats.Conn{}}"},
+		{"LogValue with Conn", logBuf.String(), "cfg.conn=<set>"},
+		{"String with Options", with.String(), "Options:2 Conn:<nil>}"},
+		{"GoString with Options", with.GoString(), "Options:[]nats.Option{/* 2 */}, Conn:nil}"},
+	} {
+		if !strings.Contains(tc.text, tc.want) {
+			t.Errorf("%s = %s; want it to contain %s", tc.what, tc.text, tc.want)
+		}
+	}
 }

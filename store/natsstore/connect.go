@@ -27,12 +27,13 @@ const (
 	defaultConnectTimeout = 10 * time.Second
 	maxStepTimeout        = 10 * time.Second
 	minStepTimeout        = 50 * time.Millisecond
-	defaultReconnectWait  = 2 * time.Second
 )
 
 // conn is one established connection with its provisioned buckets.
 type conn struct {
 	nc    *nats.Conn
+	owned bool  // dialed by the store (false: Config.Conn), so closed by it
+	link  *link // follows nc's status; set by follow
 	js    jetstream.JetStream
 	state kvBucket // Durable
 	lease kvBucket // Ephemeral
@@ -84,8 +85,15 @@ func (s *Store) client(ctx context.Context) (*conn, error) {
 		s.mu.Unlock()
 		return nil, errClosed()
 	}
-	if s.conn != nil && s.conn.nc.IsClosed() {
-		s.conn = nil // closed by the client (for example after repeated auth failures); connect afresh
+	if c := s.conn; c != nil && c.nc.IsClosed() {
+		if !c.owned {
+			s.mu.Unlock()
+			return nil, s.closedConnErr(c)
+		}
+		// Closed by the client (for example after repeated auth
+		// failures): connect afresh.
+		s.conn = nil
+		c.unfollow()
 	}
 	if c := s.conn; c != nil {
 		s.mu.Unlock()
@@ -119,7 +127,7 @@ func (s *Store) runAttempt(a *attempt, deadline time.Time) {
 	s.mu.Lock()
 	s.attempt = nil
 	if err == nil && s.closed {
-		c.nc.Close()
+		c.release()
 		c, err = nil, errClosed()
 	}
 	if err == nil {
@@ -130,9 +138,35 @@ func (s *Store) runAttempt(a *attempt, deadline time.Time) {
 	close(a.done)
 }
 
-// connect dials the servers, checks the server version and JetStream, and
+// connect dials the servers (or adopts Config.Conn), follows the
+// connection's status, checks the server version and JetStream, and
 // provisions both buckets.
 func (s *Store) connect(ctx context.Context) (*conn, error) {
+	c := &conn{nc: s.cfg.Conn}
+	if c.nc == nil {
+		nc, err := s.dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.nc, c.owned = nc, true
+	} else {
+		s.checkPassedConn(c.nc)
+	}
+	s.follow(c)
+	err := s.awaitUp(ctx, c)
+	if err == nil {
+		err = s.setUp(ctx, c)
+	}
+	if err != nil {
+		c.release()
+		return nil, err
+	}
+	return c, nil
+}
+
+// dial connects to the configured servers with the store's client options
+// (reconnect timing derived from the lease), then Config.Options.
+func (s *Store) dial(ctx context.Context) (*nats.Conn, error) {
 	step := time.Until(mustDeadline(ctx))
 	step = min(max(step, minStepTimeout), maxStepTimeout)
 	d := &dialer{ctx: s.life, timeout: step}
@@ -140,32 +174,45 @@ func (s *Store) connect(ctx context.Context) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conn{}
 	opts = append(opts,
 		nats.Name("coordination-natsstore-"+s.cfg.Job),
 		nats.SetCustomDialer(d),
 		nats.Timeout(step),
 		nats.MaxReconnects(-1),
-		nats.ReconnectWait(s.reconnectWait),
-		// Fail writes at once while reconnecting instead of replaying them
-		// after the caller has given up on them.
+		nats.ReconnectWait(s.timing.reconnectWait),
+		nats.ReconnectJitter(s.timing.reconnectJitter, s.timing.reconnectJitter),
+		nats.PingInterval(s.timing.pingInterval),
+		// No client-side buffer while reconnecting: the store holds an
+		// operation until the connection is back (see awaitUp), so that
+		// nothing is replayed after its caller has given up on it.
 		nats.ReconnectBufSize(-1),
 		nats.NoCallbacksAfterClientClose(),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { s.connectionLost(c, err) }),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			s.log.Warn("nats asynchronous error", "err", err)
 		}),
 	)
+	opts = append(opts, s.cfg.Options...)
 	nc, err := nats.Connect(strings.Join(s.cfg.Servers, ","), opts...)
 	if err != nil {
 		return nil, s.classifyConnectErr(ctx, err, d.lastAddress())
 	}
-	c.nc = nc
-	if err := s.setUp(ctx, c); err != nil {
-		nc.Close()
-		return nil, err
+	return nc, nil
+}
+
+// checkPassedConn warns when a connection passed in reconnects too slowly
+// for the lease: its own settings apply, and a reconnect slower than a
+// third of the lease lets a short outage cost leases.
+func (s *Store) checkPassedConn(nc *nats.Conn) {
+	o := nc.Opts
+	limit := s.leaseTTL / 3
+	jitter := o.ReconnectJitter
+	if o.Secure || o.TLSConfig != nil {
+		jitter = o.ReconnectJitterTLS // as the client picks it
 	}
-	return c, nil
+	if worst := o.ReconnectWait + jitter; !o.AllowReconnect || worst >= limit {
+		s.log.Warn("the NATS connection in Config.Conn reconnects too slowly for the lease; set nats.ReconnectWait plus jitter well under a third of the lease",
+			"reconnect", o.AllowReconnect, "reconnect_wait", o.ReconnectWait, "limit", limit)
+	}
 }
 
 // mustDeadline returns ctx's deadline; contexts built by runAttempt always
@@ -342,10 +389,7 @@ func (s *Store) openErr(ctx context.Context, what string, err error) error {
 
 // connectionLost breaks the watches running on c: after a disconnect their
 // consumers may have missed events, so their owners re-watch.
-func (s *Store) connectionLost(c *conn, err error) {
-	if err == nil {
-		err = nats.ErrDisconnected
-	}
+func (s *Store) connectionLost(c *conn) {
 	s.mu.Lock()
 	ws := make([]*watcher, 0, len(s.watches))
 	for w := range s.watches {
@@ -355,8 +399,13 @@ func (s *Store) connectionLost(c *conn, err error) {
 	}
 	s.mu.Unlock()
 	for _, w := range ws {
-		w.breakWith(coordination.Errorf(coordination.Retryable, "natsstore: connection to NATS lost: %w; re-watch", err))
+		w.breakWith(errConnLost())
 	}
+}
+
+// errConnLost is the error of a watch broken by a lost connection.
+func errConnLost() error {
+	return coordination.Errorf(coordination.Retryable, "natsstore: connection to NATS lost; re-watch")
 }
 
 // errClosed is the error of every operation after Close.

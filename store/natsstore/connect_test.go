@@ -228,3 +228,96 @@ func TestAdoptingExistingBuckets(t *testing.T) {
 		})
 	}
 }
+
+func TestOptionsApplyAfterTheStoresOwn(t *testing.T) {
+	srv := startServer(t)
+	st := newStore(t, Config{Servers: []string{srv.ClientURL()}, Job: "opts", Options: []nats.Option{nats.Name("custom-client")}})
+	works(t, st)
+	cz, err := srv.Connz(&server.ConnzOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cz.Conns) != 1 || cz.Conns[0].Name != "custom-client" {
+		t.Fatalf("connections %+v; want one named custom-client (the option given wins over the store's name)", cz.Conns)
+	}
+}
+
+func TestPassedInConn(t *testing.T) {
+	t.Parallel() // waits in real time
+	opts := serverOptions(t.TempDir())
+	opts.SyncAlways = true
+	srv := runServer(t, opts)
+	opts.Port = srv.Addr().(*net.TCPAddr).Port
+	connect := func(o ...nats.Option) *nats.Conn {
+		t.Helper()
+		nc, err := nats.Connect(srv.ClientURL(), o...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(nc.Close)
+		return nc
+	}
+	jobs := 0
+	storeOn := func(nc *nats.Conn) (*Store, *syncBuffer) {
+		t.Helper()
+		logs := new(syncBuffer)
+		jobs++
+		return newStore(t, Config{Conn: nc, Job: fmt.Sprintf("conn%d", jobs), Logger: slog.New(slog.NewTextHandler(logs, nil))}), logs
+	}
+	const slow = "reconnects too slowly for the lease"
+
+	nc := connect(nats.ReconnectWait(50*time.Millisecond), nats.ReconnectJitter(10*time.Millisecond, 10*time.Millisecond), nats.MaxReconnects(-1))
+	st, logs := storeOn(nc)
+	works(t, st)
+	if strings.Contains(logs.String(), slow) {
+		t.Errorf("a connection reconnecting within 60ms was warned about:\n%s", logs)
+	}
+
+	// The store follows the passed-in connection's status: a restart
+	// breaks its watches, and the store is usable again after it.
+	w, err := st.Watch(t.Context(), store.Durable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot(t, w)
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	lost := time.Now()
+	for range w.Events() {
+	}
+	wantKind(t, w.Err(), coordination.Retryable, "connection to NATS lost", "re-watch")
+	if took := time.Since(lost); took > testLease/2 {
+		t.Errorf("the watch ended %s after the server stopped", took)
+	}
+	srv = runServer(t, opts)
+	t.Logf("usable %s after the restart", usableWithin(t, st, "k", 5*time.Second))
+	if !strings.Contains(logs.String(), "connection to NATS lost, reconnecting") || !strings.Contains(logs.String(), "reconnected to NATS") {
+		t.Errorf("the loss and recovery of a passed-in connection were not logged:\n%s", logs)
+	}
+
+	// Close leaves the caller's connection open.
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !nc.IsConnected() {
+		t.Fatalf("Store.Close closed the passed-in connection (status %v)", nc.Status())
+	}
+	if err := nc.Publish("after.close", nil); err != nil || nc.Flush() != nil {
+		t.Fatalf("the passed-in connection does not work after Store.Close: %v", err)
+	}
+
+	// Default client settings reconnect after 2s: warned about.
+	slowStore, slowLogs := storeOn(connect())
+	works(t, slowStore)
+	if !strings.Contains(slowLogs.String(), slow) {
+		t.Errorf("no warning for a connection that reconnects after 2s:\n%s", slowLogs)
+	}
+
+	// Once the caller closes it, operations are Fatal.
+	nc3 := connect()
+	st3, _ := storeOn(nc3)
+	works(t, st3)
+	nc3.Close()
+	_, _, err = st3.Get(opCtx(t), store.Durable, "k")
+	wantKind(t, err, coordination.Fatal, "natsstore: the connection passed as Config.Conn is closed")
+}

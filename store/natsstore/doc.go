@@ -15,7 +15,10 @@
 //
 // New does no I/O. The first operation connects, checks the server and
 // creates (or adopts) the buckets within that operation's context; later
-// operations reuse the connection, which reconnects by itself.
+// operations reuse the connection, which reconnects by itself. Instead of
+// Servers, Config.Conn may hand over an established connection, which the
+// caller keeps and closes after Close; Config.Options adds nats.go client
+// options to the connection the store dials.
 //
 // # Guarantees
 //
@@ -48,6 +51,25 @@
 //   - On replicated buckets, a write the server cannot check yet because
 //     the key has another write in flight (code 10164) is retried a few
 //     times after re-reading the key, so that only a real conflict loses.
+//   - Connection timing follows the lease TTL: after a loss the client
+//     retries every LeaseTTL/20 plus up to as much jitter (each at most
+//     2s), so it is back within LeaseTTL/10 of the server's return, well
+//     inside the LeaseDuration/3 between two lease renewals; it pings
+//     every LeaseTTL/3 (at least 2s), so a connection that died silently
+//     is noticed within about one lease.
+//   - While the connection is down, an operation is held, not sent, until
+//     it is back: at most until its context ends, and at most LeaseTTL/2
+//     (the longest OpTimeout a coordinator with this lease may use) when
+//     the context has no earlier deadline. One that gives up returns
+//     Retryable "not connected to NATS ... nothing was sent", and nothing
+//     of it lands later: the store's own connection buffers nothing while
+//     reconnecting. A request the client refuses because the connection
+//     dropped at that moment is Retryable "request not sent".
+//   - A loss of the connection is logged at Warn ("connection to NATS
+//     lost, reconnecting") and its recovery at Info with the downtime; a
+//     connection logs at most one loss per 10s, and the next loss line
+//     counts the ones held back ("suppressed"). Server URLs in errors and
+//     logs never show their userinfo (see [RedactURL]).
 //   - Authentication and authorization failures, unreadable credential or
 //     certificate files, failed certificate verification, a server without
 //     JetStream and a server older than 2.11 are Fatal at once, with a
@@ -76,6 +98,12 @@
 //     another lease TTL is Fatal until the buckets are removed. An existing
 //     bucket with another replica count is adopted as it is (with a
 //     warning).
+//   - A connection passed as Config.Conn keeps its own settings: with its
+//     reconnect buffer (on by default in nats.go) a write the client took
+//     just as the connection dropped may land after its operation returned
+//     Retryable, and Close may wait for the client's request timeout while
+//     it is reconnecting. The store warns when it reconnects slower than a
+//     third of the lease.
 //   - Keys must be valid NATS KV keys ([-/_=.A-Za-z0-9], no empty
 //     dot-separated token); any other key is Fatal.
 package natsstore

@@ -61,14 +61,13 @@ func runServer(t testing.TB, opts *server.Options) *server.Server {
 }
 
 // newStore builds a store for cfg with the test lease TTL, closed at
-// cleanup. The reconnect wait is short so that restarts recover quickly.
+// cleanup. The reconnect timing is the one derived from the lease.
 func newStore(t testing.TB, cfg Config) *Store {
 	t.Helper()
 	st, err := New(cfg, testLease)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
-	st.reconnectWait = 100 * time.Millisecond
 	t.Cleanup(func() { _ = st.Close() })
 	return st
 }

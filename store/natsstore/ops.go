@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spate-go/coordination"
@@ -16,7 +17,16 @@ import (
 // KV create, which also succeeds over a delete or expiry marker. A live key
 // returns (0, false, nil). A value above 512 KiB is Fatal and nothing is
 // sent; server and connection failures are Retryable.
-func (s *Store) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
+func (s *Store) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (rev store.Revision, ok bool, err error) {
+	err = s.resend(ctx, func() (err error) {
+		rev, ok, err = s.create(ctx, ks, key, value)
+		return err
+	})
+	return rev, ok, err
+}
+
+// create is one attempt of Create.
+func (s *Store) create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
 	if err := s.checkValue(key, value); err != nil {
 		return 0, false, err
 	}
@@ -54,7 +64,16 @@ func (s *Store) Create(ctx context.Context, ks store.Keyspace, key string, value
 // the revision of a delete or expiry marker: unless expected is the latest
 // put revision this store has seen for key, it reads the key first. On
 // Ephemeral the write re-arms the key's TTL.
-func (s *Store) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
+func (s *Store) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (rev store.Revision, ok bool, err error) {
+	err = s.resend(ctx, func() (err error) {
+		rev, ok, err = s.update(ctx, ks, key, value, expected)
+		return err
+	})
+	return rev, ok, err
+}
+
+// update is one attempt of Update.
+func (s *Store) update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
 	if err := s.checkValue(key, value); err != nil {
 		return 0, false, err
 	}
@@ -97,12 +116,16 @@ func (s *Store) Update(ctx context.Context, ks store.Keyspace, key string, value
 
 // Get returns the live entry of key; a missing key and a delete, purge or
 // expiry marker return ok=false.
-func (s *Store) Get(ctx context.Context, ks store.Keyspace, key string) (store.Entry, bool, error) {
-	kv, err := s.bucket(ctx, ks)
-	if err != nil {
-		return store.Entry{}, false, err
-	}
-	return s.get(ctx, kv, ks, key)
+func (s *Store) Get(ctx context.Context, ks store.Keyspace, key string) (e store.Entry, ok bool, err error) {
+	err = s.resend(ctx, func() error {
+		kv, err := s.bucket(ctx, ks)
+		if err != nil {
+			return err
+		}
+		e, ok, err = s.get(ctx, kv, ks, key)
+		return err
+	})
+	return e, ok, err
 }
 
 // get reads key from kv.
@@ -125,7 +148,16 @@ func (s *Store) get(ctx context.Context, kv jetstream.KeyValue, ks store.Keyspac
 // 0. An absent key always wins: when a guarded delete meets a revision
 // mismatch the store reads the key and reports true if it is absent, false
 // if it is live at another revision. Purge is never used.
-func (s *Store) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
+func (s *Store) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (ok bool, err error) {
+	err = s.resend(ctx, func() (err error) {
+		ok, err = s.del(ctx, ks, key, expected)
+		return err
+	})
+	return ok, err
+}
+
+// del is one attempt of Delete.
+func (s *Store) del(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
 	kv, err := s.bucket(ctx, ks)
 	if err != nil {
 		return false, err
@@ -172,6 +204,9 @@ func (s *Store) bucketConn(ctx context.Context, ks store.Keyspace) (kvBucket, *c
 	}
 	c, err := s.client(ctx)
 	if err != nil {
+		return kvBucket{}, nil, err
+	}
+	if err := s.awaitUp(ctx, c); err != nil {
 		return kvBucket{}, nil, err
 	}
 	if ks == store.Ephemeral {
@@ -244,7 +279,21 @@ func (s *Store) opErr(op string, ks store.Keyspace, key string, err error) error
 	if errors.Is(err, jetstream.ErrInvalidKey) {
 		return coordination.Errorf(coordination.Fatal, "natsstore: %s %q in %s: %w (keys may hold only [-/_=.A-Za-z0-9], with no empty dot-separated token)", op, key, ks, err)
 	}
+	if notSent(err) {
+		return coordination.Errorf(coordination.Retryable, "natsstore: %s %q in %s: connection to NATS lost, request not sent (%w)", op, key, ks, err)
+	}
+	if errors.Is(err, nats.ErrDisconnected) {
+		return coordination.Errorf(coordination.Retryable, "natsstore: %s %q in %s: connection to NATS lost before the reply (%w); a write may have landed", op, key, ks, err)
+	}
 	return coordination.Errorf(coordination.Retryable, "natsstore: %s %q in %s: %w", op, key, ks, err)
+}
+
+// notSent reports whether err is the client refusing a request because
+// the connection is down and its reconnect buffer (none on the store's own
+// connection) is full: nothing was sent. The client's own text, "nats:
+// outbound buffer limit exceeded", would not say so.
+func notSent(err error) bool {
+	return errors.Is(err, nats.ErrReconnectBufExceeded)
 }
 
 // entry converts a KV entry; an empty value is returned as a non-nil empty

@@ -12,12 +12,14 @@ import (
 
 // Store is a [store.Store] on two NATS JetStream key-value buckets per job.
 // It connects lazily on its first operation and is safe for concurrent use.
-// Create one with [New].
+// An operation issued while the connection is down waits for the
+// reconnect, within its context and at most LeaseTTL/2, before anything is
+// sent. Create one with [New].
 type Store struct {
-	cfg           Config
-	leaseTTL      time.Duration
-	log           *slog.Logger
-	reconnectWait time.Duration // tests shorten it before the first operation
+	cfg      Config
+	leaseTTL time.Duration
+	timing   connTiming // derived from leaseTTL
+	log      *slog.Logger
 
 	// life is cancelled by Close; it bounds dials and connection attempts.
 	life   context.Context
@@ -62,14 +64,14 @@ func New(cfg Config, leaseTTL time.Duration) (*Store, error) {
 	}
 	life, cancel := context.WithCancel(context.Background())
 	return &Store{
-		cfg:           cfg,
-		leaseTTL:      leaseTTL,
-		log:           log,
-		reconnectWait: defaultReconnectWait,
-		life:          life,
-		cancel:        cancel,
-		done:          make(chan struct{}),
-		watches:       make(map[*watcher]struct{}),
+		cfg:      cfg,
+		leaseTTL: leaseTTL,
+		timing:   timingFor(leaseTTL),
+		log:      log,
+		life:     life,
+		cancel:   cancel,
+		done:     make(chan struct{}),
+		watches:  make(map[*watcher]struct{}),
 	}, nil
 }
 
@@ -81,9 +83,10 @@ func (s *Store) LeaseTTL() time.Duration { return s.leaseTTL }
 func (s *Store) MaxValueSize() int { return maxValueSize }
 
 // Close ends every watch (their Err is nil), waits for the store's
-// goroutines and closes the connection. Later operations return Fatal
-// "store is closed". Close may be called more than once; it always returns
-// nil.
+// goroutines and closes the connection it dialed; a connection passed as
+// Config.Conn is left open for its owner to close. Later operations return
+// Fatal "store is closed". Close may be called more than once; it always
+// returns nil.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -96,9 +99,12 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	close(s.done)
 	s.cancel()
+	if c != nil {
+		c.unfollow() // ends the status goroutine
+	}
 	s.wg.Wait()
 	if c != nil {
-		c.nc.Close()
+		c.release()
 	}
 	return nil
 }

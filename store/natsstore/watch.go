@@ -73,8 +73,12 @@ type watcher struct {
 // freshSnapshot); the snapshot is then held in memory. On a single-replica
 // bucket the snapshot streams, and a delete made after Watch returned that
 // the initial replay absorbs arrives as a Delete right after SnapshotDone.
-func (s *Store) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
-	return s.watch(ctx, ks, prefix, defaultWatchBuffer)
+func (s *Store) Watch(ctx context.Context, ks store.Keyspace, prefix string) (w store.Watcher, err error) {
+	err = s.resend(ctx, func() (err error) {
+		w, err = s.watch(ctx, ks, prefix, defaultWatchBuffer)
+		return err
+	})
+	return w, err
 }
 
 // watch is Watch with a buffer limit (tests use small ones).
@@ -83,6 +87,7 @@ func (s *Store) watch(ctx context.Context, ks store.Keyspace, prefix string, lim
 	if err != nil {
 		return nil, err
 	}
+	losses := c.link.lossCount()
 	w := &watcher{
 		s:      s,
 		conn:   c,
@@ -118,6 +123,11 @@ func (s *Store) watch(ctx context.Context, ks store.Keyspace, prefix string, lim
 	s.watches[w] = struct{}{}
 	s.wg.Go(func() { w.run(ctx) })
 	s.mu.Unlock()
+	// A loss between the consumer's creation and the registration above
+	// found no watch to break: break it now (see connectionLost).
+	if c.link.lossCount() != losses {
+		w.breakWith(errConnLost())
+	}
 	return w, nil
 }
 
@@ -227,6 +237,9 @@ func (s *Store) watchErr(ctx context.Context, bucket string, err error) error {
 	if ctx.Err() != nil {
 		return s.ctxErr("watching bucket "+bucket, err)
 	}
+	if notSent(err) {
+		return coordination.Errorf(coordination.Retryable, "natsstore: watching bucket %s: connection to NATS lost, request not sent (%w)", bucket, err)
+	}
 	return coordination.Errorf(coordination.Retryable, "natsstore: watching bucket %s: %w", bucket, err)
 }
 
@@ -250,11 +263,13 @@ func subjectFilter(prefix string) string {
 }
 
 // run moves events from the client's channel into the watch's queue and on
-// to the consumer until the watch ends.
+// to the consumer until the watch ends. The consumer learns the end before
+// the client watcher is stopped: stopping it deletes its consumer on the
+// server, which on a connection that buffers while reconnecting (one
+// passed as Config.Conn) waits out the client's request timeout.
 func (w *watcher) run(ctx context.Context) {
 	defer close(w.done)
 	err := w.loop(ctx)
-	w.end()
 	w.s.mu.Lock()
 	delete(w.s.watches, w)
 	w.s.mu.Unlock()
@@ -262,6 +277,7 @@ func (w *watcher) run(ctx context.Context) {
 	w.err = err
 	w.mu.Unlock()
 	close(w.events)
+	w.end()
 }
 
 // loop is run's body; it returns nil when the watch was ended by its
@@ -413,7 +429,16 @@ func (w *watcher) Stop() {
 // ends at the end of its initial replay. Entries come in stream order. On a
 // replicated bucket a snapshot from a replica behind the leader is
 // discarded and taken again.
-func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
+func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) (entries []store.Entry, err error) {
+	err = s.resend(ctx, func() (err error) {
+		entries, err = s.list(ctx, ks, prefix)
+		return err
+	})
+	return entries, err
+}
+
+// list is one attempt of List.
+func (s *Store) list(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
 	b, _, err := s.bucketConn(ctx, ks)
 	if err != nil {
 		return nil, err
