@@ -54,9 +54,10 @@ type Config struct {
 	Logger *slog.Logger
 	// Options are extra nats.go client options for the connection the
 	// store dials, applied after the store's own, so an option given here
-	// wins. The store's own: a name, its dialer, MaxReconnects(-1), a
+	// wins. The store's own: a name, its dialer, a timeout per network
+	// step of at most a third of the lease, MaxReconnects(-1), a
 	// reconnect wait and jitter of LeaseTTL/20 each (at most 2s), a ping
-	// interval of LeaseTTL/3 (at least 2s), no reconnect buffer (operations
+	// interval of LeaseTTL/3 (at least 10s), no reconnect buffer (operations
 	// wait for the reconnect instead, see [Store]) and an asynchronous error
 	// handler that logs. nil adds nothing. Must be empty when Conn is set.
 	Options []nats.Option

@@ -21,8 +21,9 @@ import (
 
 // Connection timing. A connection attempt is bounded by the deadline of the
 // operation that started it; without one, by defaultConnectTimeout. Each
-// network step (dial, TLS, handshake) is bounded by at most
-// maxStepTimeout.
+// network step (dial, TLS, handshake), of the first connection and of every
+// reconnect, is bounded by that too, and by a third of the lease (see
+// connTiming.stepLimit), between minStepTimeout and maxStepTimeout.
 const (
 	defaultConnectTimeout = 10 * time.Second
 	maxStepTimeout        = 10 * time.Second
@@ -167,7 +168,7 @@ func (s *Store) connect(ctx context.Context) (*conn, error) {
 // dial connects to the configured servers with the store's client options
 // (reconnect timing derived from the lease), then Config.Options.
 func (s *Store) dial(ctx context.Context) (*nats.Conn, error) {
-	step := time.Until(mustDeadline(ctx))
+	step := min(time.Until(mustDeadline(ctx)), s.timing.stepLimit)
 	step = min(max(step, minStepTimeout), maxStepTimeout)
 	d := &dialer{ctx: s.life, timeout: step}
 	opts, err := s.authOptions()

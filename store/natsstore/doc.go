@@ -54,9 +54,11 @@
 //   - Connection timing follows the lease TTL: after a loss the client
 //     retries every LeaseTTL/20 plus up to as much jitter (each at most
 //     2s), so it is back within LeaseTTL/10 of the server's return, well
-//     inside the LeaseDuration/3 between two lease renewals; it pings
-//     every LeaseTTL/3 (at least 2s), so a connection that died silently
-//     is noticed within about one lease.
+//     inside the LeaseDuration/3 between two lease renewals; each dial and
+//     handshake gives up after a third of the lease at most, so a server
+//     that does not answer does not hold up the next; it pings
+//     every LeaseTTL/3 (at least 10s), so a connection that died silently
+//     is noticed within about one lease (30s at least).
 //   - While the connection is down, an operation is held, not sent, until
 //     it is back: at most until its context ends, and at most LeaseTTL/2
 //     (the longest OpTimeout a coordinator with this lease may use) when

@@ -16,8 +16,10 @@ const (
 	// maxReconnectWait caps the wait at the client's own default: longer
 	// leases gain nothing from slower retries.
 	maxReconnectWait = 2 * time.Second
-	// minPingInterval keeps keep-alive pings cheap on short leases.
-	minPingInterval = 2 * time.Second
+	// minPingInterval keeps keep-alive pings cheap on short leases, and
+	// keeps a client on a loaded machine (slow to read its PONGs) from
+	// declaring a healthy connection stale.
+	minPingInterval = 10 * time.Second
 )
 
 // connTiming is the client timing of one store.
@@ -29,6 +31,10 @@ type connTiming struct {
 	// declare the connection stale, so a connection that silently died is
 	// noticed within about one lease.
 	pingInterval time.Duration
+	// stepLimit bounds one network step of a (re)connect: a server that
+	// does not answer (a blackholed address) must not hold up the attempt
+	// on the next one for longer than a third of the lease.
+	stepLimit time.Duration
 	// holdLimit bounds how long an operation issued while the connection
 	// is down waits for the reconnect when its context has no earlier
 	// deadline: the longest OpTimeout a coordinator with this lease may use.
@@ -43,6 +49,7 @@ func timingFor(leaseTTL time.Duration) connTiming {
 		reconnectWait:   wait,
 		reconnectJitter: wait,
 		pingInterval:    max(leaseTTL/3, minPingInterval),
+		stepLimit:       leaseTTL / 3,
 		holdLimit:       leaseTTL / 2,
 	}
 }

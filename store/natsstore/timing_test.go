@@ -9,17 +9,17 @@ import (
 
 func TestTimingFor(t *testing.T) {
 	tests := []struct {
-		lease, wait, ping, hold time.Duration
+		lease, wait, ping, step, hold time.Duration
 	}{
-		{2 * time.Second, 100 * time.Millisecond, 2 * time.Second, time.Second},
-		{3 * time.Second, 150 * time.Millisecond, 2 * time.Second, 1500 * time.Millisecond},
-		{30 * time.Second, 1500 * time.Millisecond, 10 * time.Second, 15 * time.Second},
-		{5 * time.Minute, 2 * time.Second, 100 * time.Second, 150 * time.Second},
+		{2 * time.Second, 100 * time.Millisecond, 10 * time.Second, 666666666, time.Second},
+		{3 * time.Second, 150 * time.Millisecond, 10 * time.Second, time.Second, 1500 * time.Millisecond},
+		{30 * time.Second, 1500 * time.Millisecond, 10 * time.Second, 10 * time.Second, 15 * time.Second},
+		{5 * time.Minute, 2 * time.Second, 100 * time.Second, 100 * time.Second, 150 * time.Second},
 	}
 	for _, tc := range tests {
 		t.Run(tc.lease.String(), func(t *testing.T) {
 			got := timingFor(tc.lease)
-			want := connTiming{reconnectWait: tc.wait, reconnectJitter: tc.wait, pingInterval: tc.ping, holdLimit: tc.hold}
+			want := connTiming{reconnectWait: tc.wait, reconnectJitter: tc.wait, pingInterval: tc.ping, stepLimit: tc.step, holdLimit: tc.hold}
 			if got != want {
 				t.Fatalf("timingFor(%s) = %+v, want %+v", tc.lease, got, want)
 			}
@@ -40,6 +40,9 @@ func TestTimingForProperty(t *testing.T) {
 		// coordinator allows (LeaseDuration/2).
 		if c.holdLimit <= 0 || c.holdLimit > lease/2 {
 			t.Fatalf("lease %s: hold limit %s, want in (0, lease/2]", lease, c.holdLimit)
+		}
+		if c.stepLimit <= 0 || c.stepLimit > lease/3 {
+			t.Fatalf("lease %s: step limit %s, want in (0, lease/3]", lease, c.stepLimit)
 		}
 		if c.pingInterval < minPingInterval || c.pingInterval > max(lease/3, minPingInterval) {
 			t.Fatalf("lease %s: ping interval %s", lease, c.pingInterval)
