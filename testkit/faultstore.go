@@ -121,7 +121,9 @@ func (f *Fault) Fired() bool {
 // ([FaultStore.Partition]), a watch outage ([FaultStore.BlockWatches]) and a
 // hang ([FaultStore.Hang]). Every other member keeps using the store
 // normally. All methods are safe for concurrent use. Injected errors are
-// *coordination.Error of kind Retryable.
+// *coordination.Error of kind Retryable. It is a [store.Wrapper] and
+// forwards the wrapped store's value cap, so code above it checks values
+// against the real cap.
 type FaultStore struct {
 	inner store.Store
 
