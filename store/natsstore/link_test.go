@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -178,5 +180,96 @@ func TestResendOnlyWhatWasNotSent(t *testing.T) {
 				t.Fatalf("%d attempts, error %v; want %d, %v", calls, err, tc.wantCalls, tc.wantErr)
 			}
 		})
+	}
+}
+
+// oneSplit plans one split, final.
+type oneSplit struct{}
+
+func (oneSplit) Fingerprint() string { return "one:v1" }
+
+func (oneSplit) Plan(context.Context, coordination.PlanContext) (coordination.SplitPlan, error) {
+	return coordination.SplitPlan{Finality: coordination.PlanFinal, Splits: []coordination.PlannedSplit{{Spec: coordination.SplitSpec{ID: "s-0"}}}}, nil
+}
+
+func TestWorkerKeepsItsSplitAcrossAOneSecondBlip(t *testing.T) {
+	t.Parallel() // waits in real time
+	// Renewals go out every lease/3 (jittered up to 1.2x) and are held
+	// across the outage for up to OpTimeout = lease/2: the last one landed
+	// at most 1.6s before the loss, the next lands on the reconnect.
+	const lease = 4 * time.Second
+	opts := serverOptions(t.TempDir())
+	opts.SyncAlways = true
+	srv := runServer(t, opts)
+	opts.Port = srv.Addr().(*net.TCPAddr).Port
+	var logs syncBuffer
+	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	st, err := New(Config{Servers: []string{srv.ClientURL()}, Job: "worker", Logger: logger}, lease)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = "w1"
+	cfg.LeaseDuration = lease
+	cfg.OpTimeout = lease / 2
+	cfg.Logger = logger
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := actors.Spawn(e, st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Abort)
+	w := coordination.NewWaker()
+	c.SetWaker(w)
+	if err := c.Start(oneSplit{}); err != nil {
+		t.Fatal(err)
+	}
+	// events polls until deadline and returns the events seen.
+	events := func(until time.Time, stop func(coordination.Event) bool) []coordination.Event {
+		var seen []coordination.Event
+		timer := time.NewTimer(time.Until(until))
+		defer timer.Stop()
+		for {
+			evs, err := c.Poll()
+			if err != nil {
+				t.Fatalf("coordinator failed: %v", err)
+			}
+			for _, ev := range evs {
+				seen = append(seen, ev)
+				if stop != nil && stop(ev) {
+					return seen
+				}
+			}
+			select {
+			case <-w.C():
+			case <-timer.C:
+				return seen
+			}
+		}
+	}
+	gained := func(ev coordination.Event) bool { _, ok := ev.(coordination.Gained); return ok }
+	if evs := events(time.Now().Add(10*time.Second), gained); len(evs) == 0 || !gained(evs[len(evs)-1]) {
+		t.Fatalf("no Gained within 10s: %v", evs)
+	}
+
+	lost := time.Now()
+	blip(t, srv, opts, time.Second, nil)
+	// Half a lease past the latest lapse, the split would have been lost.
+	for _, ev := range events(lost.Add(lease+lease/2), nil) {
+		if _, ok := ev.(coordination.Lost); ok {
+			t.Errorf("a 1s outage cost the %s lease: %T %+v", lease, ev, ev)
+		}
+	}
+	text := logs.String()
+	if strings.Contains(text, "outbound buffer limit exceeded") {
+		t.Errorf("the log blames a buffer for the outage:\n%s", text)
+	}
+	if countLines(text, "connection to NATS lost, reconnecting") != 1 || countLines(text, "reconnected to NATS") != 1 {
+		t.Errorf("the log does not say once that the connection was lost and came back:\n%s", text)
 	}
 }
