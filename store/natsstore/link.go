@@ -26,14 +26,19 @@ const holdPoll = 50 * time.Millisecond
 // store breaks the watches on it and logs the loss, rate-limited; when it
 // comes back, the store logs the downtime; operations issued meanwhile wait
 // for it (see Store.awaitUp).
+//
+// The listener drops events while its buffer (10) is full; its goroutine
+// only records and signals, so that takes a burst of flaps, and a loss
+// missed anyway is caught on the next CONNECTED by the client's reconnect
+// count, and by operations rechecking every holdPoll.
 type link struct {
-	nc *nats.Conn
 	ch chan nats.Status // the listener; closed by unfollow
 
 	mu         sync.Mutex
 	down       bool
 	lostAt     time.Time     // when the current or last loss began
 	losses     uint64        // losses seen so far
+	reconnects uint64        // the client's reconnect count when last seen up
 	changed    chan struct{} // closed and replaced at every change of down
 	server     string        // the server last connected to, redacted
 	lossLogged bool          // the current loss was logged (so its recovery is)
@@ -44,10 +49,10 @@ type link struct {
 // goroutine, which ends when unfollow removes the listener.
 func (s *Store) follow(c *conn) {
 	l := &link{
-		nc:      c.nc,
-		changed: make(chan struct{}),
-		server:  RedactURL(c.nc.ConnectedUrl()),
-		limit:   logLimiter{every: lossLogInterval},
+		changed:    make(chan struct{}),
+		server:     RedactURL(c.nc.ConnectedUrl()),
+		reconnects: c.nc.Stats().Reconnects,
+		limit:      logLimiter{every: lossLogInterval},
 	}
 	l.ch = c.nc.StatusChanged(nats.CONNECTED, nats.RECONNECTING, nats.DISCONNECTED, nats.CLOSED)
 	c.link = l
@@ -118,15 +123,25 @@ func (s *Store) linkDown(c *conn, st nats.Status) {
 }
 
 // linkUp records that c is connected again and logs the downtime if the
-// loss was logged.
+// loss was logged. A reconnect whose loss was not seen (its event dropped)
+// still breaks the watches.
 func (s *Store) linkUp(c *conn) {
 	l := c.link
 	now := time.Now()
 	server := RedactURL(c.nc.ConnectedUrl())
+	reconnects := c.nc.Stats().Reconnects
 	l.mu.Lock()
 	l.server = server
+	missed := !l.down && reconnects != l.reconnects
+	l.reconnects = reconnects
 	if !l.down {
+		if missed {
+			l.losses++
+		}
 		l.mu.Unlock()
+		if missed {
+			s.connectionLost(c)
+		}
 		return
 	}
 	l.down = false

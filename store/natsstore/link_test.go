@@ -273,3 +273,28 @@ func TestWorkerKeepsItsSplitAcrossAOneSecondBlip(t *testing.T) {
 		t.Errorf("the log does not say once that the connection was lost and came back:\n%s", text)
 	}
 }
+
+func TestReconnectWithoutItsLossEventBreaksWatches(t *testing.T) {
+	srv := startServer(t)
+	st := storeFor(t, srv)
+	w, err := st.Watch(t.Context(), store.Durable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snapshot(t, w)
+	st.mu.Lock()
+	c := st.conn
+	st.mu.Unlock()
+	// A CONNECTED event after a reconnect whose loss event the listener
+	// dropped: the client's reconnect count moved on.
+	c.link.mu.Lock()
+	c.link.reconnects--
+	c.link.mu.Unlock()
+	st.linkUp(c)
+	for range w.Events() {
+	}
+	wantKind(t, w.Err(), coordination.Retryable, "connection to NATS lost", "re-watch")
+	if n := c.link.lossCount(); n != 1 {
+		t.Fatalf("%d losses recorded, want 1", n)
+	}
+}
