@@ -27,9 +27,10 @@ func (s *Store) bucketName(lease bool) string {
 	return "coordination_" + s.cfg.Job + "_state"
 }
 
-// bucketConfig returns the settings of SPEC §25.3. The lease bucket's TTL
-// applies to every message, so each write restarts its key's clock; limit
-// markers make expiry visible to watches. Per-key TTLs are never used: they
+// bucketConfig returns the bucket settings: one message per key, 512 KiB
+// values plus headers, file storage, the configured replicas. The lease
+// bucket's TTL applies to every message, so each write restarts its key's
+// clock; limit markers make expiry visible to watches. Per-key TTLs are never used: they
 // apply to a key's create only and would be lost on its next update.
 func (s *Store) bucketConfig(lease bool) jetstream.KeyValueConfig {
 	what := "state"

@@ -327,8 +327,9 @@ func checkRootCA(path string) error {
 	return nil
 }
 
-// classifyConnectErr maps a failed nats.Connect to the error classes of
-// SPEC §25.2.
+// classifyConnectErr maps a failed nats.Connect to an error class: Fatal
+// for credentials and TLS problems (no retry can succeed), Retryable for
+// the rest.
 func (s *Store) classifyConnectErr(ctx context.Context, err error, addr string) error {
 	server := addr
 	if server == "" {

@@ -235,7 +235,8 @@ const maxInFlightRetries = 5
 // not check the expected revision because the key had a write in flight.
 // Unlike 10071 it says nothing about the key's revision, so the store
 // reads the key and, if the precondition still holds, tries again (a few
-// times; then it reports the precondition as lost, which SPEC §25.8 allows).
+// times; then it reports the precondition as lost, which callers treat as a
+// lost race).
 func isInFlight(err error) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant

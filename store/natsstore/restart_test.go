@@ -15,7 +15,7 @@ import (
 func TestServerRestartMidWatch(t *testing.T) {
 	t.Parallel() // waits in real time
 	opts := serverOptions(t.TempDir())
-	opts.SyncAlways = true // SPEC §25.9: acknowledged writes are on disk
+	opts.SyncAlways = true // acknowledged writes are on disk
 	srv := runServer(t, opts)
 	opts.Port = srv.Addr().(*net.TCPAddr).Port
 	st := storeFor(t, srv)

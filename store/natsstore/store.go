@@ -45,7 +45,7 @@ var (
 
 // New validates cfg and leaseTTL and returns a store that connects on its
 // first operation. It does no I/O. Invalid settings return a Fatal
-// *coordination.Error naming the field (SPEC §25.1).
+// *coordination.Error naming the field.
 func New(cfg Config, leaseTTL time.Duration) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

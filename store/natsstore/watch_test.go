@@ -243,7 +243,8 @@ func TestWatchEndings(t *testing.T) {
 // TestWatchNoGapForLatestState writes to a few keys while a watch starts
 // and checks the no-gap rule as NATS keeps it: for every write made after
 // Watch returned, the watch delivers that revision or a later event of the
-// same key, and folding the watch as the coordinator does (SPEC §8.6)
+// same key, and folding the watch as the coordinator does (docs/protocol.md,
+// "Watches and reconcile")
 // reproduces List.
 func TestWatchNoGapForLatestState(t *testing.T) {
 	st := storeFor(t, startServer(t))
