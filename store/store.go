@@ -20,9 +20,20 @@
 //
 // # Non-guarantees
 //
-// Watches may deliver duplicates (consumers dedupe by revision); List is a
-// point-in-time listing in no particular order. Package storetest checks any
-// implementation against this contract.
+// Watches may deliver duplicates (consumers dedupe by revision) and promise
+// order only per key: events of different keys may arrive in any order
+// relative to each other. List is a point-in-time listing in no particular
+// order. Package storetest checks any implementation against this contract.
+//
+// # Value ownership
+//
+// A value passed to Create or Update belongs to the caller again once the
+// call returns: the store copies whatever it keeps, so the caller may reuse
+// or change the slice at once (the caller must not change it during the
+// call). A value the store hands out (an [Entry] from Get or List, a
+// [WatchEvent]) belongs to its receiver: the store never changes it later,
+// and the receiver may change it without affecting the store or any other
+// receiver. An empty value may come back as nil or as an empty slice.
 package store
 
 import (
@@ -36,8 +47,9 @@ type Keyspace int
 const (
 	// Durable entries never expire.
 	Durable Keyspace = iota
-	// Ephemeral entries expire LeaseTTL after their last write; every write
-	// re-arms the TTL, and expiry reaches watchers as a Delete.
+	// Ephemeral entries expire LeaseTTL after their last winning write
+	// (Create or Update); every winning write re-arms the TTL, a losing one
+	// does not, and expiry reaches watchers as a Delete.
 	Ephemeral
 )
 
@@ -53,7 +65,9 @@ func (ks Keyspace) String() string {
 // the key's whole history; 0 is never a real revision.
 type Revision uint64
 
-// Entry is one live key with its value and revision.
+// Entry is one live key with its value and revision. An Entry returned by a
+// store is the receiver's own: its Value is never changed by the store later
+// (see "Value ownership" in the package documentation).
 type Entry struct {
 	Key      string
 	Value    []byte
@@ -101,9 +115,11 @@ type Store interface {
 	// It is fixed at construction.
 	LeaseTTL() time.Duration
 	// Create writes key iff it is absent (never written, deleted or expired).
+	// The store does not keep value itself: it copies what it stores.
 	Create(ctx context.Context, ks Keyspace, key string, value []byte) (rev Revision, ok bool, err error)
 	// Update writes key iff it is live at revision expected. On Ephemeral it
-	// re-arms the TTL.
+	// re-arms the TTL; a losing Update (like a losing Create or guarded
+	// Delete) changes nothing, the TTL included. The store copies value.
 	Update(ctx context.Context, ks Keyspace, key string, value []byte, expected Revision) (rev Revision, ok bool, err error)
 	// Get returns the live entry of key, or ok=false.
 	Get(ctx context.Context, ks Keyspace, key string) (Entry, bool, error)
@@ -112,7 +128,9 @@ type Store interface {
 	Delete(ctx context.Context, ks Keyspace, key string, expected Revision) (ok bool, err error)
 	// Watch delivers every live key under prefix as Put, then exactly one
 	// SnapshotDone, then live Put and Delete events with no gap. Prefix
-	// matching is plain string prefix.
+	// matching is plain string prefix. Events may repeat, and are ordered
+	// per key only. A watch whose consumer falls behind may break with
+	// Retryable, but never drops an event silently.
 	Watch(ctx context.Context, ks Keyspace, prefix string) (Watcher, error)
 	// List returns every live key under prefix, in no particular order. It
 	// never omits a key that was live for the whole call.
