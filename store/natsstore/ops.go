@@ -15,8 +15,10 @@ import (
 
 // Create writes key iff it is absent (never written, deleted or expired):
 // KV create, which also succeeds over a delete or expiry marker. A live key
-// returns (0, false, nil). A value above 512 KiB is Fatal and nothing is
-// sent; server and connection failures are Retryable.
+// returns (0, false, nil); a create that fails while the key reads as absent
+// (a racing delete wrote a new marker) is tried again, a few times at most.
+// A value above 512 KiB is Fatal and nothing is sent; server and connection
+// failures are Retryable.
 func (s *Store) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (rev store.Revision, ok bool, err error) {
 	err = s.resend(ctx, func() (err error) {
 		rev, ok, err = s.create(ctx, ks, key, value)
@@ -42,15 +44,20 @@ func (s *Store) create(ctx context.Context, ks store.Keyspace, key string, value
 		}
 		// Create reports "key exists" as ErrKeyExists; when it races a
 		// delete marker it may report the bare wrong-last-sequence error
-		// (10071, or 10164 on replicated buckets).
+		// (10071, or 10164 on replicated buckets). The two cannot be told
+		// apart, and a racing delete (even of an absent key) writes a new
+		// marker, so a Create of an absent key can fail this way: read the
+		// key, and create again while it is absent.
 		if !errors.Is(err, jetstream.ErrKeyExists) && !isRevisionMismatch(err) {
 			return 0, false, s.opErr("create", ks, key, err)
 		}
-		if !isInFlight(err) || attempt == maxInFlightRetries {
+		if attempt == maxInFlightRetries {
 			return 0, false, nil
 		}
-		if err := s.backoff(ctx, "create", ks, key, attempt); err != nil {
-			return 0, false, err
+		if isInFlight(err) {
+			if err := s.backoff(ctx, "create", ks, key, attempt); err != nil {
+				return 0, false, err
+			}
 		}
 		if _, live, err := s.get(ctx, kv, ks, key); err != nil || live {
 			return 0, false, err
@@ -147,7 +154,8 @@ func (s *Store) get(ctx context.Context, kv jetstream.KeyValue, ks store.Keyspac
 // Delete writes a delete marker for key, guarded by expected unless it is
 // 0. An absent key always wins: when a guarded delete meets a revision
 // mismatch the store reads the key and reports true if it is absent, false
-// if it is live at another revision. Purge is never used.
+// if it is live at another revision, and deletes again if it is now live at
+// expected (a few times at most). Purge is never used.
 func (s *Store) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (ok bool, err error) {
 	err = s.resend(ctx, func() (err error) {
 		ok, err = s.del(ctx, ks, key, expected)
@@ -175,17 +183,22 @@ func (s *Store) del(ctx context.Context, ks store.Keyspace, key string, expected
 		if expected == 0 || !isRevisionMismatch(err) {
 			return false, s.opErr("delete", ks, key, err)
 		}
+		// The key may have been written between the delete and this read
+		// (a guarded delete of a key not yet created meets the create): if
+		// it is now live at expected, the precondition holds, so try again.
 		e, live, rerr := s.get(ctx, kv, ks, key)
 		switch {
 		case rerr != nil:
 			return false, rerr
 		case !live:
 			return true, nil
-		case e.Revision != expected || !isInFlight(err) || attempt == maxInFlightRetries:
+		case e.Revision != expected || attempt == maxInFlightRetries:
 			return false, nil
 		}
-		if err := s.backoff(ctx, "delete", ks, key, attempt); err != nil {
-			return false, err
+		if isInFlight(err) {
+			if err := s.backoff(ctx, "delete", ks, key, attempt); err != nil {
+				return false, err
+			}
 		}
 	}
 }
