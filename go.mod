@@ -3,6 +3,7 @@ module github.com/spate-go/coordination
 go 1.26.0
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/anthdm/hollywood v1.0.5
 	github.com/benbjohnson/clock v1.3.5
 	github.com/nats-io/jwt/v2 v2.8.3

@@ -74,11 +74,12 @@ func testRevisionsIncrease(t *testing.T, newStore newStoreFunc) {
 		}
 		awaitDelete := func() {
 			t.Helper()
-			s.until(func(ev store.WatchEvent) bool { return ev.Kind == store.Delete }, func(ev store.WatchEvent) {
-				if ev.Kind == store.Delete {
+			for {
+				if ev := s.nextNew(); ev.Kind == store.Delete {
 					next("the delete", ev.Entry.Revision)
+					return
 				}
-			})
+			}
 		}
 		for round := range 3 {
 			rev := mustCreate(t, st, ks, "k", fmt.Appendf(nil, "c%d", round))
@@ -221,7 +222,7 @@ func testKeyspaces(t *testing.T, newStore newStoreFunc) {
 		t.Fatalf("List(ephemeral) holds %d keys; want only k", len(l))
 	}
 	mustCreate(t, st, store.Ephemeral, "marker", nil)
-	if ev := s.mustNext(); ev.Entry.Key != "marker" {
+	if ev := s.nextNew(); ev.Entry.Key != "marker" {
 		t.Fatalf("ephemeral watch saw %v of %q before the marker; durable writes leaked into it", ev.Kind, ev.Entry.Key)
 	}
 }
@@ -233,7 +234,7 @@ func testValues(t *testing.T, newStore newStoreFunc) {
 		all[i] = byte(i)
 	}
 	big := make([]byte, 64<<10)
-	if limit, ok := store.MaxValueSize(st); ok {
+	if limit, ok := store.MaxValueSize(unwrap(st)); ok {
 		big = big[:min(len(big), limit)]
 	}
 	for i := range big {
@@ -259,12 +260,12 @@ func testValues(t *testing.T, newStore newStoreFunc) {
 			rev := mustCreate(t, st, ks, key, v.value)
 			e, _ := get(t, st, ks, key)
 			wantEntry(t, fmt.Sprintf("%s Get of %s value", ks, v.name), e, v.value, rev)
-			ev := s.mustNext()
+			ev := s.nextNew()
 			wantEntry(t, fmt.Sprintf("%s watch Put of %s value", ks, v.name), ev.Entry, v.value, rev)
 			// Overwrite with the next value, so updates are checked too.
 			nv := values[(i+1)%len(values)].value
 			rev = mustUpdate(t, st, ks, key, nv, rev)
-			s.mustNext()
+			s.nextNew()
 			want[key] = store.Entry{Key: key, Value: nv, Revision: rev}
 		}
 		stop()
@@ -277,7 +278,7 @@ func testValues(t *testing.T, newStore newStoreFunc) {
 
 func testValueCap(t *testing.T, newStore newStoreFunc) {
 	st, _ := fresh(t, newStore)
-	limit, ok := store.MaxValueSize(st)
+	limit, ok := store.MaxValueSize(unwrap(st))
 	if !ok {
 		t.Skip("the store does not cap value size")
 	}
@@ -290,7 +291,7 @@ func testValueCap(t *testing.T, newStore newStoreFunc) {
 		}
 	}
 	for _, ks := range keyspaces() {
-		ctx, cancel := opCtx()
+		ctx, cancel := opCtx(st)
 		_, ok, err := st.Create(ctx, ks, "k", over)
 		cancel()
 		wantFatal("Create", err)
@@ -299,7 +300,7 @@ func testValueCap(t *testing.T, newStore newStoreFunc) {
 		}
 		atCap := bytes.Repeat([]byte{'y'}, limit)
 		rev := mustCreate(t, st, ks, "k", atCap)
-		ctx, cancel = opCtx()
+		ctx, cancel = opCtx(st)
 		_, ok, err = st.Update(ctx, ks, "k", over, rev)
 		cancel()
 		wantFatal("Update", err)
@@ -429,3 +430,5 @@ func (p *prefixed) Get(ctx context.Context, ks store.Keyspace, key string) (stor
 func (p *prefixed) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
 	return p.Store.Delete(ctx, ks, p.prefix+key, expected)
 }
+
+func (p *prefixed) checkBudget() *budget { return budgetOf(p.Store) }

@@ -30,7 +30,7 @@ func testConcurrentWriters(t *testing.T, newStore newStoreFunc) {
 			results := make([]result, writers)
 			for i := range writers {
 				wg.Go(func() {
-					ctx, cancel := opCtx()
+					ctx, cancel := opCtx(st)
 					defer cancel()
 					<-start
 					rev, ok, err := write(ctx, i)

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite for [store.Store]
-// implementations: it checks a backend against the store contract (SPEC §8)
+// implementations: it checks a backend against the contract of package store
 // with table checks, real-time TTL checks and pgregory.net/rapid properties.
 //
 // # Usage
@@ -26,17 +26,34 @@
 // Create-if-absent and compare-and-swap outcomes, (0, false, nil) for a lost
 // precondition, revisions that strictly increase per key across deletes and
 // re-creates, guarded deletes (an absent key always wins), List contents,
-// independent keyspaces, byte-exact values (empty included), the value cap of
-// a [store.ValueLimiter], Retryable errors that keep the cause for done
-// contexts, Close; watches: snapshot, exactly one SnapshotDone, tail, plain
-// string prefixes, SnapshotDone when nothing matches, no deletes or expired
-// keys in a snapshot, no gap for writes racing the watch's start, per-key
-// revision order, Stop and cancellation closing Events with a nil Err; racing
-// writers (exactly one winner per revision); keep-alive by writes every TTL/3
-// and expiry of a silent key within the TTL plus max(TTL/2, 1.5s), seen by Get
-// and by a watcher as a Delete above the key's last revision; a sequential
-// model of random operation sequences; and a watch replayed as the
-// coordinator folds it reproducing List.
+// List over hundreds of stable keys while keys before them churn,
+// independent keyspaces, byte-exact values (empty included), value
+// ownership both ways (the caller may reuse a slice it wrote; a value handed
+// out is never changed by the store and changing it does not reach the
+// store), the value cap of a [store.ValueLimiter], Retryable errors that keep
+// the cause for done contexts, Close; watches: snapshot, exactly one
+// SnapshotDone, tail, plain string prefixes, SnapshotDone when nothing
+// matches, no deletes or expired keys in a snapshot (also right after an
+// expiry), no gap for writes racing the watch's start (on rewritten keys and
+// on keys written once), a consumer that reads nothing for thousands of
+// writes (every event arrives, or the watch breaks with Retryable), per-key
+// revision order, Stop and cancellation closing Events with a nil Err;
+// racing writers (exactly one winner per revision); keep-alive by writes
+// every TTL/3, a key written once live until its TTL (less a declared
+// [ExpiryPrecision]), losing Creates, Updates and guarded Deletes that never
+// re-arm the TTL, and expiry of a silent key within the TTL plus
+// max(TTL/2, 1.5s), seen by Get and by a watcher as a Delete above the key's
+// last revision; a sequential model of random operation sequences; a watch
+// replayed as the coordinator folds it reproducing List; and linearizability
+// of concurrent histories of Create, Update, Get and guarded Delete from
+// several goroutines, checked with github.com/anishathalye/porcupine (on a
+// violation its HTML visualisation is written to the test's artifact
+// directory and named in the failure). [CheckLinearizable] runs the same
+// histories with a fault injected midway, such as a server restart.
+//
+// The checks accept what the contract allows: duplicate events (they dedupe
+// by revision) and events of different keys in any order (they wait for
+// each expected key's own revision, never for a marker key).
 //
 // "No gap" is checked as a consumer that folds by revision needs it: every
 // write made after Watch returned is delivered, or superseded by a later
@@ -44,10 +61,12 @@
 // a superseded revision that its consumer had not yet read; the final state of
 // every key must still be delivered, and a replay must reproduce List.
 //
+// Every check has one overall deadline; once a check times out, the later
+// checks are skipped naming it, so a hung store fails in seconds.
+//
 // # Non-guarantees
 //
-// The suite does not check that a key expires no earlier than its TTL (only
-// that writes every TTL/3 keep it alive), does not measure performance, and
-// cannot prove the absence of rare races: it samples them. A backend's own
-// tests cover its configuration, errors and failure modes.
+// The suite does not measure performance, and cannot prove the absence of
+// rare races: it samples them. A backend's own tests cover its
+// configuration, errors and failure modes.
 package storetest

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -16,7 +15,7 @@ import (
 const opTimeout = 10 * time.Second
 
 // eventTimeout is how long the suite waits for a watch event it expects.
-const eventTimeout = 10 * time.Second
+const eventTimeout = 5 * time.Second
 
 // pollEvery is the cadence of eventually.
 const pollEvery = 10 * time.Millisecond
@@ -51,20 +50,15 @@ func fresh(t *testing.T, newStore newStoreFunc) (store.Store, func()) {
 	return st, closeStore
 }
 
-// opCtx returns a context bounded by opTimeout.
-func opCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), opTimeout)
-}
-
 // create runs Create and fails the test on an error or on a losing
 // Create that reports a revision.
 func create(t tester, st store.Store, ks store.Keyspace, key string, value []byte) (store.Revision, bool) {
 	t.Helper()
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(st)
 	defer cancel()
 	rev, ok, err := st.Create(ctx, ks, key, value)
 	if err != nil {
-		t.Fatalf("Create(%s, %q): %v", ks, key, err)
+		failOp(t, st, ctx, fmt.Sprintf("Create(%s, %q)", ks, key), err)
 	}
 	checkOutcome(t, "Create", ks, key, rev, ok)
 	return rev, ok
@@ -74,11 +68,11 @@ func create(t tester, st store.Store, ks store.Keyspace, key string, value []byt
 // outcome.
 func update(t tester, st store.Store, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool) {
 	t.Helper()
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(st)
 	defer cancel()
 	rev, ok, err := st.Update(ctx, ks, key, value, expected)
 	if err != nil {
-		t.Fatalf("Update(%s, %q, rev %d): %v", ks, key, expected, err)
+		failOp(t, st, ctx, fmt.Sprintf("Update(%s, %q, rev %d)", ks, key, expected), err)
 	}
 	checkOutcome(t, "Update", ks, key, rev, ok)
 	return rev, ok
@@ -120,11 +114,11 @@ func mustUpdate(t tester, st store.Store, ks store.Keyspace, key string, value [
 // not the zero Entry.
 func get(t tester, st store.Store, ks store.Keyspace, key string) (store.Entry, bool) {
 	t.Helper()
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(st)
 	defer cancel()
 	e, ok, err := st.Get(ctx, ks, key)
 	if err != nil {
-		t.Fatalf("Get(%s, %q): %v", ks, key, err)
+		failOp(t, st, ctx, fmt.Sprintf("Get(%s, %q)", ks, key), err)
 	}
 	if !ok && (e.Key != "" || e.Value != nil || e.Revision != 0) {
 		t.Fatalf("Get(%s, %q) absent but returned %+v; want the zero Entry", ks, key, e)
@@ -138,11 +132,11 @@ func get(t tester, st store.Store, ks store.Keyspace, key string) (store.Entry, 
 // del runs Delete and fails the test on an error.
 func del(t tester, st store.Store, ks store.Keyspace, key string, expected store.Revision) bool {
 	t.Helper()
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(st)
 	defer cancel()
 	ok, err := st.Delete(ctx, ks, key, expected)
 	if err != nil {
-		t.Fatalf("Delete(%s, %q, rev %d): %v", ks, key, expected, err)
+		failOp(t, st, ctx, fmt.Sprintf("Delete(%s, %q, rev %d)", ks, key, expected), err)
 	}
 	return ok
 }
@@ -159,11 +153,11 @@ func mustDelete(t tester, st store.Store, ks store.Keyspace, key string, expecte
 // returns the entries by key.
 func list(t tester, st store.Store, ks store.Keyspace, prefix string) map[string]store.Entry {
 	t.Helper()
-	ctx, cancel := opCtx()
+	ctx, cancel := opCtx(st)
 	defer cancel()
 	es, err := st.List(ctx, ks, prefix)
 	if err != nil {
-		t.Fatalf("List(%s, %q): %v", ks, prefix, err)
+		failOp(t, st, ctx, fmt.Sprintf("List(%s, %q)", ks, prefix), err)
 	}
 	out := make(map[string]store.Entry, len(es))
 	for _, e := range es {

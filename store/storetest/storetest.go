@@ -18,10 +18,14 @@ type newStoreFunc = func(t *testing.T, leaseTTL time.Duration) store.Store
 type check struct {
 	name string
 	run  func(t *testing.T, newStore newStoreFunc)
+	// span is how much real time the check spends on top of checkTimeout
+	// (waiting for leases), given the store's LeaseTTL; nil means none.
+	span func(ttl time.Duration) time.Duration
 }
 
 // Run checks the Store implementation built by newStore against the store
-// contract (SPEC §8, §26), including rapid property tests, as subtests of t.
+// contract of package store, including rapid property tests and porcupine
+// linearizability checks, as subtests of t.
 //
 // newStore returns a fresh, empty store whose LeaseTTL is leaseTTL. Run asks
 // for 2s, the floor of natsstore. A backend may return a store with another
@@ -34,45 +38,80 @@ type check struct {
 // clock never would). The checks that wait for it (keep-alive and expiry) run
 // in parallel under the subtest "Timed", so a run takes about 3 TTLs plus the
 // rest (about 11s for natsstore with its 2s TTL). Expiry must happen within
-// the TTL plus max(TTL/2, 1.5s).
+// the TTL plus max(TTL/2, 1.5s), and not before the TTL less the store's
+// [ExpiryPrecision] (0 unless it declares one).
+//
+// Every check has one overall deadline (30s, plus the real time a TTL check
+// waits for), which bounds all its operations and waits. Once a check has
+// timed out, the store is taken as hung and the later checks are skipped,
+// naming that check, so that a hung store fails in seconds.
 func Run(t *testing.T, newStore func(t *testing.T, leaseTTL time.Duration) store.Store) {
+	s := &suite{}
 	for _, c := range checks() {
-		t.Run(c.name, func(t *testing.T) { c.run(t, newStore) })
+		t.Run(c.name, func(t *testing.T) { s.run(t, c, newStore) })
 	}
 	t.Run("Timed", func(t *testing.T) {
 		for _, c := range timedChecks() {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
-				c.run(t, newStore)
+				s.run(t, c, newStore)
 			})
 		}
+	})
+}
+
+// run runs one check with its budget, unless an earlier check hung.
+func (s *suite) run(t *testing.T, c check, newStore newStoreFunc) {
+	if hung := s.hungCheck(); hung != "" {
+		t.Skipf("skipped: %s; the store looks hung", hung)
+	}
+	span := c.span
+	if span == nil {
+		span = func(time.Duration) time.Duration { return 0 }
+	}
+	b := &budget{check: t.Name(), suite: s, span: span}
+	defer b.stop()
+	c.run(t, func(t *testing.T, leaseTTL time.Duration) store.Store {
+		st := newStore(t, leaseTTL)
+		if st == nil {
+			return nil
+		}
+		if ttl := st.LeaseTTL(); ttl > 0 {
+			b.start(ttl)
+		}
+		return &checked{Store: st, b: b}
 	})
 }
 
 // checks are the checks that need no real time to pass.
 func checks() []check {
 	return []check{
-		{"CreateIfAbsent", testCreateIfAbsent},
-		{"UpdateCompareAndSwap", testUpdateCAS},
-		{"RevisionsIncreaseAcrossDeleteAndRecreate", testRevisionsIncrease},
-		{"DeletedKeyIsAbsentAndRecreatable", testDeletedKey},
-		{"GuardedDelete", testGuardedDelete},
-		{"ListExactlyLiveKeysUnderPrefix", testList},
-		{"KeyspacesAreIndependent", testKeyspaces},
-		{"ValuesRoundTrip", testValues},
-		{"ValueCap", testValueCap},
-		{"DoneContextIsRetryable", testDoneContext},
-		{"WatchSnapshotThenTail", testWatchSnapshotThenTail},
-		{"WatchPlainPrefix", testWatchPrefix},
-		{"WatchSnapshotDoneWhenNothingMatches", testWatchNothingMatches},
-		{"WatchSnapshotHoldsNoDeletes", testWatchSnapshotNoDeletes},
-		{"WatchNoGapRacingStart", testWatchNoGap},
-		{"WatchStopClosesEvents", testWatchStop},
-		{"WatchContextCancelClosesEvents", testWatchCancel},
-		{"CloseEndsWatchesAndFailsOperations", testClose},
-		{"ConcurrentWritersOneWinner", testConcurrentWriters},
-		{"PropertySequentialModel", testPropertyModel},
-		{"PropertyWatchReplayMatchesList", testPropertyReplay},
+		{name: "CreateIfAbsent", run: testCreateIfAbsent},
+		{name: "UpdateCompareAndSwap", run: testUpdateCAS},
+		{name: "RevisionsIncreaseAcrossDeleteAndRecreate", run: testRevisionsIncrease},
+		{name: "DeletedKeyIsAbsentAndRecreatable", run: testDeletedKey},
+		{name: "GuardedDelete", run: testGuardedDelete},
+		{name: "ListExactlyLiveKeysUnderPrefix", run: testList},
+		{name: "ListWhileEarlierKeysChurn", run: testListChurn},
+		{name: "KeyspacesAreIndependent", run: testKeyspaces},
+		{name: "ValuesRoundTrip", run: testValues},
+		{name: "ValueOwnership", run: testValueOwnership},
+		{name: "ValueCap", run: testValueCap},
+		{name: "DoneContextIsRetryable", run: testDoneContext},
+		{name: "WatchSnapshotThenTail", run: testWatchSnapshotThenTail},
+		{name: "WatchPlainPrefix", run: testWatchPrefix},
+		{name: "WatchSnapshotDoneWhenNothingMatches", run: testWatchNothingMatches},
+		{name: "WatchSnapshotHoldsNoDeletes", run: testWatchSnapshotNoDeletes},
+		{name: "WatchNoGapRacingStart", run: testWatchNoGap},
+		{name: "WatchNoGapRacingStartOnKeysWrittenOnce", run: testWatchNoGapWrittenOnce},
+		{name: "WatchLaggingConsumerMissesNothing", run: testWatchLag},
+		{name: "WatchStopClosesEvents", run: testWatchStop},
+		{name: "WatchContextCancelClosesEvents", run: testWatchCancel},
+		{name: "CloseEndsWatchesAndFailsOperations", run: testClose},
+		{name: "ConcurrentWritersOneWinner", run: testConcurrentWriters},
+		{name: "PropertySequentialModel", run: testPropertyModel},
+		{name: "PropertyWatchReplayMatchesList", run: testPropertyReplay},
+		{name: "PropertyLinearizable", run: testLinearizable},
 	}
 }
 
@@ -80,10 +119,19 @@ func checks() []check {
 // Run runs them in parallel.
 func timedChecks() []check {
 	return []check{
-		{"EphemeralKeepAlive", testKeepAlive},
-		{"EphemeralExpiresWhenSilent", testExpires},
-		{"WatchExpiryIsTailDelete", testWatchExpiry},
+		{name: "EphemeralKeepAlive", run: testKeepAlive, span: timedSpan},
+		{name: "EphemeralExpiresWhenSilent", run: testExpires, span: timedSpan},
+		{name: "EphemeralLiveUntilItsTTL", run: testLiveUntilTTL, span: timedSpan},
+		{name: "EphemeralLosingWritesNeverRearm", run: testLosingWritesNeverRearm, span: timedSpan},
+		{name: "WatchExpiryIsTailDelete", run: testWatchExpiry, span: timedSpan},
+		{name: "WatchSnapshotRightAfterExpiryOmitsKey", run: testSnapshotAfterExpiry, span: timedSpan},
 	}
+}
+
+// timedSpan is the real time a timed check may spend waiting on leases: the
+// longest waits 3 TTLs (keep-alive), the others a TTL plus expirySlack.
+func timedSpan(ttl time.Duration) time.Duration {
+	return 3*ttl + expirySlack(ttl)
 }
 
 // expirySlack is how long after its TTL a silent ephemeral key may still be

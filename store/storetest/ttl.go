@@ -113,3 +113,97 @@ func testWatchExpiry(t *testing.T, newStore newStoreFunc) {
 		t.Fatalf("List after the expiry holds %d keys", len(l))
 	}
 }
+
+// testLiveUntilTTL writes a key once and reads it until its TTL (less the
+// store's ExpiryPrecision) has passed: every read that returned before then
+// must find it. Renewals every TTL/3, as in testKeepAlive, would hide a key
+// that expires at half its TTL; a key written once does not.
+func testLiveUntilTTL(t *testing.T, newStore newStoreFunc) {
+	st, _ := fresh(t, newStore)
+	ttl := st.LeaseTTL()
+	precision := earlyExpiry(t, st)
+	written := time.Now()
+	rev := mustCreate(t, st, store.Ephemeral, "once.k", []byte("v"))
+	liveUntil := written.Add(ttl - precision)
+	tick := time.NewTicker(max(ttl/20, 5*time.Millisecond))
+	defer tick.Stop()
+	reads := 0
+	for {
+		e, live := get(t, st, store.Ephemeral, "once.k")
+		returned := time.Now()
+		if returned.After(liveUntil) {
+			break
+		}
+		reads++
+		if !live {
+			t.Fatalf("a key written once was absent %v after its write, before its TTL %v (less the precision %v the store declares); declare an ExpiryPrecision if the store expires early", returned.Sub(written).Round(time.Millisecond), ttl, precision)
+		}
+		wantEntry(t, "key written once", e, []byte("v"), rev)
+		<-tick.C
+	}
+	if reads < 5 {
+		t.Fatalf("only %d reads landed within the key's TTL %v; the machine is too slow for this check", reads, ttl)
+	}
+}
+
+// testLosingWritesNeverRearm keeps losing writes on a key, a Create of the
+// live key, an Update at a stale revision and a Delete guarded by a stale
+// revision, every TTL/4: none of them may re-arm its TTL, so the key must
+// still expire within the TTL plus expirySlack of its last winning write.
+func testLosingWritesNeverRearm(t *testing.T, newStore newStoreFunc) {
+	st, _ := fresh(t, newStore)
+	ttl := st.LeaseTTL()
+	r1 := mustCreate(t, st, store.Ephemeral, "rearm.k", []byte("v1"))
+	written := time.Now()
+	mustUpdate(t, st, store.Ephemeral, "rearm.k", []byte("v2"), r1)
+	limit := written.Add(ttl + expirySlack(ttl))
+	tick := time.NewTicker(ttl / 4)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		if _, live := get(t, st, store.Ephemeral, "rearm.k"); !live {
+			return
+		}
+		if time.Now().After(limit) {
+			t.Fatalf("the key is still live %v after its last winning write (TTL %v) while only losing Creates, Updates and guarded Deletes touched it; a losing write must not re-arm the TTL", time.Since(written).Round(time.Millisecond), ttl)
+		}
+		switch i % 3 {
+		case 0:
+			if _, ok := create(t, st, store.Ephemeral, "rearm.k", []byte("lost")); ok {
+				return // it expired meanwhile
+			}
+		case 1:
+			if _, ok := update(t, st, store.Ephemeral, "rearm.k", []byte("lost"), r1); ok {
+				t.Fatalf("Update at the stale revision %d won", r1)
+			}
+		default:
+			if !del(t, st, store.Ephemeral, "rearm.k", r1) {
+				continue // lost, as it should while the key is live
+			}
+			return // the key was absent: it expired meanwhile
+		}
+		<-tick.C
+	}
+}
+
+// testSnapshotAfterExpiry waits for a silent key to expire as Get sees it,
+// then at once starts a watch: its snapshot, and a listing, must omit the
+// key. A store that hides expired keys from reads but removes them lazily
+// would still hand them to a new watch.
+func testSnapshotAfterExpiry(t *testing.T, newStore newStoreFunc) {
+	st, _ := fresh(t, newStore)
+	ttl := st.LeaseTTL()
+	written := time.Now()
+	mustCreate(t, st, store.Ephemeral, "snapx.k", []byte("v"))
+	eventually(t, ttl+expirySlack(ttl)-time.Since(written), "silent ephemeral key expired (TTL "+ttl.String()+")", func() bool {
+		_, live := get(t, st, store.Ephemeral, "snapx.k")
+		return !live
+	})
+	s, stop := openStream(t, st, store.Ephemeral, "snapx.")
+	defer stop()
+	if snap := s.snapshot(); len(snap) != 0 {
+		t.Fatalf("a watch started right after Get found the key expired has %d keys in its snapshot; the snapshot must hold no expired key", len(snap))
+	}
+	if l := list(t, st, store.Ephemeral, "snapx."); len(l) != 0 {
+		t.Fatalf("List right after the expiry holds %d keys", len(l))
+	}
+}

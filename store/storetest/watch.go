@@ -27,22 +27,16 @@ func testWatchSnapshotThenTail(t *testing.T, newStore newStoreFunc) {
 		seen := map[string]store.Revision{"a": ra, "b": rb}
 		expect := func(kind store.EventKind, key string, value []byte, rev store.Revision) {
 			t.Helper()
-			for {
-				ev := s.mustNext()
-				if ev.Kind == store.Put && ev.Entry.Revision == seen[ev.Entry.Key] {
-					continue // a duplicate
-				}
-				if ev.Kind != kind || ev.Entry.Key != key {
-					t.Fatalf("%s tail: %v of %q; want %v of %q", ks, ev.Kind, ev.Entry.Key, kind, key)
-				}
-				if kind == store.Put {
-					wantEntry(t, ks.String()+" tail", ev.Entry, value, rev)
-				} else if ev.Entry.Revision <= seen[key] {
-					t.Fatalf("%s tail: Delete of %q at revision %d, not above the key's last revision %d", ks, key, ev.Entry.Revision, seen[key])
-				}
-				seen[key] = ev.Entry.Revision
-				return
+			ev := s.nextNew()
+			if ev.Kind != kind || ev.Entry.Key != key {
+				t.Fatalf("%s tail: %v of %q; want %v of %q", ks, ev.Kind, ev.Entry.Key, kind, key)
 			}
+			if kind == store.Put {
+				wantEntry(t, ks.String()+" tail", ev.Entry, value, rev)
+			} else if ev.Entry.Revision <= seen[key] {
+				t.Fatalf("%s tail: Delete of %q at revision %d, not above the key's last revision %d", ks, key, ev.Entry.Revision, seen[key])
+			}
+			seen[key] = ev.Entry.Revision
 		}
 		rc := mustCreate(t, st, ks, "c", []byte("c1"))
 		expect(store.Put, "c", []byte("c1"), rc)
@@ -98,10 +92,11 @@ func testWatchPrefix(t *testing.T, newStore newStoreFunc) {
 					want[k] = store.Entry{Key: k, Value: []byte(k), Revision: rev}
 				}
 			}
-			marker := tc.prefix + "zz.end"
-			rev := mustCreate(t, st, store.Durable, marker, nil)
-			want[marker] = store.Entry{Key: marker, Revision: rev}
-			s.until(func(ev store.WatchEvent) bool { return ev.Entry.Key == marker }, func(ev store.WatchEvent) {
+			finals := map[string]final{}
+			for k, e := range want {
+				finals[k] = final{rev: e.Revision}
+			}
+			s.awaitFinal(finals, func(ev store.WatchEvent) {
 				if ev.Kind != store.SnapshotDone && !strings.HasPrefix(ev.Entry.Key, tc.prefix) {
 					t.Fatalf("watch of %q delivered %q", tc.prefix, ev.Entry.Key)
 				}
@@ -189,14 +184,14 @@ func testWatchNoGap(t *testing.T, newStore newStoreFunc) {
 		started  = make(chan struct{})
 		errs     = make(chan error, 1)
 	)
+	revs := make([]store.Revision, keys) // owned by the writer until wg.Wait
 	wg.Go(func() {
-		revs := make([]store.Revision, keys)
 		n := 0
 		for i := 0; ; i++ {
 			late := watching.Load()
 			k := i % keys
 			key := fmt.Sprintf("race.%d", k)
-			ctx, cancel := opCtx()
+			ctx, cancel := opCtx(st)
 			var rev store.Revision
 			var ok bool
 			var err error
@@ -238,18 +233,18 @@ func testWatchNoGap(t *testing.T, newStore newStoreFunc) {
 		t.Fatal(err)
 	default:
 	}
-	marker := mustCreate(t, st, store.Durable, "race.end", nil)
+	finals := map[string]final{}
+	for k, rev := range revs {
+		finals[fmt.Sprintf("race.%d", k)] = final{rev: rev}
+	}
 	r := newReplica()
 	delivered := map[write]bool{}
 	newest := map[string]store.Revision{} // highest revision delivered per key
-	s.until(func(ev store.WatchEvent) bool { return ev.Entry.Key == "race.end" && ev.Entry.Revision == marker }, func(ev store.WatchEvent) {
+	s.awaitFinal(finals, func(ev store.WatchEvent) {
 		r.apply(ev)
 		delivered[write{ev.Entry.Key, ev.Entry.Revision}] = true
 		newest[ev.Entry.Key] = max(newest[ev.Entry.Key], ev.Entry.Revision)
 	})
-	if !s.snapDone {
-		t.Fatal("the marker arrived before SnapshotDone")
-	}
 	// A write may be collapsed into a later write of the same key
 	// (history-1 backends drop superseded revisions), but never lost.
 	for _, w := range mustSee {
