@@ -45,7 +45,7 @@ func newModel(ttl time.Duration, keys []string) *model {
 
 // mayHaveExpired reports whether a live ephemeral key may have expired. The
 // model allows expiry from TTL/2 after a write on, which no check should
-// reach: the property checks operations, the Timed checks check expiry.
+// reach: the property checks operations, the TTL checks check expiry.
 func (m *model) mayHaveExpired(ks store.Keyspace, e *modelEntry) bool {
 	return ks == store.Ephemeral && e.live && time.Since(e.written) >= m.ttl/2
 }
@@ -252,7 +252,7 @@ func testPropertyReplay(t *testing.T, newStore newStoreFunc) {
 			newest[ev.Entry.Key] = max(newest[ev.Entry.Key], ev.Entry.Revision)
 		})
 		if ks == store.Ephemeral && time.Since(began) >= ttl/2 {
-			return // an expiry may be on its way; the Timed checks cover expiry
+			return // an expiry may be on its way; the TTL checks cover expiry
 		}
 		for _, c := range after {
 			// A write may be collapsed into a later one of the same key

@@ -23,8 +23,8 @@ type check struct {
 	span func(ttl time.Duration) time.Duration
 }
 
-// Run checks the Store implementation built by newStore against the store
-// contract of package store, including rapid property tests and porcupine
+// Run checks the Store implementation built by newStore against the contract
+// of package store, including rapid property tests and porcupine
 // linearizability checks, as subtests of t.
 //
 // newStore returns a fresh, empty store whose LeaseTTL is leaseTTL. Run asks
@@ -35,9 +35,10 @@ type check struct {
 // else it starts (a server, a temporary directory) with t.Cleanup.
 //
 // The stores must expire ephemeral keys in real time (a memstore on a mock
-// clock never would). The checks that wait for it (keep-alive and expiry) run
-// in parallel under the subtest "Timed", so a run takes about 3 TTLs plus the
-// rest (about 11s for natsstore with its 2s TTL). Expiry must happen within
+// clock never would). The checks that wait for it (keep-alive and expiry),
+// and those that wait on the backend's latency (rapid properties, bulk
+// writers), run in parallel under the subtest "Parallel", so a run takes
+// about 3 TTLs plus the rest (about 15s for natsstore with its 2s TTL). Expiry must happen within
 // the TTL plus max(TTL/2, 1.5s), and not before the TTL less the store's
 // [ExpiryPrecision] (0 unless it declares one).
 //
@@ -50,8 +51,8 @@ func Run(t *testing.T, newStore func(t *testing.T, leaseTTL time.Duration) store
 	for _, c := range checks() {
 		t.Run(c.name, func(t *testing.T) { s.run(t, c, newStore) })
 	}
-	t.Run("Timed", func(t *testing.T) {
-		for _, c := range timedChecks() {
+	t.Run("Parallel", func(t *testing.T) {
+		for _, c := range parallelChecks() {
 			t.Run(c.name, func(t *testing.T) {
 				t.Parallel()
 				s.run(t, c, newStore)
@@ -83,7 +84,7 @@ func (s *suite) run(t *testing.T, c check, newStore newStoreFunc) {
 	})
 }
 
-// checks are the checks that need no real time to pass.
+// checks are the quick checks, which Run runs one after the other.
 func checks() []check {
 	return []check{
 		{name: "CreateIfAbsent", run: testCreateIfAbsent},
@@ -92,33 +93,34 @@ func checks() []check {
 		{name: "DeletedKeyIsAbsentAndRecreatable", run: testDeletedKey},
 		{name: "GuardedDelete", run: testGuardedDelete},
 		{name: "ListExactlyLiveKeysUnderPrefix", run: testList},
-		{name: "ListWhileEarlierKeysChurn", run: testListChurn},
 		{name: "KeyspacesAreIndependent", run: testKeyspaces},
 		{name: "ValuesRoundTrip", run: testValues},
 		{name: "ValueOwnership", run: testValueOwnership},
 		{name: "ValueCap", run: testValueCap},
 		{name: "DoneContextIsRetryable", run: testDoneContext},
 		{name: "WatchSnapshotThenTail", run: testWatchSnapshotThenTail},
-		{name: "WatchPlainPrefix", run: testWatchPrefix},
-		{name: "WatchSnapshotDoneWhenNothingMatches", run: testWatchNothingMatches},
 		{name: "WatchSnapshotHoldsNoDeletes", run: testWatchSnapshotNoDeletes},
 		{name: "WatchNoGapRacingStart", run: testWatchNoGap},
-		{name: "WatchNoGapRacingStartOnKeysWrittenOnce", run: testWatchNoGapWrittenOnce},
-		{name: "WatchLaggingConsumerMissesNothing", run: testWatchLag},
 		{name: "WatchStopClosesEvents", run: testWatchStop},
 		{name: "WatchContextCancelClosesEvents", run: testWatchCancel},
 		{name: "CloseEndsWatchesAndFailsOperations", run: testClose},
 		{name: "ConcurrentWritersOneWinner", run: testConcurrentWriters},
-		{name: "PropertySequentialModel", run: testPropertyModel},
-		{name: "PropertyWatchReplayMatchesList", run: testPropertyReplay},
-		{name: "PropertyLinearizable", run: testLinearizable},
 	}
 }
 
-// timedChecks wait for leases to expire or to be kept alive in real time;
-// Run runs them in parallel.
-func timedChecks() []check {
+// parallelChecks are the checks that spend real time: waiting on a backend's
+// latency (rapid properties, bulk writers) or for leases to expire or be
+// kept alive. Run runs them in parallel, each on a store of its own.
+func parallelChecks() []check {
 	return []check{
+		{name: "ListWhileEarlierKeysChurn", run: testListChurn},
+		{name: "WatchPlainPrefix", run: testWatchPrefix},
+		{name: "WatchSnapshotDoneWhenNothingMatches", run: testWatchNothingMatches},
+		{name: "WatchNoGapRacingStartOnKeysWrittenOnce", run: testWatchNoGapWrittenOnce},
+		{name: "WatchLaggingConsumerMissesNothing", run: testWatchLag},
+		{name: "PropertySequentialModel", run: testPropertyModel},
+		{name: "PropertyWatchReplayMatchesList", run: testPropertyReplay},
+		{name: "PropertyLinearizable", run: testLinearizable},
 		{name: "EphemeralKeepAlive", run: testKeepAlive, span: timedSpan},
 		{name: "EphemeralExpiresWhenSilent", run: testExpires, span: timedSpan},
 		{name: "EphemeralLiveUntilItsTTL", run: testLiveUntilTTL, span: timedSpan},
