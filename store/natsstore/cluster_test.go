@@ -20,27 +20,27 @@ import (
 // startCluster runs an n-node JetStream cluster on loopback and waits for
 // its meta leader. The route ports are reserved by binding and releasing
 // them; if one is taken meanwhile the cluster is built again.
-func startCluster(t *testing.T, n int) []*server.Server {
+func startCluster(t *testing.T, n int) ([]*server.Server, []*server.Options) {
 	t.Helper()
 	for try := 0; try < 3; try++ {
-		if servers, err := tryCluster(t, n); err == nil {
-			return servers
+		if servers, opts, err := tryCluster(t, n); err == nil {
+			return servers, opts
 		} else {
 			t.Logf("cluster start failed, retrying: %v", err)
 		}
 	}
 	t.Fatal("could not start the cluster")
-	return nil
+	return nil, nil
 }
 
 // tryCluster makes one attempt of startCluster.
-func tryCluster(t *testing.T, n int) ([]*server.Server, error) {
+func tryCluster(t *testing.T, n int) ([]*server.Server, []*server.Options, error) {
 	ports := make([]int, n)
 	var routes []string
 	for i := range ports {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ports[i] = ln.Addr().(*net.TCPAddr).Port
 		_ = ln.Close()
@@ -48,6 +48,7 @@ func tryCluster(t *testing.T, n int) ([]*server.Server, error) {
 	}
 	dir := t.TempDir()
 	var servers []*server.Server
+	var all []*server.Options
 	stopAll := func() {
 		for _, s := range servers {
 			s.Shutdown()
@@ -62,13 +63,14 @@ func tryCluster(t *testing.T, n int) ([]*server.Server, error) {
 		s, err := server.NewServer(opts)
 		if err != nil {
 			stopAll()
-			return nil, err
+			return nil, nil, err
 		}
 		go s.Start()
 		servers = append(servers, s)
+		all = append(all, opts)
 		if !s.ReadyForConnections(10 * time.Second) {
 			stopAll()
-			return nil, fmt.Errorf("server n%d not ready", i)
+			return nil, nil, fmt.Errorf("server n%d not ready", i)
 		}
 	}
 	t.Cleanup(stopAll)
@@ -84,10 +86,10 @@ func tryCluster(t *testing.T, n int) ([]*server.Server, error) {
 			}
 		}
 		if leaders == 1 && current == n {
-			return servers, nil
+			return servers, all, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, errors.New("no JetStream meta leader")
+			return nil, nil, errors.New("no JetStream meta leader")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -207,7 +209,7 @@ func TestClusterReplicas3(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test skipped in -short mode")
 	}
-	servers := startCluster(t, 3)
+	servers, _ := startCluster(t, 3)
 	cfg := Config{Job: "cluster", Replicas: 3}
 	for _, s := range servers {
 		cfg.Servers = append(cfg.Servers, s.ClientURL())
