@@ -208,8 +208,9 @@ func (s *stream) awaitClosed() {
 }
 
 // replica folds watch events into a key-value view the way the coordinator
-// does: a Put applies only above the last revision applied for
-// its key, a Delete only above the last Put applied.
+// does (docs/protocol.md, "Watches and reconcile"): a Put applies only above
+// the last revision applied for its key, a Delete only above the last Put
+// applied.
 type replica struct {
 	live    map[string]store.Entry
 	lastPut map[string]store.Revision
