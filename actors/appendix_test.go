@@ -10,6 +10,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
@@ -116,7 +118,7 @@ func casEnv(tb testing.TB, st store.Store) *env {
 	tb.Helper()
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "me"
-	v := &env{cfg: cfg, id: "me", nonce: "n", log: discardLogger(), out: &outbox{}}
+	v := &env{cfg: cfg, clk: clock.NewMock(), id: "me", nonce: "n", log: discardLogger(), out: &outbox{}}
 	v.session.Store(&v.nonce)
 	v.st = &guardedStore{Store: st, halted: &v.halted}
 	v.fp.Store(protocol.Fingerprint("job:v1"))
@@ -176,7 +178,7 @@ func TestCasProgressConflicts(t *testing.T) {
 			if tt.failGet {
 				fs.failGet = key
 			}
-			d := casProgress(context.Background(), v, recordOp{kind: opCommit, split: "a", epoch: 2, progress: tt.p}, tenancy{epoch: 2, nonce: "n", prog: fence, progRev: rev}, 0)
+			d := casProgress(context.Background(), v, "a", progressCell{epoch: 2, prog: fence, rev: rev}, tt.p)
 			if d.outcome != tt.want || d.adopted != tt.adopted {
 				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.outcome, d.adopted, d.err, tt.want, tt.adopted)
 			}

@@ -50,7 +50,7 @@ func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) o
 	if cand.Quarantine {
 		return d
 	}
-	prog, progRev, res := fenceProgress(ctx, v, cand.ID, want.Epoch, now)
+	prog, progRev, res := fenceProgress(ctx, v, cand.ID, want.Epoch, base.Epoch == 0, now)
 	switch res {
 	case fenceWon:
 		d.prog, d.progRev = prog, progRev
@@ -100,13 +100,19 @@ const (
 
 // fenceProgress raises split id's progress record to epoch for this worker
 // (creating it if absent), re-reading while commits of the previous tenancy
-// move it; it returns the fenced record and its revision.
-func fenceProgress(ctx context.Context, v *env, id coordination.SplitID, epoch uint64, now int64) (protocol.ProgressRecord, uint64, fenceResult) {
+// move it; it returns the fenced record and its revision. A split never
+// owned before (first) usually has no progress record, so its create is
+// tried without a read first.
+func fenceProgress(ctx context.Context, v *env, id coordination.SplitID, epoch uint64, first bool, now int64) (protocol.ProgressRecord, uint64, fenceResult) {
 	key := protocol.ProgressKey(id)
-	for range fenceTries {
-		e, found, err := v.st.Get(ctx, store.Durable, key)
-		if err != nil {
-			return protocol.ProgressRecord{}, 0, fenceFailed
+	for try := range fenceTries {
+		var e store.Entry
+		found := false
+		if !first || try > 0 {
+			var err error
+			if e, found, err = v.st.Get(ctx, store.Durable, key); err != nil {
+				return protocol.ProgressRecord{}, 0, fenceFailed
+			}
 		}
 		if !found {
 			fresh := protocol.FreshProgress(id, v.fp.Load(), v.id, epoch, now)

@@ -20,13 +20,12 @@ type recEntry struct {
 	rev uint64
 }
 
-// tenancy is the commit actor's state of one held split: the session that
-// claimed it and the progress record this tenancy last wrote or fenced.
+// tenancy is the commit actor's state of one held split: its epoch and the
+// session that claimed it. (Its progress record belongs to the handle,
+// which commits on the caller's goroutine: see progressCell.)
 type tenancy struct {
-	epoch   uint64
-	nonce   string
-	prog    protocol.ProgressRecord
-	progRev uint64
+	epoch uint64
+	nonce string
 }
 
 // casOutcome is how a fenced write resolved.
@@ -43,9 +42,7 @@ const (
 type opKind int
 
 const (
-	opCommit opKind = iota + 1
-	opFinal
-	opFail
+	opFail opKind = iota + 1
 	opHandBack
 	opClaim
 	opLeftover
@@ -58,10 +55,8 @@ type recordOp struct {
 	kind     opKind
 	split    coordination.SplitID
 	epoch    uint64
-	progress coordination.SplitProgress
 	replyTo  *actor.PID
-	batch    uint64 // final commit or hand-back batch
-	index    int    // entry index within a final batch
+	batch    uint64 // hand-back batch
 	reason   messages.EndReason
 	failMsg  string
 	claim    messages.ClaimSplit
@@ -78,21 +73,11 @@ type opDone struct {
 	rev     uint64               // its revision; 0 if none
 	prog    protocol.ProgressRecord
 	progRev uint64             // 0: no progress record learned
-	adopted bool               // the write was found landed after a lost CAS
+	adopted bool               // the write was found landed after a lost CAS (commits)
 	kind    protocol.ClaimKind // claims: the kind that won
 	quar    bool               // claims: the write quarantined
 	retry   bool               // claims: gave up on a store error
 	done    bool               // the progress was found completed
-}
-
-type finalBatch struct {
-	errs    []error
-	splits  []coordination.SplitID
-	settled []bool // the entry's outcome is known
-	pending int
-	replyTo *actor.PID
-	fatal   error
-	timer   *time.Timer
 }
 
 type handBackBatch struct {
@@ -101,22 +86,19 @@ type handBackBatch struct {
 	replyTo     *actor.PID
 }
 
-type (
-	finalDeadline struct{ batch uint64 }
-	verdictListed struct {
-		recs []protocol.SplitRecord
-		revs []uint64
-		err  error
-	}
-)
+// verdictListed is the listing the verdict is judged from.
+type verdictListed struct {
+	recs []protocol.SplitRecord
+	revs []uint64
+	err  error
+}
 
-// commit owns the split records of the view and the held tenancies'
-// progress records, and performs every fenced write on them
-// (docs/protocol.md, "Claim protocol", "Commits", "Hand-back, fail,
-// quarantine"): claims with their progress fence, commits, final commits,
-// completions, fails, hand-backs and quarantines. It judges watermark
-// monotonicity, adopts maybe-landed writes, drops splits whose records moved
-// away, and takes the verdict.
+// commit owns the split records of the view and performs every fenced write
+// on them (docs/protocol.md, "Claim protocol", "Hand-back, fail,
+// quarantine"): claims with their progress fence, completions, fails,
+// hand-backs and quarantines. It adopts maybe-landed writes, drops splits
+// whose records moved away, and takes the verdict. Commits are written by
+// the handle (handle_commit.go).
 type commit struct {
 	v   *env
 	log *slog.Logger
@@ -136,7 +118,6 @@ type commit struct {
 	departing bool
 
 	nextBatch uint64
-	finals    map[uint64]*finalBatch
 	handBacks map[uint64]*handBackBatch
 }
 
@@ -149,7 +130,6 @@ func newCommit(v *env) actor.Producer {
 			held:      map[coordination.SplitID]*tenancy{},
 			busy:      map[coordination.SplitID]bool{},
 			queue:     map[coordination.SplitID][]recordOp{},
-			finals:    map[uint64]*finalBatch{},
 			handBacks: map[uint64]*handBackBatch{},
 		}
 	}
@@ -158,11 +138,7 @@ func newCommit(v *env) actor.Producer {
 // Receive handles one message.
 func (cm *commit) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
-	case actor.Initialized, actor.Started:
-	case actor.Stopped:
-		for _, b := range cm.finals {
-			b.timer.Stop()
-		}
+	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
 		cm.fp = m.FP
 	case messages.RecordObserved:
@@ -182,10 +158,10 @@ func (cm *commit) Receive(c *actor.Context) {
 		}
 	case messages.Departing:
 		cm.departing = true
-	case messages.CommitSplit:
-		cm.enqueue(c, recordOp{kind: opCommit, split: m.Split, epoch: m.Epoch, progress: m.Progress, replyTo: m.ReplyTo})
-	case messages.CommitFinalBatch:
-		cm.finalBatch(c, m)
+	case messages.CommitCompleted:
+		if t, ok := cm.held[m.Split]; ok && t.epoch == m.Epoch {
+			cm.finish(c, m.Split, m.Epoch)
+		}
 	case messages.FailSplit:
 		cm.enqueue(c, recordOp{kind: opFail, split: m.Split, epoch: m.Epoch, replyTo: m.ReplyTo, failMsg: m.Reason, reason: messages.EndFailed})
 	case messages.HandBackSplits:
@@ -196,10 +172,6 @@ func (cm *commit) Receive(c *actor.Context) {
 		cm.enqueue(c, recordOp{kind: opLeftover, split: m.Split, leftover: m})
 	case opDone:
 		cm.done(c, m)
-	case finalDeadline:
-		if b, ok := cm.finals[m.batch]; ok {
-			cm.replyFinal(m.batch, b)
-		}
 	case verdictListed:
 		cm.listed(m)
 	default:
@@ -306,19 +278,11 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 	base, have := cm.records[op.split]
 	now := v.nowMs()
 	cm.busy[op.split] = true
-	var t tenancy
 	// A write with nothing to write on is refused without I/O; its opDone
 	// still goes through the inbox so that the queue advances in order.
 	refused := false
 	var why error
 	switch op.kind {
-	case opCommit, opFinal:
-		h, ok := cm.held[op.split]
-		if !ok || h.epoch != op.epoch {
-			refused, why = true, notHeld(op.split)
-		} else {
-			t = *h
-		}
 	case opFail:
 		refused, why = !have, fencedErr(op.split) // the record left the view: nothing was written
 	case opHandBack, opComplete:
@@ -342,8 +306,6 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 		defer cancel()
 		var d opDone
 		switch op.kind {
-		case opCommit, opFinal:
-			d = casProgress(ctx, v, op, t, now)
 		case opFail:
 			d = casSplit(ctx, v, op, base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.Fail(v.cfg.MaxAttempts, now)
@@ -433,56 +395,7 @@ func casSplit(ctx context.Context, v *env, op recordOp, base recEntry, build fun
 }
 
 // opVerb names what a write does, for error reasons.
-var opVerb = map[opKind]string{opCommit: "committing", opFinal: "committing", opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opComplete: "completing", opClaim: "claiming"}
-
-// casProgress runs a commit of the tenancy t on its progress record
-// (docs/protocol.md, "Commits").
-func casProgress(ctx context.Context, v *env, op recordOp, t tenancy, now int64) opDone {
-	key := protocol.ProgressKey(op.split)
-	doing := fmt.Sprintf("committing split %s", op.split)
-	prog, rev := t.prog, t.progRev
-	for try := 0; ; try++ {
-		if err := checkWatermark(op.split, prog, op.progress); err != nil {
-			return opDone{outcome: casFatal, err: err}
-		}
-		want := prog.Commit(op.progress, now)
-		b := protocol.EncodeProgress(want)
-		if err := protocol.CheckProgressSize(op.split, len(b), v.cap); err != nil {
-			return opDone{outcome: casFatal, err: err}
-		}
-		start := time.Now()
-		r, ok, err := v.st.Update(ctx, store.Durable, key, b, store.Revision(rev))
-		switch {
-		case err != nil:
-			v.met.write("error", time.Since(start))
-			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
-		case ok:
-			v.met.write("ok", time.Since(start))
-			return opDone{outcome: casLanded, prog: want, progRev: uint64(r)}
-		}
-		v.met.write("conflict", time.Since(start))
-		e, found, err := v.st.Get(ctx, store.Durable, key)
-		if err != nil {
-			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
-		}
-		var got protocol.ProgressRecord
-		if found {
-			if got, err = protocol.DecodeProgress(key, e.Value, v.fp.Load()); err != nil {
-				return opDone{outcome: casFatal, err: err}
-			}
-		}
-		switch classifyProgressConflict(v.id, op.epoch, want, found, got) {
-		case conflictLanded:
-			return opDone{outcome: casLanded, prog: got, progRev: uint64(e.Revision), adopted: true}
-		case conflictFenced:
-			return opDone{outcome: casFenced, err: fencedErr(op.split)}
-		}
-		prog, rev = got, uint64(e.Revision)
-		if try == 1 {
-			return opDone{outcome: casUnconfirmed, err: coordination.Errorf(coordination.Retryable, "%s: the record kept moving under this worker's own writes; retry", doing), prog: got, progRev: rev}
-		}
-	}
-}
+var opVerb = map[opKind]string{opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opComplete: "completing", opClaim: "claiming"}
 
 // fencedErr is the Fenced result of a write that lost to another owner.
 func fencedErr(id coordination.SplitID) error {
@@ -496,30 +409,7 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 	if d.rev != 0 {
 		cm.fold(op.split, d.rec, d.rev)
 	}
-	if t, ok := cm.held[op.split]; ok && t.epoch == op.epoch && d.progRev > t.progRev {
-		t.prog, t.progRev = d.prog, d.progRev
-	}
 	switch op.kind {
-	case opCommit:
-		err := cm.commitResult(c, op, d)
-		if op.replyTo != nil {
-			cm.v.send(op.replyTo, messages.CommitSplitReply{Err: err})
-		}
-	case opFinal:
-		err := cm.commitResult(c, op, d)
-		b, ok := cm.finals[op.batch]
-		if !ok {
-			return
-		}
-		if d.outcome == casFatal && b.fatal == nil {
-			b.fatal = d.err
-		}
-		b.errs[op.index] = err
-		b.settled[op.index] = true
-		b.pending--
-		if b.pending == 0 {
-			cm.replyFinal(op.batch, b)
-		}
 	case opFail:
 		cm.failResult(op, d)
 	case opHandBack:
@@ -534,75 +424,6 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 		cm.v.send(cm.v.pid.assign, messages.ClaimAbandoned{Split: op.split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
 	case opClaim:
 		cm.claimResult(op, d)
-	}
-}
-
-// commitResult turns a commit write outcome into the caller's error.
-func (cm *commit) commitResult(c *actor.Context, op recordOp, d opDone) error {
-	switch d.outcome {
-	case casLanded:
-		if !d.adopted {
-			cm.v.send(cm.v.pid.revoke, messages.CommitLanded{Split: op.split, Epoch: op.epoch})
-		}
-		if t, ok := cm.held[op.split]; ok && t.epoch == op.epoch && t.prog.Completed {
-			cm.finish(c, op.split, op.epoch)
-		}
-		return nil
-	case casFenced:
-		if t, ok := cm.held[op.split]; ok && t.epoch == op.epoch {
-			cm.drop(op.split, t.epoch, messages.EndFenced)
-		}
-		return d.err
-	case casFatal:
-		if op.kind == opCommit {
-			cm.v.failNow(d.err)
-		}
-		return d.err
-	}
-	cm.v.fatalIf(d.err)
-	return d.err
-}
-
-func (cm *commit) finalBatch(c *actor.Context, m messages.CommitFinalBatch) {
-	cm.nextBatch++
-	id := cm.nextBatch
-	b := &finalBatch{errs: m.Errs, replyTo: m.ReplyTo, settled: make([]bool, len(m.Errs)), splits: make([]coordination.SplitID, len(m.Errs))}
-	for i, cm := range m.Commits {
-		b.splits[i] = cm.Split
-		b.settled[i] = m.Errs[i] != nil
-	}
-	deadline := time.Now().Add(cm.v.cfg.OpTimeout)
-	for i, e := range m.Errs {
-		if e == nil {
-			b.pending++
-			cm.enqueue(c, recordOp{kind: opFinal, split: m.Commits[i].Split, epoch: m.Epochs[i], progress: m.Commits[i].Progress, batch: id, index: i, deadline: deadline})
-		}
-	}
-	if b.pending == 0 {
-		cm.v.send(b.replyTo, messages.CommitFinalBatchReply{Errs: b.errs})
-		return
-	}
-	cm.finals[id] = b
-	v, pid := cm.v, c.PID()
-	b.timer = time.AfterFunc(cm.v.cfg.OpTimeout, func() { v.send(pid, finalDeadline{batch: id}) })
-}
-
-// replyFinal answers a final batch: entries still unknown get Retryable.
-func (cm *commit) replyFinal(id uint64, b *finalBatch) {
-	delete(cm.finals, id)
-	if b.timer != nil {
-		b.timer.Stop()
-	}
-	errs := make([]error, len(b.errs))
-	for i, err := range b.errs {
-		if !b.settled[i] {
-			err = finalUnconfirmed(b.splits[i], cm.v.cfg.OpTimeout)
-		}
-		errs[i] = err
-	}
-	cm.v.send(b.replyTo, messages.CommitFinalBatchReply{Errs: errs})
-	if b.fatal != nil {
-		cm.v.failNow(b.fatal)
 	}
 }
 
@@ -720,10 +541,10 @@ func (cm *commit) claimResult(op recordOp, d opDone) {
 	case d.done:
 		abandon()
 	default:
-		cm.held[id] = &tenancy{epoch: d.rec.Epoch, nonce: d.rec.Nonce, prog: d.prog, progRev: d.progRev}
+		cm.held[id] = &tenancy{epoch: d.rec.Epoch, nonce: d.rec.Nonce}
 		cm.v.met.acquired(d.kind.AcquisitionReason())
 		cm.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		cm.v.send(p.root, messages.ClaimWon{Spec: cl.Spec, Epoch: d.rec.Epoch, Progress: d.prog.Progress(), Kind: d.kind})
+		cm.v.send(p.root, messages.ClaimWon{Spec: cl.Spec, Epoch: d.rec.Epoch, Kind: d.kind, Fence: d.prog, FenceRev: d.progRev})
 	}
 }
 

@@ -34,6 +34,7 @@ type Coordinator struct {
 
 	mu       sync.Mutex
 	stop     <-chan struct{}
+	stopCtx  context.Context // ends stopGrace after stop closes; nil without a stop
 	started  bool
 	departed bool
 	aborted  bool
@@ -101,7 +102,26 @@ func (c *Coordinator) SetStop(stop <-chan struct{}) {
 	if c.departed || c.aborted {
 		return
 	}
-	c.stop = stop
+	c.stop, c.stopCtx = stop, nil
+	if stop == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(c.v.ctx)
+	c.stopCtx = ctx
+	c.v.wg.Go(func() {
+		defer cancel()
+		select {
+		case <-stop:
+		case <-ctx.Done():
+			return
+		}
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	})
 }
 
 // Start joins the job with planner p. It does no I/O and returns at once;
@@ -195,57 +215,6 @@ func noAnswer(d time.Duration) error {
 }
 
 func (c *Coordinator) callBound() time.Duration { return 3*c.v.cfg.OpTimeout + 100*time.Millisecond }
-
-// Commit durably writes a held split's progress through a fenced CAS:
-// nil is durable, Fenced means nothing was written and the split is gone,
-// Retryable means the write may or may not have landed, Fatal for a
-// regressing watermark or an oversized record.
-func (c *Coordinator) Commit(split coordination.SplitID, progress coordination.SplitProgress) error {
-	if err := c.gate(); err != nil {
-		return err
-	}
-	progress.State = cloneBytes(progress.State)
-	r, err := c.call("commit", messages.CommitSplit{Split: split, Progress: progress, Epoch: c.v.out.polledEpoch(split)}, c.callBound(), true)
-	if err != nil {
-		return err
-	}
-	return r.(messages.CommitSplitReply).Err
-}
-
-// CommitFinal writes the last commits of a stop: one result per entry, in
-// order, within OpTimeout + 100ms; it ignores the stop.
-func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
-	errs := make([]error, len(commits))
-	if err := c.gate(); err != nil {
-		for i := range errs {
-			errs[i] = err
-		}
-		return errs
-	}
-	if len(commits) == 0 {
-		return errs
-	}
-	cs := make([]coordination.Commit, len(commits))
-	epochs := make([]uint64, len(commits))
-	for i, cm := range commits {
-		cm.Progress.State = cloneBytes(cm.Progress.State)
-		cs[i] = cm
-		epochs[i] = c.v.out.polledEpoch(cm.Split)
-	}
-	r, err := c.call("final commit", messages.CommitFinalBatch{Commits: cs, Epochs: epochs}, c.v.cfg.OpTimeout+100*time.Millisecond, false)
-	if err != nil {
-		for i, cm := range commits {
-			errs[i] = finalUnconfirmed(cm.Split, c.v.cfg.OpTimeout)
-		}
-		return errs
-	}
-	copy(errs, r.(messages.CommitFinalBatchReply).Errs)
-	return errs
-}
-
-func finalUnconfirmed(id coordination.SplitID, d time.Duration) error {
-	return coordination.Errorf(coordination.Retryable, "final commit of split %s did not confirm within %s; it may still land", id, d)
-}
 
 // Fail reports a held split as unprocessable by the tenancy of epoch
 // : nil (landed), Fenced (not held, stale epoch, or a peer owns it) or

@@ -51,6 +51,9 @@ type (
 		finalize bool
 	}
 	replanDue   struct{ gen uint64 }
+	// seedProgressed reports that a planner run of leadership gen seeded
+	// another seedReport splits.
+	seedProgressed struct{ gen uint64 }
 	publishDue  struct{}
 	publishDone struct {
 		gen     uint64
@@ -214,7 +217,9 @@ func (l *leader) Receive(c *actor.Context) {
 		l.grace.Claim(m.Split, m.Record.Owner, l.v.clk.Now())
 		if old != f {
 			l.records[m.Split] = f
-			if l.inputChanged(m.Split, old, f) {
+			if !old.seen {
+				l.seen(c)
+			} else if l.inputChanged(m.Split, old, f) {
 				l.dirty = true
 				l.tick(c)
 			}
@@ -227,7 +232,10 @@ func (l *leader) Receive(c *actor.Context) {
 	case messages.SpecObserved:
 		if _, ok := l.weights[m.Split]; !ok {
 			l.weights[m.Split] = max(1, m.Spec.Weight)
-			l.dirty = true
+			l.seen(c)
+		}
+	case seedProgressed:
+		if m.gen == l.gen {
 			l.tick(c)
 		}
 	case messages.AssignmentObserved:
@@ -275,6 +283,17 @@ func (l *leader) Receive(c *actor.Context) {
 		l.published(c, m)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
+	}
+}
+
+// seen marks the assignment input changed by a split or spec that
+// appeared. While this leader's own planner run seeds, it waits for the
+// run's progress reports instead of evaluating per split, so seeding n
+// splits costs n/seedReport evaluations, not n.
+func (l *leader) seen(c *actor.Context) {
+	l.dirty = true
+	if !l.planning {
+		l.tick(c)
 	}
 }
 
@@ -629,7 +648,8 @@ func (l *leader) runPlan(c *actor.Context) {
 	}
 	v.goFunc(func(context.Context) {
 		defer cancel()
-		v.send(pid, planRun(ctx, v, planner, gen, base, rev, known))
+		report := func() { v.send(pid, seedProgressed{gen: gen}) }
+		v.send(pid, planRun(ctx, v, planner, gen, base, rev, known, report))
 	})
 }
 
@@ -675,7 +695,7 @@ func (l *leader) planned(c *actor.Context, m planDone) {
 
 // planRun runs the planner and seeds, recounts and publishes its plan
 // (docs/protocol.md, "Planning"). It runs on its own goroutine.
-func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint64, base protocol.PlanRecord, rev uint64, known map[coordination.SplitID]bool) (d planDone) {
+func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint64, base protocol.PlanRecord, rev uint64, known map[coordination.SplitID]bool, report func()) (d planDone) {
 	start := time.Now()
 	d.gen = gen
 	defer func() { d.took = time.Since(start) }()
@@ -699,7 +719,7 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 		d.outcome, d.err = "fatal", err
 		return d
 	}
-	created, err := seed(ctx, v, sp.Splits, known, protocol.Fingerprint(base.Fingerprint), gen)
+	created, err := seed(ctx, v, sp.Splits, known, protocol.Fingerprint(base.Fingerprint), gen, report)
 	d.created = created
 	if err != nil {
 		switch {

@@ -16,9 +16,11 @@ import (
 
 // root is the coordinator actor: it owns the tenancy registry (split →
 // epoch) and is the only writer of seam events into the outbox, where it
-// enforces the ordering rules E1–E8. It routes handle commands (writes go
-// to the commit actor, which answers the original requester) and never does
-// store I/O.
+// enforces the event ordering rules; it starts and ends the outbox's
+// progress cells with the tenancies. It routes handle commands (Fail,
+// Release, Depart go to the commit actor, which answers the original
+// requester; commits bypass it, see handle_commit.go) and never does store
+// I/O.
 type root struct {
 	v   *env
 	log *slog.Logger
@@ -83,19 +85,6 @@ func (r *root) Receive(c *actor.Context) {
 		}
 	case messages.StartJob:
 		r.broadcast(c, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
-	case messages.CommitSplit:
-		if err := r.v.out.failure(); err != nil {
-			c.Respond(messages.CommitSplitReply{Err: err})
-			return
-		}
-		if epoch, ok := r.held[m.Split]; !ok || epoch != m.Epoch {
-			c.Respond(messages.CommitSplitReply{Err: notHeld(m.Split)})
-			return
-		}
-		m.ReplyTo = c.Sender()
-		c.Send(r.v.pid.commit, m)
-	case messages.CommitFinalBatch:
-		r.commitFinal(c, m)
 	case messages.FailSplit:
 		r.failSplit(c, m)
 	case messages.ReleaseSplits:
@@ -186,6 +175,7 @@ func handBackUnconfirmed(ids []coordination.SplitID) error {
 // (E1, E3) and tells the actors that follow tenancies.
 func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
 	delete(r.held, id)
+	r.v.out.ended(id, epoch)
 	r.v.met.owned(len(r.held))
 	if reason.Involuntary() {
 		if reason != messages.EndRevoked {
@@ -214,26 +204,8 @@ func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 		c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
 		return
 	}
-	r.v.out.push(coordination.Gained{Split: m.Spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Progress})
-}
-
-func (r *root) commitFinal(c *actor.Context, m messages.CommitFinalBatch) {
-	n := len(m.Commits)
-	m.Errs = make([]error, n)
-	if err := r.v.out.failure(); err != nil {
-		for i := range m.Errs {
-			m.Errs[i] = err
-		}
-		c.Respond(messages.CommitFinalBatchReply{Errs: m.Errs})
-		return
-	}
-	for i, cm := range m.Commits {
-		if e, ok := r.held[cm.Split]; !ok || e != m.Epochs[i] {
-			m.Errs[i] = notHeld(cm.Split)
-		}
-	}
-	m.ReplyTo = c.Sender()
-	c.Send(r.v.pid.commit, m)
+	r.v.out.begin(id, m.Epoch, m.Fence, m.FenceRev)
+	r.v.out.push(coordination.Gained{Split: m.Spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
 }
 
 func (r *root) failSplit(c *actor.Context, m messages.FailSplit) {

@@ -12,32 +12,6 @@ type StartJob struct {
 	Fingerprint string
 }
 
-// CommitSplit is a handle Commit. Epoch is the tenancy whose Gained the
-// driver last polled for the split (0: none); the commit lands only on that
-// tenancy. ReplyTo is set by the root when it forwards the command.
-type CommitSplit struct {
-	Split    coordination.SplitID
-	Progress coordination.SplitProgress
-	Epoch    uint64
-	ReplyTo  *actor.PID
-}
-
-// CommitSplitReply answers CommitSplit.
-type CommitSplitReply struct{ Err error }
-
-// CommitFinalBatch is a handle CommitFinal. Epochs holds, per entry, the
-// polled tenancy's epoch (set by the handle); Errs the results the root
-// decided before any write (not held).
-type CommitFinalBatch struct {
-	Commits []coordination.Commit
-	Epochs  []uint64
-	Errs    []error
-	ReplyTo *actor.PID
-}
-
-// CommitFinalBatchReply answers CommitFinalBatch, one error per entry.
-type CommitFinalBatchReply struct{ Errs []error }
-
 // FailSplit is a handle Fail.
 type FailSplit struct {
 	Split   coordination.SplitID

@@ -61,10 +61,21 @@ func (r EndReason) String() string {
 // commit actor holds the split at Epoch; the root registers the tenancy and
 // emits Gained.
 type ClaimWon struct {
-	Spec     coordination.SplitSpec
-	Epoch    uint64
-	Progress *coordination.SplitProgress
-	Kind     protocol.ClaimKind
+	Spec  coordination.SplitSpec
+	Epoch uint64
+	Kind  protocol.ClaimKind
+	// Fence is the progress record the claim fenced, at FenceRev; Gained
+	// carries its progress.
+	Fence    protocol.ProgressRecord
+	FenceRev uint64
+}
+
+// CommitCompleted reports that a completed commit of tenancy Epoch landed
+// (the handle wrote it): the commit actor ends the tenancy and completes
+// the split record.
+type CommitCompleted struct {
+	Split coordination.SplitID
+	Epoch uint64
 }
 
 // TenancyStarted is the root's broadcast that a tenancy began.
