@@ -448,7 +448,7 @@ func TestCommitBindsToThePolledTenancy(t *testing.T) {
 func TestClaimSplit(t *testing.T) {
 	const maxAttempts = 4
 	fp := protocol.Fingerprint("job:v1")
-	dead := protocol.SplitRecord{ID: "a", FP: fp, Epoch: 2, Owner: "dead", Nonce: "d1", Status: protocol.StatusRunnable}
+	dead := protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 2, Owner: "dead", Nonce: "d1", Status: protocol.StatusRunnable}
 	prevFence := protocol.FreshProgress("a", fp, "dead", 2, 0)
 	tests := []struct {
 		name      string
@@ -484,6 +484,7 @@ func TestClaimSplit(t *testing.T) {
 			v := casEnv(t, fs)
 			v.cfg.MaxAttempts = maxAttempts
 			key, pkey := protocol.SplitKey("a"), protocol.ProgressKey("a")
+			put(t, fs, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, fp, 1)), 0)
 			rev := put(t, fs, key, protocol.EncodeSplit(tt.view), 0)
 			prev := put(t, fs, pkey, protocol.EncodeProgress(prevFence), 0)
 			if tt.moved != nil {
@@ -497,11 +498,11 @@ func TestClaimSplit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			cand, ok := protocol.Classify(protocol.CandidateInput{Record: tt.view, HasSpec: true, Me: "me", MyNonce: "n", MaxAttempts: maxAttempts})
+			cand, ok := protocol.Classify(protocol.CandidateInput{Record: tt.view, Me: "me", MyNonce: "n", MaxAttempts: maxAttempts})
 			if !ok {
 				t.Fatal("not a candidate")
 			}
-			d := claimSplit(context.Background(), v, messages.ClaimSplit{Candidate: cand, Record: tt.view, RecordRev: rev, HasSpec: true}, 0)
+			d := claimSplit(context.Background(), v, messages.ClaimSplit{Candidate: cand, Record: tt.view, RecordRev: rev}, 0)
 			if d.outcome != tt.wantOut || d.done != tt.wantDone {
 				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
 			}

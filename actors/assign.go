@@ -19,8 +19,8 @@ import (
 const maxClaimsInFlight = 128
 
 // assign follows this worker's assignment record (docs/protocol.md,
-// "Following the assignment"): it keeps the claim view (split records,
-// specs, sessions), picks claim candidates for assigned splits under
+// "Following the assignment"): it keeps the claim view (split records and
+// sessions), picks claim candidates for assigned splits under
 // MaxInFlight from an incremental index, quarantines on takeover, returns
 // leftovers, and tells the revoke actor the assigned set. Applying one
 // observation costs O(log n).
@@ -29,7 +29,6 @@ type assign struct {
 	log *slog.Logger
 
 	records  map[coordination.SplitID]recEntry
-	specs    map[coordination.SplitID]protocol.SpecRecord
 	sessions map[string]string                        // instance → live session nonce
 	byOwner  map[string]map[coordination.SplitID]bool // instance → splits its records name
 
@@ -61,7 +60,6 @@ func newAssign(v *env) actor.Producer {
 			v:        v,
 			log:      v.log.With("actor", "assign"),
 			records:  map[coordination.SplitID]recEntry{},
-			specs:    map[coordination.SplitID]protocol.SpecRecord{},
 			sessions: map[string]string{},
 			byOwner:  map[string]map[coordination.SplitID]bool{},
 			held:     map[coordination.SplitID]uint64{},
@@ -104,11 +102,6 @@ func (a *assign) Receive(c *actor.Context) {
 			delete(a.records, m.Split)
 		}
 		a.changed(c, m.Split)
-	case messages.SpecObserved:
-		if _, ok := a.specs[m.Split]; !ok {
-			a.specs[m.Split] = m.Spec
-			a.changed(c, m.Split)
-		}
 	case messages.PresenceObserved:
 		if a.sessions[m.Instance] != m.Nonce {
 			a.sessions[m.Instance] = m.Nonce
@@ -264,10 +257,9 @@ func (a *assign) input(id coordination.SplitID) (protocol.CandidateInput, bool) 
 	if !ok {
 		return protocol.CandidateInput{}, false
 	}
-	_, hasSpec := a.specs[id]
 	_, held := a.held[id]
 	return protocol.CandidateInput{
-		Record: r.rec, HasSpec: hasSpec, Held: held, OwnerSession: a.sessions[r.rec.Owner],
+		Record: r.rec, Held: held, OwnerSession: a.sessions[r.rec.Owner],
 		Me: a.v.id, MyNonce: a.v.sessionNonce(), MaxAttempts: a.v.cfg.MaxAttempts,
 	}, true
 }
@@ -297,7 +289,7 @@ func (a *assign) index(id coordination.SplitID) {
 	switch {
 	case ok && (cand.Quarantine || (cand.Leftover && a.decided && !a.assigned[id])):
 		a.extra[id] = true
-	case ok && a.assigned[id] && (!cand.Leftover || a.hasSpec(id)):
+	case ok && a.assigned[id]:
 		delete(a.extra, id)
 		if k, queued := a.queued[id]; !queued || k != cand.Kind {
 			a.queued[id] = cand.Kind
@@ -306,11 +298,6 @@ func (a *assign) index(id coordination.SplitID) {
 	default:
 		delete(a.extra, id)
 	}
-}
-
-func (a *assign) hasSpec(id coordination.SplitID) bool {
-	_, ok := a.specs[id]
-	return ok
 }
 
 // changed re-indexes split id after an observation and acts on it.
@@ -353,7 +340,7 @@ func (a *assign) step(c *actor.Context) {
 		if !a.assigned[q.id] {
 			continue
 		}
-		if cand, ok := a.classify(q.id); ok && cand.Kind == q.kind && !cand.Quarantine && (!cand.Leftover || a.hasSpec(q.id)) {
+		if cand, ok := a.classify(q.id); ok && cand.Kind == q.kind && !cand.Quarantine {
 			a.launch(c, q.id, cand)
 		}
 	}
@@ -371,11 +358,7 @@ func (a *assign) launch(c *actor.Context, id coordination.SplitID, cand protocol
 	if !cand.Quarantine {
 		a.claims++
 	}
-	msg := messages.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev}
-	if s, ok := a.specs[id]; ok {
-		msg.Spec, msg.HasSpec = s.Spec(), true
-	}
-	c.Send(a.v.pid.commit, msg)
+	c.Send(a.v.pid.commit, messages.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev})
 }
 
 // queuedCandidate is one entry of the claim queue.

@@ -16,14 +16,22 @@ const fenceTries = 8
 
 // claimSplit runs the claim protocol (docs/protocol.md, "Claim protocol")
 // for m, or a quarantine on takeover: confirm the owner's session ended,
-// CAS the split record, then fence the progress record. It runs on its own
-// goroutine.
+// read the spec (claims only), CAS the split record, then fence the
+// progress record. It runs on its own goroutine.
 func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) opDone {
 	cand, base, rev := m.Candidate, m.Record, m.RecordRev
 	if cand.Confirm {
 		live, err := sessionLive(ctx, v, base.Owner, base.Nonce)
 		if err != nil || live {
 			return opDone{outcome: casFenced, retry: err != nil}
+		}
+	}
+	var spec coordination.SplitSpec
+	if !cand.Quarantine {
+		var err error
+		if spec, err = readSpec(ctx, v, cand.ID); err != nil {
+			v.fatalIf(err)
+			return opDone{outcome: casUnconfirmed, retry: true}
 		}
 	}
 	nonce := v.sessionNonce()
@@ -46,7 +54,7 @@ func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) o
 		return opDone{outcome: casFenced}
 	}
 	v.met.write("ok", time.Since(start))
-	d := opDone{outcome: casLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine}
+	d := opDone{outcome: casLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine, spec: spec}
 	if cand.Quarantine {
 		return d
 	}
@@ -74,6 +82,25 @@ func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) o
 		}
 	}
 	return d
+}
+
+// readSpec reads split id's spec. A split record implies its spec (seeding
+// writes it first), so a missing one was deleted outside the library:
+// Fatal.
+func readSpec(ctx context.Context, v *env, id coordination.SplitID) (coordination.SplitSpec, error) {
+	key := protocol.SpecKey(id)
+	e, found, err := v.st.Get(ctx, store.Durable, key)
+	switch {
+	case err != nil:
+		return coordination.SplitSpec{}, err
+	case !found:
+		return coordination.SplitSpec{}, coordination.Errorf(coordination.Fatal, "split %s: spec record %s is missing; it was deleted outside the library", id, key)
+	}
+	s, err := protocol.DecodeSpec(key, e.Value, v.fp.Load())
+	if err != nil {
+		return coordination.SplitSpec{}, err
+	}
+	return s.Spec(), nil
 }
 
 // sessionLive reads instance's presence and reports whether it still

@@ -72,12 +72,13 @@ type opDone struct {
 	rec     protocol.SplitRecord // latest split record known to the writer
 	rev     uint64               // its revision; 0 if none
 	prog    protocol.ProgressRecord
-	progRev uint64             // 0: no progress record learned
-	adopted bool               // the write was found landed after a lost CAS (commits)
-	kind    protocol.ClaimKind // claims: the kind that won
-	quar    bool               // claims: the write quarantined
-	retry   bool               // claims: gave up on a store error
-	done    bool               // the progress was found completed
+	progRev uint64                 // 0: no progress record learned
+	adopted bool                   // the write was found landed after a lost CAS (commits)
+	kind    protocol.ClaimKind     // claims: the kind that won
+	spec    coordination.SplitSpec // claims: the split's spec, read before the claim
+	quar    bool                   // claims: the write quarantined
+	retry   bool                   // claims: gave up on a store error
+	done    bool                   // the progress was found completed
 }
 
 type handBackBatch struct {
@@ -288,7 +289,7 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 	case opHandBack, opComplete:
 		refused = !have
 	case opClaim:
-		refused = (!op.claim.HasSpec && !op.claim.Candidate.Quarantine) || cm.departing || cm.verdict
+		refused = cm.departing || cm.verdict
 	case opLeftover:
 		refused = cm.departing || cm.verdict
 	}
@@ -544,7 +545,7 @@ func (cm *commit) claimResult(op recordOp, d opDone) {
 		cm.held[id] = &tenancy{epoch: d.rec.Epoch, nonce: d.rec.Nonce}
 		cm.v.met.acquired(d.kind.AcquisitionReason())
 		cm.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		cm.v.send(p.root, messages.ClaimWon{Spec: cl.Spec, Epoch: d.rec.Epoch, Kind: d.kind, Fence: d.prog, FenceRev: d.progRev})
+		cm.v.send(p.root, messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Kind: d.kind, Fence: d.prog, FenceRev: d.progRev})
 	}
 }
 

@@ -50,12 +50,12 @@ type (
 		took     time.Duration
 		finalize bool
 	}
-	replanDue   struct{ gen uint64 }
+	replanDue struct{ gen uint64 }
 	// seedProgressed reports that a planner run of leadership gen seeded
 	// another seedReport splits.
 	seedProgressed struct{ gen uint64 }
-	publishDue  struct{}
-	publishDone struct {
+	publishDue     struct{}
+	publishDone    struct {
 		gen     uint64
 		written []assignCache
 		lost    []assignCache // the cache entry each lost write was based on (rev 0: a Create)
@@ -75,6 +75,7 @@ type assignCache struct {
 type splitFacts struct {
 	owner  string
 	status protocol.Status
+	weight uint64
 	seen   bool
 }
 
@@ -106,7 +107,6 @@ type leader struct {
 
 	members     map[string]uint32
 	departedAt  map[string]time.Time
-	weights     map[coordination.SplitID]uint64
 	records     map[coordination.SplitID]splitFacts
 	assigns     map[string]assignCache
 	publishedTo map[coordination.SplitID]string // split → the member whose cached assignment names it
@@ -133,7 +133,6 @@ func newLeader(v *env) actor.Producer {
 			log:         v.log.With("actor", "leader"),
 			members:     map[string]uint32{},
 			departedAt:  map[string]time.Time{},
-			weights:     map[coordination.SplitID]uint64{},
 			records:     map[coordination.SplitID]splitFacts{},
 			assigns:     map[string]assignCache{},
 			publishedTo: map[coordination.SplitID]string{},
@@ -213,7 +212,7 @@ func (l *leader) Receive(c *actor.Context) {
 		}
 	case messages.RecordObserved:
 		old := l.records[m.Split]
-		f := splitFacts{owner: m.Record.Owner, status: m.Record.Status, seen: true}
+		f := splitFacts{owner: m.Record.Owner, status: m.Record.Status, weight: m.Record.Weight, seen: true}
 		l.grace.Claim(m.Split, m.Record.Owner, l.v.clk.Now())
 		if old != f {
 			l.records[m.Split] = f
@@ -229,11 +228,6 @@ func (l *leader) Receive(c *actor.Context) {
 		l.grace.Release(m.Split)
 		l.dirty = true
 		l.tick(c)
-	case messages.SpecObserved:
-		if _, ok := l.weights[m.Split]; !ok {
-			l.weights[m.Split] = max(1, m.Spec.Weight)
-			l.seen(c)
-		}
 	case seedProgressed:
 		if m.gen == l.gen {
 			l.tick(c)
@@ -859,8 +853,8 @@ func (l *leader) assignInput() protocol.AssignInput {
 		in.Reserved = map[coordination.SplitID]bool{}
 	}
 	for id, f := range l.records {
-		w, hasSpec := l.weights[id]
-		in.Splits = append(in.Splits, protocol.AssignSplit{ID: id, Weight: w, HasSpec: hasSpec, Status: f.status, Owner: l.stickyOwner(id, f.owner)})
+		// A split record implies its spec (seeding writes the spec first).
+		in.Splits = append(in.Splits, protocol.AssignSplit{ID: id, Weight: f.weight, HasSpec: true, Status: f.status, Owner: l.stickyOwner(id, f.owner)})
 		if in.Reserved != nil {
 			if _, ok := l.departedAt[f.owner]; ok && f.owner != "" {
 				in.Reserved[id] = true

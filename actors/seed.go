@@ -86,6 +86,6 @@ func seedOne(ctx context.Context, v *env, ps coordination.PlannedSplit, fp, gen 
 			return false, err
 		}
 	}
-	_, ok, err := v.st.Create(oc, store.Durable, protocol.SplitKey(id), protocol.EncodeSplit(protocol.SeedSplit(id, fp, ps.Seed, now)))
+	_, ok, err := v.st.Create(oc, store.Durable, protocol.SplitKey(id), protocol.EncodeSplit(protocol.SeedSplit(id, fp, ps.Spec.Weight, ps.Seed, now)))
 	return ok, err
 }

@@ -372,7 +372,7 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 			w.v.fatalIf(err)
 			return
 		}
-		w.fanout(messages.SpecObserved{Split: spec.ID, Spec: spec}, p.assign, p.leader)
+		w.log.Debug("ignoring a spec record event", "split", spec.ID)
 	case protocol.KeyPresence:
 		pr, err := protocol.DecodePresence(key, val)
 		if err != nil {

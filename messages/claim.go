@@ -7,13 +7,11 @@ import (
 
 // ClaimSplit asks the commit actor to claim a split, or to quarantine it on
 // takeover (docs/protocol.md, "Claim protocol"): Record and RecordRev are
-// the view's split record, Spec the split's spec when HasSpec.
+// the view's split record.
 type ClaimSplit struct {
 	Candidate protocol.Candidate
 	Record    protocol.SplitRecord
 	RecordRev uint64
-	Spec      coordination.SplitSpec
-	HasSpec   bool
 }
 
 // ReturnLeftover asks the commit actor to hand back a split record that

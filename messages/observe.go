@@ -18,12 +18,6 @@ type RecordDeleted struct {
 	Rev   uint64
 }
 
-// SpecObserved is a spec record put applied to the view.
-type SpecObserved struct {
-	Split coordination.SplitID
-	Spec  protocol.SpecRecord
-}
-
 // PresenceObserved is a worker presence put. MaxInFlight 0 means the
 // value was unreadable or advertised 0: use the leader's default.
 type PresenceObserved struct {

@@ -28,7 +28,7 @@ func TestRecorderFeedsEveryVersion(t *testing.T) {
 		}
 		defer r.Stop()
 
-		split := protocol.SeedSplit("a", fp, nil, 0)
+		split := protocol.SeedSplit("a", fp, 1, nil, 0)
 		srev, _, err := st.Create(ctx, store.Durable, protocol.SplitKey("a"), protocol.EncodeSplit(split))
 		if err != nil {
 			t.Fatal(err)

@@ -62,8 +62,6 @@ func (k ClaimKind) AcquisitionReason() string {
 type CandidateInput struct {
 	// Record is the split's record in the view.
 	Record SplitRecord
-	// HasSpec reports whether the split's spec is in the view.
-	HasSpec bool
 	// OwnerSession is the nonce of the live session of Record.Owner in the
 	// view (its presence value), "" if the owner has no presence.
 	OwnerSession string
@@ -82,8 +80,8 @@ type Candidate struct {
 	// Kind is the claim kind.
 	Kind ClaimKind
 	// Quarantine marks a quarantine candidate: the kind consumes an attempt
-	// and attempts + 1 >= MaxAttempts. It needs no spec and is processed
-	// regardless of assignment and lane budget.
+	// and attempts + 1 >= MaxAttempts. It is processed regardless of
+	// assignment and lane budget.
 	Quarantine bool
 	// Confirm asks the claimant to read the owner's presence before
 	// writing: the view says the owner's session ended, and a stale view
@@ -95,9 +93,8 @@ type Candidate struct {
 }
 
 // Classify returns the candidate for one split (docs/protocol.md, "Claim
-// candidates"), or ok=false when it is not one: terminal, held here, owned
-// by another live session, or a claim candidate whose spec is not in the
-// view yet. A leftover is returned whether or not its spec is known.
+// candidates"), or ok=false when it is not one: terminal, held here, or
+// owned by another live session.
 func Classify(in CandidateInput) (Candidate, bool) {
 	r := in.Record
 	if r.Status != StatusRunnable || in.Held {
@@ -119,13 +116,7 @@ func Classify(in CandidateInput) (Candidate, bool) {
 	default:
 		c.Kind, c.Confirm = KindExpired, true
 	}
-	if c.Kind.ConsumesAttempt() && uint64(r.Attempts)+1 >= uint64(in.MaxAttempts) {
-		c.Quarantine = true
-		return c, true
-	}
-	if !in.HasSpec {
-		return Candidate{}, false
-	}
+	c.Quarantine = c.Kind.ConsumesAttempt() && uint64(r.Attempts)+1 >= uint64(in.MaxAttempts)
 	return c, true
 }
 

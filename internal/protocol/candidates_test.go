@@ -28,7 +28,6 @@ func TestClassify(t *testing.T) {
 		record   SplitRecord
 		session  string // the owner's live session nonce in the view; "" none
 		held     bool
-		noSpec   bool
 		max      uint32 // 0 means 4
 		ok       bool
 		kind     ClaimKind
@@ -46,14 +45,13 @@ func TestClassify(t *testing.T) {
 		{name: "own leftover", record: rec("me", "mine", 2, 0), session: "mine", ok: true, kind: KindReleased, leftover: true},
 		{name: "own leftover without presence in view", record: rec("me", "mine", 2, 0), ok: true, kind: KindReleased, leftover: true},
 		{name: "own leftover at cap is not quarantined", record: rec("me", "mine", 2, 3), session: "mine", ok: true, kind: KindReleased, leftover: true},
-		{name: "own leftover needs no spec", record: rec("me", "mine", 2, 0), session: "mine", noSpec: true, ok: true, kind: KindReleased, leftover: true},
+		{name: "own leftover", record: rec("me", "mine", 2, 0), session: "mine", ok: true, kind: KindReleased, leftover: true},
 		// Row: owner = me, other nonce -> Reclaim, +1 attempt, no confirmation.
 		{name: "earlier session of my id is reclaim", record: rec("me", "old", 2, 0), session: "mine", ok: true, kind: KindReclaim},
 		{name: "reclaim whatever the view's session", record: rec("me", "old", 2, 0), session: "old", ok: true, kind: KindReclaim},
 		{name: "reclaim below cap", record: rec("me", "old", 2, 2), session: "mine", ok: true, kind: KindReclaim},
 		{name: "reclaim at cap quarantines", record: rec("me", "old", 2, 3), session: "mine", ok: true, kind: KindReclaim, quar: true},
-		{name: "reclaim needs spec", record: rec("me", "old", 2, 0), session: "mine", noSpec: true},
-		{name: "reclaim quarantine needs no spec", record: rec("me", "old", 2, 3), noSpec: true, ok: true, kind: KindReclaim, quar: true},
+		{name: "reclaim quarantine", record: rec("me", "old", 2, 3), ok: true, kind: KindReclaim, quar: true},
 		// Row: owner = other, that owner's live session has the record's nonce -> not a candidate.
 		{name: "peer's live session", record: rec("peer", "theirs", 2, 0), session: "theirs"},
 		{name: "peer's live session at cap", record: rec("peer", "theirs", 2, 3), session: "theirs"},
@@ -68,11 +66,6 @@ func TestClassify(t *testing.T) {
 		{name: "expired over cap", record: rec("peer", "theirs", 2, 9), ok: true, kind: KindExpired, quar: true, confirm: true},
 		{name: "expired max attempts 1", record: rec("peer", "theirs", 2, 0), max: 1, ok: true, kind: KindExpired, quar: true, confirm: true},
 		{name: "expired attempts saturated", record: rec("peer", "theirs", 2, math.MaxUint32), max: math.MaxUint32, ok: true, kind: KindExpired, quar: true, confirm: true},
-		{name: "expired needs spec", record: rec("peer", "theirs", 2, 0), noSpec: true},
-		{name: "expired quarantine needs no spec", record: rec("peer", "theirs", 2, 3), noSpec: true, ok: true, kind: KindExpired, quar: true, confirm: true},
-		// Spec requirement of the claim candidates.
-		{name: "create needs spec", record: rec("", "", 0, 0), noSpec: true},
-		{name: "released needs spec", record: rec("", "", 2, 0), noSpec: true},
 		// Held here or terminal: never a candidate.
 		{name: "held", record: rec("me", "mine", 2, 0), session: "mine", held: true},
 		{name: "held reclaim at cap", record: rec("me", "old", 2, 3), held: true},
@@ -87,7 +80,7 @@ func TestClassify(t *testing.T) {
 			if max == 0 {
 				max = 4
 			}
-			c, ok := Classify(CandidateInput{Record: tc.record, HasSpec: !tc.noSpec, OwnerSession: tc.session, Held: tc.held,
+			c, ok := Classify(CandidateInput{Record: tc.record, OwnerSession: tc.session, Held: tc.held,
 				Me: "me", MyNonce: "mine", MaxAttempts: max})
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v (candidate %+v)", ok, tc.ok, c)
@@ -217,8 +210,7 @@ func TestClassifyProperty(t *testing.T) {
 			t.Fatalf("no row matches %+v", in)
 		}
 		quarantine := row.attempt && uint64(r.Attempts)+1 >= uint64(in.MaxAttempts)
-		wantOK := r.Status == StatusRunnable && !in.Held && row.candidate &&
-			(quarantine || row.leftover || in.HasSpec)
+		wantOK := r.Status == StatusRunnable && !in.Held && row.candidate
 		if ok != wantOK {
 			t.Fatalf("row %q: ok = %v, want %v (candidate %+v, input %+v)", row.name, ok, wantOK, c, in)
 		}

@@ -88,6 +88,7 @@ func genSplit() *rapid.Generator[SplitRecord] {
 		r := SplitRecord{
 			ID:          genSplitID().Draw(t, "id"),
 			FP:          rapid.Uint64().Draw(t, "fp"),
+			Weight:      rapid.Uint64Min(1).Draw(t, "weight"),
 			Epoch:       rapid.Uint64().Draw(t, "epoch"),
 			Status:      genStatus().Draw(t, "status"),
 			Attempts:    rapid.Uint32().Draw(t, "attempts"),
@@ -186,7 +187,6 @@ func genCandidateInput() *rapid.Generator[CandidateInput] {
 		}
 		return CandidateInput{
 			Record:       r,
-			HasSpec:      rapid.Bool().Draw(t, "has_spec"),
 			OwnerSession: rapid.SampledFrom([]string{"", genMyNonce, "old", "theirs"}).Draw(t, "owner_session"),
 			Held:         rapid.Bool().Draw(t, "held"),
 			Me:           genMe,

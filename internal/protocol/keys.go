@@ -11,7 +11,8 @@ import (
 // Keys and key prefixes (docs/protocol.md, "Keys"). '.' is the only
 // separator; no prefix shadows another. Everything placement needs lives
 // under [PrefixJob], the one durable prefix workers watch; what a commit
-// writes lives under [PrefixProgress], which no worker watches.
+// writes ([PrefixProgress]) and the descriptors ([PrefixSpec]) live outside
+// it, and no worker watches them.
 const (
 	// PrefixJob prefixes every durable key a worker watches: the plan, the
 	// specs, the split records and the assignments.
@@ -20,8 +21,9 @@ const (
 	KeyPlan = PrefixJob + "plan"
 	// KeyLeader is the ephemeral leader value's key.
 	KeyLeader = "leader"
-	// PrefixSpec prefixes a durable spec record's key: "job.spec.<split>".
-	PrefixSpec = PrefixJob + "spec."
+	// PrefixSpec prefixes a durable spec record's key: "spec.<split>". Not
+	// watched: a claimant reads the spec of the split it claims.
+	PrefixSpec = "spec."
 	// PrefixSplit prefixes a durable split record's key (placement: owner,
 	// session, epoch, status, attempts): "job.split.<split>".
 	PrefixSplit = PrefixJob + "split."
@@ -43,7 +45,7 @@ const (
 // coordination.SplitIDMaxLen.
 const instanceIDMaxLen = 128
 
-// SpecKey returns the durable key of split id's spec record, "job.spec.<id>".
+// SpecKey returns the durable key of split id's spec record, "spec.<id>".
 func SpecKey(id coordination.SplitID) string { return PrefixSpec + string(id) }
 
 // SplitKey returns "job.split.<id>": the durable key of the split's record.
@@ -73,7 +75,7 @@ const (
 	KeyUnknown KeyKind = iota
 	// KeyPlanRecord is the durable "job.plan".
 	KeyPlanRecord
-	// KeySpecRecord is a durable "job.spec.<id>".
+	// KeySpecRecord is a durable "spec.<id>".
 	KeySpecRecord
 	// KeySplitRecord is a durable "job.split.<id>".
 	KeySplitRecord

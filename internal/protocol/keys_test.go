@@ -12,7 +12,7 @@ func TestKeyBuilders(t *testing.T) {
 	for _, tc := range []struct{ name, got, want string }{
 		{"plan", KeyPlan, "job.plan"},
 		{"leader", KeyLeader, "leader"},
-		{"spec", SpecKey("s0"), "job.spec.s0"},
+		{"spec", SpecKey("s0"), "spec.s0"},
 		{"split", SplitKey("s0"), "job.split.s0"},
 		{"progress", ProgressKey("s0"), "progress.s0"},
 		{"assign", AssignKey("w1"), "job.assign.w1"},
@@ -29,14 +29,15 @@ func TestKeyBuilders(t *testing.T) {
 
 // TestWatchedPrefix checks the layout the watches rely on (docs/protocol.md,
 // "Keys"): every key placement needs is under PrefixJob, and no progress
-// record is, so a worker watching PrefixJob never sees a commit.
+// or spec record is, so a worker watching PrefixJob never sees a commit or
+// a descriptor.
 func TestWatchedPrefix(t *testing.T) {
-	for _, k := range []string{KeyPlan, SpecKey("s0"), SplitKey("s0"), AssignKey("w1")} {
+	for _, k := range []string{KeyPlan, SplitKey("s0"), AssignKey("w1")} {
 		if !strings.HasPrefix(k, PrefixJob) {
 			t.Errorf("%q is not under the watched prefix %q", k, PrefixJob)
 		}
 	}
-	for _, k := range []string{ProgressKey("s0"), ProgressKey("job"), ProbeKey("w1")} {
+	for _, k := range []string{ProgressKey("s0"), ProgressKey("job"), SpecKey("s0"), SpecKey("job"), ProbeKey("w1")} {
 		if strings.HasPrefix(k, PrefixJob) {
 			t.Errorf("%q is under the watched prefix %q", k, PrefixJob)
 		}
@@ -53,7 +54,7 @@ func TestParseKey(t *testing.T) {
 		suffix string
 	}{
 		{"plan", store.Durable, "job.plan", KeyPlanRecord, ""},
-		{"spec", store.Durable, "job.spec.s0", KeySpecRecord, "s0"},
+		{"spec", store.Durable, "spec.s0", KeySpecRecord, "s0"},
 		{"split", store.Durable, "job.split.s-0_A", KeySplitRecord, "s-0_A"},
 		{"progress", store.Durable, "progress.s-0_A", KeyProgress, "s-0_A"},
 		{"assignment", store.Durable, "job.assign.w1", KeyAssignment, "w1"},
@@ -72,7 +73,7 @@ func TestParseKey(t *testing.T) {
 		{"bad byte", store.Ephemeral, "worker.w 1", KeyUnknown, ""},
 		// The old layout is unknown now.
 		{"old plan", store.Durable, "plan", KeyUnknown, ""},
-		{"old spec", store.Durable, "spec.s0", KeyUnknown, ""},
+		{"spec under job", store.Durable, "job.spec.s0", KeyUnknown, ""},
 		{"old progress", store.Durable, "split.s0", KeyUnknown, ""},
 		{"old assignment", store.Durable, "assign.w1", KeyUnknown, ""},
 		{"old lease", store.Ephemeral, "split.s0", KeyUnknown, ""},

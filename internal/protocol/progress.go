@@ -19,11 +19,11 @@ func NewPlan(fingerprint string, nowMs int64) PlanRecord {
 	return PlanRecord{Fingerprint: fingerprint, Finality: coordination.PlanOpen, UpdatedAtMs: nowMs}
 }
 
-// SeedSplit returns the seeded split record of split id: epoch 0, owner
-// null, attempts 0, runnable, or completed when the seed is
-// (docs/protocol.md, "Seeding").
-func SeedSplit(id coordination.SplitID, fp uint64, seed *coordination.SplitProgress, nowMs int64) SplitRecord {
-	r := SplitRecord{ID: id, FP: fp, Status: StatusRunnable, WrittenAtMs: nowMs}
+// SeedSplit returns the seeded split record of split id: its weight (0 is
+// stored as 1), epoch 0, owner null, attempts 0, runnable, or completed
+// when the seed is (docs/protocol.md, "Seeding").
+func SeedSplit(id coordination.SplitID, fp, weight uint64, seed *coordination.SplitProgress, nowMs int64) SplitRecord {
+	r := SplitRecord{ID: id, FP: fp, Weight: max(weight, 1), Status: StatusRunnable, WrittenAtMs: nowMs}
 	if seed != nil && seed.Completed {
 		r.Status = StatusCompleted
 	}

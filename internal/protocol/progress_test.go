@@ -25,14 +25,14 @@ func TestSeedSplit(t *testing.T) {
 		seed *coordination.SplitProgress
 		want SplitRecord
 	}{
-		{"no seed", nil, SplitRecord{ID: "s", FP: 7, Status: StatusRunnable, WrittenAtMs: 9}},
+		{"no seed", nil, SplitRecord{ID: "s", FP: 7, Weight: 1, Status: StatusRunnable, WrittenAtMs: 9}},
 		{"seed not completed", &coordination.SplitProgress{Watermark: 5, State: []byte("x")},
-			SplitRecord{ID: "s", FP: 7, Status: StatusRunnable, WrittenAtMs: 9}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Status: StatusRunnable, WrittenAtMs: 9}},
 		{"completed seed", &coordination.SplitProgress{Watermark: 100, Completed: true},
-			SplitRecord{ID: "s", FP: 7, Status: StatusCompleted, WrittenAtMs: 9}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Status: StatusCompleted, WrittenAtMs: 9}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := SeedSplit("s", 7, tc.seed, 9); got != tc.want {
+			if got := SeedSplit("s", 7, 1, tc.seed, 9); got != tc.want {
 				t.Fatalf("got %#v, want %#v", got, tc.want)
 			}
 		})
@@ -116,7 +116,7 @@ func TestNewSpecAndSpec(t *testing.T) {
 // TestSplitTransitions has one row per split-record write of the "Writes"
 // table of docs/protocol.md (and the variants its cells distinguish).
 func TestSplitTransitions(t *testing.T) {
-	owned := SplitRecord{ID: "s", FP: 7, Epoch: 3, Status: StatusRunnable, Owner: "w1", Nonce: "n1", Attempts: 1, WrittenAtMs: 1}
+	owned := SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 3, Status: StatusRunnable, Owner: "w1", Nonce: "n1", Attempts: 1, WrittenAtMs: 1}
 	handed := owned
 	handed.Owner, handed.Nonce = "", ""
 	for _, tc := range []struct {
@@ -125,31 +125,31 @@ func TestSplitTransitions(t *testing.T) {
 		want SplitRecord
 	}{
 		{"claim not charging", handed.Claim("w2", "n2", 4, false, 5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 4, Status: StatusRunnable, Owner: "w2", Nonce: "n2", Attempts: 1, WrittenAtMs: 5}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 4, Status: StatusRunnable, Owner: "w2", Nonce: "n2", Attempts: 1, WrittenAtMs: 5}},
 		{"claim charging", owned.Claim("w2", "n2", 4, true, 5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 4, Status: StatusRunnable, Owner: "w2", Nonce: "n2", Attempts: 2, WrittenAtMs: 5}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 4, Status: StatusRunnable, Owner: "w2", Nonce: "n2", Attempts: 2, WrittenAtMs: 5}},
 		{"reclaim by a new session of the same id", owned.Claim("w1", "n3", 4, true, 5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 4, Status: StatusRunnable, Owner: "w1", Nonce: "n3", Attempts: 2, WrittenAtMs: 5}},
-		{"claim of fresh", SeedSplit("s", 7, nil, 1).Claim("w2", "n2", 1, false, 5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 1, Status: StatusRunnable, Owner: "w2", Nonce: "n2", WrittenAtMs: 5}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 4, Status: StatusRunnable, Owner: "w1", Nonce: "n3", Attempts: 2, WrittenAtMs: 5}},
+		{"claim of fresh", SeedSplit("s", 7, 1, nil, 1).Claim("w2", "n2", 1, false, 5),
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 1, Status: StatusRunnable, Owner: "w2", Nonce: "n2", WrittenAtMs: 5}},
 		{"claim attempts saturate", SplitRecord{ID: "s", Attempts: math.MaxUint32}.Claim("w", "n", 1, true, 5),
 			SplitRecord{ID: "s", Epoch: 1, Owner: "w", Nonce: "n", Attempts: math.MaxUint32, WrittenAtMs: 5}},
 		{"hand-back", owned.HandBack(5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 3, Status: StatusRunnable, Attempts: 1, WrittenAtMs: 5}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 3, Status: StatusRunnable, Attempts: 1, WrittenAtMs: 5}},
 		{"complete keeps the last owner", owned.Complete(5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 3, Status: StatusCompleted, Owner: "w1", Nonce: "n1", Attempts: 1, WrittenAtMs: 5}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 3, Status: StatusCompleted, Owner: "w1", Nonce: "n1", Attempts: 1, WrittenAtMs: 5}},
 		{"fail below cap", owned.Fail(4, 5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 3, Status: StatusRunnable, Attempts: 2, WrittenAtMs: 5}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 3, Status: StatusRunnable, Attempts: 2, WrittenAtMs: 5}},
 		{"fail at cap", owned.Fail(2, 5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 4, Status: StatusQuarantined, Attempts: 2, WrittenAtMs: 5}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 4, Status: StatusQuarantined, Attempts: 2, WrittenAtMs: 5}},
 		{"fail over cap", SplitRecord{ID: "s", Epoch: 3, Owner: "w", Nonce: "n", Attempts: 7}.Fail(2, 5),
 			SplitRecord{ID: "s", Epoch: 4, Status: StatusQuarantined, Attempts: 8, WrittenAtMs: 5}},
-		{"fail max attempts 1", SeedSplit("s", 7, nil, 1).Claim("w1", "n1", 1, false, 2).Fail(1, 5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 2, Status: StatusQuarantined, Attempts: 1, WrittenAtMs: 5}},
+		{"fail max attempts 1", SeedSplit("s", 7, 1, nil, 1).Claim("w1", "n1", 1, false, 2).Fail(1, 5),
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 2, Status: StatusQuarantined, Attempts: 1, WrittenAtMs: 5}},
 		{"fail saturates", SplitRecord{ID: "s", Epoch: math.MaxUint64, Attempts: math.MaxUint32, Owner: "w", Nonce: "n"}.Fail(math.MaxUint32, 5),
 			SplitRecord{ID: "s", Epoch: math.MaxUint64, Status: StatusQuarantined, Attempts: math.MaxUint32, WrittenAtMs: 5}},
 		{"quarantine on takeover", owned.QuarantineOnTakeover(5),
-			SplitRecord{ID: "s", FP: 7, Epoch: 4, Status: StatusQuarantined, Attempts: 2, WrittenAtMs: 5}},
+			SplitRecord{ID: "s", FP: 7, Weight: 1, Epoch: 4, Status: StatusQuarantined, Attempts: 2, WrittenAtMs: 5}},
 		{"quarantine saturates", SplitRecord{ID: "s", Epoch: math.MaxUint64, Attempts: math.MaxUint32, Owner: "w", Nonce: "n"}.QuarantineOnTakeover(5),
 			SplitRecord{ID: "s", Epoch: math.MaxUint64, Status: StatusQuarantined, Attempts: math.MaxUint32, WrittenAtMs: 5}},
 	} {
@@ -274,7 +274,7 @@ func TestSplitTransitionsProperty(t *testing.T) {
 			p := genSplitProgress().Draw(t, "seed")
 			seed = &p
 		}
-		r := SeedSplit("s", testFP, seed, 0)
+		r := SeedSplit("s", testFP, 1, seed, 0)
 		if r.Epoch != 0 || r.Owner != "" || r.Attempts != 0 || r.Status.Terminal() != (seed != nil && seed.Completed) {
 			t.Fatalf("seed %+v gave %#v", seed, r)
 		}
@@ -400,7 +400,7 @@ func TestTenanciesProperty(t *testing.T) {
 		ended   bool
 	}
 	rapid.Check(t, func(t *rapid.T) {
-		split := SeedSplit("s", testFP, nil, 0)
+		split := SeedSplit("s", testFP, 1, nil, 0)
 		var prog *ProgressRecord
 		var progRev uint64
 		if rapid.Bool().Draw(t, "seeded") {

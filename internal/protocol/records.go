@@ -26,7 +26,7 @@ type PlanRecord struct {
 	UpdatedAtMs int64
 }
 
-// SpecRecord is the immutable durable "job.spec.<id>" record (docs/protocol.md, "Records").
+// SpecRecord is the immutable durable "spec.<id>" record (docs/protocol.md, "Records").
 type SpecRecord struct {
 	// ID is the split; it equals the key suffix.
 	ID coordination.SplitID
@@ -51,6 +51,9 @@ type SplitRecord struct {
 	ID coordination.SplitID
 	// FP is the job's fingerprint hash.
 	FP uint64
+	// Weight is the split's balancing load, copied from its spec at
+	// seeding so that placement needs no spec; at least 1.
+	Weight uint64
 	// Epoch is the latest tenancy's epoch; 0 means never owned.
 	Epoch uint64
 	// Status is runnable, completed or quarantined.
@@ -142,6 +145,7 @@ type splitWire struct {
 	Schema      int     `json:"schema"`
 	ID          string  `json:"id"`
 	FP          uint64  `json:"fp"`
+	Weight      uint64  `json:"weight"`
 	Epoch       uint64  `json:"epoch"`
 	Status      string  `json:"status"`
 	Owner       *string `json:"owner"`
@@ -217,7 +221,7 @@ func EncodeSpec(r SpecRecord) []byte {
 // EncodeSplit returns r's record bytes; an empty Owner or Nonce is written
 // as null.
 func EncodeSplit(r SplitRecord) []byte {
-	return marshal(splitWire{Schema, string(r.ID), r.FP, r.Epoch, r.Status.String(), nullable(r.Owner),
+	return marshal(splitWire{Schema, string(r.ID), r.FP, max(r.Weight, 1), r.Epoch, r.Status.String(), nullable(r.Owner),
 		nullable(r.Nonce), r.Attempts, r.WrittenAtMs})
 }
 
@@ -319,7 +323,7 @@ func DecodeSpec(key string, b []byte, fp uint64) (SpecRecord, error) {
 // are null together. Every failure is a Fatal *coordination.Error naming the
 // key (docs/protocol.md, "Parse failures").
 func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
-	f, pe := parseFields(b, "schema", "id", "fp", "epoch", "status", "owner", "nonce", "attempts", "written_at_ms")
+	f, pe := parseFields(b, "schema", "id", "fp", "weight", "epoch", "status", "owner", "nonce", "attempts", "written_at_ms")
 	if pe != nil {
 		return SplitRecord{}, recordError(key, pe)
 	}
@@ -327,6 +331,7 @@ func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
 	r := SplitRecord{
 		ID:          coordination.SplitID(id),
 		FP:          f.uint64("fp"),
+		Weight:      f.uint64("weight"),
 		Epoch:       f.uint64("epoch"),
 		Owner:       f.nullName("owner"),
 		Nonce:       f.nullName("nonce"),
@@ -342,6 +347,9 @@ func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
 		r.Status = StatusQuarantined
 	default:
 		f.fail(shapeErr("field status has an unknown value"))
+	}
+	if f.err == nil && r.Weight == 0 {
+		f.fail(shapeErr("field weight is 0"))
 	}
 	if f.err == nil && (r.Owner == "") != (r.Nonce == "") {
 		f.fail(shapeErr("fields owner and nonce must be null together"))

@@ -98,14 +98,14 @@ func goldenRecords() []goldenRecord {
 		{"plan_empty_cursor", KeyPlan, PlanRecord{Fingerprint: "f", Generation: math.MaxUint64, Planned: math.MaxUint64, PlannerState: []byte{}}},
 		{"spec", SpecKey("s0"), SpecRecord{ID: "s0", FP: testFP, Generation: 3, Weight: 5, Descriptor: []byte("desc\x00\xff")}},
 		{"spec_empty_descriptor", SpecKey("s-1_A"), SpecRecord{ID: "s-1_A", FP: math.MaxUint64, Generation: 0, Weight: math.MaxUint64, Descriptor: []byte{}}},
-		{"split_seeded_fresh", SplitKey("s0"), SeedSplit("s0", testFP, nil, 1700000000000)},
-		{"split_seeded_completed", SplitKey("s0"), SeedSplit("s0", testFP, &coordination.SplitProgress{Watermark: 9, Completed: true}, 1)},
-		{"split_owned", SplitKey("s0"), SplitRecord{ID: "s0", FP: testFP, Epoch: 3, Status: StatusRunnable, Owner: "w1", Nonce: testNonce,
+		{"split_seeded_fresh", SplitKey("s0"), SeedSplit("s0", testFP, 3, nil, 1700000000000)},
+		{"split_seeded_completed", SplitKey("s0"), SeedSplit("s0", testFP, 3, &coordination.SplitProgress{Watermark: 9, Completed: true}, 1)},
+		{"split_owned", SplitKey("s0"), SplitRecord{ID: "s0", FP: testFP, Weight: 1, Epoch: 3, Status: StatusRunnable, Owner: "w1", Nonce: testNonce,
 			Attempts: 1, WrittenAtMs: 1700000000000}},
-		{"split_handed_back", SplitKey("s0"), SplitRecord{ID: "s0", FP: testFP, Epoch: 4, Status: StatusRunnable, Attempts: 2, WrittenAtMs: -1}},
-		{"split_completed", SplitKey("s0"), SplitRecord{ID: "s0", FP: testFP, Epoch: 9, Status: StatusCompleted, Owner: "w2", Nonce: "n",
+		{"split_handed_back", SplitKey("s0"), SplitRecord{ID: "s0", FP: testFP, Weight: 1, Epoch: 4, Status: StatusRunnable, Attempts: 2, WrittenAtMs: -1}},
+		{"split_completed", SplitKey("s0"), SplitRecord{ID: "s0", FP: testFP, Weight: 1, Epoch: 9, Status: StatusCompleted, Owner: "w2", Nonce: "n",
 			Attempts: math.MaxUint32, WrittenAtMs: 5}},
-		{"split_quarantined", SplitKey("s0"), SplitRecord{ID: "s0", FP: testFP, Epoch: math.MaxUint64, Status: StatusQuarantined,
+		{"split_quarantined", SplitKey("s0"), SplitRecord{ID: "s0", FP: testFP, Weight: 1, Epoch: math.MaxUint64, Status: StatusQuarantined,
 			Attempts: 4, WrittenAtMs: math.MinInt64}},
 		{"progress_seeded", ProgressKey("s0"), SeedProgress("s0", testFP, coordination.SplitProgress{Watermark: 57, State: []byte("st")}, 1700000000000)},
 		{"progress_seeded_empty_state", ProgressKey("s0"), SeedProgress("s0", testFP, coordination.SplitProgress{Watermark: -5}, 1)},
@@ -176,12 +176,12 @@ func TestEncodeLiteral(t *testing.T) {
 	}{
 		{"plan", EncodePlan(NewPlan("job:v1", 17)),
 			`{"schema":1,"fingerprint":"job:v1","generation":0,"finality":"open","planned":0,"planner_state":null,"updated_at_ms":17}`},
-		{"split seeded", EncodeSplit(SeedSplit("s0", testFP, nil, 1)),
-			`{"schema":1,"id":"s0","fp":2999856630804491591,"epoch":0,"status":"runnable","owner":null,"nonce":null,"attempts":0,"written_at_ms":1}`},
-		{"split owned", EncodeSplit(SplitRecord{ID: "s0", FP: 1, Epoch: 2, Owner: "w1", Nonce: "n", Attempts: 3, WrittenAtMs: 5}),
-			`{"schema":1,"id":"s0","fp":1,"epoch":2,"status":"runnable","owner":"w1","nonce":"n","attempts":3,"written_at_ms":5}`},
-		{"split quarantined", EncodeSplit(SplitRecord{ID: "s0", FP: 1, Epoch: 2, Status: StatusQuarantined, Attempts: 3, WrittenAtMs: 5}),
-			`{"schema":1,"id":"s0","fp":1,"epoch":2,"status":"quarantined","owner":null,"nonce":null,"attempts":3,"written_at_ms":5}`},
+		{"split seeded", EncodeSplit(SeedSplit("s0", testFP, 3, nil, 1)),
+			`{"schema":1,"id":"s0","fp":2999856630804491591,"weight":3,"epoch":0,"status":"runnable","owner":null,"nonce":null,"attempts":0,"written_at_ms":1}`},
+		{"split owned", EncodeSplit(SplitRecord{ID: "s0", FP: 1, Weight: 1, Epoch: 2, Owner: "w1", Nonce: "n", Attempts: 3, WrittenAtMs: 5}),
+			`{"schema":1,"id":"s0","fp":1,"weight":1,"epoch":2,"status":"runnable","owner":"w1","nonce":"n","attempts":3,"written_at_ms":5}`},
+		{"split quarantined", EncodeSplit(SplitRecord{ID: "s0", FP: 1, Weight: 1, Epoch: 2, Status: StatusQuarantined, Attempts: 3, WrittenAtMs: 5}),
+			`{"schema":1,"id":"s0","fp":1,"weight":1,"epoch":2,"status":"quarantined","owner":null,"nonce":null,"attempts":3,"written_at_ms":5}`},
 		{"progress fresh", EncodeProgress(FreshProgress("s0", testFP, "w1", 1, 2)),
 			`{"schema":1,"id":"s0","fp":2999856630804491591,"epoch":1,"owner":"w1","watermark":null,"state":null,"completed":false,"written_at_ms":2}`},
 		{"progress seeded", EncodeProgress(SeedProgress("s0", 1, coordination.SplitProgress{Watermark: 4, State: []byte("ab")}, 5)),
@@ -226,8 +226,8 @@ func TestDecodeErrors(t *testing.T) {
 		fpMis     = ": fingerprint mismatch: the record was written by a job with a different configuration; use one namespace per job"
 	)
 	head := `{"schema":1,"id":"s0","fp":2999856630804491591,`
-	split := func(fields string) string { return head + fields + `}` }
-	progress := split
+	progress := func(fields string) string { return head + fields + `}` }
+	split := func(fields string) string { return head + `"weight":1,` + fields + `}` }
 	okSplitTail := `"epoch":3,"status":"runnable","owner":"w1","nonce":"n","attempts":1,"written_at_ms":1`
 	okProgressTail := `"epoch":3,"owner":"w1","watermark":7,"state":"c3Q=","completed":false,"written_at_ms":1`
 	// oldTail is the combined record of the lease-based protocol.
@@ -268,15 +268,15 @@ func TestDecodeErrors(t *testing.T) {
 		{"plan base64 newline", planDec, `{"schema":1,"fingerprint":"f","generation":0,"finality":"open","planned":0,"planner_state":"YQ\n==","updated_at_ms":0}`, "job.plan: field planner_state is not valid base64"},
 		{"plan base64 number", planDec, `{"schema":1,"fingerprint":"f","generation":0,"finality":"open","planned":0,"planner_state":5,"updated_at_ms":0}`, "job.plan" + notRecord},
 		// spec
-		{"spec id mismatch", specDec("job.spec.s0"), `{"schema":1,"id":"s1","fp":2999856630804491591,"generation":0,"weight":1,"descriptor":""}`, "job.spec.s0: record is for split s1; the store contents are corrupt"},
-		{"spec odd id quoted", specDec("job.spec.s0"), `{"schema":1,"id":"a.b","fp":2999856630804491591,"generation":0,"weight":1,"descriptor":""}`, `job.spec.s0: record is for split "a.b"; the store contents are corrupt`},
-		{"spec fp mismatch", specDec("job.spec.s0"), `{"schema":1,"id":"s0","fp":2999856630804491592,"generation":0,"weight":1,"descriptor":""}`, "job.spec.s0" + fpMis},
-		{"spec fp as float", specDec("job.spec.s0"), `{"schema":1,"id":"s0","fp":2.999856630804491591e18,"generation":0,"weight":1,"descriptor":""}`, "job.spec.s0" + notRecord},
-		{"spec bad descriptor", specDec("job.spec.s0"), `{"schema":1,"id":"s0","fp":2999856630804491591,"generation":0,"weight":1,"descriptor":"a"}`, "job.spec.s0: field descriptor is not valid base64"},
-		{"spec null descriptor", specDec("job.spec.s0"), `{"schema":1,"id":"s0","fp":2999856630804491591,"generation":0,"weight":1,"descriptor":null}`, "job.spec.s0" + notRecord},
-		{"spec weight 0", specDec("job.spec.s0"), `{"schema":1,"id":"s0","fp":2999856630804491591,"generation":0,"weight":0,"descriptor":""}`, "job.spec.s0" + notRecord},
-		{"spec schema 2", specDec("job.spec.s0"), `{"schema":2,"id":"s0"}`, "job.spec.s0" + schema2},
-		{"spec id null", specDec("job.spec.s0"), `{"schema":1,"id":null,"fp":2999856630804491591,"generation":0,"weight":1,"descriptor":""}`, "job.spec.s0" + notRecord},
+		{"spec id mismatch", specDec("spec.s0"), `{"schema":1,"id":"s1","fp":2999856630804491591,"generation":0,"weight":1,"descriptor":""}`, "spec.s0: record is for split s1; the store contents are corrupt"},
+		{"spec odd id quoted", specDec("spec.s0"), `{"schema":1,"id":"a.b","fp":2999856630804491591,"generation":0,"weight":1,"descriptor":""}`, `spec.s0: record is for split "a.b"; the store contents are corrupt`},
+		{"spec fp mismatch", specDec("spec.s0"), `{"schema":1,"id":"s0","fp":2999856630804491592,"generation":0,"weight":1,"descriptor":""}`, "spec.s0" + fpMis},
+		{"spec fp as float", specDec("spec.s0"), `{"schema":1,"id":"s0","fp":2.999856630804491591e18,"generation":0,"weight":1,"descriptor":""}`, "spec.s0" + notRecord},
+		{"spec bad descriptor", specDec("spec.s0"), `{"schema":1,"id":"s0","fp":2999856630804491591,"generation":0,"weight":1,"descriptor":"a"}`, "spec.s0: field descriptor is not valid base64"},
+		{"spec null descriptor", specDec("spec.s0"), `{"schema":1,"id":"s0","fp":2999856630804491591,"generation":0,"weight":1,"descriptor":null}`, "spec.s0" + notRecord},
+		{"spec weight 0", specDec("spec.s0"), `{"schema":1,"id":"s0","fp":2999856630804491591,"generation":0,"weight":0,"descriptor":""}`, "spec.s0" + notRecord},
+		{"spec schema 2", specDec("spec.s0"), `{"schema":2,"id":"s0"}`, "spec.s0" + schema2},
+		{"spec id null", specDec("spec.s0"), `{"schema":1,"id":null,"fp":2999856630804491591,"generation":0,"weight":1,"descriptor":""}`, "spec.s0" + notRecord},
 		// split record
 		{"split ok baseline", splitDec("job.split.s0"), split(okSplitTail), ""},
 		{"split ok unowned", splitDec("job.split.s0"), split(`"epoch":0,"status":"runnable","owner":null,"nonce":null,"attempts":0,"written_at_ms":1`), ""},
