@@ -1,6 +1,6 @@
-// Package bench compares the library's assignment function (SPEC §14) with
+// Package bench compares the library's assignment function with
 // franz-go's sticky group balancer on count-only input, and builds the inputs
-// of the assignment benchmarks of SPEC §31.1.
+// of the assignment benchmarks (100,000 splits over 1,000 members).
 //
 // It is a nested module so that franz-go never enters the library's go.mod.
 // Go's internal-package rule is by import path, and this module's path,
@@ -40,7 +40,7 @@ func MemberID(i int) string { return fmt.Sprintf("spate-%032x", i) }
 // SplitID is the id of split (partition) i.
 func SplitID(i int) coordination.SplitID { return coordination.SplitID(fmt.Sprintf("s%07d", i)) }
 
-// Weighted returns the SPEC §31.1 input of the given shape ("unowned",
+// Weighted returns the benchmark input of the given shape ("unowned",
 // "settled" or "join") with n splits of weight 1..100 (fixed pseudo-random)
 // over m members; budgets never bind. The settled fleet is the unowned
 // pool's assignment fed back until it is a fixpoint; join adds Joiner to it.

@@ -68,7 +68,7 @@ func (d *Driver) encode(t *tenancy, watermark int64) (coordination.SplitProgress
 	return p, nil
 }
 
-// commit writes p for t and triages the answer (§29.7): only a Fatal or
+// commit writes p for t and triages the answer: only a Fatal or
 // non-coordination error is returned.
 func (d *Driver) commit(t *tenancy, p coordination.SplitProgress) error {
 	err := d.c.Commit(t.id(), p)

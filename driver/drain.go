@@ -2,7 +2,7 @@ package driver
 
 import "github.com/spate-go/coordination"
 
-// onRevokeRequested answers a revocation (§29.5): a draining split needs
+// onRevokeRequested answers a revocation: a draining split needs
 // nothing more; a live, opened split is offered to the source's BeginRevoke;
 // every other case (unheld, gained but not yet opened, refused by the
 // source) is declined at once.

@@ -232,7 +232,7 @@ func (d *Driver) onGained(g coordination.Gained, previous *coordination.SplitPro
 }
 
 // leftWorker reports whether a Fail answer means the split has left this
-// worker: nil, Fenced and Retryable all do (§6.8).
+// worker: nil, Fenced and Retryable all do.
 func leftWorker(err error) bool {
 	switch coordination.KindOf(err) {
 	case coordination.Fenced, coordination.Retryable:

@@ -1,6 +1,6 @@
 // Package memstore is an in-memory [store.Store]: the default test backend,
 // a backend for several coordinators sharing one process, and the executable
-// definition of the store contract (SPEC §8, §24).
+// definition of the store contract (package store).
 //
 // # Usage
 //

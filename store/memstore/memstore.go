@@ -207,7 +207,7 @@ func (s *Store) beginLocked(ctx context.Context, op string, ks store.Keyspace, k
 	return now, nil
 }
 
-// checkSize enforces the value cap (SPEC §8.5).
+// checkSize enforces the value cap (store.ValueLimiter).
 func (s *Store) checkSize(key string, value []byte) error {
 	if s.maxValue > 0 && len(value) > s.maxValue {
 		return coordination.Errorf(coordination.Fatal,

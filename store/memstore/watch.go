@@ -9,7 +9,7 @@ import (
 )
 
 // lagLimit is how many live events a watcher may leave undelivered; one more
-// breaks the watch (SPEC §24.3).
+// breaks the watch (the contract forbids dropping events silently).
 const lagLimit = 4096
 
 // Watch delivers one Put per live key under prefix (plain string prefix),

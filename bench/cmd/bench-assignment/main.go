@@ -1,6 +1,6 @@
-// Command bench-assignment times the assignment function (SPEC §14) in the
-// shapes of SPEC §31.1, and against franz-go's sticky balancer on count-only
-// input, printing one line per case with the median of several runs (the
+// Command bench-assignment times the assignment function in the benchmark
+// shapes (unowned, settled, join), and against franz-go's sticky balancer on
+// count-only input, printing one line per case with the median of several runs (the
 // franz-go part only on the count-only cases):
 //
 //	assignment <shape> <n>x<m>: ours <ms> ms[, franz-go <ms> ms, ratio <r>]
