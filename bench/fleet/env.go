@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spate-go/coordination/store/natsstore"
+)
+
+// env is the run's embedded NATS server (loopback, random port, JetStream
+// in a temporary directory removed by close) and one raw client connection
+// for the baselines and for removing a figure's buckets.
+type env struct {
+	srv   *server.Server
+	dir   string
+	nc    *nats.Conn
+	js    jetstream.JetStream
+	lease time.Duration
+}
+
+// startEnv starts the server and connects the raw client.
+func startEnv(lease time.Duration) (*env, error) {
+	dir, err := os.MkdirTemp("", "bench-fleet-nats-")
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	srv, err := server.NewServer(&server.Options{
+		Host:      "127.0.0.1",
+		Port:      -1,
+		JetStream: true,
+		StoreDir:  dir,
+		NoLog:     true,
+		NoSigs:    true,
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("embedded nats: %w", err), os.RemoveAll(dir))
+	}
+	go srv.Start()
+	e := &env{srv: srv, dir: dir, lease: lease}
+	if !srv.ReadyForConnections(10 * time.Second) {
+		return nil, errors.Join(errors.New("embedded nats: not ready for connections after 10s"), e.close())
+	}
+	if e.nc, err = nats.Connect(srv.ClientURL()); err != nil {
+		return nil, errors.Join(fmt.Errorf("embedded nats: connecting: %w", err), e.close())
+	}
+	if e.js, err = jetstream.New(e.nc); err != nil {
+		return nil, errors.Join(fmt.Errorf("embedded nats: %w", err), e.close())
+	}
+	return e, nil
+}
+
+// store returns a natsstore for job on the embedded server, with the run's
+// lease TTL.
+func (e *env) store(job string) (*natsstore.Store, error) {
+	return natsstore.New(natsstore.Config{Servers: []string{e.srv.ClientURL()}, Job: job}, e.lease)
+}
+
+// rawBucket creates a plain KV bucket configured like natsstore's durable
+// one (history 1, file storage), for the raw-KV baselines.
+func (e *env) rawBucket(ctx context.Context, name string) (jetstream.KeyValue, error) {
+	kv, err := e.js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
+		Bucket:  name,
+		History: 1,
+		Storage: jetstream.FileStorage,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("raw bucket %s: %w", name, err)
+	}
+	return kv, nil
+}
+
+// dropJob removes the buckets of job (natsstore names them
+// coordination_<job>_state and _lease) and any raw buckets named, so one
+// figure's data does not weigh on the next. Missing buckets are fine.
+func (e *env) dropJob(job string, raw ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	names := append([]string{"coordination_" + job + "_state", "coordination_" + job + "_lease"}, raw...)
+	var errs []error
+	for _, b := range names {
+		if err := e.js.DeleteKeyValue(ctx, b); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) {
+			errs = append(errs, fmt.Errorf("removing bucket %s: %w", b, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// close disconnects, shuts the server down and removes its directory.
+func (e *env) close() error {
+	if e.nc != nil {
+		e.nc.Close()
+	}
+	e.srv.Shutdown()
+	e.srv.WaitForShutdown()
+	return os.RemoveAll(e.dir)
+}

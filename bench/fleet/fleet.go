@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/spate-go/coordination/store"
+)
+
+// pollEvery is how often a wait re-checks its condition.
+const pollEvery = 20 * time.Millisecond
+
+// fleet is the workers of one job, their shared planner, and when the plan
+// was published (the first landed Update of the plan record after the
+// planner returned, seen by any worker's decorator).
+type fleet struct {
+	env       *env
+	job       string
+	plan      *planner
+	workers   []*worker
+	started   time.Time
+	published atomic.Int64 // unix nanoseconds; 0 before
+	hook      atomic.Pointer[func(i int, w write)]
+}
+
+// startFleet starts one worker per spec on a fresh job of n splits.
+func startFleet(e *env, job string, n int, specs []workerSpec) (*fleet, error) {
+	f := &fleet{env: e, job: job, plan: &planner{n: n, job: job}, started: time.Now()}
+	for i, ws := range specs {
+		if err := f.add(ws); err != nil {
+			f.stop()
+			return nil, fmt.Errorf("starting worker %d: %w", i, err)
+		}
+	}
+	return f, nil
+}
+
+// add starts one more worker on the fleet's job.
+func (f *fleet) add(ws workerSpec) error {
+	w, err := startWorker(f.env, f.job, ws, f.plan)
+	if err != nil {
+		return err
+	}
+	i := len(f.workers)
+	w.st.setTap(func(wr write) { f.observe(i, wr) })
+	f.workers = append(f.workers, w)
+	return nil
+}
+
+// observe sees every write of worker i: it notes the plan's publication and
+// passes the write to the figure's hook, if any.
+func (f *fleet) observe(i int, wr write) {
+	if wr.ks == store.Durable && wr.op == opUpdate && wr.key == "plan" && wr.ok {
+		if r := f.plan.returnedAt(); !r.IsZero() && wr.start.After(r) {
+			f.published.CompareAndSwap(0, wr.end.UnixNano())
+		}
+	}
+	if h := f.hook.Load(); h != nil {
+		(*h)(i, wr)
+	}
+}
+
+// setHook installs h for every later write (nil removes it).
+func (f *fleet) setHook(h func(i int, w write)) {
+	if h == nil {
+		f.hook.Store(nil)
+		return
+	}
+	f.hook.Store(&h)
+}
+
+// publishedAt is when the plan was published (zero before).
+func (f *fleet) publishedAt() time.Time {
+	if ns := f.published.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// held is the number of splits held across the fleet.
+func (f *fleet) held() int {
+	n := 0
+	for _, w := range f.workers {
+		n += int(w.heldN.Load())
+	}
+	return n
+}
+
+// lastChange is the latest Gained or Lost across the fleet.
+func (f *fleet) lastChange() time.Time {
+	var ns int64
+	for _, w := range f.workers {
+		ns = max(ns, w.changed.Load())
+	}
+	return time.Unix(0, ns)
+}
+
+// failed returns the first worker failure, or nil.
+func (f *fleet) failed() error {
+	var errs []error
+	for _, w := range f.workers {
+		errs = append(errs, w.failed())
+	}
+	return errors.Join(errs...)
+}
+
+// wait polls cond until it holds, a worker fails, or ctx ends (then a
+// timeout error saying what was awaited and how far it got).
+func (f *fleet) wait(ctx context.Context, what string, cond func() bool, progress func() string) error {
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for !cond() {
+		if err := f.failed(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return &timeoutError{what: what, after: time.Since(f.started), progress: progress()}
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// waitHeld waits until n splits are held and no split has been gained or
+// lost for quiet.
+func (f *fleet) waitHeld(ctx context.Context, n int, quiet time.Duration) error {
+	progress := func() string { return fmt.Sprintf("%d of %d splits held", f.held(), n) }
+	if err := f.wait(ctx, "every split held", func() bool { return f.held() >= n }, progress); err != nil {
+		return err
+	}
+	return f.wait(ctx, "the fleet settled", func() bool {
+		return f.held() >= n && time.Since(f.lastChange()) >= quiet
+	}, progress)
+}
+
+// waitPublished waits for the plan's publication.
+func (f *fleet) waitPublished(ctx context.Context) error {
+	return f.wait(ctx, "the plan published", func() bool { return !f.publishedAt().IsZero() },
+		func() string { return "planner returned: " + fmt.Sprint(!f.plan.returnedAt().IsZero()) })
+}
+
+// setCommitting switches every worker's commit loop.
+func (f *fleet) setCommitting(on bool) {
+	for _, w := range f.workers {
+		w.setCommitting(on)
+	}
+}
+
+// stop stops every worker and removes the job's buckets.
+func (f *fleet) stop() error {
+	for _, w := range f.workers {
+		w.stop()
+	}
+	return f.env.dropJob(f.job)
+}
+
+// timeoutError is a figure that did not finish within -timeout.
+type timeoutError struct {
+	what     string
+	after    time.Duration
+	progress string
+}
+
+// Error says what did not happen, after how long, and how far it got.
+func (e *timeoutError) Error() string {
+	return fmt.Sprintf("timeout after %s waiting for %s (%s)", e.after.Round(time.Second), e.what, e.progress)
+}
