@@ -75,10 +75,11 @@ type countingStore struct {
 	calls  [2][numOps]atomic.Int64
 	events atomic.Int64
 
-	// watches counts the watches opened; snapshots counts the SnapshotDone
-	// markers the consumer has received.
-	watches   atomic.Int64
-	snapshots atomic.Int64
+	// watches counts the watches opened; live counts those still open and
+	// loaded those of them that have delivered their SnapshotDone.
+	watches atomic.Int64
+	live    atomic.Int64
+	loaded  atomic.Int64
 
 	tapMu sync.Mutex
 	tap   func(write) // nil when no figure listens
@@ -186,6 +187,7 @@ func (s *countingStore) Watch(ctx context.Context, ks store.Keyspace, prefix str
 		return nil, err
 	}
 	s.watches.Add(1)
+	s.live.Add(1)
 	return newCountingWatcher(ctx, w, s), nil
 }
 

@@ -95,8 +95,8 @@ func TestCountingCountsAndTaps(t *testing.T) {
 	if got.writes() != 5 {
 		t.Fatalf("writes() = %d, want 5", got.writes())
 	}
-	if cs.watches.Load() != 1 || cs.snapshots.Load() != 1 {
-		t.Fatalf("watches %d snapshots %d, want 1 and 1", cs.watches.Load(), cs.snapshots.Load())
+	if cs.watches.Load() != 1 || cs.live.Load() != 1 || cs.loaded.Load() != 1 {
+		t.Fatalf("watches %d live %d loaded %d, want 1, 1 and 1", cs.watches.Load(), cs.live.Load(), cs.loaded.Load())
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -123,8 +123,8 @@ func TestCountingCountsAndTaps(t *testing.T) {
 	}
 }
 
-// TestCountingWatcherStop checks Stop closes Events even when the consumer
-// never reads, and Err is then nil.
+// TestCountingWatcherStop checks Stop closes Events, Err is then nil, and
+// the watch no longer counts as live or loaded.
 func TestCountingWatcherStop(t *testing.T) {
 	ctx := context.Background()
 	cs := newCounting(memstore.New(time.Minute))
@@ -135,6 +135,11 @@ func TestCountingWatcherStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	expectEvent(t, w, store.Put)
+	expectEvent(t, w, store.SnapshotDone)
+	if cs.live.Load() != 1 || cs.loaded.Load() != 1 {
+		t.Fatalf("before Stop: live %d loaded %d, want 1 and 1", cs.live.Load(), cs.loaded.Load())
+	}
 	w.Stop()
 	deadline := time.After(10 * time.Second)
 	for {
@@ -143,6 +148,9 @@ func TestCountingWatcherStop(t *testing.T) {
 			if !open {
 				if err := w.Err(); err != nil {
 					t.Fatalf("Err() = %v after Stop, want nil", err)
+				}
+				if cs.live.Load() != 0 || cs.loaded.Load() != 0 {
+					t.Fatalf("after Stop: live %d loaded %d, want 0 and 0", cs.live.Load(), cs.loaded.Load())
 				}
 				return
 			}

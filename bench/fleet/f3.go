@@ -34,9 +34,15 @@ func figureF3(ctx context.Context, c config, cl *claimed) (string, error) {
 	beats := float64(wall) / float64(beat)
 	var per []float64
 	var sum tally
+	var list []string
 	for i, w := range f.workers {
 		d := w.st.snapshot().sub(before[i])
 		per = append(per, float64(d.writes())/beats)
+		mark := ""
+		if int64(i)+1 == f.publisher.Load() {
+			mark = "*"
+		}
+		list = append(list, fmt.Sprintf("%s%s %.2f", w.id, mark, per[i]))
 		for ks := range d.calls {
 			for o := range d.calls[ks] {
 				sum.calls[ks][o] += d.calls[ks][o]
@@ -52,8 +58,8 @@ func figureF3(ctx context.Context, c config, cl *claimed) (string, error) {
 		return "", err
 	}
 	bcpu, bwall := cpuTime()-bcpu0, time.Since(bwall0)
-	return fmt.Sprintf("F3 idle %s, %d workers x %d splits, heartbeat %s: writes/worker/heartbeat min %.2f max %.2f [%s] (fleet: %s) (target 1, +1 on the leader); CPU %.1f %% of one core (target <= 5 %%); server alone %.1f %%",
-		secs(wall), len(f.workers), c.splits/max(len(f.workers), 1), beat, slices.Min(per), slices.Max(per), floats(per), breakdown(sum, beats),
+	return fmt.Sprintf("F3 idle %s, %d workers x %d splits, heartbeat %s: writes/worker/heartbeat min %.2f max %.2f [%s] (* published the plan) (fleet: %s) (target 1, +1 on the leader); CPU %.1f %% of one core (target <= 5 %%); server alone %.1f %%",
+		secs(wall), len(f.workers), c.splits/max(len(f.workers), 1), beat, slices.Min(per), slices.Max(per), strings.Join(list, ", "), breakdown(sum, beats),
 		pct(cpu, wall), pct(bcpu, bwall)), nil
 }
 
@@ -80,15 +86,6 @@ func cpuTime() time.Duration {
 
 // pct is cpu as a percentage of one core over wall.
 func pct(cpu, wall time.Duration) float64 { return 100 * float64(cpu) / float64(wall) }
-
-// floats formats per-worker figures.
-func floats(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = fmt.Sprintf("%.2f", x)
-	}
-	return strings.Join(parts, " ")
-}
 
 // breakdown lists the non-zero write counts per heartbeat by keyspace and
 // operation, plus reads.

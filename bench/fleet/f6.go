@@ -19,19 +19,19 @@ func figureF6(ctx context.Context, c config, s *seeded) (string, error) {
 	}
 	v := s.f.workers[len(s.f.workers)-1]
 	loaded := func() bool {
-		n := v.st.watches.Load()
-		return n >= 2 && v.st.snapshots.Load() >= n
+		n := v.st.live.Load()
+		return n >= 2 && v.st.loaded.Load() == n
 	}
 	err := s.f.wait(ctx, "the viewer's snapshots", loaded, func() string {
-		return fmt.Sprintf("%d of %d snapshots delivered", v.st.snapshots.Load(), v.st.watches.Load())
+		return fmt.Sprintf("%d of %d open watches delivered their snapshot; %d opened", v.st.loaded.Load(), v.st.live.Load(), v.st.watches.Load())
 	})
 	if err != nil {
 		return "", err
 	}
 	after := settledHeap()
 	per := float64(int64(after)-int64(before)) / float64(c.splits)
-	return fmt.Sprintf("F6 heap per split in view, %d splits: %.0f B (heap %.1f -> %.1f MiB); store values %d B per split; target <= 1024 B",
-		c.splits, per, mib(before), mib(after), s.bytes/int64(max(c.splits, 1))), nil
+	return fmt.Sprintf("F6 heap per split in view, %d splits: %.0f B (heap %.1f -> %.1f MiB, %d watches opened); store values %d B per split; target <= 1024 B",
+		c.splits, per, mib(before), mib(after), v.st.watches.Load(), s.bytes/int64(max(c.splits, 1))), nil
 }
 
 // settledHeap returns the live heap after GC once two readings 100ms apart

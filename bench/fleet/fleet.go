@@ -13,9 +13,9 @@ import (
 // pollEvery is how often a wait re-checks its condition.
 const pollEvery = 20 * time.Millisecond
 
-// fleet is the workers of one job, their shared planner, and when the plan
-// was published (the first landed Update of the plan record after the
-// planner returned, seen by any worker's decorator).
+// fleet is the workers of one job, their shared planner, and when and by
+// whom the plan was published (the first landed Update of the plan record
+// after the planner returned, seen by any worker's decorator).
 type fleet struct {
 	env       *env
 	job       string
@@ -23,6 +23,7 @@ type fleet struct {
 	workers   []*worker
 	started   time.Time
 	published atomic.Int64 // unix nanoseconds; 0 before
+	publisher atomic.Int64 // index+1 of the worker that published; 0 before
 	hook      atomic.Pointer[func(i int, w write)]
 }
 
@@ -55,7 +56,9 @@ func (f *fleet) add(ws workerSpec) error {
 func (f *fleet) observe(i int, wr write) {
 	if wr.ks == store.Durable && wr.op == opUpdate && wr.key == "plan" && wr.ok {
 		if r := f.plan.returnedAt(); !r.IsZero() && wr.start.After(r) {
-			f.published.CompareAndSwap(0, wr.end.UnixNano())
+			if f.published.CompareAndSwap(0, wr.end.UnixNano()) {
+				f.publisher.Store(int64(i) + 1)
+			}
 		}
 	}
 	if h := f.hook.Load(); h != nil {

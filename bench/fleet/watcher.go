@@ -7,8 +7,9 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// countingWatcher forwards a store.Watcher's events to its consumer and
-// counts each one it hands over (and each SnapshotDone among them).
+// countingWatcher forwards a store.Watcher's events to its consumer,
+// counts each one it hands over, and keeps the store's live and loaded
+// (snapshot delivered) watch counts.
 type countingWatcher struct {
 	inner store.Watcher
 	out   chan store.WatchEvent // unbuffered; closed by forward
@@ -35,13 +36,21 @@ func newCountingWatcher(ctx context.Context, w store.Watcher, s *countingStore) 
 func (cw *countingWatcher) forward(ctx context.Context, s *countingStore) {
 	defer close(cw.done)
 	defer close(cw.out)
+	loaded := false
+	defer func() {
+		s.live.Add(-1)
+		if loaded {
+			s.loaded.Add(-1)
+		}
+	}()
 	for ev := range cw.inner.Events() {
 		// Counted before the hand-over, so a consumer that has received an
 		// event always finds it counted; an abandoned last event overcounts
 		// by one.
 		s.events.Add(1)
-		if ev.Kind == store.SnapshotDone {
-			s.snapshots.Add(1)
+		if ev.Kind == store.SnapshotDone && !loaded {
+			loaded = true
+			s.loaded.Add(1)
 		}
 		select {
 		case cw.out <- ev:
