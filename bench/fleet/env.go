@@ -92,12 +92,21 @@ func (e *env) dropJob(job string, raw ...string) error {
 	return errors.Join(errs...)
 }
 
-// close disconnects, shuts the server down and removes its directory.
+// close disconnects, shuts the server down and removes its directory,
+// retrying the removal a few times: the server's store may still be
+// flushing files just after shutdown.
 func (e *env) close() error {
 	if e.nc != nil {
 		e.nc.Close()
 	}
 	e.srv.Shutdown()
 	e.srv.WaitForShutdown()
-	return os.RemoveAll(e.dir)
+	var err error
+	for try := range 5 {
+		if err = os.RemoveAll(e.dir); err == nil {
+			return nil
+		}
+		time.Sleep(time.Duration(try+1) * 100 * time.Millisecond) // cleanup backoff
+	}
+	return fmt.Errorf("removing the server's store %s: %w", e.dir, err)
 }

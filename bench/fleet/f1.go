@@ -33,7 +33,7 @@ func seed(ctx context.Context, e *env, c config, job string) (*seeded, error) {
 	s.f = f
 	f.setHook(func(_ int, w write) {
 		r := f.plan.returnedAt()
-		if w.ks != store.Durable || w.op == opDelete || w.key == "plan" || r.IsZero() || w.start.Before(r) || !f.publishedAt().IsZero() {
+		if w.ks != store.Durable || w.op == opDelete || isPlanKey(w.key) || r.IsZero() || w.start.Before(r) || !f.publishedAt().IsZero() {
 			return
 		}
 		mu.Lock()

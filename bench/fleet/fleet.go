@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -54,7 +55,7 @@ func (f *fleet) add(ws workerSpec) error {
 // observe sees every write of worker i: it notes the plan's publication and
 // passes the write to the figure's hook, if any.
 func (f *fleet) observe(i int, wr write) {
-	if wr.ks == store.Durable && wr.op == opUpdate && wr.key == "plan" && wr.ok {
+	if wr.ks == store.Durable && wr.op == opUpdate && isPlanKey(wr.key) && wr.ok {
 		if r := f.plan.returnedAt(); !r.IsZero() && wr.start.After(r) {
 			if f.published.CompareAndSwap(0, wr.end.UnixNano()) {
 				f.publisher.Store(int64(i) + 1)
@@ -65,6 +66,10 @@ func (f *fleet) observe(i int, wr write) {
 		(*h)(i, wr)
 	}
 }
+
+// isPlanKey reports whether key is the plan record's: "plan", or "plan"
+// under a family prefix ("job.plan" since docs/protocol.md).
+func isPlanKey(key string) bool { return key == "plan" || strings.HasSuffix(key, ".plan") }
 
 // setHook installs h for every later write (nil removes it).
 func (f *fleet) setHook(h func(i int, w write)) {
@@ -161,10 +166,11 @@ func (f *fleet) stop() error {
 	return f.env.dropJob(f.job)
 }
 
-// timeoutError is a figure that did not finish within -timeout.
+// timeoutError is a figure that did not finish within -timeout (or was
+// interrupted).
 type timeoutError struct {
 	what     string
-	after    time.Duration
+	after    time.Duration // how long the fleet (or the idle window) had run
 	progress string
 }
 

@@ -14,8 +14,9 @@
 //
 // Every store call is counted by a decorator around each worker's store, so
 // the figures do not depend on the protocol's internals; the only key name
-// the program knows is the plan record's ("plan"), whose publication ends
-// F1 and starts F2. Each figure stops by itself: one that does not finish
+// the program knows is the plan record's ("plan" or "<family>.plan"), whose
+// publication ends F1 and starts F2, and it recognises a split's keys by the
+// planned ids under any key family. Each figure stops by itself: one that does not finish
 // within -timeout prints "timeout after X". scripts/bench-fleet.sh runs it
 // from a clean clone.
 package main
@@ -137,7 +138,11 @@ func run(ctx context.Context, c config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	defer func() { _ = e.close() }()
+	defer func() {
+		if err := e.close(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-fleet:", err)
+		}
+	}()
 	fmt.Fprintf(out, "bench-fleet: splits %d, workers %d, lease %s, reconcile %s, timeout %s per figure\n",
 		c.splits, c.workers, c.lease, c.reconcile, c.timeout)
 	r := &reporter{out: out}

@@ -84,6 +84,24 @@ func TestRunRaw(t *testing.T) {
 	}
 }
 
+// TestIsPlanKey checks the plan record is recognised with or without a
+// family prefix, and nothing else is.
+func TestIsPlanKey(t *testing.T) {
+	for _, tc := range []struct {
+		key  string
+		want bool
+	}{
+		{"plan", true}, {"job.plan", true}, {"planner", false}, {"job.plans", false},
+		{"job.split." + string(splitID(1)), false}, {"assign.plan-worker", false},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			if got := isPlanKey(tc.key); got != tc.want {
+				t.Fatalf("isPlanKey(%q) = %v, want %v", tc.key, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestIsSplitKey checks split keys are recognised under any family.
 func TestIsSplitKey(t *testing.T) {
 	for _, tc := range []struct {
@@ -91,6 +109,8 @@ func TestIsSplitKey(t *testing.T) {
 		want bool
 	}{
 		{"split." + string(splitID(7)), true},
+		{"job.split." + string(splitID(7)), true},
+		{"progress." + string(splitID(7)), true},
 		{"spec." + string(splitID(7)), true},
 		{"some.new.family." + string(splitID(0)), true},
 		{string(splitID(3)), true},
