@@ -84,7 +84,7 @@ func figureF4(ctx context.Context, e *env, c config) (string, error) {
 	if few.events > 0 {
 		r = many.events / few.events
 	}
-	return fmt.Sprintf("F4 events/s delivered to a worker holding %d/%d (its own commits %.0f/%.0f /s): others hold %v -> %.0f/s (fleet commits %.0f/s); others hold %v -> %.0f/s (fleet commits %.0f/s); ratio %.2f (target ~1: independent of what others hold)",
+	return fmt.Sprintf("F4 events/s delivered to a worker holding %d/%d (its own commits %.0f/%.0f /s): others hold %v -> %.1f/s (fleet commits %.0f/s); others hold %v -> %.1f/s (fleet commits %.0f/s); ratio %.2f (target ~1: independent of what others hold)",
 		few.observedHeld, many.observedHeld, few.ownCommits, many.ownCommits,
 		few.othersHeld, few.events, few.fleetCommits, many.othersHeld, many.events, many.fleetCommits, r), nil
 }

@@ -10,8 +10,10 @@ import (
 // figureF6 measures the heap one more worker costs per split in its view:
 // the seeded job's heap after GC, then a second worker (MaxInFlight 1) joins
 // and loads the whole job through its watches' snapshots, then the heap
-// after GC again; the difference over the split count. The baseline is the
-// value bytes the store holds per split (the seeding creates' sizes).
+// after GC again; the difference over the split count. It is the whole
+// process's heap, so the NATS client's and the embedded server's share of
+// the new watches counts too. The baseline is the value bytes the store
+// holds per split (the seeding creates' sizes).
 func figureF6(ctx context.Context, c config, s *seeded) (string, error) {
 	before := settledHeap()
 	if err := s.f.add(workerSpec{id: "viewer", maxInFlight: 1, reconcile: c.reconcile}); err != nil {
@@ -35,8 +37,8 @@ func figureF6(ctx context.Context, c config, s *seeded) (string, error) {
 }
 
 // settledHeap returns the live heap after GC once two readings 100ms apart
-// agree within 1 % (or after ten readings), so work still draining after a
-// snapshot has landed.
+// agree within 1 % (or after ten readings), so that events still being
+// applied after the snapshot was handed over have finished.
 func settledHeap() uint64 {
 	read := func() uint64 {
 		runtime.GC()
