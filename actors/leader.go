@@ -91,15 +91,19 @@ type leader struct {
 
 	live, verdict, departed bool
 
-	leading    bool
-	nonce      string // the session nonce this leadership was won with
-	gen        uint64
-	leaderRev  uint64
-	lastWrite  time.Time
-	electing   bool
-	renewing   bool
-	lastDemote time.Time
-	obsLeader  bool
+	leading bool
+	nonce   string // the session nonce this leadership was won with
+	// unknownSince is the send time of the oldest leader renewal whose fate
+	// is unknown (zero: none): a write of ours that later shows up proves
+	// the leadership alive from then.
+	unknownSince time.Time
+	gen          uint64
+	leaderRev    uint64
+	lastWrite    time.Time
+	electing     bool
+	renewing     bool
+	lastDemote   time.Time
+	obsLeader    bool
 
 	plan    protocol.PlanRecord
 	planRev uint64
@@ -169,7 +173,15 @@ func (l *leader) Receive(c *actor.Context) {
 			if m.Leader.Nonce != l.nonce {
 				l.stopLeading(c, "leader renewal lost; stepping down", false)
 			} else if m.Rev > l.leaderRev {
+				// A renewal of ours landed unseen: credit it from the
+				// oldest renewal whose fate is unknown.
 				l.leaderRev = m.Rev
+				if !l.unknownSince.IsZero() && l.unknownSince.After(l.lastWrite) {
+					l.lastWrite = l.unknownSince
+				}
+				if !l.renewing {
+					l.unknownSince = time.Time{}
+				}
 			}
 		}
 	case messages.LeaderDeleted:
@@ -441,7 +453,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 		l.demote(c, nil)
 		return
 	}
-	l.leading, l.gen, l.leaderRev, l.lastWrite, l.nonce = true, m.gen, m.rev, m.at, m.nonce
+	l.leading, l.gen, l.leaderRev, l.lastWrite, l.nonce, l.unknownSince = true, m.gen, m.rev, m.at, m.nonce, time.Time{}
 	l.grace.Lead(l.v.clk.Now())
 	l.obsLeader = true
 	l.v.met.leading(true)
@@ -532,10 +544,14 @@ func (l *leader) renew(c *actor.Context) {
 	l.renewing = true
 	v, pid, gen, rev, nonce := l.v, c.PID(), l.gen, l.leaderRev, l.nonce
 	pgen := l.plan.Generation
+	at := v.clk.Now()
+	if l.unknownSince.IsZero() {
+		l.unknownSince = at
+	}
+	landed := l.unknownSince
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
-		at := v.clk.Now()
 		r, ok, err := v.st.Update(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: pgen}), store.Revision(rev))
 		if err != nil || ok {
 			v.send(pid, renewDone{gen: gen, rev: uint64(r), at: at, err: err})
@@ -551,7 +567,8 @@ func (l *leader) renew(c *actor.Context) {
 				v.send(pid, renewDone{gen: gen, err: err})
 				return
 			} else if lr.Nonce == nonce {
-				v.send(pid, renewDone{gen: gen, rev: uint64(e.Revision), at: at})
+				// An earlier renewal landed: it was sent no earlier than landed.
+				v.send(pid, renewDone{gen: gen, rev: uint64(e.Revision), at: landed})
 				return
 			}
 		}
@@ -578,6 +595,7 @@ func (l *leader) renewed(c *actor.Context, m renewDone) {
 		if m.at.After(l.lastWrite) {
 			l.lastWrite = m.at
 		}
+		l.unknownSince = time.Time{}
 	}
 }
 

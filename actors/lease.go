@@ -48,6 +48,7 @@ type lease struct {
 	departed     bool
 	presenceRev  uint64
 	lastOK       time.Time // clock time the last successful presence write was sent
+	unknownSince time.Time // send time of the oldest renewal whose fate is unknown (zero: none)
 	presenceBusy bool
 	lapsed       bool       // the session ended; a new one is being announced
 	withdraw     *actor.PID // Depart asked to delete presence while a renewal ran
@@ -89,6 +90,10 @@ func (l *lease) Receive(c *actor.Context) {
 		}
 	case presenceRenewed:
 		l.renewed(c, m)
+	case messages.PresenceObserved:
+		if m.Instance == l.v.id {
+			l.observed(m)
+		}
 	case sessionAnnounced:
 		l.announced(c, m)
 	case messages.Departing:
@@ -178,6 +183,10 @@ func (l *lease) renewPresence(c *actor.Context) {
 	l.presenceBusy = true
 	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.sessionNonce()
 	at := v.clk.Now()
+	if l.unknownSince.IsZero() {
+		l.unknownSince = at
+	}
+	landed := l.unknownSince // a lost CAS that finds our nonce proves a write sent no earlier than this landed
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
@@ -196,7 +205,7 @@ func (l *lease) renewPresence(c *actor.Context) {
 				pr, err = protocol.DecodePresence(key, e.Value)
 			}
 			res.outcome, res.err = judgeRenewal(nonce, found, pr, err)
-			res.rev = uint64(e.Revision)
+			res.rev, res.at = uint64(e.Revision), landed
 		}
 		v.send(pid, res)
 	})
@@ -216,12 +225,8 @@ func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
 	}
 	switch m.outcome {
 	case renewOK:
-		if m.rev > l.presenceRev {
-			l.presenceRev = m.rev
-		}
-		if m.at.After(l.lastOK) {
-			l.lastOK = m.at
-		}
+		l.credit(m.rev, m.at)
+		l.unknownSince = time.Time{}
 	case renewError:
 		if !l.v.fatalIf(m.err) {
 			l.log.Warn("presence renewal failed; will retry", "error", m.err)
@@ -232,6 +237,32 @@ func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
 		l.log.Warn("presence key is gone; ending the session")
 		l.endSession(c)
 		l.announce(c)
+	}
+}
+
+// observed applies a put of this worker's own presence key: one carrying
+// this session's nonce at a revision newer than the last known proves that
+// a renewal landed whose reply was lost or is still on its way, and credits
+// it from the oldest renewal sent whose fate is unknown (docs/protocol.md,
+// "Sessions"), so a worker whose writes all land never self-fences.
+func (l *lease) observed(m messages.PresenceObserved) {
+	if l.lapsed || l.departed || m.Nonce != l.v.sessionNonce() || m.Rev <= l.presenceRev || l.unknownSince.IsZero() {
+		return
+	}
+	l.credit(m.Rev, l.unknownSince)
+	if !l.presenceBusy {
+		l.unknownSince = time.Time{}
+	}
+}
+
+// credit records a presence write that landed at rev, sent at the clock
+// time at.
+func (l *lease) credit(rev uint64, at time.Time) {
+	if rev > l.presenceRev {
+		l.presenceRev = rev
+	}
+	if at.After(l.lastOK) {
+		l.lastOK = at
 	}
 }
 
@@ -272,7 +303,7 @@ func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
 		return
 	}
 	l.v.session.Store(&m.nonce)
-	l.lapsed, l.presenceRev, l.lastOK = false, m.rev, m.at
+	l.lapsed, l.presenceRev, l.lastOK, l.unknownSince = false, m.rev, m.at, time.Time{}
 	l.log.Info("new session announced")
 	p := l.v.pid
 	for _, pid := range []*actor.PID{p.leader, p.assign} {

@@ -378,7 +378,7 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 		if err != nil {
 			w.log.Warn("unreadable presence value; using the default budget", "key", key, "error", err)
 		}
-		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev}, p.leader, p.assign)
+		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev}, p.leader, p.assign, p.lease)
 	case protocol.KeyLeaderValue:
 		l, err := protocol.DecodeLeader(key, val)
 		if err != nil {

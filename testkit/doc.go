@@ -24,9 +24,9 @@
 // store that shares a mock clock with all of them, so a test advances time
 // explicitly and observes every member's events. Each member reaches the
 // store through its own fault-injecting wrapper ([FaultStore]), which can
-// drop the next matching write, land it and lose the reply, panic in it, cut
-// the member's watches, hang the store, or partition the member from the
-// store entirely. Fleets run inside testing/synctest bubbles, so "wait
+// drop the next matching write, land it and lose the reply (once, or every
+// matching write until disarmed), panic in it, fail reads, cut the member's
+// watches, hang the store, or partition the member from the store entirely. Fleets run inside testing/synctest bubbles, so "wait
 // until every worker is idle" is exact and nothing sleeps:
 //
 //	testkit.RunFleet(t, func(t *testing.T, f *testkit.Fleet) {

@@ -96,10 +96,11 @@ const (
 	faultDrop faultKind = iota + 1
 	faultMaybeLand
 	faultPanic
+	faultMaybeLandEvery // persistent: every matching write lands, then reports an error
 )
 
-// Fault is one armed one-shot fault of a [FaultStore]. It is safe for
-// concurrent use.
+// Fault is one armed fault of a [FaultStore]: one-shot, or persistent
+// until [FaultStore.Disarm]. It is safe for concurrent use.
 type Fault struct {
 	kind  faultKind
 	match Match
@@ -108,7 +109,8 @@ type Fault struct {
 	fired bool
 }
 
-// Fired reports whether the fault has fired (and therefore disarmed).
+// Fired reports whether the fault has fired (a one-shot fault has then
+// disarmed).
 func (f *Fault) Fired() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -129,6 +131,7 @@ type FaultStore struct {
 
 	mu          sync.Mutex
 	faults      []*Fault
+	failReads   []Match // Gets that fail (FailReads)
 	partitioned bool
 	noWatch     bool          // Watch refused while set
 	hung        chan struct{} // non-nil while hung; closed by Unhang
@@ -169,6 +172,20 @@ func (s *FaultStore) DropNextWrite(m Match) *Fault { return s.arm(faultDrop, m) 
 // caller cannot tell whether it landed). Then the fault disarms.
 func (s *FaultStore) MaybeLandNextWrite(m Match) *Fault { return s.arm(faultMaybeLand, m) }
 
+// MaybeLandEveryWrite arms a persistent fault: every write matching m is
+// applied and then returns Retryable "injected: reply lost after the write
+// landed", until [FaultStore.Disarm] (replies lost, or arriving after the
+// caller's timeout, for a while).
+func (s *FaultStore) MaybeLandEveryWrite(m Match) *Fault { return s.arm(faultMaybeLandEvery, m) }
+
+// FailReads makes every Get in keyspace ks of a key starting with prefix
+// return Retryable "injected: read failed" until [FaultStore.Disarm].
+func (s *FaultStore) FailReads(ks store.Keyspace, prefix string) {
+	s.mu.Lock()
+	s.failReads = append(s.failReads, Match{Keyspace: ks, Prefix: prefix})
+	s.mu.Unlock()
+}
+
 // PanicNextWrite arms a fault: the first write matching m panics with
 // "injected panic" in the caller's goroutine (a bug inside the code under
 // test) and writes nothing. Then the fault disarms.
@@ -182,10 +199,11 @@ func (s *FaultStore) arm(k faultKind, m Match) *Fault {
 	return f
 }
 
-// Disarm removes every armed fault that has not fired.
+// Disarm removes every armed fault that has not fired, every persistent
+// fault and every read failure.
 func (s *FaultStore) Disarm() {
 	s.mu.Lock()
-	s.faults = nil
+	s.faults, s.failReads = nil, nil
 	s.mu.Unlock()
 }
 
@@ -296,7 +314,9 @@ func (s *FaultStore) take(op WriteOp, ks store.Keyspace, key string, value []byt
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
 		if f.match.matches(op, ks, key, value) {
-			s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			if f.kind != faultMaybeLandEvery {
+				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
+			}
 			f.mu.Lock()
 			f.fired = true
 			f.mu.Unlock()
@@ -379,10 +399,20 @@ func (s *FaultStore) Delete(ctx context.Context, ks store.Keyspace, key string, 
 	return ok, nil
 }
 
-// Get is store.Store.Get, subject to the partition and the hang.
+// Get is store.Store.Get, subject to the partition, the hang and
+// [FaultStore.FailReads].
 func (s *FaultStore) Get(ctx context.Context, ks store.Keyspace, key string) (store.Entry, bool, error) {
 	if err := s.gate(ctx); err != nil {
 		return store.Entry{}, false, err
+	}
+	s.mu.Lock()
+	fail := false
+	for _, m := range s.failReads {
+		fail = fail || m.matches(OpUpdate, ks, key, nil)
+	}
+	s.mu.Unlock()
+	if fail {
+		return store.Entry{}, false, &coordination.Error{Kind: coordination.Retryable, Reason: "injected: read failed"}
 	}
 	return s.inner.Get(ctx, ks, key)
 }

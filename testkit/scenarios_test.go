@@ -511,6 +511,40 @@ func TestFleetMaybeLandedRenewalIsAdopted(t *testing.T) {
 	})
 }
 
+// Every presence and leader renewal lands but its reply is lost, and every
+// read of those keys fails, for five leases: the watch shows the landed
+// writes carrying this session's nonce, which confirms them, so the worker
+// keeps its session, its splits and its leadership (docs/protocol.md,
+// "Sessions"). Without the watch's confirmation it self-fences after one
+// lease and every split is lost and re-claimed with a charged attempt.
+func TestFleetLandedRenewalsWithLostRepliesKeepTheSession(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		p := NewTestPlanner(jobFP, Splits(2)...)
+		w1 := f.Start("w1", p)
+		f.Until("w1 holds both splits", func() bool { return len(w1.HeldIDs()) == 2 && f.Leader() == "w1" })
+		before := w1.Held()
+		st := w1.Store()
+		presence := st.MaybeLandEveryWrite(Match{Keyspace: store.Ephemeral, Prefix: protocol.WorkerKey("w1"), Ops: OpUpdate})
+		leader := st.MaybeLandEveryWrite(Match{Keyspace: store.Ephemeral, Prefix: protocol.KeyLeader, Ops: OpUpdate})
+		st.FailReads(store.Ephemeral, "")
+		f.Advance(5 * lease)
+		if !presence.Fired() || !leader.Fired() {
+			t.Fatal("the renewals were never faulted")
+		}
+		if w1.Losses() != 0 || f.Leader() != "w1" {
+			t.Fatalf("after five leases of lost replies: %s (losses %d, leader %q), want every split kept and still leading", w1, w1.Losses(), f.Leader())
+		}
+		for id, h := range before {
+			if now, ok := w1.Tenancy(id); !ok || now.Epoch != h.Epoch {
+				t.Fatalf("split %s: tenancy %+v, want still held at epoch %d", id, now, h.Epoch)
+			}
+			if v, _ := f.Record(id); v.Attempts != 0 {
+				t.Fatalf("split %s: record %s, want no attempt charged", id, v)
+			}
+		}
+	})
+}
+
 // §15.2: a dropped assignment publish is republished and the newcomer
 // claims its share.
 func TestFleetDroppedAssignmentPublishIsRepublished(t *testing.T) {
