@@ -340,12 +340,16 @@ func (l *leader) stickyOwner(id coordination.SplitID, owner string) string {
 	return ""
 }
 
-// cacheAssign caches a member's assignment record and its placements.
+// cacheAssign caches a member's assignment record and, while leading, its
+// placements (publishedTo is rebuilt when leadership starts, so a worker
+// that does not lead pays nothing per split for others' records).
 func (l *leader) cacheAssign(a assignCache) {
 	l.uncacheAssign(a.inst)
 	l.assigns[a.inst] = a
-	for _, id := range a.rec.Splits {
-		l.publishedTo[id] = a.inst
+	if l.leading {
+		for _, id := range a.rec.Splits {
+			l.publishedTo[id] = a.inst
+		}
 	}
 }
 
@@ -356,9 +360,21 @@ func (l *leader) uncacheAssign(inst string) {
 		return
 	}
 	delete(l.assigns, inst)
-	for _, id := range old.rec.Splits {
-		if l.publishedTo[id] == inst {
-			delete(l.publishedTo, id)
+	if l.leading {
+		for _, id := range old.rec.Splits {
+			if l.publishedTo[id] == inst {
+				delete(l.publishedTo, id)
+			}
+		}
+	}
+}
+
+// indexPublished rebuilds publishedTo from the cached records.
+func (l *leader) indexPublished() {
+	clear(l.publishedTo)
+	for inst, a := range l.assigns {
+		for _, id := range a.rec.Splits {
+			l.publishedTo[id] = inst
 		}
 	}
 }
@@ -457,6 +473,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 	l.grace.Lead(l.v.clk.Now())
 	l.obsLeader = true
 	l.v.met.leading(true)
+	l.indexPublished()
 	l.log.Info("became leader", "generation", m.gen)
 	v, pid, base, baseRev, gen, fingerprint := l.v, c.PID(), l.plan, l.planRev, m.gen, l.fingerprint
 	v.goFunc(func(ctx context.Context) {
@@ -615,6 +632,7 @@ func (l *leader) stopLeading(c *actor.Context, why string, del bool) {
 
 func (l *leader) endLeadership() {
 	l.leading = false
+	clear(l.publishedTo)
 	l.lastDemote = l.v.clk.Now()
 	l.v.met.leading(false)
 	if l.planCancel != nil {

@@ -14,16 +14,18 @@ import (
 // store's round trips overlapped, few enough not to flood it.
 const seedConcurrency = 64
 
-// seedReport is how many seeded splits make one progress report to the
-// leader, which evaluates the assignment once per report while seeding.
+// seedReport is how many seeded splits make the first progress report to
+// the leader, which evaluates the assignment once per report while
+// seeding; later reports come at each doubling (4096, 8192, ...), so
+// seeding n splits costs O(log n) evaluations and assignment rewrites.
 const seedReport = 2048
 
 // seed writes the records of every planned split the leader does not
 // already see (docs/protocol.md, "Seeding"): spec, then the seeded progress
 // record if any, then the split record, each create-if-absent (first writer
 // wins). Splits are seeded concurrently, seedConcurrency at a time; each
-// split's writes stay in order; report is called after every seedReport
-// splits. It returns how many split records it created and the first
+// split's writes stay in order; report is called when the count of created
+// split records reaches seedReport and each doubling after it. It returns how many split records it created and the first
 // error, after which no new split is started.
 func seed(ctx context.Context, v *env, splits []coordination.PlannedSplit, known map[coordination.SplitID]bool, fp, gen uint64, report func()) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -46,7 +48,10 @@ func seed(ctx context.Context, v *env, splits []coordination.PlannedSplit, known
 					fail(err)
 					continue
 				}
-				if ok && created.Add(1)%seedReport == 0 {
+				if !ok {
+					continue
+				}
+				if n := created.Add(1); n >= seedReport && n&(n-1) == 0 {
 					report()
 				}
 			}
