@@ -276,13 +276,13 @@ func (h logCapture) Enabled(context.Context, slog.Level) bool { return true }
 func (h logCapture) Handle(ctx context.Context, r slog.Record) error {
 	worker := ""
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "worker" {
+		if a.Key == "instance" {
 			worker = a.Value.String()
 		}
 		return true
 	})
 	h.mu.Lock()
-	*h.recs = append(*h.recs, r.Level.String()+" "+r.Message+" worker="+worker)
+	*h.recs = append(*h.recs, r.Level.String()+" "+r.Message+" instance="+worker)
 	h.mu.Unlock()
 	return h.next.Handle(ctx, r)
 }
@@ -371,7 +371,7 @@ func TestNormalPathLogsNoFault(t *testing.T) {
 			if strings.HasPrefix(rec, "WARN") || strings.HasPrefix(rec, "ERROR") {
 				t.Errorf("normal path logged %q", rec)
 			}
-			if !strings.Contains(rec, "worker=w") {
+			if !strings.Contains(rec, "instance=w") {
 				t.Errorf("record without worker: %q", rec)
 			}
 			if strings.HasPrefix(rec, "INFO peer joined") {

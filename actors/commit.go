@@ -496,7 +496,7 @@ func (cm *commit) handBackResult(op recordOp, d opDone) {
 		if d.outcome == casFatal {
 			cm.v.failNow(d.err)
 		}
-		cm.log.Warn("hand-back did not confirm; will retry it", "split", op.split, "error", d.err)
+		cm.log.Warn("hand-back did not confirm; will retry it", "split", op.split, "err", d.err)
 	}
 	if op.reason == messages.EndRevoked {
 		if res.Outcome == messages.HandBackFenced {
@@ -592,7 +592,7 @@ func (cm *commit) listed(m verdictListed) {
 	cm.judging = false
 	if m.err != nil {
 		if !cm.v.fatalIf(m.err) {
-			cm.log.Warn("verdict listing failed; will retry", "error", m.err)
+			cm.log.Warn("verdict listing failed; will retry", "err", m.err)
 		}
 		return
 	}

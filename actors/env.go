@@ -65,7 +65,7 @@ func (v *env) goFunc(f func(ctx context.Context)) {
 // recoverPanic turns a panic into a latched Fatal `internal error`.
 func (v *env) recoverPanic() {
 	if r := recover(); r != nil {
-		v.log.Error("internal error", "error", fmt.Sprint(r), "stack", string(debug.Stack()))
+		v.log.Error("internal error", "err", fmt.Sprint(r), "stack", string(debug.Stack()))
 		v.fail(coordination.Errorf(coordination.Fatal, "internal error: %v", r))
 	}
 }
@@ -81,7 +81,7 @@ func (v *env) fail(err error) {
 // answered after it already sees the failure.
 func (v *env) failNow(err error) {
 	if v.out.failure() == nil {
-		v.log.Error("coordinator failed", "error", err)
+		v.log.Error("coordinator failed", "err", err)
 	}
 	v.fail(err)
 }

@@ -457,7 +457,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 	l.electing = false
 	if m.err != nil {
 		if !l.v.fatalIf(m.err) {
-			l.log.Warn("election failed; will retry", "error", m.err)
+			l.log.Warn("election failed; will retry", "err", m.err)
 		}
 		return
 	}
@@ -601,7 +601,7 @@ func (l *leader) renewed(c *actor.Context, m renewDone) {
 	switch {
 	case m.err != nil:
 		if !l.v.fatalIf(m.err) {
-			l.log.Warn("leader renewal failed; will retry", "error", m.err)
+			l.log.Warn("leader renewal failed; will retry", "err", m.err)
 		}
 	case m.lost:
 		l.stopLeading(c, "leader renewal lost; stepping down", false)
@@ -702,7 +702,7 @@ func (l *leader) planned(c *actor.Context, m planDone) {
 		l.v.met.replan("error", m.took)
 		l.planFailed = true
 		if m.err != nil {
-			l.log.Warn("planner run failed; will retry", "error", m.err)
+			l.log.Warn("planner run failed; will retry", "err", m.err)
 		}
 		return
 	}
@@ -758,7 +758,7 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 		case coordination.KindOf(err) == coordination.Fatal:
 			d.outcome, d.err = "fatal", err
 		default:
-			v.log.Warn("seeding failed; will retry", "error", err)
+			v.log.Warn("seeding failed; will retry", "err", err)
 			d.outcome = "error"
 		}
 		return d

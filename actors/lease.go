@@ -229,7 +229,7 @@ func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
 		l.unknownSince = time.Time{}
 	case renewError:
 		if !l.v.fatalIf(m.err) {
-			l.log.Warn("presence renewal failed; will retry", "error", m.err)
+			l.log.Warn("presence renewal failed; will retry", "err", m.err)
 		}
 	case renewTwin:
 		l.v.failNow(twinError(l.v.id))
@@ -298,7 +298,7 @@ func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
 	}
 	if m.err != nil {
 		if !l.v.fatalIf(m.err) {
-			l.log.Warn("announcing a new session failed; will retry", "error", m.err)
+			l.log.Warn("announcing a new session failed; will retry", "err", m.err)
 		}
 		return
 	}

@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *met
 	m := &metrics{}
 	register := func(c prometheus.Collector, name string) bool {
 		if err := reg.Register(c); err != nil {
-			log.Warn("metric registration failed; not recording it", "key", "coordination_"+name, "error", err)
+			log.Warn("metric registration failed; not recording it", "key", "coordination_"+name, "err", err)
 			return false
 		}
 		return true

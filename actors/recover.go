@@ -18,7 +18,7 @@ func recoverMiddleware(v *env, name string) actor.MiddlewareFunc {
 		return func(c *actor.Context) {
 			defer func() {
 				if r := recover(); r != nil {
-					v.log.Error("internal error", "actor", name, "error", fmt.Sprint(r), "stack", string(debug.Stack()))
+					v.log.Error("internal error", "actor", name, "err", fmt.Sprint(r), "stack", string(debug.Stack()))
 					v.fail(coordination.Errorf(coordination.Fatal, "internal error: %v", r))
 				}
 			}()

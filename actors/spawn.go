@@ -44,7 +44,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	log := logger.With("worker", id)
+	log := logger.With("instance", id)
 	v := &env{
 		e:     e,
 		raw:   st,

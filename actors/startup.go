@@ -50,9 +50,9 @@ func runPhase(ctx context.Context, v *env, phase string, f func(context.Context)
 			return err
 		}
 		if reasonOf(err) == errPlanRace {
-			v.log.Debug("startup phase failed; retrying", "reason", phase, "error", err)
+			v.log.Debug("startup phase failed; retrying", "reason", phase, "err", err)
 		} else {
-			v.log.Warn("startup phase failed; retrying", "reason", phase, "error", err)
+			v.log.Warn("startup phase failed; retrying", "reason", phase, "err", err)
 		}
 		t := time.NewTimer(backoff)
 		select {

@@ -196,7 +196,7 @@ func (w *watch) broken(ks store.Keyspace, err error) {
 	}
 	if !k.outage {
 		k.outage = true
-		w.log.Warn("store unreachable; re-establishing watch", "error", err)
+		w.log.Warn("store unreachable; re-establishing watch", "err", err)
 	}
 	k.gen++
 	gen, pid, v, d := k.gen, w.v.pid.watch, w.v, k.backoff
@@ -301,7 +301,7 @@ func (w *watch) applyListing(m listed) {
 	}
 	if m.err != nil {
 		w.v.fatalIf(m.err)
-		w.log.Warn("reconcile listing failed; skipping until the next tick", "error", m.err)
+		w.log.Warn("reconcile listing failed; skipping until the next tick", "err", m.err)
 		return
 	}
 	seen := make(map[string]bool, len(m.entries))
@@ -376,7 +376,7 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 	case protocol.KeyPresence:
 		pr, err := protocol.DecodePresence(key, val)
 		if err != nil {
-			w.log.Warn("unreadable presence value; using the default budget", "key", key, "error", err)
+			w.log.Warn("unreadable presence value; using the default budget", "key", key, "err", err)
 		}
 		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev}, p.leader, p.assign, p.lease)
 	case protocol.KeyLeaderValue:
@@ -400,7 +400,7 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 	case protocol.KeyAssignment:
 		a, err := protocol.DecodeAssignment(key, val)
 		if err != nil {
-			w.log.Warn("unreadable assignment; ignoring it", "key", key, "error", err)
+			w.log.Warn("unreadable assignment; ignoring it", "key", key, "err", err)
 			return
 		}
 		msg := messages.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev}

@@ -81,7 +81,7 @@ func (d *Driver) commit(t *tenancy, p coordination.SplitProgress) error {
 	case coordination.Fenced:
 		d.fence(t, err)
 	case coordination.Retryable:
-		d.log.Warn("commit not confirmed; the next commit supersedes it", "split", t.id(), "error", err)
+		d.log.Warn("commit not confirmed; the next commit supersedes it", "split", t.id(), "err", err)
 		t.progress = cloneProgressPtr(&p)
 		t.deferred = true
 	default:
@@ -104,7 +104,7 @@ func (d *Driver) landed(t *tenancy, p coordination.SplitProgress) {
 
 // fence records a fenced commit: another worker owns the split.
 func (d *Driver) fence(t *tenancy, err error) {
-	d.log.Warn("commit fenced; another worker owns the split", "split", t.id(), "error", err)
+	d.log.Warn("commit fenced; another worker owns the split", "split", t.id(), "err", err)
 	t.fenced = true
 	d.retire(t)
 }

@@ -18,7 +18,7 @@ func (d *Driver) onRevokeRequested(id coordination.SplitID) {
 	}
 	d.log.Debug("revocation declined", "split", id)
 	if err := d.c.DeclineRevoke(id); err != nil {
-		d.log.Warn("could not decline revocation", "split", id, "error", err)
+		d.log.Warn("could not decline revocation", "split", id, "err", err)
 	}
 }
 
@@ -52,7 +52,7 @@ func (d *Driver) advanceDrains() error {
 		}
 		t.handedOff = true
 		if err := d.c.ReleaseDrained(t.id()); err != nil {
-			d.log.Warn("drained split hand-back failed; its lease will expire", "split", t.id(), "error", err)
+			d.log.Warn("drained split hand-back failed; its lease will expire", "split", t.id(), "err", err)
 		}
 		d.log.Debug("drain finished", "split", t.id())
 		d.retire(t)

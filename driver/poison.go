@@ -27,7 +27,7 @@ func (d *Driver) Fail(split coordination.SplitID, reason string) error {
 		return err
 	}
 	if err != nil {
-		d.log.Warn("split failure report returned an error; the split has left this worker anyway", "split", split, "error", err)
+		d.log.Warn("split failure report returned an error; the split has left this worker anyway", "split", split, "err", err)
 	}
 	t.fenced = true
 	d.retire(t)

@@ -220,7 +220,7 @@ func (d *Driver) onGained(g coordination.Gained, previous *coordination.SplitPro
 	}
 	if g.Progress != nil {
 		if err := d.src.ValidateResume(cloneSpec(g.Split), *cloneProgressPtr(g.Progress)); err != nil {
-			d.log.Warn("resume progress rejected; reporting the split as failed", "split", g.Split.ID, "epoch", g.Epoch, "error", err)
+			d.log.Warn("resume progress rejected; reporting the split as failed", "split", g.Split.ID, "epoch", g.Epoch, "err", err)
 			keep(err)
 			if ferr := d.c.Fail(g.Split.ID, g.Epoch, "resume progress rejected: "+err.Error()); !leftWorker(ferr) {
 				keep(ferr)

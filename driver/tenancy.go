@@ -81,7 +81,7 @@ func (d *Driver) openStaged() error {
 			Waker:     d.waker,
 		}
 		if err := d.src.OpenSplit(o); err != nil {
-			d.log.Warn("could not open split; will retry", "split", t.id(), "error", err)
+			d.log.Warn("could not open split; will retry", "split", t.id(), "err", err)
 			keep = append(keep, t)
 			if firstErr == nil {
 				firstErr = err
