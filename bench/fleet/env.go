@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spate-go/coordination/internal/embednats"
 	"github.com/spate-go/coordination/store/natsstore"
 )
 
@@ -31,22 +32,11 @@ func startEnv(lease time.Duration) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	srv, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1,
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true,
-	})
+	srv, err := embednats.Start(dir)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("embedded nats: %w", err), os.RemoveAll(dir))
+		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	go srv.Start()
 	e := &env{srv: srv, dir: dir, lease: lease}
-	if !srv.ReadyForConnections(10 * time.Second) {
-		return nil, errors.Join(errors.New("embedded nats: not ready for connections after 10s"), e.close())
-	}
 	if e.nc, err = nats.Connect(srv.ClientURL()); err != nil {
 		return nil, errors.Join(fmt.Errorf("embedded nats: connecting: %w", err), e.close())
 	}
@@ -99,8 +89,7 @@ func (e *env) close() error {
 	if e.nc != nil {
 		e.nc.Close()
 	}
-	e.srv.Shutdown()
-	e.srv.WaitForShutdown()
+	embednats.Stop(e.srv)
 	var err error
 	for try := range 5 {
 		if err = os.RemoveAll(e.dir); err == nil {

@@ -10,6 +10,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/spate-go/coordination/internal/embednats"
 )
 
 // embeddedServer is an in-process NATS server with JetStream, listening on a
@@ -25,22 +27,9 @@ func startEmbedded(dir string) (*embeddedServer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	srv, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1, // random free port
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true, // this program handles its own signals
-	})
+	srv, err := embednats.Start(dir)
 	if err != nil {
-		return nil, fmt.Errorf("embedded nats: %w", err)
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		return nil, errors.New("embedded nats: not ready for connections after 10s")
+		return nil, err
 	}
 	return &embeddedServer{srv: srv}, nil
 }
@@ -49,10 +38,7 @@ func startEmbedded(dir string) (*embeddedServer, error) {
 func (e *embeddedServer) URL() string { return e.srv.ClientURL() }
 
 // Close shuts the server down; its store stays.
-func (e *embeddedServer) Close() {
-	e.srv.Shutdown()
-	e.srv.WaitForShutdown()
-}
+func (e *embeddedServer) Close() { embednats.Stop(e.srv) }
 
 // removeJob deletes the KV buckets of job on the server at url: the two
 // natsstore created (coordination_<job>_state and coordination_<job>_lease)

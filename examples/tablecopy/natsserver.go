@@ -4,9 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/spate-go/coordination/internal/embednats"
 )
 
 // embeddedNATS is an in-process NATS server with JetStream on a random
@@ -22,17 +23,9 @@ func startNATS() (*embeddedNATS, error) {
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
-	})
+	srv, err := embednats.Start(dir)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("embedded nats: %w", err), os.RemoveAll(dir))
-	}
-	go srv.Start()
-	if !srv.ReadyForConnections(10 * time.Second) {
-		srv.Shutdown()
-		srv.WaitForShutdown()
-		return nil, errors.Join(errors.New("embedded nats: not ready for connections after 10s"), os.RemoveAll(dir))
+		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	return &embeddedNATS{srv: srv, dir: dir}, nil
 }
@@ -42,7 +35,6 @@ func (e *embeddedNATS) url() string { return e.srv.ClientURL() }
 
 // close shuts the server down and removes its store directory.
 func (e *embeddedNATS) close() error {
-	e.srv.Shutdown()
-	e.srv.WaitForShutdown()
+	embednats.Stop(e.srv)
 	return os.RemoveAll(e.dir)
 }
