@@ -287,7 +287,7 @@ func (a *assign) classify(id coordination.SplitID) (protocol.Candidate, bool) {
 func (a *assign) index(id coordination.SplitID) {
 	cand, ok := a.classify(id)
 	switch {
-	case ok && (cand.Quarantine || (cand.Leftover && a.decided && !a.assigned[id])):
+	case ok && a.actsRegardless(cand):
 		a.extra[id] = true
 	case ok && a.assigned[id]:
 		delete(a.extra, id)
@@ -298,6 +298,13 @@ func (a *assign) index(id coordination.SplitID) {
 	default:
 		delete(a.extra, id)
 	}
+}
+
+// actsRegardless reports whether cand is acted on whatever the assignment
+// and the lane budget: a quarantine on takeover, or the return of a
+// leftover that a decided assignment does not name here.
+func (a *assign) actsRegardless(cand protocol.Candidate) bool {
+	return cand.Quarantine || (cand.Leftover && a.decided && !a.assigned[cand.ID])
 }
 
 // changed re-indexes split id after an observation and acts on it.
@@ -324,7 +331,7 @@ func (a *assign) step(c *actor.Context) {
 		return
 	}
 	for id := range a.extra {
-		if cand, ok := a.classify(id); ok && (cand.Quarantine || (cand.Leftover && a.decided && !a.assigned[id])) {
+		if cand, ok := a.classify(id); ok && a.actsRegardless(cand) {
 			a.launch(c, id, cand)
 		}
 	}

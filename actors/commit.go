@@ -396,7 +396,7 @@ func casSplit(ctx context.Context, v *env, op recordOp, base recEntry, build fun
 }
 
 // opVerb names what a write does, for error reasons.
-var opVerb = map[opKind]string{opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opComplete: "completing", opClaim: "claiming"}
+var opVerb = map[opKind]string{opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opComplete: "completing"}
 
 // fencedErr is the Fenced result of a write that lost to another owner.
 func fencedErr(id coordination.SplitID) error {

@@ -269,3 +269,36 @@ func TestVerdictProperty(t *testing.T) {
 		}
 	})
 }
+
+// A renewal proven landed by the watch is credited from the oldest renewal
+// whose fate was unknown, never from a later one; a landed answer settles
+// every earlier renewal.
+func TestRenewalClock(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	var r renewalClock
+	r.restart(at(0))
+	if got := r.sent(at(10)); !got.Equal(at(10)) {
+		t.Fatalf("first unknown renewal credited from %v", got)
+	}
+	if got := r.sent(at(20)); !got.Equal(at(10)) {
+		t.Fatalf("a later renewal must credit the oldest unknown one (10s), got %v", got)
+	}
+	if !r.proven(true) || !r.lastOK.Equal(at(10)) {
+		t.Fatalf("proven in flight: lastOK %v, want 10s", r.lastOK)
+	}
+	if !r.unknownSince.Equal(at(10)) {
+		t.Fatal("a renewal still in flight must stay unknown")
+	}
+	r.landed(at(20))
+	if !r.lastOK.Equal(at(20)) || !r.unknownSince.IsZero() {
+		t.Fatalf("landed: %+v", r)
+	}
+	if r.proven(false) {
+		t.Fatal("nothing unknown, nothing to credit")
+	}
+	r.landed(at(5))
+	if !r.lastOK.Equal(at(20)) {
+		t.Fatal("an older write must never move lastOK back")
+	}
+}

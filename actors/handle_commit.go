@@ -69,7 +69,7 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for _, id := range order {
-		wg.Go(func() {
+		wg.Go(func() { // bounded by ctx (OpTimeout)
 			for _, i := range bySplit[id] {
 				err := c.finalEntry(ctx, id, commits[i].Progress)
 				mu.Lock()
@@ -78,8 +78,8 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 			}
 		})
 	}
-	done := make(chan struct{}) // closed once every entry settled
-	go func() { wg.Wait(); close(done) }()
+	done := make(chan struct{})                  // closed once every entry settled
+	c.v.wg.Go(func() { wg.Wait(); close(done) }) // owned by the worker: shutdown waits for it
 	t := time.NewTimer(c.v.cfg.OpTimeout + 50*time.Millisecond)
 	defer t.Stop()
 	select {

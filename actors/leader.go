@@ -91,19 +91,15 @@ type leader struct {
 
 	live, verdict, departed bool
 
-	leading bool
-	nonce   string // the session nonce this leadership was won with
-	// unknownSince is the send time of the oldest leader renewal whose fate
-	// is unknown (zero: none): a write of ours that later shows up proves
-	// the leadership alive from then.
-	unknownSince time.Time
-	gen          uint64
-	leaderRev    uint64
-	lastWrite    time.Time
-	electing     bool
-	renewing     bool
-	lastDemote   time.Time
-	obsLeader    bool
+	leading    bool
+	nonce      string // the session nonce this leadership was won with
+	gen        uint64
+	leaderRev  uint64
+	renewals   renewalClock // the leader key's liveness
+	electing   bool
+	renewing   bool
+	lastDemote time.Time
+	obsLeader  bool
 
 	plan    protocol.PlanRecord
 	planRev uint64
@@ -176,12 +172,7 @@ func (l *leader) Receive(c *actor.Context) {
 				// A renewal of ours landed unseen: credit it from the
 				// oldest renewal whose fate is unknown.
 				l.leaderRev = m.Rev
-				if !l.unknownSince.IsZero() && l.unknownSince.After(l.lastWrite) {
-					l.lastWrite = l.unknownSince
-				}
-				if !l.renewing {
-					l.unknownSince = time.Time{}
-				}
+				l.renewals.proven(l.renewing)
 			}
 		}
 	case messages.LeaderDeleted:
@@ -390,7 +381,7 @@ func (l *leader) gauges() {
 func (l *leader) heartbeat(c *actor.Context) {
 	now := l.v.clk.Now()
 	if l.leading {
-		if now.Sub(l.lastWrite) >= l.v.cfg.LeaseDuration {
+		if now.Sub(l.renewals.lastOK) >= l.v.cfg.LeaseDuration {
 			l.stopLeading(c, "leader lease expired; stepping down", false)
 		} else if !l.renewing {
 			l.renew(c)
@@ -469,7 +460,8 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 		l.demote(c, nil)
 		return
 	}
-	l.leading, l.gen, l.leaderRev, l.lastWrite, l.nonce, l.unknownSince = true, m.gen, m.rev, m.at, m.nonce, time.Time{}
+	l.leading, l.gen, l.leaderRev, l.nonce = true, m.gen, m.rev, m.nonce
+	l.renewals.restart(m.at)
 	l.grace.Lead(l.v.clk.Now())
 	l.obsLeader = true
 	l.v.met.leading(true)
@@ -562,10 +554,7 @@ func (l *leader) renew(c *actor.Context) {
 	v, pid, gen, rev, nonce := l.v, c.PID(), l.gen, l.leaderRev, l.nonce
 	pgen := l.plan.Generation
 	at := v.clk.Now()
-	if l.unknownSince.IsZero() {
-		l.unknownSince = at
-	}
-	landed := l.unknownSince
+	landed := l.renewals.sent(at)
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
@@ -609,10 +598,7 @@ func (l *leader) renewed(c *actor.Context, m renewDone) {
 		if m.rev > l.leaderRev {
 			l.leaderRev = m.rev
 		}
-		if m.at.After(l.lastWrite) {
-			l.lastWrite = m.at
-		}
-		l.unknownSince = time.Time{}
+		l.renewals.landed(m.at)
 	}
 }
 

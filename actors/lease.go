@@ -47,8 +47,7 @@ type lease struct {
 	joined       bool
 	departed     bool
 	presenceRev  uint64
-	lastOK       time.Time // clock time the last successful presence write was sent
-	unknownSince time.Time // send time of the oldest renewal whose fate is unknown (zero: none)
+	renewals     renewalClock
 	presenceBusy bool
 	lapsed       bool       // the session ended; a new one is being announced
 	withdraw     *actor.PID // Depart asked to delete presence while a renewal ran
@@ -81,7 +80,8 @@ func (l *lease) Receive(c *actor.Context) {
 			}
 			return
 		}
-		l.joined, l.presenceRev, l.lastOK = true, m.rev, l.v.clk.Now()
+		l.joined, l.presenceRev = true, m.rev
+		l.renewals.restart(l.v.clk.Now())
 		c.Send(l.v.pid.watch, messages.Joined{})
 		l.schedule(c)
 	case messages.HeartbeatDue:
@@ -141,7 +141,7 @@ func (l *lease) beat(c *actor.Context) {
 		return // failed or aborted: no further writes, no more beats
 	}
 	l.schedule(c)
-	if !l.departed && !l.lapsed && l.v.clk.Since(l.lastOK) >= l.v.cfg.LeaseDuration {
+	if !l.departed && !l.lapsed && l.v.clk.Since(l.renewals.lastOK) >= l.v.cfg.LeaseDuration {
 		l.log.Warn("presence not renewed for a full LeaseDuration; ending the session")
 		l.endSession(c)
 	}
@@ -183,10 +183,7 @@ func (l *lease) renewPresence(c *actor.Context) {
 	l.presenceBusy = true
 	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.sessionNonce()
 	at := v.clk.Now()
-	if l.unknownSince.IsZero() {
-		l.unknownSince = at
-	}
-	landed := l.unknownSince // a lost CAS that finds our nonce proves a write sent no earlier than this landed
+	landed := l.renewals.sent(at) // a lost CAS that finds our nonce proves a write sent no earlier than this landed
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
@@ -225,8 +222,10 @@ func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
 	}
 	switch m.outcome {
 	case renewOK:
-		l.credit(m.rev, m.at)
-		l.unknownSince = time.Time{}
+		if m.rev > l.presenceRev {
+			l.presenceRev = m.rev
+		}
+		l.renewals.landed(m.at)
 	case renewError:
 		if !l.v.fatalIf(m.err) {
 			l.log.Warn("presence renewal failed; will retry", "err", m.err)
@@ -246,23 +245,11 @@ func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
 // it from the oldest renewal sent whose fate is unknown (docs/protocol.md,
 // "Sessions"), so a worker whose writes all land never self-fences.
 func (l *lease) observed(m messages.PresenceObserved) {
-	if l.lapsed || l.departed || m.Nonce != l.v.sessionNonce() || m.Rev <= l.presenceRev || l.unknownSince.IsZero() {
+	if l.lapsed || l.departed || m.Nonce != l.v.sessionNonce() || m.Rev <= l.presenceRev {
 		return
 	}
-	l.credit(m.Rev, l.unknownSince)
-	if !l.presenceBusy {
-		l.unknownSince = time.Time{}
-	}
-}
-
-// credit records a presence write that landed at rev, sent at the clock
-// time at.
-func (l *lease) credit(rev uint64, at time.Time) {
-	if rev > l.presenceRev {
-		l.presenceRev = rev
-	}
-	if at.After(l.lastOK) {
-		l.lastOK = at
+	if l.renewals.proven(l.presenceBusy) {
+		l.presenceRev = m.Rev
 	}
 }
 
@@ -303,7 +290,8 @@ func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
 		return
 	}
 	l.v.session.Store(&m.nonce)
-	l.lapsed, l.presenceRev, l.lastOK, l.unknownSince = false, m.rev, m.at, time.Time{}
+	l.lapsed, l.presenceRev = false, m.rev
+	l.renewals.restart(m.at)
 	l.log.Info("new session announced")
 	p := l.v.pid
 	for _, pid := range []*actor.PID{p.leader, p.assign} {

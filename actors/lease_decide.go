@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"time"
+
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -17,4 +19,52 @@ func judgeRenewal(nonce string, found bool, p protocol.PresenceRecord, readErr e
 		return renewOK, nil // an earlier renewal landed
 	}
 	return renewTwin, nil
+}
+
+// renewalClock is the liveness bookkeeping of one key this worker renews,
+// its presence or the leader key (docs/protocol.md, "Sessions"): when the
+// last write known to have landed was sent, and when the oldest renewal
+// whose fate is unknown was sent. A write proven to have landed without its
+// own reply is credited from the latter, never later than it was sent.
+type renewalClock struct {
+	lastOK       time.Time // clock time the last write known to have landed was sent
+	unknownSince time.Time // send time of the oldest renewal whose fate is unknown (zero: none)
+}
+
+// restart resets the clock to one write landed, sent at at.
+func (r *renewalClock) restart(at time.Time) { *r = renewalClock{lastOK: at} }
+
+// sent records a renewal sent at at and returns the time a later proof that
+// one of the unknown renewals landed is credited from.
+func (r *renewalClock) sent(at time.Time) time.Time {
+	if r.unknownSince.IsZero() {
+		r.unknownSince = at
+	}
+	return r.unknownSince
+}
+
+// landed credits a renewal answered as landed, sent (or credited) at at;
+// every earlier renewal's fate no longer matters.
+func (r *renewalClock) landed(at time.Time) {
+	if at.After(r.lastOK) {
+		r.lastOK = at
+	}
+	r.unknownSince = time.Time{}
+}
+
+// proven credits a write seen landed (a watch put carrying this worker's
+// nonce) from the oldest unknown renewal; one still in flight stays
+// unknown. It reports whether there was anything to credit.
+func (r *renewalClock) proven(inFlight bool) bool {
+	if r.unknownSince.IsZero() {
+		return false
+	}
+	since := r.unknownSince
+	if since.After(r.lastOK) {
+		r.lastOK = since
+	}
+	if !inFlight {
+		r.unknownSince = time.Time{}
+	}
+	return true
 }

@@ -366,13 +366,6 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 			return
 		}
 		w.fanout(messages.RecordObserved{Split: rec.ID, Record: rec, Rev: rev}, p.commit, p.assign, p.leader)
-	case protocol.KeySpecRecord:
-		spec, err := protocol.DecodeSpec(key, val, w.fp)
-		if err != nil {
-			w.v.fatalIf(err)
-			return
-		}
-		w.log.Debug("ignoring a spec record event", "split", spec.ID)
 	case protocol.KeyPresence:
 		pr, err := protocol.DecodePresence(key, val)
 		if err != nil {
@@ -421,8 +414,6 @@ func (w *watch) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bo
 	switch kind {
 	case protocol.KeySplitRecord:
 		w.fanout(messages.RecordDeleted{Split: splitID(suffix), Rev: rev}, p.commit, p.assign, p.leader)
-	case protocol.KeySpecRecord:
-		w.log.Warn("spec record deleted outside the library; keeping the cached copy", "key", key)
 	case protocol.KeyPresence:
 		w.fanout(messages.PresenceDeleted{Instance: suffix, Rev: rev}, p.leader, p.assign)
 	case protocol.KeyLeaderValue:
