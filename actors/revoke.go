@@ -17,9 +17,16 @@ type revoke struct {
 	v   *env
 	log *slog.Logger
 
-	held     map[coordination.SplitID]uint64
-	entries  map[coordination.SplitID]*revocation
-	declines map[coordination.SplitID]*actor.PID
+	held    map[coordination.SplitID]uint64
+	entries map[coordination.SplitID]*revocation
+	// declines holds the DeclineRevoke calls waiting for their forced
+	// hand-back, answered when the tenancy's end resolves, whoever ended it.
+	declines map[coordination.SplitID]pendingDecline
+	// over holds held tenancies whose surrender already resolved: the commit
+	// actor's HandBackResolved (a completion, a hand-back) can arrive before
+	// the root's TenancyEnded, and a revocation begun in between would reach
+	// a root that no longer holds the split and be forced at DrainDeadline.
+	over     map[coordination.SplitID]uint64
 	assigned map[coordination.SplitID]bool
 	decided  bool
 
@@ -33,10 +40,17 @@ func newRevoke(v *env) actor.Producer {
 			log:      v.log.With("actor", "revoke"),
 			held:     map[coordination.SplitID]uint64{},
 			entries:  map[coordination.SplitID]*revocation{},
-			declines: map[coordination.SplitID]*actor.PID{},
+			declines: map[coordination.SplitID]pendingDecline{},
+			over:     map[coordination.SplitID]uint64{},
 			assigned: map[coordination.SplitID]bool{},
 		}
 	}
+}
+
+// pendingDecline is a DeclineRevoke of tenancy epoch waiting for its answer.
+type pendingDecline struct {
+	epoch uint64
+	reply *actor.PID
 }
 
 // Receive handles one message.
@@ -68,8 +82,15 @@ func (r *revoke) Receive(c *actor.Context) {
 		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
 			delete(r.held, m.Split)
 		}
-		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch && (m.Reason == messages.EndFenced || m.Reason == messages.EndStarved) {
-			r.settle(m.Split, e, "forced")
+		if e, ok := r.over[m.Split]; ok && e == m.Epoch {
+			delete(r.over, m.Split)
+		}
+		if m.Reason == messages.EndFenced || m.Reason == messages.EndStarved {
+			// No hand-back follows these ends: settle and answer here.
+			if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
+				r.settle(m.Split, e, "forced")
+			}
+			r.answerDecline(m.Split, m.Epoch, nil)
 		}
 	case messages.CommitLanded:
 		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
@@ -99,6 +120,9 @@ func (r *revoke) step(c *actor.Context) {
 func (r *revoke) follow(c *actor.Context, id coordination.SplitID, epoch uint64, now time.Time) {
 	if !r.decided || !r.live || r.verdict || r.departed {
 		return
+	}
+	if e, ok := r.over[id]; ok && e == epoch {
+		return // surrendered already; the root's TenancyEnded is on its way
 	}
 	e := r.entries[id]
 	if e != nil && e.epoch != epoch {
@@ -155,18 +179,16 @@ func (r *revoke) settle(id coordination.SplitID, e *revocation, outcome string) 
 
 // resolved settles an entry from the outcome of its hand-back (docs/protocol.md, "Revocation").
 func (r *revoke) resolved(m messages.HandBackResolved) {
-	if m.Reason == messages.EndRevoked {
-		if reply, ok := r.declines[m.Split]; ok {
-			delete(r.declines, m.Split)
-			var err error
-			if m.Outcome == messages.HandBackUnconfirmed {
-				err = handBackUnconfirmed([]coordination.SplitID{m.Split})
-			}
-			r.v.send(reply, messages.DeclineRevokeReply{Err: err})
-		}
+	var err error
+	if m.Reason == messages.EndRevoked && m.Outcome == messages.HandBackUnconfirmed {
+		err = handBackUnconfirmed([]coordination.SplitID{m.Split})
 	}
+	r.answerDecline(m.Split, m.Epoch, err)
 	e, ok := r.entries[m.Split]
 	if !ok || e.epoch != m.Epoch {
+		if h, held := r.held[m.Split]; held && h == m.Epoch {
+			r.over[m.Split] = m.Epoch
+		}
 		return
 	}
 	switch {
@@ -201,6 +223,17 @@ func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 		return
 	}
 	r.settle(m.Split, e, "forced")
-	r.declines[m.Split] = m.ReplyTo
+	r.declines[m.Split] = pendingDecline{epoch: e.epoch, reply: m.ReplyTo}
 	c.Send(r.v.pid.root, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
+}
+
+// answerDecline answers the DeclineRevoke waiting on tenancy (id, epoch), if
+// any: the tenancy's end resolved, by the forced hand-back or by whatever
+// ended it first (the root ignores a ForceRevocation for a tenancy it no
+// longer holds, so waiting for that hand-back alone could hang the caller).
+func (r *revoke) answerDecline(id coordination.SplitID, epoch uint64, err error) {
+	if d, ok := r.declines[id]; ok && d.epoch == epoch {
+		delete(r.declines, id)
+		r.v.send(d.reply, messages.DeclineRevokeReply{Err: err})
+	}
 }

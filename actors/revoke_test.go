@@ -299,3 +299,66 @@ func TestRebalanceDelayWithholdsACrashedWorkersSplits(t *testing.T) {
 		})
 	}
 }
+
+// A split that completes right after its claim: the commit actor's
+// HandBackResolved (the completion's split-record write) reaches the revoke
+// actor before the root's TenancyEnded, and the leader drops the completed
+// split from the assignment in between. No revocation may begin for it: the
+// root no longer holds it and would drop the request, leaving an entry that
+// is forced at DrainDeadline ("drain started", never accepted).
+func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rr := newRevokeRig(t)
+		rr.send(messages.WatchesChanged{Live: true},
+			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}},
+			messages.TenancyStarted{Split: "a", Epoch: 1},
+			messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded},
+			messages.AssignedSetChanged{Decided: true},
+			messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndCompleted})
+		rr.clk.Add(time.Second) // past DrainDeadline (750ms)
+		rr.send(messages.HeartbeatTicked{})
+		if got := rr.take(); len(got) != 0 {
+			t.Fatalf("revocation of a surrendered tenancy: %v", got)
+		}
+		if rr.counter("requested") != 0 || rr.counter("forced") != 0 {
+			t.Fatalf("requested=%v forced=%v, want 0 and 0", rr.counter("requested"), rr.counter("forced"))
+		}
+		// A later tenancy of the split is revoked as usual.
+		rr.send(messages.TenancyStarted{Split: "a", Epoch: 2})
+		if got := rr.take(); len(got) != 1 || got[0] != (messages.RevocationRequested{Split: "a", Epoch: 2}) {
+			t.Fatalf("next tenancy: %v", got)
+		}
+	})
+}
+
+// A DeclineRevoke forced while the tenancy is ending another way (its
+// completion landed; the root ignores the ForceRevocation): the caller is
+// answered when that end resolves, not left waiting for a hand-back that
+// never comes.
+func TestDeclineAnsweredWhenTheTenancyEndsAnotherWay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  []any
+	}{
+		{"completed", []any{messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded},
+			messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndCompleted}}},
+		{"fenced", []any{messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndFenced}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				rr := newRevokeRig(t)
+				rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
+					messages.AssignedSetChanged{Decided: true})
+				rr.take()
+				rr.send(messages.DeclineRevoke{Split: "a", Epoch: 1, ReplyTo: rr.root})
+				if got := rr.take(); len(got) != 1 || got[0] != (messages.ForceRevocation{Split: "a", Epoch: 1}) {
+					t.Fatalf("decline: %v", got)
+				}
+				rr.send(tc.end...)
+				if got := rr.take(); len(got) != 1 || got[0] != (messages.DeclineRevokeReply{}) {
+					t.Fatalf("after the tenancy ended: %v, want one DeclineRevokeReply", got)
+				}
+			})
+		})
+	}
+}
