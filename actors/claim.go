@@ -142,6 +142,12 @@ func fenceProgress(ctx context.Context, v *env, id coordination.SplitID, epoch u
 			}
 		}
 		if !found {
+			if !first {
+				// Every split owned before has a progress record (its first
+				// fence created it): this one was deleted outside the library
+				// (docs/protocol.md, "Missing records").
+				v.log.Warn("progress record missing (deleted outside the library); recreating it empty, the split replays from its start", "split", id, "key", key, "epoch", epoch)
+			}
 			fresh := protocol.FreshProgress(id, v.fp.Load(), v.id, epoch, now)
 			r, ok, err := v.st.Create(ctx, store.Durable, key, protocol.EncodeProgress(fresh))
 			if err != nil {

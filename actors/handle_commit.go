@@ -179,6 +179,12 @@ func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell prog
 		}
 		v.met.write("conflict", time.Since(start))
 		e, found, err := v.st.Get(ctx, store.Durable, key)
+		if err == nil && !found {
+			var recreated bool
+			if e, found, recreated, err = recreateProgress(ctx, v, id, cell.epoch, b); recreated {
+				return opDone{outcome: casLanded, prog: want, progRev: uint64(e.Revision)}
+			}
+		}
 		if err != nil {
 			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
 		}
@@ -200,4 +206,24 @@ func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell prog
 			return opDone{outcome: casUnconfirmed, err: coordination.Errorf(coordination.Retryable, "%s: the record kept moving under this worker's own writes; retry", doing)}
 		}
 	}
+}
+
+// recreateProgress heals a progress record deleted outside the library
+// under a live tenancy (docs/protocol.md, "Missing records"): no write of
+// the protocol deletes one, so the tenancy recreates it with the commit it
+// meant to write (b), which carries everything it committed before: nothing
+// regresses. A lost create means a claimant's fence recreated it first: the
+// record is read again (e, found) for the usual conflict rules.
+func recreateProgress(ctx context.Context, v *env, id coordination.SplitID, epoch uint64, b []byte) (e store.Entry, found, recreated bool, err error) {
+	key := protocol.ProgressKey(id)
+	r, ok, err := v.st.Create(ctx, store.Durable, key, b)
+	switch {
+	case err != nil:
+		return store.Entry{}, false, false, err
+	case ok:
+		v.log.Warn("progress record missing (deleted outside the library); recreated from this tenancy's commit", "split", id, "key", key, "epoch", epoch)
+		return store.Entry{Key: key, Value: b, Revision: r}, true, true, nil
+	}
+	e, found, err = v.st.Get(ctx, store.Durable, key)
+	return e, found, false, err
 }
