@@ -188,6 +188,11 @@ func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell prog
 		if err != nil {
 			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
 		}
+		if found && uint64(e.Revision) < rev {
+			// This tenancy wrote (or adopted) rev: a lower one means the
+			// store lost it (docs/protocol.md, "Store rollback").
+			return opDone{outcome: casFatal, err: storeRolledBack(store.Durable, key, uint64(e.Revision), rev)}
+		}
 		var got protocol.ProgressRecord
 		if found {
 			if got, err = protocol.DecodeProgress(key, e.Value, v.fp.Load()); err != nil {

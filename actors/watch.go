@@ -60,6 +60,7 @@ type keyspaceWatch struct {
 	gen      uint64
 	live     bool
 	snapshot map[string]bool // keys seen in the snapshot being delivered; nil otherwise
+	openSeq  uint64          // w.seq when the watch being delivered was opened
 	keys     map[string]*keyState
 	outage   bool // the outage was logged; log re-established on the next snapshot
 	backoff  time.Duration
@@ -160,6 +161,7 @@ func (w *watch) open(ks store.Keyspace) {
 	k.gen++
 	gen, pid, v := k.gen, w.v.pid.watch, w.v
 	k.snapshot = map[string]bool{}
+	k.openSeq = w.seq
 	v.goFunc(func(ctx context.Context) {
 		sw, err := v.st.Watch(ctx, ks, watchPrefix(ks))
 		v.send(pid, watchOpened{ks: ks, gen: gen, w: sw, err: err})
@@ -209,6 +211,9 @@ func (w *watch) event(ks store.Keyspace, ev store.WatchEvent) {
 	switch ev.Kind {
 	case store.Put:
 		if k.snapshot != nil {
+			if w.rolledBack(ks, ev.Entry.Key, uint64(ev.Entry.Revision), k.openSeq) {
+				return
+			}
 			k.snapshot[ev.Entry.Key] = true
 		}
 		w.put(ks, ev.Entry.Key, ev.Entry.Value, uint64(ev.Entry.Revision))
@@ -306,6 +311,9 @@ func (w *watch) applyListing(m listed) {
 	}
 	seen := make(map[string]bool, len(m.entries))
 	for _, e := range m.entries {
+		if w.rolledBack(m.ks, e.Key, uint64(e.Revision), m.startSeq) {
+			return
+		}
 		seen[e.Key] = true
 		w.put(m.ks, e.Key, e.Value, uint64(e.Revision))
 	}
@@ -318,6 +326,20 @@ func (w *watch) applyListing(m listed) {
 		w.v.met.reconciled(time.Since(w.listStart))
 		w.v.send(w.v.pid.leader, messages.Reconciled{})
 	}
+}
+
+// rolledBack latches a store rollback and reports true when a snapshot or
+// listing that began after this worker applied key's last change (at apply
+// sequence since or before) shows key below the revision of that change
+// (docs/protocol.md, "Store rollback"). A live event below it is only a
+// stale echo; a read that began earlier may legitimately be older.
+func (w *watch) rolledBack(ks store.Keyspace, key string, rev, since uint64) bool {
+	s := w.ks[ks].keys[key]
+	if s == nil || s.seq > since || rev >= s.rev {
+		return false
+	}
+	w.v.failNow(storeRolledBack(ks, key, rev, s.rev))
+	return true
 }
 
 func (w *watch) put(ks store.Keyspace, key string, val []byte, rev uint64) {

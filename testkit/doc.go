@@ -26,8 +26,10 @@
 // store through its own fault-injecting wrapper ([FaultStore]), which can
 // drop the next matching write, land it and lose the reply (once, or every
 // matching write until disarmed), panic in it, fail reads, cut the member's
-// watches, hang the store, or partition the member from the store entirely. Fleets run inside testing/synctest bubbles, so "wait
-// until every worker is idle" is exact and nothing sleeps:
+// watches, hang the store, partition the member from the store entirely, or
+// replace the store under it (an older copy: a rollback). Fleets run inside
+// testing/synctest bubbles, so "wait until every worker is idle" is exact
+// and nothing sleeps:
 //
 //	testkit.RunFleet(t, func(t *testing.T, f *testkit.Fleet) {
 //		f.Start("w1", planner)

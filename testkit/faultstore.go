@@ -120,16 +120,16 @@ func (f *Fault) Fired() bool {
 // FaultStore wraps one member's access to a shared store.Store and injects
 // faults into it: one-shot write faults ([FaultStore.DropNextWrite],
 // [FaultStore.MaybeLandNextWrite], [FaultStore.PanicNextWrite]), a partition
-// ([FaultStore.Partition]), a watch outage ([FaultStore.BlockWatches]) and a
-// hang ([FaultStore.Hang]). Every other member keeps using the store
+// ([FaultStore.Partition]), a watch outage ([FaultStore.BlockWatches]), a
+// hang ([FaultStore.Hang]) and a store replaced under the member
+// ([FaultStore.Replace]). Every other member keeps using the store
 // normally. All methods are safe for concurrent use. Injected errors are
 // *coordination.Error of kind Retryable. It is a [store.Wrapper] and
 // forwards the wrapped store's value cap, so code above it checks values
 // against the real cap.
 type FaultStore struct {
-	inner store.Store
-
 	mu          sync.Mutex
+	inner       store.Store // the wrapped store; swapped by Replace
 	faults      []*Fault
 	failReads   []Match // Gets that fail (FailReads)
 	partitioned bool
@@ -150,16 +150,32 @@ func NewFaultStore(inner store.Store) *FaultStore {
 }
 
 // Inner returns the wrapped store.
-func (s *FaultStore) Inner() store.Store { return s.inner }
+func (s *FaultStore) Inner() store.Store { return s.target() }
 
 // Unwrap returns the wrapped store (the [store.Wrapper] convention), so
 // [store.MaxValueSize] sees through the fault store.
-func (s *FaultStore) Unwrap() store.Store { return s.inner }
+func (s *FaultStore) Unwrap() store.Store { return s.target() }
+
+// target returns the store operations go to.
+func (s *FaultStore) target() store.Store {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inner
+}
+
+// Replace makes every later operation of this member go to st, as when the
+// server behind it restarts on other data (a store directory restored from
+// an older copy), and breaks every open watch with Retryable "injected:
+// store replaced", so the member re-watches st. Neither store is closed by
+// Replace; Close closes the one wrapped then.
+func (s *FaultStore) Replace(st store.Store) {
+	s.breakWatches(func() { s.inner = st }, &coordination.Error{Kind: coordination.Retryable, Reason: "injected: store replaced"})
+}
 
 // MaxValueSize forwards the wrapped store's value cap ([store.ValueLimiter]):
 // 0 when it has none. Injected faults never change the cap.
 func (s *FaultStore) MaxValueSize() int {
-	n, _ := store.MaxValueSize(s.inner)
+	n, _ := store.MaxValueSize(s.target())
 	return n
 }
 
@@ -335,7 +351,7 @@ func errReplyLost() error {
 }
 
 // LeaseTTL returns the wrapped store's lease TTL.
-func (s *FaultStore) LeaseTTL() time.Duration { return s.inner.LeaseTTL() }
+func (s *FaultStore) LeaseTTL() time.Duration { return s.target().LeaseTTL() }
 
 // write runs one write through the partition, the hang and the first armed
 // fault that matches it; do performs the write on the wrapped store.
@@ -363,7 +379,7 @@ func (s *FaultStore) Create(ctx context.Context, ks store.Keyspace, key string, 
 	var rev store.Revision
 	var ok bool
 	err := s.write(ctx, OpCreate, ks, key, value, func() (err error) {
-		rev, ok, err = s.inner.Create(ctx, ks, key, value)
+		rev, ok, err = s.target().Create(ctx, ks, key, value)
 		return err
 	})
 	if err != nil {
@@ -377,7 +393,7 @@ func (s *FaultStore) Update(ctx context.Context, ks store.Keyspace, key string, 
 	var rev store.Revision
 	var ok bool
 	err := s.write(ctx, OpUpdate, ks, key, value, func() (err error) {
-		rev, ok, err = s.inner.Update(ctx, ks, key, value, expected)
+		rev, ok, err = s.target().Update(ctx, ks, key, value, expected)
 		return err
 	})
 	if err != nil {
@@ -390,7 +406,7 @@ func (s *FaultStore) Update(ctx context.Context, ks store.Keyspace, key string, 
 func (s *FaultStore) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
 	var ok bool
 	err := s.write(ctx, OpDelete, ks, key, nil, func() (err error) {
-		ok, err = s.inner.Delete(ctx, ks, key, expected)
+		ok, err = s.target().Delete(ctx, ks, key, expected)
 		return err
 	})
 	if err != nil {
@@ -414,7 +430,7 @@ func (s *FaultStore) Get(ctx context.Context, ks store.Keyspace, key string) (st
 	if fail {
 		return store.Entry{}, false, &coordination.Error{Kind: coordination.Retryable, Reason: "injected: read failed"}
 	}
-	return s.inner.Get(ctx, ks, key)
+	return s.target().Get(ctx, ks, key)
 }
 
 // List is store.Store.List, subject to the partition and the hang.
@@ -422,7 +438,7 @@ func (s *FaultStore) List(ctx context.Context, ks store.Keyspace, prefix string)
 	if err := s.gate(ctx); err != nil {
 		return nil, err
 	}
-	return s.inner.List(ctx, ks, prefix)
+	return s.target().List(ctx, ks, prefix)
 }
 
 // Watch is store.Store.Watch, subject to the partition, the hang and
@@ -438,7 +454,7 @@ func (s *FaultStore) Watch(ctx context.Context, ks store.Keyspace, prefix string
 	if refused {
 		return nil, errWatchBroken()
 	}
-	inner, err := s.inner.Watch(ctx, ks, prefix)
+	inner, err := s.target().Watch(ctx, ks, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -470,7 +486,7 @@ func (s *FaultStore) Watch(ctx context.Context, ks store.Keyspace, prefix string
 }
 
 // Close closes the wrapped store.
-func (s *FaultStore) Close() error { return s.inner.Close() }
+func (s *FaultStore) Close() error { return s.target().Close() }
 
 // faultWatcher forwards an inner watch until it ends, is stopped, or a
 // partition breaks it.
