@@ -1,0 +1,312 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+)
+
+// Results of the election's store I/O.
+type (
+	// electDone is the reply to a Create of the leader key; rev 0: lost.
+	electDone struct {
+		rev   uint64
+		gen   uint64
+		nonce string
+		at    time.Time
+		err   error
+	}
+	// fenceDone is the generation fence's result (fenceLanded, fenceNewer
+	// or fenceFatal), delivered under the term's lead.
+	fenceDone struct {
+		step fenceStep
+		plan protocol.PlanRecord
+		rev  uint64
+		err  error
+	}
+	// renewDone is one leader-key renewal's result, delivered under the
+	// term's lead.
+	renewDone struct {
+		fate leaderRenewal
+		rev  uint64
+		at   time.Time // the send time it proves landed
+		err  error
+	}
+)
+
+// election is the leader actor's election part (docs/protocol.md,
+// "Leadership"): the plan view it stands from, whether another leader is
+// seen, and the term it holds. Written by the leader actor only.
+type election struct {
+	plan       protocol.PlanRecord
+	planRev    uint64
+	hasPlan    bool
+	obsLeader  bool // a leader key is seen in the store
+	electing   bool // a Create of the leader key is in flight
+	lastDemote time.Time
+	term       *term // nil: not leading
+}
+
+// term is one won leader key. Its lead ends when the leadership does; the
+// fence and the renewals run under it, so their results die with it.
+type term struct {
+	lead     *lead
+	work     *lead  // handed to the planner run and the publisher once fenced; nil before
+	nonce    string // the session nonce the key was won with
+	rev      uint64 // the key's latest known revision
+	renewals renewalClock
+	renewing bool // a renewal is in flight
+}
+
+// working returns the lead the planner run and the publisher work under, or
+// nil while there is none: not leading, not fenced yet, or the worker
+// stopped working as leader (verdict, Depart).
+func (l *leader) working() *lead {
+	if t := l.el.term; t != nil && !t.work.ended() {
+		return t.work
+	}
+	return nil
+}
+
+func (l *leader) canStand() bool {
+	e := &l.el
+	return l.live && !e.obsLeader && e.term == nil && !e.electing && !l.departed && !l.verdict && e.hasPlan &&
+		(e.lastDemote.IsZero() || l.v.clk.Since(e.lastDemote) >= l.v.cfg.LeaseDuration/3) // a heartbeat interval (docs/protocol.md, "Leadership")
+}
+
+// stand creates the leader key for the next generation.
+func (l *leader) stand(c *actor.Context) {
+	l.el.electing = true
+	v, pid, gen, nonce := l.v, c.PID(), l.el.plan.Generation+1, l.v.sessionNonce()
+	v.goFunc(func(ctx context.Context) {
+		oc, cancel := v.opCtx(ctx)
+		defer cancel()
+		at := v.clk.Now()
+		rev, ok, err := v.st.Create(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: gen}))
+		if !ok {
+			rev = 0
+		}
+		v.send(pid, electDone{rev: uint64(rev), gen: gen, nonce: nonce, at: at, err: err})
+	})
+}
+
+// elected starts a term when the Create won and fences its generation.
+func (l *leader) elected(c *actor.Context, m electDone) {
+	l.el.electing = false
+	if m.err != nil {
+		if !l.v.fatalIf(m.err) {
+			l.log.Warn("election failed; will retry", "err", m.err)
+		}
+		return
+	}
+	if m.rev == 0 {
+		return
+	}
+	t := &term{lead: newLead(l.v.ctx, m.gen), nonce: m.nonce, rev: m.rev}
+	l.el.term = t
+	if l.departed || l.verdict {
+		l.demote(c, nil)
+		return
+	}
+	t.renewals.restart(m.at)
+	l.view.grace.Lead(l.v.clk.Now())
+	l.el.obsLeader = true
+	l.v.met.leading(true)
+	l.log.Info("became leader", "generation", m.gen)
+	v, base, baseRev, fingerprint := l.v, l.el.plan, l.el.planRev, l.fingerprint
+	t.lead.goFunc(v, c.PID(), func(ctx context.Context) any {
+		return generationFence(ctx, v, t.lead.gen, base, baseRev, fingerprint)
+	})
+}
+
+// fenced hands the lead to the planner run and the publisher once the
+// fence landed.
+func (l *leader) fenced(c *actor.Context, m fenceDone) {
+	switch m.step {
+	case fenceFatal:
+		l.v.fatalIf(m.err)
+		return
+	case fenceNewer:
+		l.log.Warn("newer leader generation observed; stepping down", "generation", l.el.term.lead.gen)
+		l.demote(c, nil)
+		return
+	}
+	l.adoptPlan(c, m.plan, m.rev)
+	if t := l.el.term; t != nil && !l.verdict && !l.departed {
+		t.work = t.lead.child()
+		l.view.indexPublished()
+		l.pub.dirty = true
+		l.runPlan(c)
+	}
+	l.tick(c)
+}
+
+// adoptPlan takes a newer plan record into the view; one of a newer
+// generation ends this worker's leadership.
+func (l *leader) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev uint64) {
+	e := &l.el
+	if e.hasPlan && rev <= e.planRev {
+		return
+	}
+	e.plan, e.planRev, e.hasPlan = pl, rev, true
+	if e.term != nil && pl.Generation > e.term.lead.gen {
+		l.stopLeading(c, "newer leader generation observed; stepping down", true)
+	}
+	l.tick(c)
+}
+
+// keepLeading ends a term whose key went unrenewed for a LeaseDuration and
+// renews it otherwise; called once per heartbeat.
+func (l *leader) keepLeading(c *actor.Context, now time.Time) {
+	t := l.el.term
+	switch {
+	case t == nil:
+	case now.Sub(t.renewals.lastOK) >= l.v.cfg.LeaseDuration:
+		l.stopLeading(c, "leader lease expired; stepping down", false)
+	case !t.renewing:
+		l.renew(c, t)
+	}
+}
+
+func (l *leader) renew(c *actor.Context, t *term) {
+	t.renewing = true
+	v, rev, nonce, pgen := l.v, t.rev, t.nonce, l.el.plan.Generation
+	at := v.clk.Now()
+	landed := t.renewals.sent(at) // a lost compare that finds our nonce proves a write sent no earlier than this landed
+	t.lead.goFunc(v, c.PID(), func(ctx context.Context) any {
+		return renewLeader(ctx, v, protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: pgen}, rev, at, landed)
+	})
+}
+
+// renewLeader updates the leader key at rev to lr, and after a lost compare
+// reads it to learn whether an earlier renewal landed.
+func renewLeader(ctx context.Context, v *env, lr protocol.LeaderRecord, rev uint64, at, landed time.Time) renewDone {
+	oc, cancel := v.opCtx(ctx)
+	defer cancel()
+	r, ok, err := v.st.Update(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(lr), store.Revision(rev))
+	switch {
+	case err != nil:
+		return renewDone{fate: leaderRenewUnknown, err: err}
+	case ok:
+		return renewDone{fate: leaderRenewed, rev: uint64(r), at: at}
+	}
+	e, found, err := v.st.Get(oc, store.Ephemeral, protocol.KeyLeader)
+	var cur protocol.LeaderRecord
+	if err == nil && found {
+		cur, err = protocol.DecodeLeader(protocol.KeyLeader, e.Value)
+	}
+	fate, err := judgeLeaderRead(lr.Nonce, found, cur, err)
+	return renewDone{fate: fate, rev: uint64(e.Revision), at: landed, err: err}
+}
+
+func (l *leader) renewed(c *actor.Context, m renewDone) {
+	t := l.el.term
+	t.renewing = false
+	switch m.fate {
+	case leaderRenewUnknown:
+		if !l.v.fatalIf(m.err) {
+			l.log.Warn("leader renewal failed; will retry", "err", m.err)
+		}
+	case leaderRenewLost:
+		l.stopLeading(c, "leader renewal lost; stepping down", false)
+	case leaderRenewed:
+		t.rev = max(t.rev, m.rev)
+		t.renewals.landed(m.at)
+	}
+}
+
+func (l *leader) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
+	l.el.obsLeader = true
+	t := l.el.term
+	if t == nil {
+		return
+	}
+	switch judgeLeaderPut(t.nonce, t.rev, m.Leader, m.Rev) {
+	case sightingLost:
+		l.stopLeading(c, "leader renewal lost; stepping down", false)
+	case sightingLanded:
+		// A renewal of ours landed unseen: credit it from the oldest
+		// renewal whose fate is unknown.
+		t.rev = m.Rev
+		t.renewals.proven(t.renewing)
+	}
+}
+
+func (l *leader) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
+	l.el.obsLeader = false
+	if t := l.el.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
+		l.stopLeading(c, "leader lease expired; stepping down", false)
+	}
+	l.tick(c)
+}
+
+// stepDown answers Depart's StepDown once the leader key is given up.
+func (l *leader) stepDown(c *actor.Context, m messages.StepDown) {
+	l.departed = true
+	if l.el.term == nil {
+		c.Send(m.ReplyTo, messages.StepDownReply{})
+		return
+	}
+	l.demote(c, m.ReplyTo)
+}
+
+// stopLeading ends this leadership; with del it also deletes the leader key
+// guarded by its revision.
+func (l *leader) stopLeading(c *actor.Context, why string, del bool) {
+	t := l.el.term
+	if t == nil {
+		return
+	}
+	l.log.Warn(why, "generation", t.lead.gen)
+	if del {
+		l.demote(c, nil)
+		return
+	}
+	l.endLeadership()
+}
+
+// endLeadership ends the term: its lead, with it the work lead, and so
+// every result still in flight.
+func (l *leader) endLeadership() {
+	l.el.term.lead.end()
+	l.el.term = nil
+	l.el.lastDemote = l.v.clk.Now()
+	l.v.met.leading(false)
+	l.workEnded()
+}
+
+// stopWorking ends the work lead while the key is still held (verdict,
+// Depart): no planner run, no publish from now on.
+func (l *leader) stopWorking() {
+	if w := l.working(); w != nil {
+		w.end()
+		l.workEnded()
+	}
+}
+
+// workEnded drops what the planner run and the publisher kept for the lead.
+func (l *leader) workEnded() {
+	l.view.unindexPublished()
+	l.run.reset()
+}
+
+// demote stops leading and deletes the leader key guarded by its revision
+// (best-effort); replyTo, when set, is answered once the delete resolved.
+func (l *leader) demote(c *actor.Context, replyTo *actor.PID) {
+	rev := l.el.term.rev
+	l.endLeadership()
+	v := l.v
+	v.goFunc(func(ctx context.Context) {
+		oc, cancel := v.opCtx(ctx)
+		_, _ = v.st.Delete(oc, store.Ephemeral, protocol.KeyLeader, store.Revision(rev))
+		cancel()
+		if replyTo != nil {
+			v.send(replyTo, messages.StepDownReply{})
+		}
+	})
+}

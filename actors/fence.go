@@ -1,0 +1,60 @@
+package actors
+
+import (
+	"context"
+
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
+)
+
+// generationFenceTries bounds the fence's compare-and-swap attempts before the term
+// steps down.
+const generationFenceTries = 3
+
+// generationFence CASes the plan record from base at rev to generation gen
+// (docs/protocol.md, "Leadership"); fingerprint is this worker's job. It runs
+// on a goroutine of the term's lead and returns fenceLanded with the plan
+// it wrote, fenceNewer, or fenceFatal.
+func generationFence(ctx context.Context, v *env, gen uint64, base protocol.PlanRecord, rev uint64, fingerprint string) fenceDone {
+	for range generationFenceTries {
+		if base.Generation >= gen {
+			return fenceDone{step: fenceNewer}
+		}
+		want := base
+		want.Generation = gen
+		want.UpdatedAtMs = v.nowMs()
+		oc, cancel := v.opCtx(ctx)
+		r, ok, err := v.st.Update(oc, store.Durable, protocol.KeyPlan, protocol.EncodePlan(want), store.Revision(rev))
+		step, err := judgeFenceWrite(ok, err)
+		if step == fenceRead {
+			var pl protocol.PlanRecord
+			var at store.Revision
+			step, pl, at, err = readFenceBase(oc, v, fingerprint)
+			if step == fenceRebase {
+				base, rev = pl, uint64(at)
+			}
+		}
+		cancel()
+		switch step {
+		case fenceLanded:
+			return fenceDone{step: fenceLanded, plan: want, rev: uint64(r)}
+		case fenceFatal:
+			return fenceDone{step: fenceFatal, err: err}
+		}
+	}
+	return fenceDone{step: fenceNewer}
+}
+
+// readFenceBase reads the plan record after a lost fence compare and judges
+// it: fenceRebase with the record and its revision, fenceRetry, or
+// fenceFatal.
+func readFenceBase(ctx context.Context, v *env, fingerprint string) (fenceStep, protocol.PlanRecord, store.Revision, error) {
+	e, found, getErr := v.st.Get(ctx, store.Durable, protocol.KeyPlan)
+	var pl protocol.PlanRecord
+	var decodeErr error
+	if getErr == nil && found {
+		pl, decodeErr = protocol.DecodePlan(protocol.KeyPlan, e.Value)
+	}
+	step, err := judgeFenceRead(getErr, found, pl, decodeErr, fingerprint)
+	return step, pl, e.Revision, err
+}
