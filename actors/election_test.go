@@ -1,0 +1,312 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+)
+
+// rewritePlan rewrites the plan record behind the leader's back.
+func (lr *leaderRig) rewritePlan(f func(*protocol.PlanRecord)) {
+	lr.t.Helper()
+	pl := lr.plan()
+	f(&pl)
+	lr.planRev = put(lr.t, lr.r.st, protocol.KeyPlan, protocol.EncodePlan(pl), lr.planRev)
+}
+
+// stepsDown fails unless w1 no longer leads and its key is gone.
+func (lr *leaderRig) mustNotLead() {
+	lr.t.Helper()
+	if lr.leading() {
+		lr.t.Fatal("leader gauge 1, want w1 stepped down")
+	}
+	if l, _, ok := lr.leaderKey(); ok && l.Nonce == "nonce-w1" {
+		lr.t.Fatalf("w1's leader key %+v is still in the store", l)
+	}
+}
+
+func TestFenceRebasesOnAConcurrentPlanWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &gatedPlanner{testPlanner: finalPlan("a")}
+		lr := newLeaderRig(t, p)
+		seen := lr.plan()
+		seenRev := lr.planRev
+		lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.PlannerState = []byte(`"cursor"`) })
+		lr.send(messages.PlanObserved{Plan: seen, Rev: seenRev}, // the watch lags: the leader fences from a stale base
+			messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
+			messages.WatchesChanged{Live: true})
+		lr.mustLead(1)
+		if got := string(p.last().PlannerState); got != `"cursor"` {
+			t.Fatalf("planner state %q, want the rebased %q", got, `"cursor"`)
+		}
+	})
+}
+
+func TestFenceStepsDownOnANewerGeneration(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &gatedPlanner{testPlanner: finalPlan("a")}
+		lr := newLeaderRig(t, p)
+		seen, seenRev := lr.plan(), lr.planRev
+		lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.Generation = 3 })
+		lr.send(messages.PlanObserved{Plan: seen, Rev: seenRev}, messages.WatchesChanged{Live: true})
+		lr.mustNotLead()
+		if p.calls.Load() != 0 || lr.plan().Generation != 3 {
+			t.Fatalf("planner ran %d times, plan generation %d; want no run and generation 3 kept", p.calls.Load(), lr.plan().Generation)
+		}
+		if lr.failure() != nil {
+			t.Fatalf("failure %v, want none", lr.failure())
+		}
+	})
+}
+
+func TestFenceFatal(t *testing.T) {
+	tests := []struct {
+		name   string
+		break_ func(lr *leaderRig)
+		reason string
+	}{
+		{"the plan record was deleted", func(lr *leaderRig) {
+			if _, err := lr.r.st.Delete(context.Background(), store.Durable, protocol.KeyPlan, store.Revision(lr.planRev)); err != nil {
+				lr.t.Fatal(err)
+			}
+		}, "plan record is missing"},
+		{"another job holds the plan record", func(lr *leaderRig) {
+			lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.Fingerprint = "other:v1" })
+		}, "fingerprint mismatch"},
+		{"the plan record is corrupt", func(lr *leaderRig) {
+			lr.planRev = put(lr.t, lr.r.st, protocol.KeyPlan, []byte("{"), lr.planRev)
+		}, "plan"},
+		{"the store fails for good", func(lr *leaderRig) {
+			lr.st.on("Update", protocol.KeyPlan, reaction{err: coordination.Errorf(coordination.Fatal, "bucket deleted")})
+		}, "bucket deleted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &gatedPlanner{testPlanner: finalPlan("a")}
+				lr := newLeaderRig(t, p)
+				seen, seenRev := lr.plan(), lr.planRev
+				tt.break_(lr)
+				lr.send(messages.PlanObserved{Plan: seen, Rev: seenRev}, messages.WatchesChanged{Live: true})
+				if err := lr.failure(); coordination.KindOf(err) != coordination.Fatal || !reasonHas(err, tt.reason) {
+					t.Fatalf("failure %v, want Fatal naming %q", err, tt.reason)
+				}
+				if p.calls.Load() != 0 {
+					t.Fatalf("planner ran %d times after a Fatal fence", p.calls.Load())
+				}
+			})
+		})
+	}
+}
+
+func TestFenceRetriesTransientErrors(t *testing.T) {
+	transient := reaction{err: coordination.Errorf(coordination.Retryable, "timeout")}
+	tests := []struct {
+		name   string
+		script []reaction
+		leads  bool
+	}{
+		{"two failures then a landed fence lead", []reaction{transient, transient}, true},
+		{"a failed read after a lost compare is retried", []reaction{{lose: true}}, true},
+		{"three failures step down", []reaction{transient, transient, transient}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lr := newLeaderRig(t, finalPlan("a"))
+				lr.st.on("Update", protocol.KeyPlan, tt.script...)
+				if tt.script[0].lose {
+					lr.st.on("Get", protocol.KeyPlan, transient)
+				}
+				lr.goLive()
+				if tt.leads {
+					lr.mustLead(1)
+				} else {
+					lr.mustNotLead()
+				}
+			})
+		})
+	}
+}
+
+func TestLeaderRenewal(t *testing.T) {
+	transient := reaction{err: coordination.Errorf(coordination.Retryable, "timeout")}
+	repeat := func(r reaction, n int) []reaction {
+		rs := make([]reaction, n)
+		for i := range rs {
+			rs[i] = r
+		}
+		return rs
+	}
+	tests := []struct {
+		name   string
+		update []reaction // scripted renewals
+		get    []reaction // scripted reads after a lost compare
+		beats  int
+		leads  bool
+	}{
+		{"landed renewals keep the lead", nil, nil, 6, true},
+		{"a lost reply is proven by the next compare's read", []reaction{{land: true}}, nil, 6, true},
+		{"a failed read after a lost compare is retried", []reaction{{land: true}}, []reaction{transient}, 2, true},
+		{"renewals failing for a LeaseDuration expire the lead", repeat(transient, 6), nil, 6, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lr := newLeaderRig(t, finalPlan("a"))
+				lr.goLive()
+				lr.mustLead(1)
+				_, rev0, _ := lr.leaderKey()
+				lr.st.on("Update", protocol.KeyLeader, tt.update...)
+				lr.st.on("Get", protocol.KeyLeader, tt.get...)
+				for range tt.beats {
+					lr.beat()
+				}
+				if !tt.leads {
+					if lr.leading() {
+						t.Fatal("still leading after a LeaseDuration without a renewal")
+					}
+					return
+				}
+				lr.mustLead(1)
+				if _, rev, _ := lr.leaderKey(); rev <= rev0 {
+					t.Fatalf("leader key revision %d, want renewals past %d", rev, rev0)
+				}
+			})
+		})
+	}
+}
+
+func TestLeaderStepsDownWhenAnotherSessionHoldsTheKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		lr.goLive()
+		lr.mustLead(1)
+		_, rev, _ := lr.leaderKey()
+		if _, ok, err := lr.r.st.Update(context.Background(), store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2", Generation: 2}), store.Revision(rev)); err != nil || !ok {
+			t.Fatalf("overwrite the leader key: %v %v", ok, err)
+		}
+		lr.beat() // the renewal's compare is lost; the read finds w2's key
+		if lr.leading() {
+			t.Fatal("still leading after the key became another session's")
+		}
+		if l, _, ok := lr.leaderKey(); !ok || l.Nonce != "nonce-w2" {
+			t.Fatalf("leader key %+v (present %v), want w2's left alone", l, ok)
+		}
+	})
+}
+
+func TestLeaderObservations(t *testing.T) {
+	tests := []struct {
+		name  string
+		msg   func(rev uint64) any
+		leads bool
+	}{
+		{"another session's key ends the lead", func(rev uint64) any {
+			return messages.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2"}, Rev: rev + 1}
+		}, false},
+		{"a stale delete is ignored", func(rev uint64) any { return messages.LeaderDeleted{Rev: rev - 1} }, true},
+		{"a newer delete ends the lead", func(rev uint64) any { return messages.LeaderDeleted{Rev: rev + 1} }, false},
+		{"a synthesized delete ends the lead", func(uint64) any { return messages.LeaderDeleted{Synthesized: true} }, false},
+		{"the session's end ends the lead", func(uint64) any { return messages.SessionEnded{} }, false},
+		{"our own key is nothing new", func(rev uint64) any {
+			return messages.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev}
+		}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lr := newLeaderRig(t, finalPlan("a"))
+				lr.goLive()
+				lr.mustLead(1)
+				_, rev, _ := lr.leaderKey()
+				lr.send(tt.msg(rev))
+				if lr.leading() != tt.leads {
+					t.Fatalf("leading %v, want %v", lr.leading(), tt.leads)
+				}
+			})
+		})
+	}
+}
+
+func TestWatchedRenewalsKeepTheLeadWhileRepliesFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		lr.goLive()
+		lr.mustLead(1)
+		_, rev, _ := lr.leaderKey()
+		for range 6 {
+			// The renewal's reply is lost, but the watch shows it landed.
+			lr.st.on("Update", protocol.KeyLeader, reaction{err: coordination.Errorf(coordination.Retryable, "reply lost")})
+			lr.beat()
+			rev++
+			lr.send(messages.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev})
+		}
+		if !lr.leading() {
+			t.Fatal("stepped down although the watch proved every renewal landed")
+		}
+	})
+}
+
+func TestStepDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		lr.goLive()
+		lr.mustLead(1)
+		lr.send(messages.StepDown{ReplyTo: lr.replies})
+		lr.mustNotLead()
+		if _, _, ok := lr.leaderKey(); ok {
+			t.Fatal("leader key still present after StepDown")
+		}
+		lr.send(messages.StepDown{ReplyTo: lr.replies})
+		if n := lr.replied(); n != 2 {
+			t.Fatalf("%d StepDownReply, want 2 (leading and not)", n)
+		}
+		lr.beat()
+		lr.send(messages.LeaderDeleted{Synthesized: true})
+		if _, _, ok := lr.leaderKey(); ok {
+			t.Fatal("a departed worker stood for election again")
+		}
+	})
+}
+
+func TestAWinAfterDepartGivesTheKeyBack(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		gate := make(chan struct{})
+		lr.st.on("Create", protocol.KeyLeader, reaction{gate: gate})
+		lr.goLive()
+		lr.send(messages.Departing{})
+		close(gate)
+		synctest.Wait()
+		if _, _, ok := lr.leaderKey(); ok || lr.leading() {
+			t.Fatal("a worker that departed mid-election kept the leader key")
+		}
+	})
+}
+
+func TestVerdictKeepsTheKeyButStopsTheWork(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &gatedPlanner{testPlanner: &testPlanner{fp: "job:v1", plan: coordination.SplitPlan{Finality: coordination.PlanOpen}}}
+		lr := newLeaderRig(t, p)
+		lr.goLive()
+		lr.mustLead(1)
+		lr.send(messages.VerdictReached{})
+		_, rev, _ := lr.leaderKey()
+		for range 6 { // two replan intervals
+			lr.beat()
+		}
+		lr.mustLead(1)
+		if _, now, _ := lr.leaderKey(); now <= rev {
+			t.Fatal("the leader key was not renewed after the verdict")
+		}
+		if p.calls.Load() != 1 {
+			t.Fatalf("planner ran %d times, want no replan after the verdict", p.calls.Load())
+		}
+	})
+}

@@ -1,0 +1,198 @@
+package actors
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+)
+
+// replans is the sum of the replans counter over every outcome.
+func (lr *leaderRig) replans() float64 {
+	return lr.runs("ok") + lr.runs("noop") + lr.runs("error")
+}
+
+func TestPlannerRunFatal(t *testing.T) {
+	dup := finalPlan("a", "a")
+	tests := []struct {
+		name    string
+		planner coordination.Planner
+		reason  string
+	}{
+		{"a panic keeps its own reason", &testPlanner{fp: "job:v1", panic: "boom"}, "planner panic: boom"},
+		{"the planner's Fatal is named as the planner's", &testPlanner{fp: "job:v1", err: coordination.Errorf(coordination.Fatal, "bad config")}, "planner: bad config"},
+		{"a split planned twice", dup, "planner returned split a more than once"},
+		{"an invalid split id", finalPlan(""), "planner returned an invalid split id"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lr := newLeaderRig(t, tt.planner)
+				lr.goLive()
+				err := lr.failure()
+				if coordination.KindOf(err) != coordination.Fatal || !reasonHas(err, tt.reason) {
+					t.Fatalf("failure %v, want Fatal %q", err, tt.reason)
+				}
+				if tt.reason == "planner panic: boom" && reasonOf(err) != tt.reason {
+					t.Fatalf("reason %q, want exactly %q", reasonOf(err), tt.reason)
+				}
+				if n := lr.splits(); n != 0 {
+					t.Fatalf("%d split records written by a run that failed", n)
+				}
+			})
+		})
+	}
+}
+
+func TestPlannerRunFailuresRetryAtTheNextHeartbeat(t *testing.T) {
+	transient := reaction{err: coordination.Errorf(coordination.Retryable, "timeout")}
+	tests := []struct {
+		name  string
+		setup func(lr *leaderRig, p *gatedPlanner)
+	}{
+		{"the planner fails", func(lr *leaderRig, p *gatedPlanner) {
+			p.errs = []error{coordination.Errorf(coordination.Retryable, "source unavailable")}
+		}},
+		{"seeding fails", func(lr *leaderRig, p *gatedPlanner) {
+			lr.st.on("Create", protocol.SplitKey("a"), transient)
+		}},
+		{"the recount fails", func(lr *leaderRig, p *gatedPlanner) {
+			lr.st.on("List", protocol.PrefixSplit, transient)
+		}},
+		{"the plan publish fails", func(lr *leaderRig, p *gatedPlanner) {
+			lr.st.on("Update", protocol.KeyPlan, reaction{}, transient) // the fence lands, the publish fails
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := &gatedPlanner{testPlanner: finalPlan("a")}
+				lr := newLeaderRig(t, p)
+				tt.setup(lr, p)
+				lr.goLive()
+				lr.mustLead(1)
+				if pl := lr.plan(); pl.Finality == coordination.PlanFinal || lr.runs("error") != 1 {
+					t.Fatalf("plan %+v, %v failed runs; want the run failed and nothing published", pl, lr.runs("error"))
+				}
+				lr.beat()
+				if pl := lr.plan(); pl.Finality != coordination.PlanFinal || pl.Planned != 1 || lr.runs("ok") != 1 {
+					t.Fatalf("after a heartbeat: plan %+v, %v good runs; want the rerun to publish 1 split", pl, lr.runs("ok"))
+				}
+			})
+		})
+	}
+}
+
+func TestPlanPublishLostToANewerLeaderStepsDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		lr.st.on("Update", protocol.KeyPlan, reaction{}, reaction{lose: true})
+		lr.goLive()
+		lr.mustNotLead()
+		if lr.runs("error") != 1 || lr.failure() != nil {
+			t.Fatalf("%v failed runs, failure %v; want one lost run and no failure", lr.runs("error"), lr.failure())
+		}
+	})
+}
+
+func TestPlanPublishAfterThePlanWasDeletedIsFatal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		p := &gatedPlanner{testPlanner: finalPlan("a"), gate: gate}
+		lr := newLeaderRig(t, p)
+		lr.goLive()
+		lr.mustLead(1)
+		if _, err := lr.r.st.Delete(context.Background(), store.Durable, protocol.KeyPlan, store.Revision(lr.planRev)); err != nil {
+			t.Fatal(err)
+		}
+		close(gate)
+		synctest.Wait()
+		if err := lr.failure(); !reasonHas(err, "plan record is missing") {
+			t.Fatalf("failure %v, want the missing plan record", err)
+		}
+	})
+}
+
+func TestLosingLeadershipMidPlanAppliesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		p := &gatedPlanner{testPlanner: finalPlan("a", "b"), gate: gate}
+		lr := newLeaderRig(t, p)
+		lr.goLive()
+		lr.mustLead(1)
+		lr.takeOver()
+		close(gate) // the planner ignores its context and returns a plan
+		synctest.Wait()
+		if n := lr.splits(); n != 0 {
+			t.Fatalf("%d split records seeded after leadership was lost", n)
+		}
+		if pl := lr.plan(); pl.Planned != 0 || pl.Finality == coordination.PlanFinal || lr.replans() != 0 {
+			t.Fatalf("plan %+v, %v runs counted; want the stale run discarded", pl, lr.replans())
+		}
+		if lr.leading() {
+			t.Fatal("still leading after another session took the key")
+		}
+	})
+}
+
+func TestVerdictMidPlanCancelsTheRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		p := &gatedPlanner{testPlanner: finalPlan("a"), gate: gate}
+		lr := newLeaderRig(t, p)
+		lr.goLive()
+		lr.send(messages.VerdictReached{})
+		close(gate)
+		synctest.Wait()
+		if n := lr.splits(); n != 0 || lr.replans() != 0 {
+			t.Fatalf("%d split records, %v runs after the verdict; want the run discarded", n, lr.replans())
+		}
+		lr.mustLead(1)
+	})
+}
+
+// A run due for a new term waits for the previous term's run, which
+// ignores its context, and starts when that one returns.
+func TestARunDueForANewTermStartsWhenTheStaleRunEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		gate := make(chan struct{})
+		p := &gatedPlanner{testPlanner: finalPlan("a"), gate: gate}
+		lr := newLeaderRig(t, p)
+		lr.goLive()
+		lr.mustLead(1)
+		lr.deleteLeaderKey()
+		lr.send(messages.LeaderDeleted{Synthesized: true})
+		if lr.leading() {
+			t.Fatal("still leading after the key was deleted")
+		}
+		lr.beat() // a heartbeat after stepping down, w1 stands again
+		lr.mustLead(2)
+		if p.calls.Load() != 1 {
+			t.Fatalf("planner called %d times while the first run is in flight, want 1", p.calls.Load())
+		}
+		close(gate)
+		synctest.Wait()
+		if p.calls.Load() != 2 || lr.splits() != 1 || lr.plan().Finality != coordination.PlanFinal {
+			t.Fatalf("planner called %d times, %d splits, plan %+v; want term 2's run to publish", p.calls.Load(), lr.splits(), lr.plan())
+		}
+	})
+}
+
+func TestAnOpenPlanIsReplannedEachInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &gatedPlanner{testPlanner: &testPlanner{fp: "job:v1", plan: coordination.SplitPlan{Finality: coordination.PlanOpen}}}
+		lr := newLeaderRig(t, p)
+		lr.goLive()
+		lr.mustLead(1)
+		for range 3 { // one ReplanInterval
+			lr.beat()
+		}
+		if p.calls.Load() != 2 || lr.runs("noop") != 2 {
+			t.Fatalf("planner called %d times, %v unchanged runs; want a replan after ReplanInterval", p.calls.Load(), lr.runs("noop"))
+		}
+	})
+}

@@ -1,0 +1,119 @@
+package actors
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+)
+
+// observeAssignment plays the watch delivering w's assignment record.
+func (lr *leaderRig) observeAssignment(w string) {
+	lr.t.Helper()
+	a, rev, ok := lr.assignment(w)
+	if !ok {
+		lr.t.Fatalf("no assignment record for %s", w)
+	}
+	lr.send(messages.AssignmentObserved{Instance: w, Assignment: a, Rev: rev})
+}
+
+func TestLosingLeadershipMidPublishThenTheNextTermPublishes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		gate := make(chan struct{})
+		lr.st.on("Create", protocol.AssignKey("w1"), reaction{gate: gate})
+		lr.goLive()
+		lr.mustLead(1)
+		lr.takeOver()
+		close(gate) // the write resumes after the term ended; its result is stale
+		synctest.Wait()
+		if _, _, ok := lr.assignment("w1"); ok {
+			lr.observeAssignment("w1")
+		}
+		lr.observeSplits()
+		lr.deleteLeaderKey()
+		lr.send(messages.LeaderDeleted{Synthesized: true})
+		lr.beat()
+		lr.mustLead(2)
+		a, _, _ := lr.assignment("w1")
+		if a.Generation != 2 || len(a.Splits) != 1 {
+			t.Fatalf("assignment %+v, want term 2 to publish split a", a)
+		}
+	})
+}
+
+func TestLostAssignmentWritesDoNotSpin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		// A record the leader's view lacks: every Create of it loses.
+		put(t, lr.r.st, protocol.AssignKey("w1"), protocol.EncodeAssignment(protocol.AssignmentRecord{}), 0)
+		lr.goLive()
+		lr.mustLead(1)
+		creates := lr.st.count("Create", protocol.AssignKey("w1"))
+		if creates < 2 || creates > 3 {
+			t.Fatalf("%d Creates of a record the view lacks, want a retry at once then a wait for the heartbeat", creates)
+		}
+		lr.observeAssignment("w1") // the watch catches up
+		lr.observeSplits()
+		lr.beat()
+		if a, _, _ := lr.assignment("w1"); a.Generation != 1 || len(a.Splits) != 1 {
+			t.Fatalf("assignment %+v, want generation 1 naming split a once the view caught up", a)
+		}
+	})
+}
+
+func TestAFailedAssignmentWriteRetriesAtTheNextHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		failing := reaction{err: coordination.Errorf(coordination.Retryable, "timeout")}
+		lr.st.on("Create", protocol.AssignKey("w1"), failing, failing, failing)
+		lr.goLive()
+		lr.mustLead(1)
+		if _, _, ok := lr.assignment("w1"); ok {
+			t.Fatal("an assignment record exists although its writes failed")
+		}
+		lr.st.reset()
+		lr.beat()
+		if _, _, ok := lr.assignment("w1"); !ok {
+			t.Fatal("no assignment record after the heartbeat's retry")
+		}
+	})
+}
+
+func TestRecordsOfMembersGoneForGoodAreDeleted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a"))
+		put(t, lr.r.st, protocol.AssignKey("w9"), protocol.EncodeAssignment(protocol.AssignmentRecord{Splits: []coordination.SplitID{"a"}}), 0)
+		lr.observeAssignment("w9")
+		lr.goLive()
+		lr.mustLead(1)
+		if _, _, ok := lr.assignment("w9"); ok {
+			t.Fatal("the record of a member gone for good was kept")
+		}
+	})
+}
+
+func TestAPeerJoiningSharesTheSplits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a", "b", "c", "d"))
+		lr.goLive()
+		lr.observeSplits()
+		lr.observeAssignment("w1")
+		for range 7 { // past StartupGrace
+			lr.beat()
+		}
+		lr.observeAssignment("w1")
+		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 2})
+		a1, _, _ := lr.assignment("w1")
+		a2, _, ok := lr.assignment("w2")
+		if !ok || len(a1.Splits)+len(a2.Splits) != 4 || len(a2.Splits) == 0 {
+			t.Fatalf("w1 %v, w2 %v (present %v); want the 4 splits shared by both", a1.Splits, a2.Splits, ok)
+		}
+		lr.send(messages.PresenceDeleted{Instance: "w2", Rev: 3})
+		if _, _, ok := lr.assignment("w2"); ok {
+			t.Fatal("w2's record outlived its departure with no rebalance delay")
+		}
+	})
+}
