@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"pgregory.net/rapid"
+
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
 )
@@ -132,4 +134,22 @@ func TestJudgeFenceRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A put of the leader key ends the term exactly when it carries another
+// session's nonce, and credits a renewal only for this session's key at a
+// newer revision.
+func TestJudgeLeaderPutProperty(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		nonce := rapid.SampledFrom([]string{"n", "x"}).Draw(t, "nonce")
+		rev := rapid.Uint64Range(0, 10).Draw(t, "rev")
+		putRev := rapid.Uint64Range(0, 10).Draw(t, "putRev")
+		got := judgeLeaderPut("n", rev, protocol.LeaderRecord{Nonce: nonce}, putRev)
+		if (got == sightingLost) != (nonce != "n") {
+			t.Fatalf("nonce %q: got %v", nonce, got)
+		}
+		if got == sightingLanded && putRev <= rev {
+			t.Fatalf("credited a put at %d not newer than %d", putRev, rev)
+		}
+	})
 }

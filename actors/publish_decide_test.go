@@ -3,6 +3,8 @@ package actors
 import (
 	"errors"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 func TestJudgeAssignWrite(t *testing.T) {
@@ -46,4 +48,25 @@ func TestJudgeLosses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// However the losses fall, a publish with lost writes never triggers an
+// immediate retry twice in a row, so a stale view cannot spin; and a
+// publish without losses always resets the streak.
+func TestJudgeLossesNeverSpins(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		losses := rapid.SliceOf(rapid.Bool()).Draw(t, "losses")
+		streak, prevNow := 0, false
+		for i, lost := range losses {
+			var r publishRetry
+			streak, r = judgeLosses(streak, lost)
+			if r == retryNow && prevNow {
+				t.Fatalf("publish %d: an immediate retry right after another", i)
+			}
+			if !lost && (streak != 0 || r != retryNone) {
+				t.Fatalf("publish %d: no loss left streak %d, retry %v", i, streak, r)
+			}
+			prevNow = r == retryNow
+		}
+	})
 }
