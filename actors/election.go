@@ -13,13 +13,14 @@ import (
 
 // Results of the election's store I/O.
 type (
-	// electDone is the reply to a Create of the leader key; rev 0: lost.
+	// electDone is the result of a Create of the leader key.
 	electDone struct {
-		rev   uint64
-		gen   uint64
-		nonce string
-		at    time.Time
-		err   error
+		outcome electOutcome
+		rev     uint64
+		gen     uint64
+		nonce   string
+		at      time.Time
+		err     error
 	}
 	// fenceDone is the generation fence's result (fenceLanded, fenceNewer
 	// or fenceFatal), delivered under the term's lead.
@@ -88,23 +89,20 @@ func (l *leader) stand(c *actor.Context) {
 		defer cancel()
 		at := v.clk.Now()
 		rev, ok, err := v.st.Create(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: gen}))
-		if !ok {
-			rev = 0
-		}
-		v.send(pid, electDone{rev: uint64(rev), gen: gen, nonce: nonce, at: at, err: err})
+		v.send(pid, electDone{outcome: judgeElection(ok, err), rev: uint64(rev), gen: gen, nonce: nonce, at: at, err: err})
 	})
 }
 
 // elected starts a term when the Create won and fences its generation.
 func (l *leader) elected(c *actor.Context, m electDone) {
 	l.el.electing = false
-	if m.err != nil {
+	switch m.outcome {
+	case electFailed:
 		if !l.v.fatalIf(m.err) {
 			l.log.Warn("election failed; will retry", "err", m.err)
 		}
 		return
-	}
-	if m.rev == 0 {
+	case electLost:
 		return
 	}
 	t := &term{lead: newLead(l.v.ctx, m.gen), nonce: m.nonce, rev: m.rev}
@@ -189,11 +187,8 @@ func renewLeader(ctx context.Context, v *env, lr protocol.LeaderRecord, rev uint
 	oc, cancel := v.opCtx(ctx)
 	defer cancel()
 	r, ok, err := v.st.Update(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(lr), store.Revision(rev))
-	switch {
-	case err != nil:
-		return renewDone{fate: leaderRenewUnknown, err: err}
-	case ok:
-		return renewDone{fate: leaderRenewed, rev: uint64(r), at: at}
+	if fate := judgeLeaderUpdate(ok, err); fate != leaderRenewRead {
+		return renewDone{fate: fate, rev: uint64(r), at: at, err: err}
 	}
 	e, found, err := v.st.Get(oc, store.Ephemeral, protocol.KeyLeader)
 	var cur protocol.LeaderRecord

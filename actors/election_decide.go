@@ -5,6 +5,27 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
+// electOutcome is the fate of one Create of the leader key (docs/protocol.md,
+// "Leadership").
+type electOutcome int
+
+const (
+	electWon    electOutcome = iota + 1 // the key is ours: a term starts
+	electLost                           // another worker holds the key
+	electFailed                         // the store failed; a later tick stands again
+)
+
+// judgeElection classifies the reply to the leader key's Create.
+func judgeElection(ok bool, err error) electOutcome {
+	switch {
+	case err != nil:
+		return electFailed
+	case ok:
+		return electWon
+	}
+	return electLost
+}
+
 // leaderRenewal is the fate of one renewal of the leader key
 // (docs/protocol.md, "Leadership").
 type leaderRenewal int
@@ -13,7 +34,19 @@ const (
 	leaderRenewed      leaderRenewal = iota + 1 // it landed: its reply said so, or a read found this session's key
 	leaderRenewUnknown                          // the store failed; the next heartbeat renews again
 	leaderRenewLost                             // the key is gone or another session's: leadership is lost
+	leaderRenewRead                             // the compare was lost: read the key to learn which
 )
+
+// judgeLeaderUpdate classifies the reply to a renewal's compare-and-swap.
+func judgeLeaderUpdate(ok bool, err error) leaderRenewal {
+	switch {
+	case err != nil:
+		return leaderRenewUnknown
+	case ok:
+		return leaderRenewed
+	}
+	return leaderRenewRead
+}
 
 // judgeLeaderRead classifies a lost renewal compare of the leader key held
 // under session nonce from the Get that followed it: found and lr are the

@@ -11,6 +11,46 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
+func TestJudgeElection(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+		err  error
+		want electOutcome
+	}{
+		{"the key is ours", true, nil, electWon},
+		{"another worker holds it", false, nil, electLost},
+		{"the store failed", false, errors.New("eof"), electFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judgeElection(tt.ok, tt.err); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJudgeLeaderUpdate(t *testing.T) {
+	tests := []struct {
+		name string
+		ok   bool
+		err  error
+		want leaderRenewal
+	}{
+		{"landed", true, nil, leaderRenewed},
+		{"a lost compare reads the key", false, nil, leaderRenewRead},
+		{"a store error leaves the fate unknown", false, errors.New("eof"), leaderRenewUnknown},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judgeLeaderUpdate(tt.ok, tt.err); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 func TestJudgeLeaderRead(t *testing.T) {
 	readErr := errors.New("boom")
 	tests := []struct {

@@ -206,3 +206,50 @@ func TestVerdictKeepsTheKeyButStopsTheWork(t *testing.T) {
 		}
 	})
 }
+
+func TestElection(t *testing.T) {
+	tests := []struct {
+		name  string
+		setup func(lr *leaderRig)
+		check func(lr *leaderRig)
+	}{
+		{"a failed Create stands again at the next tick", func(lr *leaderRig) {
+			lr.st.on("Create", protocol.KeyLeader, reaction{err: coordination.Errorf(coordination.Retryable, "timeout")})
+		}, func(lr *leaderRig) {
+			if lr.leading() {
+				lr.t.Fatal("leading although the Create failed")
+			}
+			lr.beat()
+			lr.mustLead(1)
+		}},
+		{"a Fatal Create fails the worker", func(lr *leaderRig) {
+			lr.st.on("Create", protocol.KeyLeader, reaction{err: coordination.Errorf(coordination.Fatal, "bucket deleted")})
+		}, func(lr *leaderRig) {
+			if err := lr.failure(); !reasonHas(err, "bucket deleted") || lr.leading() {
+				lr.t.Fatalf("failure %v, leading %v; want the Fatal latched and no lead", err, lr.leading())
+			}
+		}},
+		{"a lost Create leaves the other leader alone", func(lr *leaderRig) {
+			if _, ok, err := lr.r.st.Create(context.Background(), store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2", Generation: 1})); err != nil || !ok {
+				lr.t.Fatalf("create w2's key: %v %v", ok, err)
+			}
+		}, func(lr *leaderRig) {
+			if l, _, ok := lr.leaderKey(); lr.leading() || !ok || l.Nonce != "nonce-w2" {
+				lr.t.Fatalf("leading %v, key %+v; want w2 to keep the lead", lr.leading(), l)
+			}
+			if lr.plan().Generation != 0 {
+				lr.t.Fatal("a worker that lost the election fenced the plan")
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lr := newLeaderRig(t, finalPlan("a"))
+				tt.setup(lr)
+				lr.goLive()
+				tt.check(lr)
+			})
+		})
+	}
+}

@@ -118,7 +118,7 @@ func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, pin
 	for inst, a := range cache {
 		if !members[inst] && !windows[inst] {
 			oc, cancel := v.opCtx(ctx)
-			if ok, err := v.st.Delete(oc, store.Durable, protocol.AssignKey(inst), store.Revision(a.rev)); err == nil && ok {
+			if ok, err := v.st.Delete(oc, store.Durable, protocol.AssignKey(inst), store.Revision(a.rev)); judgeAssignWrite(ok, err) == assignWritten {
 				d.deleted = append(d.deleted, inst)
 			}
 			cancel()

@@ -1,7 +1,7 @@
 package actors
 
-// assignWrite is the fate of one assignment record write (docs/protocol.md,
-// "Assignment and the rebalance delay").
+// assignWrite is the fate of one assignment record write or guarded delete
+// (docs/protocol.md, "Assignment and the rebalance delay").
 type assignWrite int
 
 const (
@@ -10,8 +10,8 @@ const (
 	assignFailed                         // the store failed; retried at the next heartbeat
 )
 
-// judgeAssignWrite classifies the reply to an assignment record's Create or
-// Update.
+// judgeAssignWrite classifies the reply to an assignment record's Create,
+// Update or guarded Delete.
 func judgeAssignWrite(ok bool, err error) assignWrite {
 	switch {
 	case err != nil:
