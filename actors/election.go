@@ -108,7 +108,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 	t := &term{lead: newLead(l.v.ctx, m.gen), nonce: m.nonce, rev: m.rev}
 	l.el.term = t
 	if l.departed || l.verdict {
-		l.demote(c, nil)
+		l.resign(nil)
 		return
 	}
 	t.renewals.restart(m.at)
@@ -131,7 +131,7 @@ func (l *leader) fenced(c *actor.Context, m fenceDone) {
 		return
 	case fenceNewer:
 		l.log.Warn("newer leader generation observed; stepping down", "generation", l.el.term.lead.gen)
-		l.demote(c, nil)
+		l.resign(nil)
 		return
 	}
 	l.adoptPlan(c, m.plan, m.rev)
@@ -153,7 +153,8 @@ func (l *leader) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev uint64)
 	}
 	e.plan, e.planRev, e.hasPlan = pl, rev, true
 	if e.term != nil && pl.Generation > e.term.lead.gen {
-		l.stopLeading(c, "newer leader generation observed; stepping down", true)
+		l.log.Warn("newer leader generation observed; stepping down", "generation", e.term.lead.gen)
+		l.resign(nil)
 	}
 	l.tick(c)
 }
@@ -165,7 +166,7 @@ func (l *leader) keepLeading(c *actor.Context, now time.Time) {
 	switch {
 	case t == nil:
 	case now.Sub(t.renewals.lastOK) >= l.v.cfg.LeaseDuration:
-		l.stopLeading(c, "leader lease expired; stepping down", false)
+		l.orphan("leader lease expired; stepping down")
 	case !t.renewing:
 		l.renew(c, t)
 	}
@@ -208,7 +209,7 @@ func (l *leader) renewed(c *actor.Context, m renewDone) {
 			l.log.Warn("leader renewal failed; will retry", "err", m.err)
 		}
 	case leaderRenewLost:
-		l.stopLeading(c, "leader renewal lost; stepping down", false)
+		l.orphan("leader renewal lost; stepping down")
 	case leaderRenewed:
 		t.rev = max(t.rev, m.rev)
 		t.renewals.landed(m.at)
@@ -223,7 +224,7 @@ func (l *leader) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
 	}
 	switch judgeLeaderPut(t.nonce, t.rev, m.Leader, m.Rev) {
 	case sightingLost:
-		l.stopLeading(c, "leader renewal lost; stepping down", false)
+		l.orphan("leader renewal lost; stepping down")
 	case sightingLanded:
 		// A renewal of ours landed unseen: credit it from the oldest
 		// renewal whose fate is unknown.
@@ -235,7 +236,7 @@ func (l *leader) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
 func (l *leader) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
 	l.el.obsLeader = false
 	if t := l.el.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
-		l.stopLeading(c, "leader lease expired; stepping down", false)
+		l.orphan("leader lease expired; stepping down")
 	}
 	l.tick(c)
 }
@@ -247,21 +248,18 @@ func (l *leader) stepDown(c *actor.Context, m messages.StepDown) {
 		c.Send(m.ReplyTo, messages.StepDownReply{})
 		return
 	}
-	l.demote(c, m.ReplyTo)
+	l.resign(m.ReplyTo)
 }
 
-// stopLeading ends this leadership; with del it also deletes the leader key
-// guarded by its revision.
-func (l *leader) stopLeading(c *actor.Context, why string, del bool) {
+// orphan ends this leadership without touching the leader key, which
+// expires by its TTL (etcd's Session.Orphan): the key is lost, gone, or
+// could not be renewed.
+func (l *leader) orphan(why string) {
 	t := l.el.term
 	if t == nil {
 		return
 	}
 	l.log.Warn(why, "generation", t.lead.gen)
-	if del {
-		l.demote(c, nil)
-		return
-	}
 	l.endLeadership()
 }
 
@@ -290,9 +288,10 @@ func (l *leader) workEnded() {
 	l.run.reset()
 }
 
-// demote stops leading and deletes the leader key guarded by its revision
-// (best-effort); replyTo, when set, is answered once the delete resolved.
-func (l *leader) demote(c *actor.Context, replyTo *actor.PID) {
+// resign ends this leadership and deletes the leader key guarded by its
+// revision (best-effort; etcd's Election.Resign), so a successor need not
+// wait for the TTL; replyTo, when set, is answered once the delete resolved.
+func (l *leader) resign(replyTo *actor.PID) {
 	rev := l.el.term.rev
 	l.endLeadership()
 	v := l.v

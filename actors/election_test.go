@@ -110,6 +110,9 @@ func TestLeaderObservations(t *testing.T) {
 		{"a newer delete ends the lead", func(rev uint64) any { return messages.LeaderDeleted{Rev: rev + 1} }, false},
 		{"a synthesized delete ends the lead", func(uint64) any { return messages.LeaderDeleted{Synthesized: true} }, false},
 		{"the session's end ends the lead", func(uint64) any { return messages.SessionEnded{} }, false},
+		{"a plan of a newer generation ends the lead", func(uint64) any {
+			return messages.PlanObserved{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
+		}, false},
 		{"our own key is nothing new", func(rev uint64) any {
 			return messages.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev}
 		}, true},

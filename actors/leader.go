@@ -77,7 +77,7 @@ func (l *leader) Receive(c *actor.Context) {
 		messages.AssignmentObserved, messages.AssignmentDeleted:
 		l.observeFleet(c, m)
 	case messages.SessionEnded:
-		l.stopLeading(c, "session ended; stepping down", false)
+		l.orphan("session ended; stepping down")
 	case messages.SessionStarted:
 		l.tick(c)
 	case messages.VerdictReached:

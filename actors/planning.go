@@ -86,7 +86,7 @@ func (l *leader) planned(c *actor.Context, m planDone) {
 	case planLost:
 		l.v.met.replan(m.outcome.label(), m.took)
 		l.log.Warn("plan publish lost to a newer leader; stepping down", "generation", l.el.term.lead.gen)
-		l.demote(c, nil)
+		l.resign(nil)
 		return
 	case planFailed:
 		l.v.met.replan(m.outcome.label(), m.took)
