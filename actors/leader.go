@@ -23,7 +23,10 @@ import (
 //
 // The election hands the planner run and the publisher a lead (lead.go) once
 // the fence landed; it ends when the leadership does, and fromLead never
-// applies a result of an ended lead.
+// applies a result of an ended lead. The parts share one process because a
+// run and a publish read the fleet view and the plan view at the instant
+// they start, and a publish is suppressed while a run seeds; as separate
+// actors each would keep its own copy of those facts.
 type leader struct {
 	v   *env
 	log *slog.Logger
