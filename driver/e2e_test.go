@@ -34,6 +34,11 @@ const (
 	ledgerRows   = 1000
 	ledgerSplits = 8
 	rowsPerRead  = 7 // rows a lane delivers per control-loop turn
+	// readTime is the (bubble's fake) time a turn that delivers rows takes.
+	// Without it a worker would deliver the whole ledger at one instant, and
+	// whether the second worker joins before the first finished would be a
+	// matter of goroutine scheduling.
+	readTime = 100 * time.Millisecond
 )
 
 // ledgerPlanner plans ledgerRows rows as ledgerSplits range splits; the
@@ -244,6 +249,9 @@ func startWorker(t testing.TB, e *actor.Engine, st *memstore.Store, id string, o
 	cfg := testkit.HarnessConfig()
 	cfg.InstanceID = id
 	cfg.Logger = log
+	// Move splits to a worker as soon as it joins: with the default grace
+	// the first worker could finish the ledger before the second holds any.
+	cfg.StartupGrace = 0
 	coord, err := actors.Spawn(e, st, cfg)
 	if err != nil {
 		t.Fatalf("Spawn %s: %v", id, err)
@@ -279,6 +287,7 @@ func (w *ledgerWorker) run(abortAfter int) string {
 		if len(ws) == 0 {
 			continue
 		}
+		time.Sleep(readTime) // fake time: the rows take a while to process
 		if err := w.d.Commit(ws); err != nil {
 			_ = w.d.Shutdown(nil)
 			return fmt.Sprintf("%s: Commit: %v", w.id, err)
