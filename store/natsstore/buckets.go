@@ -27,7 +27,8 @@ func (s *Store) bucketName(lease bool) string {
 	return "coordination_" + s.cfg.Job + "_state"
 }
 
-// bucketConfig returns the bucket settings: one message per key, 512 KiB
+// bucketConfig returns the bucket settings: Config.History messages per key
+// in the state bucket and one in the lease bucket, 512 KiB
 // values plus headers, file storage, the configured replicas. The lease
 // bucket's TTL applies to every message, so each write restarts its key's
 // clock; limit markers make expiry visible to watches. Per-key TTLs are never used: they
@@ -40,12 +41,13 @@ func (s *Store) bucketConfig(lease bool) jetstream.KeyValueConfig {
 	cfg := jetstream.KeyValueConfig{
 		Bucket:       s.bucketName(lease),
 		Description:  "spate coordination " + what + " of job " + s.cfg.Job,
-		History:      1,
+		History:      uint8(s.cfg.history()),
 		MaxValueSize: bucketMaxMsgSize,
 		Replicas:     s.cfg.replicas(),
 		Storage:      jetstream.FileStorage,
 	}
 	if lease {
+		cfg.History = 1
 		cfg.TTL = s.leaseTTL
 		cfg.LimitMarkerTTL = s.leaseTTL
 	}
@@ -61,10 +63,13 @@ type kvBucket struct {
 }
 
 // provision opens the bucket, creating it when it does not exist (a
-// concurrent creator winning is fine), and verifies an existing bucket's
-// settings.
+// concurrent creator winning is fine) unless Config.ExistingOnly is set, and
+// verifies an existing bucket's settings.
 func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (kvBucket, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
+	if errors.Is(err, jetstream.ErrBucketNotFound) && s.cfg.ExistingOnly {
+		return kvBucket{}, coordination.Errorf(coordination.Fatal, "natsstore: bucket %s does not exist: no worker has started job %q on this server (check Job and the server URLs)", cfg.Bucket, s.cfg.Job)
+	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
@@ -148,6 +153,9 @@ func (s *Store) verifyBucket(want, got jetstream.KeyValueConfig) error {
 		if want.TTL == 0 {
 			return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but the state bucket must not expire; remove the job's buckets to recreate it", want.Bucket, got.TTL)
 		}
+		if s.cfg.ExistingOnly {
+			return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but this store's lease TTL is %s; give the store the job's lease duration, %s", want.Bucket, got.TTL, want.TTL, got.TTL)
+		}
 		return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but this store's lease TTL is %s; a job's lease duration is fixed once it starts (remove the job's buckets to change it)", want.Bucket, got.TTL, want.TTL)
 	}
 	if want.LimitMarkerTTL > 0 && got.LimitMarkerTTL <= 0 {
@@ -156,8 +164,36 @@ func (s *Store) verifyBucket(want, got jetstream.KeyValueConfig) error {
 	if got.MaxValueSize > 0 && got.MaxValueSize < bucketMaxMsgSize {
 		return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s has a max value size of %d bytes, below the required %d (512 KiB of value plus room for headers); remove the job's buckets to recreate it", want.Bucket, got.MaxValueSize, bucketMaxMsgSize)
 	}
+	if got.History != want.History {
+		s.log.Warn("bucket history depth differs from the configuration; keeping the bucket's", "bucket", want.Bucket, "history", got.History, "configured", want.History)
+	}
 	if got.Replicas != want.Replicas {
 		s.log.Warn("bucket replica count differs from the configuration; keeping the bucket's", "bucket", want.Bucket, "replicas", got.Replicas, "configured", want.Replicas)
+	}
+	return nil
+}
+
+// DeleteJob removes the job's two buckets, and with them every record of
+// the job: its plan, splits, progress, assignments, leader and presence
+// keys. A bucket that does not exist counts as removed. It connects first
+// if needed and does not check whether workers are live (coordctl
+// delete-job does). Errors are Retryable (server or connection) or Fatal
+// (a closed store, or ExistingOnly with a missing bucket at connection).
+// Afterwards use the store for nothing but Close: its bucket handles are
+// gone.
+func (s *Store) DeleteJob(ctx context.Context) error {
+	c, err := s.client(ctx)
+	if err != nil {
+		return err
+	}
+	if err := s.awaitUp(ctx, c); err != nil {
+		return err
+	}
+	for _, lease := range []bool{false, true} {
+		name := s.bucketName(lease)
+		if err := c.js.DeleteKeyValue(ctx, name); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return s.openErr(ctx, "deleting bucket "+name, err)
+		}
 	}
 	return nil
 }

@@ -17,6 +17,9 @@ import (
 // on time.
 const MinLeaseTTL = 2 * time.Second
 
+// maxHistory is the deepest history a NATS KV bucket keeps per key.
+const maxHistory = 64
+
 // maxJobLen is the longest Job name; bucket names stay well under the
 // server's limits.
 const maxJobLen = 64
@@ -42,6 +45,22 @@ type Config struct {
 	// means plain connections (unless a URL uses tls://, which then verifies
 	// against the system roots). A non-nil TLS requires TLS on every server.
 	TLS *TLS
+	// History is how many revisions of each key the state (Durable) bucket
+	// this store creates keeps: 1..64; 0 means 1, only the latest. Deeper
+	// history lets an audit (coordctl audit) check the fence on past
+	// writes; it costs disk and memory on every server holding the bucket:
+	// up to History times the latest values, about History × 400 bytes per
+	// split for its split and progress records (a progress record is
+	// rewritten at every commit, so 64 revisions cover about a minute of a
+	// split's commits at the default 1s interval). The lease bucket always
+	// keeps one. An existing bucket with another depth is adopted as it is
+	// (with a warning), not changed.
+	History int
+	// ExistingOnly makes the store open the job's buckets without ever
+	// creating them: a missing bucket is Fatal naming it. For tools that
+	// inspect or repair a job (coordctl) and must not create a job by
+	// mistake. false (the default) creates missing buckets.
+	ExistingOnly bool
 	// Replicas is the replica count of buckets this store creates: 1, 3 or
 	// 5; 0 means 1. An existing bucket with another count is adopted with a
 	// warning, not changed.
@@ -121,6 +140,9 @@ func (c Config) Validate() error {
 	}
 	if !validJob(c.Job) {
 		return coordination.Errorf(coordination.Fatal, "natsstore: Job must be 1..64 characters of [A-Za-z0-9_-], got %q", c.Job)
+	}
+	if c.History < 0 || c.History > maxHistory {
+		return coordination.Errorf(coordination.Fatal, "natsstore: History must be 0..%d (revisions kept per key; 0 means 1), got %d", maxHistory, c.History)
 	}
 	switch c.Replicas {
 	case 0, 1, 3, 5:
@@ -309,6 +331,12 @@ func (c Config) LogValue() slog.Value {
 	}
 	attrs = append(attrs, slog.Int("replicas", c.Replicas), slog.Int("options", len(c.Options)), slog.String("conn", c.connText()))
 	return slog.GroupValue(attrs...)
+}
+
+// history returns the effective history depth of the state bucket (0
+// means 1).
+func (c Config) history() int {
+	return max(c.History, 1)
 }
 
 // replicas returns the effective replica count (0 means 1).

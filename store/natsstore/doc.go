@@ -93,9 +93,10 @@
 //     under heavy load (after the bounded retries); callers treat it as a
 //     lost race and re-read.
 //   - A watch delivers the latest state of each key without gaps, but not
-//     every intermediate revision: a bucket keeps one message per key, so a
-//     revision superseded before the watch's consumer reaches it arrives
-//     only as its successor.
+//     every intermediate revision: a revision superseded before the
+//     watch's consumer reaches it arrives only as its successor. The state
+//     bucket keeps Config.History revisions per key (1 by default) and
+//     [Store.WatchHistory] delivers them all, for audits.
 //   - A job's lease TTL is fixed once its buckets exist: a store with
 //     another lease TTL is Fatal until the buckets are removed. An existing
 //     bucket with another replica count is adopted as it is (with a
