@@ -111,6 +111,9 @@ type commit struct {
 	queue     map[coordination.SplitID][]recordOp
 	completed int
 	quarant   int
+	// total and weight count the split records in the view and their
+	// weight; doneWeight the completed ones' (the remaining-work gauges).
+	total, weight, doneWeight int64
 
 	plan      protocol.PlanRecord
 	hasPlan   bool
@@ -194,9 +197,9 @@ func (cm *commit) fold(id coordination.SplitID, rec protocol.SplitRecord, rev ui
 	}
 	if !had || old.rec.Status != rec.Status {
 		if had {
-			cm.tally(old.rec.Status, -1)
+			cm.tally(old.rec, -1)
 		}
-		cm.tally(rec.Status, 1)
+		cm.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
 			cm.v.send(cm.v.pid.root, messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
 		}
@@ -204,14 +207,20 @@ func (cm *commit) fold(id coordination.SplitID, rec protocol.SplitRecord, rev ui
 	cm.judge()
 }
 
-func (cm *commit) tally(s protocol.Status, d int) {
-	switch s {
+// tally adds (d = 1) or removes (d = -1) a split record version to the
+// view's counts and updates the gauges.
+func (cm *commit) tally(r protocol.SplitRecord, d int) {
+	w := int64(d) * int64(min(r.Weight, 1<<53))
+	cm.total += int64(d)
+	cm.weight += w
+	switch r.Status {
 	case protocol.StatusCompleted:
 		cm.completed += d
+		cm.doneWeight += w
 	case protocol.StatusQuarantined:
 		cm.quarant += d
 	}
-	cm.v.met.tallies(cm.completed, cm.quarant)
+	cm.v.met.tallies(cm.completed, cm.quarant, cm.total-int64(cm.completed), cm.weight-cm.doneWeight)
 }
 
 func (cm *commit) deleted(id coordination.SplitID) {
@@ -220,7 +229,7 @@ func (cm *commit) deleted(id coordination.SplitID) {
 		return
 	}
 	delete(cm.records, id)
-	cm.tally(old.rec.Status, -1)
+	cm.tally(old.rec, -1)
 	if t, ok := cm.held[id]; ok {
 		cm.log.Error("split record deleted outside the library", "key", protocol.SplitKey(id))
 		cm.drop(id, t.epoch, messages.EndFenced)

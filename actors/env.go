@@ -45,6 +45,9 @@ type env struct {
 	halted atomic.Bool   // no further writes (failed or aborted)
 	fp     atomic.Uint64 // H(fingerprint), set by Start
 	gone   atomic.Bool   // Depart began: never write the presence key again
+	// sessionLive and watchesLive are what Healthy reads; the lease actor
+	// writes both (docs/protocol.md, "Sessions", "Watches and reconcile").
+	sessionLive, watchesLive atomic.Bool
 	// session is the current session's nonce (docs/protocol.md, "Sessions");
 	// the first session's is nonce, and only the lease actor replaces it.
 	session atomic.Pointer[string]

@@ -3,6 +3,9 @@ package actors_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -74,4 +77,51 @@ func ExampleSpawn() {
 	// Output:
 	// gained part-0 at epoch 1
 	// all complete
+}
+
+// ExampleCoordinator_Healthy serves an orchestrator's readiness probe: 200
+// while the worker holds its session and its watches are live, 503 with
+// the reason otherwise.
+func ExampleCoordinator_Healthy() {
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		panic(err)
+	}
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = "worker-1"
+	c, err := actors.Spawn(e, memstore.New(cfg.LeaseDuration), cfg)
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if err := c.Healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	probe := func() {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
+	}
+	probe() // not started yet
+	if err := c.Start(onePlan{ids: []coordination.SplitID{"part-0"}}); err != nil {
+		panic(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); c.Healthy() != nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			panic(c.Healthy())
+		}
+	}
+	probe()
+	if err := c.Depart(); err != nil {
+		panic(err)
+	}
+	probe()
+	// Output:
+	// 503 coordination error (fatal): coordinator used before Start
+	// 200 ready
+	// 503 coordination error (fatal): coordinator departed
 }

@@ -81,6 +81,7 @@ func (l *lease) Receive(c *actor.Context) {
 			return
 		}
 		l.joined, l.presenceRev = true, m.rev
+		l.v.sessionLive.Store(true)
 		l.renewals.restart(l.v.clk.Now())
 		c.Send(l.v.pid.watch, messages.Joined{})
 		l.schedule(c)
@@ -103,6 +104,7 @@ func (l *lease) Receive(c *actor.Context) {
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
 	case messages.WatchesChanged:
+		l.v.watchesLive.Store(m.Live)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -163,6 +165,7 @@ func (l *lease) beat(c *actor.Context) {
 // a new session is announced (docs/protocol.md, "Sessions").
 func (l *lease) endSession(c *actor.Context) {
 	l.lapsed = true
+	l.v.sessionLive.Store(false)
 	p := l.v.pid
 	for _, pid := range []*actor.PID{p.root, p.leader, p.assign} {
 		c.Send(pid, messages.SessionEnded{})
@@ -291,6 +294,7 @@ func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
 	}
 	l.v.session.Store(&m.nonce)
 	l.lapsed, l.presenceRev = false, m.rev
+	l.v.sessionLive.Store(true)
 	l.renewals.restart(m.at)
 	l.log.Info("new session announced")
 	p := l.v.pid

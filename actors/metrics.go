@@ -15,6 +15,7 @@ var buckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,
 // nil family inside one (registration conflict), records nothing.
 type metrics struct {
 	splitsOwned, splitsCompleted, splitsQuarantined, liveWorkers, leader, idle, splitsDraining prometheus.Gauge
+	splitsRemaining, weightRemaining                                                           prometheus.Gauge
 
 	acquisitions, losses, revocations, replans, writes *prometheus.CounterVec
 
@@ -72,6 +73,8 @@ func newMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *met
 	}
 	m.splitsOwned = gauge("splits_owned", "Splits held by this worker, draining ones included.")
 	m.splitsCompleted = gauge("splits_completed", "Completed splits in the view (fleet-wide).")
+	m.splitsRemaining = gauge("splits_remaining", "Split records in the view that are not completed, quarantined ones included (fleet-wide).")
+	m.weightRemaining = gauge("weight_remaining", "Total weight of those splits (fleet-wide).")
 	m.splitsQuarantined = gauge("splits_quarantined", "Quarantined splits in the view.")
 	m.liveWorkers = gauge("live_workers", "Members in the view, plus one if this worker's own key is not yet seen.")
 	m.leader = gauge("leader", "1 while this worker leads.")
@@ -232,10 +235,15 @@ func (m *metrics) latency(d time.Duration) {
 	}
 }
 
-func (m *metrics) tallies(completed, quarantined int) {
+// tallies sets the fleet-wide gauges of the worker's view. Every worker
+// exports them; see the README's Metrics section for the PromQL that reads
+// one value per fleet.
+func (m *metrics) tallies(completed, quarantined int, remaining, remainingWeight int64) {
 	if m != nil {
 		setGauge(m.splitsCompleted, float64(completed))
 		setGauge(m.splitsQuarantined, float64(quarantined))
+		setGauge(m.splitsRemaining, float64(remaining))
+		setGauge(m.weightRemaining, float64(remainingWeight))
 	}
 }
 

@@ -41,7 +41,7 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 			}
 		}
 		sort.Strings(names)
-		want := []string{"acquisitions_total", "assignment_latency_seconds", "build_info", "drain_duration_seconds", "idle", "leader", "live_workers", "reconcile_duration_seconds", "releases_total", "replan_duration_seconds", "replans_total", "revocations_total", "split_failures_total", "split_losses_total", "splits_completed", "splits_draining", "splits_owned", "splits_planned_total", "splits_quarantined", "store_op_duration_seconds", "write_duration_seconds", "writes_total", "quarantines_total"}
+		want := []string{"acquisitions_total", "assignment_latency_seconds", "build_info", "drain_duration_seconds", "idle", "leader", "live_workers", "reconcile_duration_seconds", "releases_total", "replan_duration_seconds", "replans_total", "revocations_total", "split_failures_total", "split_losses_total", "splits_completed", "splits_draining", "splits_owned", "splits_planned_total", "splits_quarantined", "store_op_duration_seconds", "write_duration_seconds", "writes_total", "quarantines_total", "splits_remaining", "weight_remaining"}
 		sort.Strings(want)
 		if strings.Join(names, ",") != strings.Join(want, ",") {
 			t.Fatalf("families\n got %v\nwant %v", names, want)
@@ -63,6 +63,11 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 		// A second worker on the same registry registers beside the first.
 		w2 := r.start("w2", finalPlan("a", "b"), func(c *coordination.Config) { c.Metrics = reg })
 		r.until("both gained", 10*time.Second, []*member{w, w2}, func() bool { return len(w.held)+len(w2.held) == 2 })
+		for _, g := range []string{"coordination_splits_remaining", "coordination_weight_remaining"} {
+			if got := gaugeOf(t, reg, g, "w1"); got != 2 {
+				t.Fatalf("%s{worker=w1} = %v before any completion, want 2 (two splits of weight 1)", g, got)
+			}
+		}
 		for _, m := range []*member{w, w2} {
 			for id := range m.held {
 				if err := m.c.Commit(id, coordination.SplitProgress{Watermark: 1, Completed: true}); err != nil {
@@ -71,6 +76,13 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 			}
 		}
 		r.until("verdict", 10*time.Second, []*member{w, w2}, func() bool { return verdictOf(w) != nil && verdictOf(w2) != nil })
+		for _, g := range []string{"coordination_splits_remaining", "coordination_weight_remaining"} {
+			for _, worker := range []string{"w1", "w2"} {
+				if got := gaugeOf(t, reg, g, worker); got != 0 {
+					t.Fatalf("%s{worker=%s} = %v after the verdict, want 0", g, worker, got)
+				}
+			}
+		}
 		if created := counterSum(t, reg, "coordination_acquisitions_total", "create"); created != 2 {
 			t.Fatalf("acquisitions_total{reason=create} = %v, want 2", created)
 		}
@@ -80,6 +92,29 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 			}
 		}
 	})
+}
+
+// gaugeOf returns the gauge name of one worker.
+func gaugeOf(tb testing.TB, reg *prometheus.Registry, name, worker string) float64 {
+	tb.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "worker" && lp.GetValue() == worker {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	tb.Fatalf("no %s{worker=%s}", name, worker)
+	return 0
 }
 
 // counterSum sums one counter family's series carrying the label value
