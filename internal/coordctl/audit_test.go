@@ -1,0 +1,118 @@
+package coordctl
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
+)
+
+const auditFP = "audit-test:v1"
+
+// history builds a durable history in revision order: the plan first, then
+// the given records, each at the next revision.
+type history struct {
+	evs []store.WatchEvent
+	rev store.Revision
+}
+
+func newHistory() *history {
+	h := &history{}
+	h.put(protocol.KeyPlan, protocol.EncodePlan(protocol.NewPlan(auditFP, 0)))
+	return h
+}
+
+func (h *history) put(key string, value []byte) *history {
+	h.rev++
+	h.evs = append(h.evs, store.WatchEvent{Kind: store.Put, Entry: store.Entry{Key: key, Value: value, Revision: h.rev}})
+	return h
+}
+
+func (h *history) del(key string) *history {
+	h.rev++
+	h.evs = append(h.evs, store.WatchEvent{Kind: store.Delete, Entry: store.Entry{Key: key, Revision: h.rev}})
+	return h
+}
+
+func (h *history) split(r protocol.SplitRecord) *history {
+	return h.put(protocol.SplitKey(r.ID), protocol.EncodeSplit(r))
+}
+
+func (h *history) progress(r protocol.ProgressRecord) *history {
+	return h.put(protocol.ProgressKey(r.ID), protocol.EncodeProgress(r))
+}
+
+// rules audits the history and returns the rules violated, in order.
+func (h *history) rules() []string {
+	a := newAuditor()
+	for _, ev := range h.evs {
+		a.add(ev)
+	}
+	var out []string
+	for _, v := range a.report("j").Violations {
+		out = append(out, v.Rule)
+	}
+	return out
+}
+
+func TestAuditorRules(t *testing.T) {
+	fp := protocol.Fingerprint(auditFP)
+	fresh := protocol.SeedSplit("s", fp, 5, nil, 0)
+	claim1 := fresh.Claim("a", "n1", 1, false, 0)
+	claim2 := claim1.HandBack(0).Claim("b", "n2", 2, false, 0)
+	fence1 := protocol.FreshProgress("s", fp, "a", 1, 0)
+	commit1 := fence1.Commit(wm(10), 0)
+	fence2 := commit1.Fence("b", 2, 0)
+	done2 := fence2.Commit(wmDone(20), 0)
+	quarantined := claim1.Fail(1, 0)
+	tests := []struct {
+		name string
+		h    *history
+		want []string
+	}{
+		{"a normal move", newHistory().split(fresh).split(claim1).progress(fence1).progress(commit1).split(claim2).progress(fence2).progress(done2).split(claim2.Complete(0)), nil},
+		{"a commit of the old tenancy before the new fence is fine", newHistory().split(claim1).progress(fence1).split(claim2).progress(commit1).progress(fence2), nil},
+		{"a requeue", newHistory().split(claim1).split(quarantined).split(requeued(quarantined, 0)), nil},
+		{"stale write after the fence", newHistory().split(claim1).progress(fence1).split(claim2).progress(fence2).progress(commit1), []string{ruleStaleWrite}},
+		{"watermark regressed", newHistory().split(claim1).progress(commit1).progress(fence1.Commit(wm(5), 0)), []string{ruleWatermark}},
+		{"completed progress written again", newHistory().split(claim2).progress(done2).progress(done2.Commit(wmDone(20), 1)), []string{ruleTerminal}},
+		{"completed split written again", newHistory().split(claim2.Complete(0)).split(claim2), []string{ruleTerminal}},
+		{"quarantined split claimed", newHistory().split(quarantined).split(quarantined.Claim("c", "n3", quarantined.Epoch+1, false, 0)), []string{ruleTerminal}},
+		{"two owners at one epoch", newHistory().split(claim1).split(fresh.Claim("b", "n2", 1, false, 0)), []string{ruleEpochOwners}},
+		{"split epoch decreased", newHistory().split(claim2).split(claim1), []string{ruleSplitEpoch}},
+		{"attempts decreased", newHistory().split(claim1.Claim("a", "n1", 2, true, 0)).split(claim1.Claim("a", "n1", 3, false, 0)), []string{ruleAttempts}},
+		{"fence by another than the claimant", newHistory().split(claim1).progress(protocol.FreshProgress("s", fp, "b", 1, 0)), []string{ruleFenceOwner}},
+		{"fence before the claim", newHistory().split(fresh).progress(fence1), []string{ruleFenceUnclaimed}},
+		{"record deleted", newHistory().split(claim1).del(protocol.SplitKey("s")), []string{ruleDeleted}},
+		{"unreadable record", newHistory().put(protocol.SplitKey("s"), []byte("{}")), []string{ruleUnreadable}},
+		{"foreign fingerprint", newHistory().put(protocol.SplitKey("s"), protocol.EncodeSplit(protocol.SeedSplit("s", fp+1, 5, nil, 0))), []string{ruleUnreadable}},
+		{"records before a plan are checked once it arrives", (&history{}).split(claim2).put(protocol.KeyPlan, protocol.EncodePlan(protocol.NewPlan(auditFP, 0))).split(claim1), []string{ruleSplitEpoch}},
+		{"no plan at all", (&history{}).split(claim1), []string{ruleUnreadable}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.h.rules(); !slices.Equal(got, tt.want) {
+				t.Fatalf("violations = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestViolationNamesTheRevisions(t *testing.T) {
+	v := violation{Rule: ruleStaleWrite, Key: "progress.s", Rev: 9, PrevRev: 7, Detail: "d"}
+	if got, want := v.String(), "VIOLATION stale-write progress.s (revs 7 -> 9): d"; got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+	v.PrevRev = 0
+	if got, want := v.String(), "VIOLATION stale-write progress.s (rev 9): d"; got != want {
+		t.Fatalf("String() = %q, want %q", got, want)
+	}
+}
+
+func wm(w int64) coordination.SplitProgress { return coordination.SplitProgress{Watermark: w} }
+
+func wmDone(w int64) coordination.SplitProgress {
+	return coordination.SplitProgress{Watermark: w, Completed: true}
+}

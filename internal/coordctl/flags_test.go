@@ -1,0 +1,75 @@
+package coordctl
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestRunRejectsBadUsageNamingTheFlag(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("s3cret-password\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conn := []string{"-nats", "nats://127.0.0.1:4222", "-job", "j"}
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"no command", nil, ExitUsage, "usage: coordctl <command>"},
+		{"unknown command", []string{"stats"}, ExitUsage, `unknown command "stats"; the commands are status, watch, requeue, delete-job, audit`},
+		{"no -nats", []string{"status", "-job", "j"}, ExitUsage, "-nats is required"},
+		{"no -job", []string{"status", "-nats", "nats://h:1"}, ExitUsage, "-job is required"},
+		{"bad scheme", []string{"status", "-nats", "http://u:pw@h:1", "-job", "j"}, ExitUsage, `-nats: URL 1 must start with nats:// or tls://, got "http://<redacted>@h:1"`},
+		{"bad job", []string{"status", "-nats", "nats://h:1", "-job", "a.b"}, ExitUsage, "Job must be 1..64 characters"},
+		{"user without password", append([]string{"status", "-user", "u"}, conn...), ExitUsage, "-user and -password-file go together"},
+		{"two credentials", append([]string{"status", "-user", "u", "-password-file", pw, "-token-file", pw}, conn...), ExitUsage, "pass at most one of"},
+		{"missing password file", append([]string{"status", "-user", "u", "-password-file", filepath.Join(dir, "nope")}, conn...), ExitUsage, "-password-file: open"},
+		{"empty token file", append([]string{"status", "-token-file", empty}, conn...), ExitUsage, "-token-file: file " + empty + " is empty"},
+		{"cert without key", append([]string{"status", "-tls-cert", "c.pem"}, conn...), ExitUsage, "-tls-cert and -tls-key go together"},
+		{"short lease", append([]string{"status", "-lease", "1s"}, conn...), ExitUsage, "-lease must be at least 2s"},
+		{"requeue without splits", append([]string{"requeue"}, conn...), ExitUsage, "name the splits to requeue or pass -all-quarantined"},
+		{"requeue a bad id", append([]string{"requeue"}, append(conn, "a.b")...), ExitUsage, `argument "a.b"`},
+		{"watch with a zero interval", append([]string{"watch", "-interval", "0s"}, conn...), ExitUsage, "-interval must be positive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Run(t.Context(), tt.args, &out, &errb)
+			if code != tt.code || !strings.Contains(errb.String(), tt.want) {
+				t.Fatalf("Run(%q) = %d, stderr %q; want %d containing %q", tt.args, code, errb.String(), tt.code, tt.want)
+			}
+			if strings.Contains(errb.String()+out.String(), "s3cret") {
+				t.Fatalf("a secret was printed: %q", errb.String())
+			}
+		})
+	}
+}
+
+func TestConfigReadsSecretsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pw, []byte("s3cret\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := connFlags{servers: []string{"nats://a:1", "nats://b:2"}, job: "j", user: "svc", passwordFile: pw, lease: testLease, timeout: testLease}
+	cfg, err := c.config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Credentials.Username != "svc" || cfg.Credentials.Password != "s3cret" || !cfg.ExistingOnly || len(cfg.Servers) != 2 {
+		t.Fatalf("config = %+v, want user svc with the file's password, ExistingOnly, two servers", cfg)
+	}
+	if strings.Contains(cfg.String(), "s3cret") || strings.Contains(c.where(), "s3cret") {
+		t.Fatal("the password shows in the rendered configuration")
+	}
+}

@@ -1,0 +1,124 @@
+package coordctl
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Exit statuses of [Run].
+const (
+	// ExitOK: the command did what it was asked; for audit, no violation.
+	ExitOK = 0
+	// ExitError: the command failed (store unreachable, refused, bad record).
+	ExitError = 1
+	// ExitUsage: bad subcommand, flags or arguments.
+	ExitUsage = 2
+	// ExitViolations: audit found at least one violation.
+	ExitViolations = 3
+)
+
+// usageText is the top-level help.
+const usageText = `usage: coordctl <command> [flags] [args]
+
+Inspect and operate a job coordinated through NATS JetStream KV. Every
+command takes the connection flags -nats URL -job NAME (and -user with
+-password-file, -token-file, -creds, -tls-ca, -tls-cert, -tls-key,
+-lease, -timeout); coordctl never creates a job's buckets.
+
+commands:
+  status      the job: plan, leader, live workers, splits by status and weight
+              (-json, -splits for one row per split)
+  watch       status refreshed live until interrupted (-interval)
+  requeue     make quarantined splits runnable with fresh attempts
+              (SPLIT... or -all-quarantined); safe while workers run
+  delete-job  remove the job's buckets (-yes; refuses while workers are
+              live unless -force)
+  audit       check the fencing invariants on the job's write history;
+              exits 3 on a violation (-follow watches writes live, -json)
+
+Run "coordctl <command> -h" for a command's flags. Exit status: 0 ok,
+1 failed, 2 bad usage, 3 audit violations.
+`
+
+// command is one subcommand: it registers its flags on fs and runs with
+// the parsed connection flags and positional arguments.
+type command struct {
+	name  string
+	args  string // positional arguments, for the usage line
+	about string
+	flags func(fs *flag.FlagSet) func(ctx context.Context, e *env) int
+}
+
+// env is what a running subcommand gets.
+type env struct {
+	conn   *connFlags
+	args   []string
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// failf prints an error for the subcommand and returns ExitError.
+func (e *env) failf(format string, a ...any) int {
+	fmt.Fprintf(e.stderr, "coordctl: "+format+"\n", a...)
+	return ExitError
+}
+
+var commands = []command{statusCommand, watchCommand, requeueCommand, deleteJobCommand, auditCommand}
+
+// Run is the whole coordctl command: it parses args (the subcommand and
+// its flags), runs it against the job and returns the exit status. ctx
+// ends watch and audit -follow (an interrupt); the other commands are
+// bounded by -timeout. Output goes to stdout, errors and notes to stderr.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usageText)
+		if len(args) == 0 {
+			return ExitUsage
+		}
+		return ExitOK
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == args[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "coordctl: unknown command %q; the commands are %s\n\n%s", args[0], commandNames(), usageText)
+		return ExitUsage
+	}
+	fs := flag.NewFlagSet("coordctl "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: coordctl %s [flags]%s\n\n%s\n\nflags:\n", cmd.name, cmd.args, cmd.about)
+		fs.PrintDefaults()
+	}
+	e := &env{conn: &connFlags{}, stdout: stdout, stderr: stderr}
+	e.conn.register(fs)
+	body := cmd.flags(fs)
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	e.args = fs.Args()
+	if _, err := e.conn.config(); err != nil {
+		fmt.Fprintf(stderr, "coordctl %s: %v\n", cmd.name, err)
+		return ExitUsage
+	}
+	return body(ctx, e)
+}
+
+// commandNames lists the subcommands.
+func commandNames() string {
+	names := make([]string, len(commands))
+	for i, c := range commands {
+		names[i] = c.name
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,92 @@
+package coordctl
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMovesBetweenNamesEachChange(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	a := status{owners: map[string]owner{
+		"claimed": {"", splitRunnable}, "moved": {"w1", splitHeld}, "done": {"w1", splitHeld}, "back": {"w2", splitHeld},
+		"crashed": {"w3", splitHeld}, "poison": {"", splitRunnable}, "requeue": {"", splitQuarantined}, "same": {"w1", splitHeld},
+	}}
+	b := status{owners: map[string]owner{
+		"claimed": {"w1", splitHeld}, "moved": {"w2", splitHeld}, "done": {"w1", splitCompleted}, "back": {"", splitRunnable},
+		"crashed": {"w3", splitRunnable}, "poison": {"", splitQuarantined}, "requeue": {"", splitRunnable}, "same": {"w1", splitHeld},
+		"new": {"", splitRunnable},
+	}}
+	var got []string
+	for _, m := range movesBetween(a, b, at) {
+		got = append(got, m.split+": "+m.what)
+	}
+	want := "back: handed back by w2|claimed: claimed by w1|crashed: session of w3 ended|done: completed by w1|moved: w1 -> w2|new: planned|poison: quarantined|requeue: requeued"
+	if strings.Join(got, "|") != want {
+		t.Fatalf("moves\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}
+
+func TestRenderWatchShowsBarWorkersAndMoves(t *testing.T) {
+	s := status{Job: "j", State: stateRunning, Finality: "final", Generation: 2, Leader: &leaderStatus{Instance: "w1"},
+		Workers: []workerStatus{{Instance: "w1", Held: 2, HeldWeight: 30}},
+		Splits:  splitTotals{Held: 2, Completed: 1, Total: 3, Remaining: 2, TotalWeight: 40, CompletedWeight: 10, RemainingWeight: 30}}
+	at := time.Date(2026, 1, 1, 12, 0, 5, 0, time.UTC)
+	moves := []move{{at: at.Add(-time.Second), split: "a", what: "claimed by w1"}, {at: at, split: "b", what: "completed by w1"}}
+	var b strings.Builder
+	renderWatch(&b, s, moves, at)
+	out := b.String()
+	for _, want := range []string{
+		`job "j"  12:00:05`,
+		"state running, plan final generation 2, leader w1, 1 live workers",
+		"[" + strings.Repeat("#", 10) + strings.Repeat(".", 30) + "] 25.0% of the weight completed (1 of 3 splits)",
+		"w1      2     30",
+		"recent moves:\n  12:00:05  b  completed by w1\n  12:00:04  a  claimed by w1\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("frame lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestWatchLoopRefreshesUntilCancelled drives the loop with a manual tick:
+// one frame at once, one per tick, moves accumulated, a failed refresh shown
+// under the last good frame, and a return when ctx ends.
+func TestWatchLoopRefreshesUntilCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	tick := make(chan time.Time)
+	frames := []status{
+		{Job: "j", owners: map[string]owner{"a": {"", splitRunnable}}},
+		{Job: "j", owners: map[string]owner{"a": {"w1", splitHeld}}},
+	}
+	n := 0
+	read := func() (status, error) {
+		n++
+		if n > len(frames) {
+			return status{}, errors.New("store down")
+		}
+		return frames[n-1], nil
+	}
+	var out syncBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchLoop(ctx, read, tick, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, &out, true)
+	}()
+	tick <- time.Time{}
+	tick <- time.Time{} // frame 3 is rendered after this send is taken, before the next select
+	cancel()
+	<-done
+	frameTexts := strings.Split(out.String(), "\x1b[H\x1b[2J")[1:]
+	if len(frameTexts) != 3 {
+		t.Fatalf("rendered %d frames, want 3:\n%q", len(frameTexts), out.String())
+	}
+	if strings.Contains(frameTexts[0], "recent moves") || !strings.Contains(frameTexts[1], "a  claimed by w1") {
+		t.Fatalf("frames 1 and 2 = %q, %q; want the claim only in the second", frameTexts[0], frameTexts[1])
+	}
+	if !strings.Contains(frameTexts[2], "a  claimed by w1") || !strings.Contains(frameTexts[2], "refresh failed: store down") {
+		t.Fatalf("frame 3 = %q, want the last good frame and the failure", frameTexts[2])
+	}
+}
