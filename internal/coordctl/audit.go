@@ -55,7 +55,10 @@ type auditor struct {
 	events   int
 	requeues int
 	splits   map[coordination.SplitID]*splitTrack
-	found    []violation
+	// truncated holds the splits whose kept history starts after their
+	// first write: the bucket's history depth dropped older revisions.
+	truncated map[coordination.SplitID]bool
+	found     []violation
 	// onViolation, when set, is called with each violation as it is found.
 	onViolation func(violation)
 }
@@ -71,7 +74,7 @@ type splitTrack struct {
 }
 
 func newAuditor() *auditor {
-	return &auditor{perKey: map[string]int{}, splits: map[coordination.SplitID]*splitTrack{}}
+	return &auditor{perKey: map[string]int{}, splits: map[coordination.SplitID]*splitTrack{}, truncated: map[coordination.SplitID]bool{}}
 }
 
 // add checks one event of the history; SnapshotDone is ignored.
@@ -167,6 +170,9 @@ func (a *auditor) track(id coordination.SplitID) *splitTrack {
 // splitVersion checks split record revision r against the previous one.
 func (a *auditor) splitVersion(key string, rev uint64, r protocol.SplitRecord) {
 	t := a.track(r.ID)
+	if t.split == nil && r.Epoch > 0 {
+		a.truncated[r.ID] = true // a split record is created at epoch 0
+	}
 	if p := t.split; p != nil {
 		requeue := isRequeue(*p, r)
 		switch {
@@ -195,6 +201,9 @@ func (a *auditor) splitVersion(key string, rev uint64, r protocol.SplitRecord) {
 // one and against the split record's claims.
 func (a *auditor) progressVersion(key string, rev uint64, r protocol.ProgressRecord) {
 	t := a.track(r.ID)
+	if t.progress == nil && r.Epoch > 0 && r.Watermark != nil {
+		a.truncated[r.ID] = true // a progress record is created by a seed (epoch 0) or a fence (no watermark)
+	}
 	if p := t.progress; p != nil {
 		if p.Completed {
 			a.violate(ruleTerminal, key, rev, t.progressRev, fmt.Sprintf("the progress record was completed and was written again (epoch %d, owner %s); a completed progress record is final", r.Epoch, orNone(r.Owner)))
@@ -258,13 +267,15 @@ type auditReport struct {
 	Splits     int         `json:"splits"`
 	Requeues   int         `json:"requeues"`
 	Deepest    int         `json:"deepest_key_history"`
+	Truncated  int         `json:"truncated_splits"`
+	Followed   bool        `json:"followed"`
 	Violations []violation `json:"violations"`
 }
 
 // report summarises the audit so far. Splits held back for want of a plan
 // record count as unreadable.
 func (a *auditor) report(job string) auditReport {
-	r := auditReport{Job: job, Revisions: a.events, Keys: len(a.perKey), Splits: len(a.splits), Requeues: a.requeues, Violations: append([]violation{}, a.found...)}
+	r := auditReport{Job: job, Revisions: a.events, Keys: len(a.perKey), Splits: len(a.splits), Requeues: a.requeues, Truncated: len(a.truncated), Violations: append([]violation{}, a.found...)}
 	for _, n := range a.perKey {
 		r.Deepest = max(r.Deepest, n)
 	}

@@ -50,7 +50,8 @@ var auditCommand = command{
 					return e.failf("writing the report: %v", err)
 				}
 			} else {
-				rep.writeText(e.stdout, *follow, len(a.found))
+				rep.Followed = *follow
+				rep.writeText(e.stdout, len(a.found))
 			}
 			if len(rep.Violations) > 0 {
 				return ExitViolations
@@ -104,18 +105,18 @@ func feed(ctx context.Context, w store.Watcher, a *auditor, follow bool, idle ti
 
 // writeText writes the report's summary after the violations not printed
 // yet (the first printed were printed as they were found).
-func (r auditReport) writeText(w io.Writer, follow bool, printed int) {
+func (r auditReport) writeText(w io.Writer, printed int) {
 	for _, v := range r.Violations[printed:] {
 		fmt.Fprintln(w, v)
 	}
 	what := "history"
-	if follow {
+	if r.Followed {
 		what = "history and live writes"
 	}
 	fmt.Fprintf(w, "audit of job %q (%s): %d revisions of %d keys, %d splits, %d requeues; deepest key history %d revisions\n",
 		r.Job, what, r.Revisions, r.Keys, r.Splits, r.Requeues, r.Deepest)
-	if r.Deepest <= 1 && r.Revisions > 0 && !follow {
-		fmt.Fprintln(w, "note: the state bucket keeps one revision per key, so only the latest records were checked; create the job with natsstore.Config.History (up to 64) or run audit -follow during the run")
+	if r.Truncated > 0 {
+		fmt.Fprintf(w, "note: the kept history of %d splits starts after their first write (the state bucket keeps natsstore.Config.History revisions per key, 1 unless set, at most 64), so their older writes were not checked; run audit -follow during a run to check every write\n", r.Truncated)
 	}
 	checks := "epochs never decrease, no write under a superseded epoch, watermarks never decrease, terminal states final"
 	if len(r.Violations) == 0 {

@@ -100,6 +100,23 @@ func TestAuditorRules(t *testing.T) {
 	}
 }
 
+// TestAuditorSpotsTruncatedHistory checks that a split whose kept history
+// starts after its first write is counted, and one seen from its seed is not.
+func TestAuditorSpotsTruncatedHistory(t *testing.T) {
+	fp := protocol.Fingerprint(auditFP)
+	seed := protocol.SeedSplit("s", fp, 5, nil, 0)
+	claimed := seed.Claim("a", "n", 1, false, 0)
+	committed := protocol.FreshProgress("t", fp, "a", 1, 0).Commit(wm(3), 0)
+	a := newAuditor()
+	for _, ev := range newHistory().split(seed).split(claimed).progress(protocol.FreshProgress("s", fp, "a", 1, 0)).
+		split(protocol.SeedSplit("t", fp, 5, nil, 0).Claim("a", "n", 1, false, 0)).progress(committed).evs {
+		a.add(ev)
+	}
+	if r := a.report("j"); r.Truncated != 1 || len(r.Violations) != 0 {
+		t.Fatalf("report = %+v, want split t (first kept revisions: a claim, a commit) counted as truncated and no violation", r)
+	}
+}
+
 func TestViolationNamesTheRevisions(t *testing.T) {
 	v := violation{Rule: ruleStaleWrite, Key: "progress.s", Rev: 9, PrevRev: 7, Detail: "d"}
 	if got, want := v.String(), "VIOLATION stale-write progress.s (revs 7 -> 9): d"; got != want {

@@ -69,6 +69,8 @@ type workerStatus struct {
 // splitTotals counts splits and their weight by state.
 type splitTotals struct {
 	Runnable          int    `json:"runnable"`
+	RunnableWeight    uint64 `json:"runnable_weight"`
+	HeldWeight        uint64 `json:"held_weight"`
 	Held              int    `json:"held"`
 	Completed         int    `json:"completed"`
 	Quarantined       int    `json:"quarantined"`
@@ -145,10 +147,12 @@ func statusOf(name string, j *job, rows bool) status {
 		case j.held(r):
 			st = splitHeld
 			t.Held++
+			t.HeldWeight += r.Weight
 			byWorker[r.Owner].Held++
 			byWorker[r.Owner].HeldWeight += r.Weight
 		default:
 			t.Runnable++
+			t.RunnableWeight += r.Weight
 		}
 		s.owners[string(r.ID)] = owner{instance: r.Owner, status: st}
 		if rows {
@@ -187,6 +191,12 @@ func (s status) writeTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	t := s.Splits
 	leader := "none (election pending)"
+	switch {
+	case s.State != stateRunning && s.Leader == nil:
+		leader = "none (the job reached its verdict)"
+	case len(s.Workers) == 0 && s.Leader == nil:
+		leader = "none (no live workers)"
+	}
 	if s.Leader != nil {
 		leader = fmt.Sprintf("%s (generation %d)", s.Leader.Instance, s.Leader.Generation)
 	}
@@ -197,7 +207,7 @@ func (s status) writeTable(w io.Writer) error {
 	fmt.Fprintf(tw, "leader\t%s\n", leader)
 	fmt.Fprintf(tw, "workers\t%d live\n", len(s.Workers))
 	if len(s.Workers) > 0 {
-		fmt.Fprintf(tw, "\nWORKER\tHELD\tWEIGHT\tASSIGNED\tLANES\t\n")
+		fmt.Fprintf(tw, "\nWORKER\tHELD\tWEIGHT\tASSIGNED\tLANES\n")
 		for _, wk := range s.Workers {
 			lanes := "default"
 			if wk.MaxInFlight > 0 {
@@ -207,24 +217,24 @@ func (s status) writeTable(w io.Writer) error {
 			if wk.Leader {
 				name += " (leader)"
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t\n", name, wk.Held, wk.HeldWeight, wk.Assigned, lanes)
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\n", name, wk.Held, wk.HeldWeight, wk.Assigned, lanes)
 		}
 	}
-	fmt.Fprintf(tw, "\nSPLITS\tCOUNT\tWEIGHT\t\n")
-	fmt.Fprintf(tw, "runnable\t%d\t\t\n", t.Runnable)
-	fmt.Fprintf(tw, "held\t%d\t\t\n", t.Held)
-	fmt.Fprintf(tw, "completed\t%d\t%d\t\n", t.Completed, t.CompletedWeight)
-	fmt.Fprintf(tw, "quarantined\t%d\t%d\t\n", t.Quarantined, t.QuarantinedWeight)
-	fmt.Fprintf(tw, "total\t%d\t%d\t\n", t.Total, t.TotalWeight)
-	fmt.Fprintf(tw, "remaining\t%d\t%d\t(%s of the weight)\n", t.Remaining, t.RemainingWeight, percent(t.RemainingWeight, t.TotalWeight))
+	fmt.Fprintf(tw, "\nSPLITS\tCOUNT\tWEIGHT\n")
+	fmt.Fprintf(tw, "runnable\t%d\t%d\n", t.Runnable, t.RunnableWeight)
+	fmt.Fprintf(tw, "held\t%d\t%d\n", t.Held, t.HeldWeight)
+	fmt.Fprintf(tw, "completed\t%d\t%d\n", t.Completed, t.CompletedWeight)
+	fmt.Fprintf(tw, "quarantined\t%d\t%d\n", t.Quarantined, t.QuarantinedWeight)
+	fmt.Fprintf(tw, "total\t%d\t%d\n", t.Total, t.TotalWeight)
+	fmt.Fprintf(tw, "remaining\t%d\t%d (%s of the weight)\n", t.Remaining, t.RemainingWeight, percent(t.RemainingWeight, t.TotalWeight))
 	if len(s.Quarantined) > 0 {
-		fmt.Fprintf(tw, "\nQUARANTINED\tATTEMPTS\tWEIGHT\t\n")
+		fmt.Fprintf(tw, "\nQUARANTINED\tATTEMPTS\tWEIGHT\n")
 		for _, q := range s.Quarantined {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", q.Split, q.Attempts, q.Weight)
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", q.Split, q.Attempts, q.Weight)
 		}
 	}
 	if len(s.Rows) > 0 {
-		fmt.Fprintf(tw, "\nSPLIT\tSTATUS\tOWNER\tEPOCH\tATTEMPTS\tWATERMARK\tWEIGHT\t\n")
+		fmt.Fprintf(tw, "\nSPLIT\tSTATUS\tOWNER\tEPOCH\tATTEMPTS\tWATERMARK\tWEIGHT\n")
 		for _, r := range s.Rows {
 			own, wm := r.Owner, "-"
 			if own == "" {
@@ -233,7 +243,7 @@ func (s status) writeTable(w io.Writer) error {
 			if r.Watermark != nil {
 				wm = fmt.Sprint(*r.Watermark)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\t\n", r.Split, r.Status, own, r.Epoch, r.Attempts, wm, r.Weight)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\n", r.Split, r.Status, own, r.Epoch, r.Attempts, wm, r.Weight)
 		}
 	}
 	return tw.Flush()

@@ -41,7 +41,7 @@ func TestStatusOfCountsSplitsByStateAndWeight(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := statusOf("j", j, true)
-	want := splitTotals{Runnable: 1, Held: 1, Completed: 1, Quarantined: 1, Total: 4, Remaining: 3,
+	want := splitTotals{Runnable: 1, RunnableWeight: 20, Held: 1, HeldWeight: 10, Completed: 1, Quarantined: 1, Total: 4, Remaining: 3,
 		TotalWeight: 100, CompletedWeight: 30, RemainingWeight: 70, QuarantinedWeight: 40}
 	if s.Splits != want {
 		t.Fatalf("totals = %+v\nwant   %+v", s.Splits, want)
@@ -66,7 +66,7 @@ func TestStatusOfCountsSplitsByStateAndWeight(t *testing.T) {
 	if err := s.writeTable(&b); err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range []string{"state        running", "w1 (leader)  1     10      2         8", "remaining    3      70      (70.0% of the weight)", "d            1         40"} {
+	for _, line := range []string{"state        running", "w1 (leader)  1     10      2         8", "remaining    3      70 (70.0% of the weight)", "d            1         40"} {
 		if !strings.Contains(b.String(), line) {
 			t.Fatalf("table lacks %q:\n%s", line, b.String())
 		}

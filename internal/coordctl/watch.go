@@ -144,9 +144,9 @@ func renderWatch(w io.Writer, s status, moves []move, now time.Time) {
 	fmt.Fprintf(w, "runnable %d, held %d, completed %d, quarantined %d; remaining %d splits, weight %d\n", t.Runnable, t.Held, t.Completed, t.Quarantined, t.Remaining, t.RemainingWeight)
 	if len(s.Workers) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "\nWORKER\tHELD\tWEIGHT\t\n")
+		fmt.Fprintf(tw, "\nWORKER\tHELD\tWEIGHT\n")
 		for _, wk := range s.Workers {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t\n", wk.Instance, wk.Held, wk.HeldWeight)
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", wk.Instance, wk.Held, wk.HeldWeight)
 		}
 		_ = tw.Flush()
 	}

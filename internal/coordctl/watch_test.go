@@ -32,7 +32,7 @@ func TestMovesBetweenNamesEachChange(t *testing.T) {
 func TestRenderWatchShowsBarWorkersAndMoves(t *testing.T) {
 	s := status{Job: "j", State: stateRunning, Finality: "final", Generation: 2, Leader: &leaderStatus{Instance: "w1"},
 		Workers: []workerStatus{{Instance: "w1", Held: 2, HeldWeight: 30}},
-		Splits:  splitTotals{Held: 2, Completed: 1, Total: 3, Remaining: 2, TotalWeight: 40, CompletedWeight: 10, RemainingWeight: 30}}
+		Splits:  splitTotals{Held: 2, HeldWeight: 30, Completed: 1, Total: 3, Remaining: 2, TotalWeight: 40, CompletedWeight: 10, RemainingWeight: 30}}
 	at := time.Date(2026, 1, 1, 12, 0, 5, 0, time.UTC)
 	moves := []move{{at: at.Add(-time.Second), split: "a", what: "claimed by w1"}, {at: at, split: "b", what: "completed by w1"}}
 	var b strings.Builder
