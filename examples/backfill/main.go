@@ -12,7 +12,8 @@
 // It starts an embedded NATS server, plans 64 splits of uneven sizes, runs 4
 // workers (each with its own hollywood engine, NATS connection and
 // coordinator, run by driver.Run), crashes one at 40 %, and ends with a
-// report. Every delivery is recorded in the job's ledger (a KV bucket on
+// report, whose last step audits the job's write history as coordctl audit
+// does (-audit=false skips it). Every delivery is recorded in the job's ledger (a KV bucket on
 // the same server) before it is acknowledged, so the report's counts are
 // the whole job's, whichever process delivered them. The exit status is 0
 // only when the job completed and no record was lost; 3 when SIGINT or
@@ -29,6 +30,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -52,6 +54,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/coordctl"
 	"github.com/spate-go/coordination/store/natsstore"
 )
 
@@ -78,6 +81,7 @@ type options struct {
 	quiet    bool
 	plain    bool
 	verify   bool
+	audit    bool
 	data     string
 }
 
@@ -121,6 +125,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.quiet, "quiet", false, "print only the final report")
 	fs.BoolVar(&o.plain, "plain", false, "plain progress lines instead of bars even on a terminal")
 	fs.BoolVar(&o.verify, "verify", false, "only read the job's ledger on -nats and report whether every record was delivered (same -splits, -records or -job as the run)")
+	fs.BoolVar(&o.audit, "audit", true, "after a completed run, audit the job's write history like coordctl audit (fencing invariants per split) and fail on a violation")
 	fs.StringVar(&o.data, "data", "", "store directory of the embedded NATS server, kept until the job completes so a rerun resumes (default: a directory per job under the system temp dir)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -308,7 +313,10 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 		metricsAt = "http://" + bound + "/metrics"
 	}
 
-	natsCfg := natsstore.Config{Servers: []string{url}, Job: job}
+	// History 64: the state bucket keeps up to 64 revisions per key, so the
+	// final audit sees every write of a run of this size (a split's records
+	// are written a few dozen times at most).
+	natsCfg := natsstore.Config{Servers: []string{url}, Job: job, History: 64}
 	runID := randomHex(4)
 	workers := make([]*worker, 0, len(names))
 	for _, name := range names {
@@ -363,6 +371,9 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 		rep.Errors = append(rep.Errors, fmt.Sprintf("gave up after -timeout %s", o.timeout))
 		rep.Outcome = outcomeFailed
 	}
+	if o.audit && rep.Outcome == outcomeOK {
+		auditJob(context.WithoutCancel(ctx), url, job, rep)
+	}
 	// A completed job run by a whole fleet in this process is removed, so a
 	// rerun starts afresh: its buckets on an external server, or the
 	// embedded server's store once the server is down. A job of several
@@ -378,6 +389,23 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 		removeStore = true
 	}
 	return rep, nil
+}
+
+// auditJob runs coordctl audit on the job and adds its lines to rep; a
+// violation, or an audit that could not run, fails the run.
+func auditJob(ctx context.Context, url, job string, rep *report) {
+	var out bytes.Buffer
+	code := coordctl.Run(ctx, []string{"audit", "-nats", url, "-job", job, "-lease", leaseDuration.String()}, &out, &out)
+	rep.Audit = strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	switch code {
+	case coordctl.ExitOK:
+	case coordctl.ExitViolations:
+		rep.Errors = append(rep.Errors, "the audit found fencing violations (see the audit lines)")
+		rep.Outcome = outcomeFailed
+	default:
+		rep.Errors = append(rep.Errors, "the audit could not run (see the audit lines)")
+		rep.Outcome = outcomeFailed
+	}
 }
 
 // logWriter is where library logs go: standard error, except with bars,

@@ -75,7 +75,7 @@ func TestHelpExitsZero(t *testing.T) {
 func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	o := &options{workers: 3, splits: 8, records: 20_000, crashAt: 0.4, pace: 1000, timeout: 90 * time.Second, logLevel: "off", data: dir}
+	o := &options{workers: 3, splits: 8, records: 20_000, crashAt: 0.4, pace: 1000, timeout: 90 * time.Second, logLevel: "off", data: dir, audit: true}
 	var out bytes.Buffer
 	rep, err := backfill(t.Context(), o, modePlain, &syncWriter{w: &out}, &out)
 	if err != nil {
@@ -108,7 +108,7 @@ func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 	if !strings.Contains(rep.Crash, "aborted holding") || rep.Takeovers == 0 {
 		t.Fatalf("crash summary %q, %d takeovers", rep.Crash, rep.Takeovers)
 	}
-	for _, want := range []string{"CRASH: ", " took over ", "lost:        0\n", "result:      OK"} {
+	for _, want := range []string{"CRASH: ", " took over ", "lost:        0\n", "audit:       violations: 0 (", "result:      OK"} {
 		if !strings.Contains(out.String(), want) {
 			t.Fatalf("output lacks %q", want)
 		}

@@ -53,6 +53,7 @@ type report struct {
 	Moves      int    // cooperative moves (drained hand-backs) in this process
 	Workers    []workerShare
 	Errors     []string // worker failures
+	Audit      []string // the lines of the final audit (coordctl audit), nil without one
 	Outcome    int
 	Color      bool // colour the result line
 }
@@ -168,6 +169,9 @@ func (r *report) write(w io.Writer) {
 			line += fmt.Sprintf("  %s completed", padLeft(count(s.Completed, "split"), 10))
 		}
 		fmt.Fprintln(w, line+"  "+s.State)
+	}
+	for _, a := range r.Audit {
+		fmt.Fprintf(w, "audit:       %s\n", a)
 	}
 	for _, e := range r.Errors {
 		fmt.Fprintf(w, "error:       %s\n", e)
