@@ -105,7 +105,8 @@ func (c *connFlags) config() (natsstore.Config, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, fmt.Errorf("connection flags: %w", err)
+		// The flags checked above leave only -job and -nats to Validate.
+		return cfg, fmt.Errorf("-job or -nats: %w", err)
 	}
 	return cfg, nil
 }

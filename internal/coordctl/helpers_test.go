@@ -212,8 +212,12 @@ type fleet struct {
 	errs map[string]error
 }
 
+// newFleet returns an empty fleet; cleanup waits for its workers (their
+// context, the test's, ends first), so none outlives the test.
 func newFleet(t testing.TB, url, job string) *fleet {
-	return &fleet{t: t, url: url, job: job, errs: map[string]error{}}
+	f := &fleet{t: t, url: url, job: job, errs: map[string]error{}}
+	t.Cleanup(f.wg.Wait)
+	return f
 }
 
 // workerConfig is the coordinator configuration of a test worker.
