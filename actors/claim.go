@@ -94,7 +94,7 @@ func readSpec(ctx context.Context, v *env, id coordination.SplitID) (coordinatio
 	case err != nil:
 		return coordination.SplitSpec{}, err
 	case !found:
-		return coordination.SplitSpec{}, coordination.Errorf(coordination.Fatal, "split %s: spec record %s is missing; it was deleted outside the library", id, key)
+		return coordination.SplitSpec{}, specMissing(id, key)
 	}
 	s, err := protocol.DecodeSpec(key, e.Value, v.fp.Load())
 	if err != nil {

@@ -399,18 +399,13 @@ func casSplit(ctx context.Context, v *env, op recordOp, base recEntry, build fun
 		}
 		base = recEntry{rec: got, rev: uint64(e.Revision)}
 		if try == 1 {
-			return opDone{outcome: casUnconfirmed, err: coordination.Errorf(coordination.Retryable, "%s: the record kept moving under this worker's own writes; retry", doing), rec: got, rev: base.rev}
+			return opDone{outcome: casUnconfirmed, err: keptMoving(doing), rec: got, rev: base.rev}
 		}
 	}
 }
 
 // opVerb names what a write does, for error reasons.
 var opVerb = map[opKind]string{opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opComplete: "completing"}
-
-// fencedErr is the Fenced result of a write that lost to another owner.
-func fencedErr(id coordination.SplitID) error {
-	return coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", id)
-}
 
 // done applies a finished write.
 func (cm *commit) done(c *actor.Context, d opDone) {

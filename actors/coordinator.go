@@ -47,12 +47,6 @@ var _ coordination.Coordinator = (*Coordinator)(nil)
 // generated "spate-" + 32 hex characters.
 func (c *Coordinator) InstanceID() string { return c.v.id }
 
-var (
-	errAborted     = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator aborted"}
-	errDeparted    = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator departed"}
-	errBeforeStart = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator used before Start"}
-)
-
 // ended returns the error every call but Poll returns after Abort or
 // Depart, or nil. c.mu must be held.
 func (c *Coordinator) ended() error {
@@ -205,13 +199,9 @@ func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop b
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
-			return nil, coordination.Errorf(coordination.Retryable, "stopping: %s did not complete before the stop; it may still land", op)
+			return nil, stoppedBeforeDone(op)
 		}
 	}
-}
-
-func noAnswer(d time.Duration) error {
-	return coordination.Errorf(coordination.Retryable, "no answer within %s (store slow or unreachable); the operation may still take effect", d)
 }
 
 func (c *Coordinator) callBound() time.Duration { return 3*c.v.cfg.OpTimeout + 100*time.Millisecond }

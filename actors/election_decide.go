@@ -134,7 +134,3 @@ func judgeFenceRead(getErr error, found bool, pl protocol.PlanRecord, decodeErr 
 	}
 	return fenceRebase, nil
 }
-
-// planMissing is the Fatal of an operation that needs the plan record after
-// it was deleted outside the library (docs/protocol.md, "Watches and reconcile").
-var planMissing = &coordination.Error{Kind: coordination.Fatal, Reason: "plan record is missing; it was deleted outside the library"}

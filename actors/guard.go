@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -17,8 +16,6 @@ type guardedStore struct {
 	halted *atomic.Bool
 	met    *metrics
 }
-
-var errHalted = &coordination.Error{Kind: coordination.Retryable, Reason: "coordinator stopped; write not issued"}
 
 func (g *guardedStore) timed(op string) func() {
 	start := time.Now()

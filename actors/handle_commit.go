@@ -39,7 +39,7 @@ func (c *Coordinator) Commit(split coordination.SplitID, progress coordination.S
 	progress.State = cloneBytes(progress.State)
 	d := casProgress(ctx, c.v, split, cell, progress)
 	if d.outcome != casLanded && stopped() {
-		return coordination.Errorf(coordination.Retryable, "stopping: commit did not complete before the stop; it may still land")
+		return stoppedBeforeDone("commit")
 	}
 	return c.v.committed(split, cell.epoch, d)
 }
@@ -106,10 +106,6 @@ func (c *Coordinator) finalEntry(ctx context.Context, id coordination.SplitID, p
 	}
 	p.State = cloneBytes(p.State)
 	return c.v.committed(id, cell.epoch, casProgress(ctx, c.v, id, cell, p))
-}
-
-func finalUnconfirmed(id coordination.SplitID, d time.Duration) error {
-	return coordination.Errorf(coordination.Retryable, "final commit of split %s did not confirm within %s; it may still land", id, d)
 }
 
 // committed records a commit's outcome and tells the actors: the error is
@@ -208,7 +204,7 @@ func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell prog
 		prog, rev = got, uint64(e.Revision)
 		if try == 1 {
 			v.out.advance(id, cell.epoch, prog, rev)
-			return opDone{outcome: casUnconfirmed, err: coordination.Errorf(coordination.Retryable, "%s: the record kept moving under this worker's own writes; retry", doing)}
+			return opDone{outcome: casUnconfirmed, err: keptMoving(doing)}
 		}
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
 
-	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -254,10 +253,6 @@ func (l *lease) observed(m messages.PresenceObserved) {
 	if l.renewals.proven(l.presenceBusy) {
 		l.presenceRev = m.Rev
 	}
-}
-
-func twinError(id string) error {
-	return coordination.Errorf(coordination.Fatal, "InstanceID %q is in use by another live worker (its nonce is on this worker's presence key); give every worker a unique InstanceID, such as its pod name", id)
 }
 
 // announce starts a new session: a fresh nonce, written to the presence key

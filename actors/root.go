@@ -71,10 +71,6 @@ func (r *root) broadcast(c *actor.Context, msg any, to ...*actor.PID) {
 	}
 }
 
-func notHeld(id coordination.SplitID) error {
-	return coordination.Errorf(coordination.Fenced, "split %s: not held here; nothing was written", id)
-}
-
 // Receive handles one message.
 func (r *root) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
@@ -167,10 +163,6 @@ func (r *root) Receive(c *actor.Context) {
 	}
 }
 
-func handBackUnconfirmed(ids []coordination.SplitID) error {
-	return coordination.Errorf(coordination.Retryable, "hand-back did not confirm for splits %v; they are handed back again later, or taken once this worker's session ends", ids)
-}
-
 // end removes a tenancy from the registry, emits Lost for involuntary ends
 // (E1, E3) and tells the actors that follow tenancies.
 func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
@@ -219,7 +211,7 @@ func (r *root) failSplit(c *actor.Context, m messages.FailSplit) {
 		return
 	}
 	if e != m.Epoch {
-		c.Respond(messages.FailSplitReply{Err: coordination.Errorf(coordination.Fenced, "split %s: epoch %d is not the held tenancy (held: %d); nothing was written", m.Split, m.Epoch, e)})
+		c.Respond(messages.FailSplitReply{Err: epochNotHeld(m.Split, m.Epoch, e)})
 		return
 	}
 	r.v.met.failed()

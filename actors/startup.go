@@ -65,25 +65,6 @@ func runPhase(ctx context.Context, v *env, phase string, f func(context.Context)
 	}
 }
 
-// reasonOf is the Reason of a coordination error, or the error text.
-func reasonOf(err error) string {
-	var ce *coordination.Error
-	if errors.As(err, &ce) {
-		return ce.Reason
-	}
-	return err.Error()
-}
-
-// storeErr converts any error from a store call into a coordination error,
-// keeping the kind and prefixing what the library was doing.
-func storeErr(doing string, err error) error {
-	var ce *coordination.Error
-	if errors.As(err, &ce) {
-		return &coordination.Error{Kind: ce.Kind, Reason: doing + ": " + ce.Reason, Err: err}
-	}
-	return &coordination.Error{Kind: coordination.Retryable, Reason: doing + ": " + err.Error(), Err: err}
-}
-
 // probe checks, on a key of this worker's own in both keyspaces, that the
 // store enforces create-if-absent and compare-and-swap (docs/protocol.md, "Joining").
 func probe(ctx context.Context, v *env) error {

@@ -9,6 +9,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
 
+	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -435,7 +436,7 @@ func (w *watch) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bo
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
-		w.fanout(messages.RecordDeleted{Split: splitID(suffix), Rev: rev}, p.commit, p.assign, p.leader)
+		w.fanout(messages.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev}, p.commit, p.assign, p.leader)
 	case protocol.KeyPresence:
 		w.fanout(messages.PresenceDeleted{Instance: suffix, Rev: rev}, p.leader, p.assign)
 	case protocol.KeyLeaderValue:
