@@ -118,7 +118,7 @@ func (a *assign) Receive(c *actor.Context) {
 		a.decided = false
 		a.assigned = map[coordination.SplitID]bool{}
 		a.named = map[coordination.SplitID]time.Time{}
-		c.Send(a.v.pid.revoke, messages.AssignedSetChanged{})
+		a.v.publish(roleAssign, messages.AssignedSetChanged{})
 	case messages.TenancyStarted:
 		a.held[m.Split] = m.Epoch
 		a.release(m.Split)
@@ -217,7 +217,7 @@ func (a *assign) assignment(c *actor.Context, m messages.AssignmentObserved) {
 			a.index(id) // a leftover no longer assigned is returned
 		}
 	}
-	c.Send(a.v.pid.revoke, messages.AssignedSetChanged{Decided: true, Splits: append([]coordination.SplitID(nil), m.Assignment.Splits...)})
+	a.v.publish(roleAssign, messages.AssignedSetChanged{Decided: true, Splits: append([]coordination.SplitID(nil), m.Assignment.Splits...)})
 	a.step(c)
 }
 
@@ -358,14 +358,14 @@ func (a *assign) launch(c *actor.Context, id coordination.SplitID, cand protocol
 	r := a.records[id]
 	if cand.Leftover && !a.assigned[id] {
 		a.inflight[id] = false
-		c.Send(a.v.pid.commit, messages.ReturnLeftover{Split: id, Record: r.rec, RecordRev: r.rev})
+		a.v.publish(roleAssign, messages.ReturnLeftover{Split: id, Record: r.rec, RecordRev: r.rev})
 		return
 	}
 	a.inflight[id] = !cand.Quarantine
 	if !cand.Quarantine {
 		a.claims++
 	}
-	c.Send(a.v.pid.commit, messages.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev})
+	a.v.publish(roleAssign, messages.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev})
 }
 
 // queuedCandidate is one entry of the claim queue.

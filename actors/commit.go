@@ -183,6 +183,9 @@ func (cm *commit) Receive(c *actor.Context) {
 	}
 }
 
+// publish sends msg to its subscribers (routing.go).
+func (cm *commit) publish(msg any) { cm.v.publish(roleCommit, msg) }
+
 // fold applies a split record version to the view: tallies, quarantine
 // transitions, and fences of held splits.
 func (cm *commit) fold(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) {
@@ -201,7 +204,7 @@ func (cm *commit) fold(id coordination.SplitID, rec protocol.SplitRecord, rev ui
 		}
 		cm.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
-			cm.v.send(cm.v.pid.root, messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
+			cm.publish(messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
 		}
 	}
 	cm.judge()
@@ -239,23 +242,21 @@ func (cm *commit) deleted(id coordination.SplitID) {
 // drop ends a held split involuntarily (the root emits Lost).
 func (cm *commit) drop(id coordination.SplitID, epoch uint64, reason messages.EndReason) {
 	delete(cm.held, id)
-	cm.v.send(cm.v.pid.root, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
+	cm.publish(messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
 }
 
 // finish ends a held split whose completed commit landed, then writes the
 // split record's completion.
 func (cm *commit) finish(c *actor.Context, id coordination.SplitID, epoch uint64) {
 	delete(cm.held, id)
-	cm.v.send(cm.v.pid.root, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+	cm.publish(messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
 	cm.enqueue(c, recordOp{kind: opComplete, split: id, epoch: epoch, reason: messages.EndCompleted})
 }
 
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
 func (cm *commit) resolved(res messages.HandBackResolved) {
-	p := cm.v.pid
-	cm.v.send(p.revoke, res)
-	cm.v.send(p.assign, res)
+	cm.publish(res)
 }
 
 func (cm *commit) enqueue(c *actor.Context, op recordOp) {
@@ -426,7 +427,7 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 		cm.resolved(messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
 	case opLeftover:
 		cm.v.fatalIf(d.err)
-		cm.v.send(cm.v.pid.assign, messages.ClaimAbandoned{Split: op.split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
+		cm.publish(messages.ClaimAbandoned{Split: op.split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
 	case opClaim:
 		cm.claimResult(op, d)
 	}
@@ -527,7 +528,6 @@ func (cm *commit) handBackResult(op recordOp, d opDone) {
 }
 
 func (cm *commit) claimResult(op recordOp, d opDone) {
-	p := cm.v.pid
 	cl := op.claim
 	id := op.split
 	abandon := func() {
@@ -535,7 +535,7 @@ func (cm *commit) claimResult(op recordOp, d opDone) {
 		if d.rev > rev {
 			rev = d.rev
 		}
-		cm.v.send(p.assign, messages.ClaimAbandoned{Split: id, Rev: rev, Retry: d.retry})
+		cm.publish(messages.ClaimAbandoned{Split: id, Rev: rev, Retry: d.retry})
 	}
 	switch {
 	case d.outcome != casLanded:
@@ -549,7 +549,7 @@ func (cm *commit) claimResult(op recordOp, d opDone) {
 		cm.held[id] = &tenancy{epoch: d.rec.Epoch, nonce: d.rec.Nonce}
 		cm.v.met.acquired(d.kind.AcquisitionReason())
 		cm.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		cm.v.send(p.root, messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Kind: d.kind, Fence: d.prog, FenceRev: d.progRev})
+		cm.publish(messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Kind: d.kind, Fence: d.prog, FenceRev: d.progRev})
 	}
 }
 
@@ -608,5 +608,5 @@ func (cm *commit) listed(m verdictListed) {
 		return
 	}
 	cm.verdict = true
-	cm.v.send(cm.v.pid.root, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
+	cm.publish(messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
 }

@@ -143,7 +143,8 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 	c.v.out.started = true
 	c.v.out.mu.Unlock()
 	c.v.fp.Store(protocol.Fingerprint(fp))
-	c.v.send(c.v.pid.root, messages.StartJob{Planner: p, Fingerprint: fp})
+	msg := messages.StartJob{Planner: p, Fingerprint: fp}
+	c.v.send(c.v.routeOf(roleHandle, msg), msg)
 	return nil
 }
 
@@ -175,7 +176,7 @@ func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop b
 		stop = c.stop
 		c.mu.Unlock()
 	}
-	resp := c.v.e.Request(c.v.pid.root, msg, bound)
+	resp := c.v.e.Request(c.v.routeOf(roleHandle, msg), msg, bound)
 	type result struct {
 		v   any
 		err error

@@ -115,16 +115,16 @@ func (v *env) committed(id coordination.SplitID, epoch uint64, d opDone) error {
 	case casLanded:
 		v.out.advance(id, epoch, d.prog, d.progRev)
 		if !d.adopted {
-			v.send(v.pid.revoke, messages.CommitLanded{Split: id, Epoch: epoch})
+			v.publish(roleHandle, messages.CommitLanded{Split: id, Epoch: epoch})
 		}
 		if d.prog.Completed {
 			v.out.ended(id, epoch)
-			v.send(v.pid.commit, messages.CommitCompleted{Split: id, Epoch: epoch})
+			v.publish(roleHandle, messages.CommitCompleted{Split: id, Epoch: epoch})
 		}
 		return nil
 	case casFenced:
 		v.out.ended(id, epoch)
-		v.send(v.pid.root, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+		v.publish(roleHandle, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndFenced})
 	case casFatal:
 		v.failNow(d.err)
 	default:

@@ -82,7 +82,7 @@ func (l *lease) Receive(c *actor.Context) {
 		l.joined, l.presenceRev = true, m.rev
 		l.v.sessionLive.Store(true)
 		l.renewals.restart(l.v.clk.Now())
-		c.Send(l.v.pid.watch, messages.Joined{})
+		l.v.publish(roleLease, messages.Joined{})
 		l.schedule(c)
 	case messages.HeartbeatDue:
 		if m.Round == l.round {
@@ -153,11 +153,7 @@ func (l *lease) beat(c *actor.Context) {
 			l.renewPresence(c)
 		}
 	}
-	p := l.v.pid
-	tick := messages.HeartbeatTicked{Round: l.round}
-	for _, pid := range []*actor.PID{p.leader, p.assign, p.revoke, p.commit} {
-		c.Send(pid, tick)
-	}
+	l.v.publish(roleLease, messages.HeartbeatTicked{Round: l.round})
 }
 
 // endSession drops every held split and pauses claims and leadership until
@@ -165,10 +161,7 @@ func (l *lease) beat(c *actor.Context) {
 func (l *lease) endSession(c *actor.Context) {
 	l.lapsed = true
 	l.v.sessionLive.Store(false)
-	p := l.v.pid
-	for _, pid := range []*actor.PID{p.root, p.leader, p.assign} {
-		c.Send(pid, messages.SessionEnded{})
-	}
+	l.v.publish(roleLease, messages.SessionEnded{})
 }
 
 // renewOutcome classifies a presence renewal.
@@ -292,8 +285,5 @@ func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
 	l.v.sessionLive.Store(true)
 	l.renewals.restart(m.at)
 	l.log.Info("new session announced")
-	p := l.v.pid
-	for _, pid := range []*actor.PID{p.leader, p.assign} {
-		c.Send(pid, messages.SessionStarted{Nonce: m.nonce})
-	}
+	l.v.publish(roleLease, messages.SessionStarted{Nonce: m.nonce})
 }

@@ -141,7 +141,7 @@ func (r *revoke) follow(c *actor.Context, id coordination.SplitID, epoch uint64,
 		e.cancelled, e.lastProgress = false, now
 		r.v.met.revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		c.Send(r.v.pid.root, messages.RevocationRequested{Split: id, Epoch: epoch})
+		r.v.publish(roleRevoke, messages.RevocationRequested{Split: id, Epoch: epoch})
 	}
 }
 
@@ -154,11 +154,11 @@ func (r *revoke) deadlines(c *actor.Context) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			c.Send(r.v.pid.root, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+			r.v.publish(roleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			c.Send(r.v.pid.root, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+			r.v.publish(roleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
 		}
 	}
 	r.v.met.draining(len(r.entries))
@@ -224,7 +224,7 @@ func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 	}
 	r.settle(m.Split, e, "forced")
 	r.declines[m.Split] = pendingDecline{epoch: e.epoch, reply: m.ReplyTo}
-	c.Send(r.v.pid.root, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
+	r.v.publish(roleRevoke, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
 }
 
 // answerDecline answers the DeclineRevoke waiting on tenancy (id, epoch), if

@@ -55,21 +55,8 @@ func newRoot(v *env) actor.Producer {
 	}
 }
 
-func (r *root) children() []*actor.PID {
-	p := r.v.pid
-	// The lease actor comes last: it starts the startup I/O, so every other
-	// actor has JobStarted in its inbox before anything startup causes.
-	return []*actor.PID{p.watch, p.leader, p.assign, p.commit, p.revoke, p.lease}
-}
-
-func (r *root) broadcast(c *actor.Context, msg any, to ...*actor.PID) {
-	if len(to) == 0 {
-		to = r.children()
-	}
-	for _, pid := range to {
-		c.Send(pid, msg)
-	}
-}
+// publish sends msg to its subscribers (routing.go).
+func (r *root) publish(msg any) { r.v.publish(roleRoot, msg) }
 
 // Receive handles one message.
 func (r *root) Receive(c *actor.Context) {
@@ -80,7 +67,7 @@ func (r *root) Receive(c *actor.Context) {
 			r.departTimer.Stop()
 		}
 	case messages.StartJob:
-		r.broadcast(c, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
+		r.publish(messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
 	case messages.FailSplit:
 		r.failSplit(c, m)
 	case messages.ReleaseSplits:
@@ -91,11 +78,11 @@ func (r *root) Receive(c *actor.Context) {
 			return
 		}
 		m.ReplyTo = c.Sender()
-		c.Send(r.v.pid.revoke, m)
+		r.publish(m)
 	case messages.ForceRevocation:
 		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
 			r.end(c, m.Split, m.Epoch, messages.EndRevoked)
-			c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
+			r.publish(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
 		}
 	case messages.ClaimWon:
 		r.claimWon(c, m)
@@ -127,7 +114,7 @@ func (r *root) Receive(c *actor.Context) {
 		} else {
 			r.v.out.push(coordination.AllComplete{})
 		}
-		r.broadcast(c, m, r.v.pid.assign, r.v.pid.leader, r.v.pid.revoke)
+		r.publish(m)
 	case messages.DepartJob:
 		r.depart(c, m)
 	case departDeadline:
@@ -149,8 +136,8 @@ func (r *root) Receive(c *actor.Context) {
 			r.departErr = handBackUnconfirmed(m.Unconfirmed)
 		}
 		r.departPending = 2
-		c.Send(r.v.pid.leader, messages.StepDown{ReplyTo: c.PID()})
-		c.Send(r.v.pid.lease, messages.WithdrawPresence{ReplyTo: c.PID()})
+		r.publish(messages.StepDown{ReplyTo: c.PID()})
+		r.publish(messages.WithdrawPresence{ReplyTo: c.PID()})
 	case messages.StepDownReply, messages.WithdrawPresenceReply:
 		r.departPending--
 		if r.departPending == 0 && r.departReply != nil {
@@ -177,7 +164,7 @@ func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reas
 			r.v.out.push(coordination.Lost{Split: id})
 		}
 	}
-	r.broadcast(c, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}, r.v.pid.assign, r.v.pid.commit, r.v.pid.revoke)
+	r.publish(messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
 }
 
 func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
@@ -189,11 +176,11 @@ func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 	r.held[id] = m.Epoch
 	r.lastEpoch[id] = m.Epoch
 	r.v.met.owned(len(r.held))
-	r.broadcast(c, messages.TenancyStarted{Split: id, Epoch: m.Epoch}, r.v.pid.assign, r.v.pid.revoke)
+	r.publish(messages.TenancyStarted{Split: id, Epoch: m.Epoch})
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, messages.EndDeparted)
-		c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
+		r.publish(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
 		return
 	}
 	r.v.out.begin(id, m.Epoch, m.Fence, m.FenceRev)
@@ -217,7 +204,7 @@ func (r *root) failSplit(c *actor.Context, m messages.FailSplit) {
 	r.v.met.failed()
 	r.end(c, m.Split, e, messages.EndFailed)
 	m.ReplyTo = c.Sender()
-	c.Send(r.v.pid.commit, m)
+	r.publish(m)
 }
 
 func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
@@ -240,12 +227,12 @@ func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
 		c.Respond(messages.ReleaseSplitsReply{})
 		return
 	}
-	c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
+	r.publish(messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
 }
 
 func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	r.departing = true
-	r.broadcast(c, messages.Departing{})
+	r.publish(messages.Departing{})
 	if r.v.out.failure() != nil {
 		var hs []messages.HeldSplit
 		for _, id := range m.Held {
@@ -270,5 +257,5 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	}
 	// The commit actor answers HandBackSplitsReply to the root, which then
 	// demotes and withdraws presence (docs/protocol.md, "Departure").
-	c.Send(r.v.pid.commit, messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID()})
+	r.publish(messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID()})
 }

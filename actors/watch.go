@@ -267,14 +267,10 @@ func (w *watch) liveChanged() {
 		return
 	}
 	w.bothLive = both
-	msg := messages.WatchesChanged{Live: both}
-	p := w.v.pid
-	for _, pid := range []*actor.PID{p.leader, p.assign, p.commit, p.revoke, p.lease} {
-		w.v.send(pid, msg)
-	}
+	w.v.publish(roleWatch, messages.WatchesChanged{Live: both})
 	if both && !w.everLive {
 		w.everLive = true
-		w.reconcile = w.v.after(w.v.cfg.ReconcileInterval, p.watch, reconcileDue{})
+		w.reconcile = w.v.after(w.v.cfg.ReconcileInterval, w.v.pid.watch, reconcileDue{})
 	}
 }
 
@@ -325,7 +321,7 @@ func (w *watch) applyListing(m listed) {
 	}
 	if m.last {
 		w.v.met.reconciled(time.Since(w.listStart))
-		w.v.send(w.v.pid.leader, messages.Reconciled{})
+		w.v.publish(roleWatch, messages.Reconciled{})
 	}
 }
 
@@ -372,14 +368,10 @@ func (w *watch) del(ks store.Keyspace, key string, rev uint64, synth bool) {
 	w.decodeDelete(ks, key, rev, synth)
 }
 
-func (w *watch) fanout(msg any, to ...*actor.PID) {
-	for _, pid := range to {
-		w.v.send(pid, msg)
-	}
-}
+// fanout sends an observation to its subscribers (routing.go).
+func (w *watch) fanout(msg any) { w.v.publish(roleWatch, msg) }
 
 func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64) {
-	p := w.v.pid
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
@@ -388,20 +380,20 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 			w.v.fatalIf(err)
 			return
 		}
-		w.fanout(messages.RecordObserved{Split: rec.ID, Record: rec, Rev: rev}, p.commit, p.assign, p.leader)
+		w.fanout(messages.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
 	case protocol.KeyPresence:
 		pr, err := protocol.DecodePresence(key, val)
 		if err != nil {
 			w.log.Warn("unreadable presence value; using the default budget", "key", key, "err", err)
 		}
-		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev}, p.leader, p.assign, p.lease)
+		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev})
 	case protocol.KeyLeaderValue:
 		l, err := protocol.DecodeLeader(key, val)
 		if err != nil {
 			w.v.fatalIf(err)
 			return
 		}
-		w.fanout(messages.LeaderObserved{Leader: l, Rev: rev}, p.leader)
+		w.fanout(messages.LeaderObserved{Leader: l, Rev: rev})
 	case protocol.KeyPlanRecord:
 		pl, err := protocol.DecodePlan(key, val)
 		if err != nil {
@@ -412,18 +404,14 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 			w.v.fatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
 			return
 		}
-		w.fanout(messages.PlanObserved{Plan: pl, Rev: rev}, p.leader, p.commit)
+		w.fanout(messages.PlanObserved{Plan: pl, Rev: rev})
 	case protocol.KeyAssignment:
 		a, err := protocol.DecodeAssignment(key, val)
 		if err != nil {
 			w.log.Warn("unreadable assignment; ignoring it", "key", key, "err", err)
 			return
 		}
-		msg := messages.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev}
-		w.fanout(msg, p.leader)
-		if suffix == w.v.id {
-			w.fanout(msg, p.assign)
-		}
+		w.fanout(messages.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	default:
@@ -432,24 +420,19 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 }
 
 func (w *watch) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bool) {
-	p := w.v.pid
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
-		w.fanout(messages.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev}, p.commit, p.assign, p.leader)
+		w.fanout(messages.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev})
 	case protocol.KeyPresence:
-		w.fanout(messages.PresenceDeleted{Instance: suffix, Rev: rev}, p.leader, p.assign)
+		w.fanout(messages.PresenceDeleted{Instance: suffix, Rev: rev})
 	case protocol.KeyLeaderValue:
-		w.fanout(messages.LeaderDeleted{Rev: rev, Synthesized: synth}, p.leader)
+		w.fanout(messages.LeaderDeleted{Rev: rev, Synthesized: synth})
 	case protocol.KeyPlanRecord:
 		w.log.Error("plan record deleted outside the library", "key", key)
-		w.fanout(messages.PlanDeleted{}, p.leader, p.commit)
+		w.fanout(messages.PlanDeleted{})
 	case protocol.KeyAssignment:
-		msg := messages.AssignmentDeleted{Instance: suffix, Rev: rev}
-		w.fanout(msg, p.leader)
-		if suffix == w.v.id {
-			w.fanout(msg, p.assign)
-		}
+		w.fanout(messages.AssignmentDeleted{Instance: suffix, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	}

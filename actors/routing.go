@@ -1,0 +1,201 @@
+package actors
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination/messages"
+)
+
+// role names a part of one worker that sends or receives messages: the
+// root, the six children, and the handle (the caller's goroutine).
+type role uint8
+
+const (
+	roleRoot role = iota
+	roleWatch
+	roleLease
+	roleLeader
+	roleAssign
+	roleCommit
+	roleRevoke
+	roleHandle
+)
+
+var roleNames = [...]string{"root", "watch", "lease", "leader", "assign", "commit", "revoke", "handle"}
+
+func (r role) String() string { return roleNames[r] }
+
+// of returns the PID of actor role r (never roleHandle).
+func (p pids) of(r role) *actor.PID {
+	return [...]*actor.PID{p.root, p.watch, p.lease, p.leader, p.assign, p.commit, p.revoke}[r]
+}
+
+// children are the root's children, in the order the root broadcasts to
+// them. The lease actor comes last: it starts the startup I/O, so every
+// other actor has JobStarted in its inbox before anything startup causes.
+var children = []role{roleWatch, roleLeader, roleAssign, roleCommit, roleRevoke, roleLease}
+
+// route is one row of the routing table: messages of these types, sent by
+// from, go to every role in to, and to every role in own only when the
+// message concerns this worker's own key (its presence or its assignment).
+type route struct {
+	msgs []reflect.Type
+	from role
+	to   []role
+	own  []role
+	note string // for docs/architecture.md; not used to route
+}
+
+func types(msgs ...any) []reflect.Type {
+	ts := make([]reflect.Type, len(msgs))
+	for i, m := range msgs {
+		ts[i] = reflect.TypeOf(m)
+	}
+	return ts
+}
+
+// routes is the one declared routing table: who sends which observation,
+// tenancy message, intent and command to whom. Every send between parts of
+// a worker that is not a reply (to a ReplyTo or a request) nor a message an
+// actor sends itself goes through it (publish, routeOf);
+// docs/architecture.md's routing table is rendered from it
+// (routing_test.go checks that they match).
+var routes = []route{
+	// Observations: the watch actor bridges watched and listed keys.
+	{msgs: types(messages.RecordObserved{}, messages.RecordDeleted{}), from: roleWatch, to: []role{roleCommit, roleAssign, roleLeader}, note: "split records"},
+	{msgs: types(messages.PresenceObserved{}), from: roleWatch, to: []role{roleLeader, roleAssign}, own: []role{roleLease}, note: "the lease confirms its landed renewals"},
+	{msgs: types(messages.PresenceDeleted{}), from: roleWatch, to: []role{roleLeader, roleAssign}},
+	{msgs: types(messages.LeaderObserved{}, messages.LeaderDeleted{}), from: roleWatch, to: []role{roleLeader}},
+	{msgs: types(messages.PlanObserved{}, messages.PlanDeleted{}), from: roleWatch, to: []role{roleLeader, roleCommit}},
+	{msgs: types(messages.AssignmentObserved{}, messages.AssignmentDeleted{}), from: roleWatch, to: []role{roleLeader}, own: []role{roleAssign}},
+	{msgs: types(messages.WatchesChanged{}), from: roleWatch, to: []role{roleLeader, roleAssign, roleCommit, roleRevoke, roleLease}},
+	{msgs: types(messages.Reconciled{}), from: roleWatch, to: []role{roleLeader}},
+	// The session.
+	{msgs: types(messages.Joined{}), from: roleLease, to: []role{roleWatch}, note: "the watches open"},
+	{msgs: types(messages.HeartbeatTicked{}), from: roleLease, to: []role{roleLeader, roleAssign, roleRevoke, roleCommit}},
+	{msgs: types(messages.SessionEnded{}), from: roleLease, to: []role{roleRoot, roleLeader, roleAssign}},
+	{msgs: types(messages.SessionStarted{}), from: roleLease, to: []role{roleLeader, roleAssign}},
+	// The job's lifecycle.
+	{msgs: types(messages.JobStarted{}, messages.Departing{}), from: roleRoot, to: children},
+	{msgs: types(messages.VerdictReached{}), from: roleCommit, to: []role{roleRoot}, note: "the verdict, once"},
+	{msgs: types(messages.VerdictReached{}), from: roleRoot, to: []role{roleAssign, roleLeader, roleRevoke}},
+	// Claims.
+	{msgs: types(messages.ClaimSplit{}, messages.ReturnLeftover{}), from: roleAssign, to: []role{roleCommit}},
+	{msgs: types(messages.ClaimWon{}), from: roleCommit, to: []role{roleRoot}},
+	{msgs: types(messages.ClaimAbandoned{}), from: roleCommit, to: []role{roleAssign}},
+	{msgs: types(messages.SplitQuarantined{}), from: roleCommit, to: []role{roleRoot}},
+	// Tenancies: the root's registry is their one owner.
+	{msgs: types(messages.TenancyEnded{}), from: roleCommit, to: []role{roleRoot}, note: "a fence seen in the split record, a completion"},
+	{msgs: types(messages.TenancyEnded{}), from: roleHandle, to: []role{roleRoot}, note: "a fenced commit"},
+	{msgs: types(messages.CommitCompleted{}), from: roleHandle, to: []role{roleCommit}},
+	{msgs: types(messages.TenancyStarted{}), from: roleRoot, to: []role{roleAssign, roleRevoke}},
+	{msgs: types(messages.TenancyEnded{}), from: roleRoot, to: []role{roleAssign, roleCommit, roleRevoke}},
+	{msgs: types(messages.HandBackResolved{}), from: roleCommit, to: []role{roleRevoke, roleAssign}},
+	// Revocations.
+	{msgs: types(messages.AssignedSetChanged{}), from: roleAssign, to: []role{roleRevoke}},
+	{msgs: types(messages.RevocationRequested{}, messages.ForceRevocation{}), from: roleRevoke, to: []role{roleRoot}},
+	{msgs: types(messages.CommitLanded{}), from: roleHandle, to: []role{roleRevoke}},
+	// Handle commands (requests: the reply goes to the caller).
+	{msgs: types(messages.StartJob{}, messages.FailSplit{}, messages.ReleaseSplits{}, messages.DeclineRevoke{}, messages.DepartJob{}), from: roleHandle, to: []role{roleRoot}},
+	{msgs: types(messages.DeclineRevoke{}), from: roleRoot, to: []role{roleRevoke}},
+	{msgs: types(messages.FailSplit{}, messages.HandBackSplits{}), from: roleRoot, to: []role{roleCommit}, note: "the writes of Fail, Release, Depart and forced revocations"},
+	{msgs: types(messages.StepDown{}), from: roleRoot, to: []role{roleLeader}, note: "Depart; answered once the leader key is deleted"},
+	{msgs: types(messages.WithdrawPresence{}), from: roleRoot, to: []role{roleLease}, note: "Depart; answered once the presence key is deleted"},
+}
+
+// routeKey finds a route: a message type from a sender.
+type routeKey struct {
+	from role
+	t    reflect.Type
+}
+
+var routeIndex = func() map[routeKey]*route {
+	idx := map[routeKey]*route{}
+	for i := range routes {
+		r := &routes[i]
+		for _, t := range r.msgs {
+			k := routeKey{r.from, t}
+			if idx[k] != nil {
+				panic(fmt.Sprintf("actors: two routes for %s from %s", t, r.from))
+			}
+			idx[k] = r
+		}
+	}
+	return idx
+}()
+
+// lookup returns msg's route from sender from. A missing route is a bug of
+// this package (every send is exercised by its tests): it panics, which
+// the recover middleware turns into a Fatal failure.
+func lookup(from role, msg any) *route {
+	r := routeIndex[routeKey{from, reflect.TypeOf(msg)}]
+	if r == nil {
+		panic(fmt.Sprintf("actors: no route for %T from %s", msg, from))
+	}
+	return r
+}
+
+// publish sends msg from role from to every subscriber its route names.
+func (v *env) publish(from role, msg any) {
+	for _, to := range recipients(from, msg, v.id) {
+		v.send(v.pid.of(to), msg)
+	}
+}
+
+// recipients returns the roles msg from from goes to on worker id: its
+// route's subscribers, and the own-key subscribers when msg concerns id.
+func recipients(from role, msg any, id string) []role {
+	r := lookup(from, msg)
+	if len(r.own) == 0 || !concerns(msg, id) {
+		return r.to
+	}
+	return append(append([]role(nil), r.to...), r.own...)
+}
+
+// routeOf returns the one actor a request msg from from goes to.
+func (v *env) routeOf(from role, msg any) *actor.PID {
+	r := lookup(from, msg)
+	if len(r.to) != 1 {
+		panic(fmt.Sprintf("actors: request %T from %s has %d destinations", msg, from, len(r.to)))
+	}
+	return v.pid.of(r.to[0])
+}
+
+// concerns reports whether msg is about this worker's (id's) own key.
+func concerns(msg any, id string) bool {
+	switch m := msg.(type) {
+	case messages.PresenceObserved:
+		return m.Instance == id
+	case messages.AssignmentObserved:
+		return m.Instance == id
+	case messages.AssignmentDeleted:
+		return m.Instance == id
+	}
+	return false
+}
+
+// routingTable renders routes as the Markdown table of docs/architecture.md.
+func routingTable() string {
+	var b strings.Builder
+	b.WriteString("| message | from | to | to, for this worker's own key only | note |\n|---|---|---|---|---|\n")
+	for _, r := range routes {
+		names := make([]string, len(r.msgs))
+		for i, t := range r.msgs {
+			names[i] = "`" + t.Name() + "`"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", strings.Join(names, ", "), r.from, roleList(r.to), roleList(r.own), r.note)
+	}
+	return b.String()
+}
+
+func roleList(rs []role) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = r.String()
+	}
+	return strings.Join(s, ", ")
+}

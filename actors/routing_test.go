@@ -1,0 +1,101 @@
+package actors
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/spate-go/coordination/messages"
+)
+
+// TestRoutingTableMatchesArchitectureDoc checks that docs/architecture.md's
+// routing table is the one declared in routing.go, row for row.
+func TestRoutingTableMatchesArchitectureDoc(t *testing.T) {
+	b, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Routing\n")
+	if !ok {
+		t.Fatal(`docs/architecture.md has no "## Routing" section`)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	var rows []string
+	for line := range strings.SplitSeq(sec, "\n") {
+		if strings.HasPrefix(line, "|") {
+			rows = append(rows, line)
+		}
+	}
+	got, want := strings.Join(rows, "\n")+"\n", routingTable()
+	if got != want {
+		t.Errorf("docs/architecture.md's routing table differs from routes in routing.go; replace it with:\n%s\ngot:\n%s", want, got)
+	}
+}
+
+// TestRoutesAreWellFormed checks every row names messages, a sender and a
+// receiver, and that no message has two routes from one sender.
+func TestRoutesAreWellFormed(t *testing.T) {
+	seen := map[routeKey]bool{}
+	for _, r := range routes {
+		if len(r.msgs) == 0 || len(r.to)+len(r.own) == 0 {
+			t.Errorf("route from %s: no messages or no receivers: %+v", r.from, r)
+		}
+		for _, ty := range r.msgs {
+			k := routeKey{r.from, ty}
+			if seen[k] {
+				t.Errorf("two routes for %s from %s", ty, r.from)
+			}
+			seen[k] = true
+			if lookup(r.from, reflect.New(ty).Elem().Interface()) != routeIndex[k] {
+				t.Errorf("lookup(%s, %s) does not find its row", r.from, ty)
+			}
+		}
+		for _, to := range append(append([]role(nil), r.to...), r.own...) {
+			if to == roleHandle || to == r.from {
+				t.Errorf("route of %v from %s goes to %s", r.msgs, r.from, to)
+			}
+		}
+	}
+}
+
+// TestLookupPanicsOnUnroutedMessage checks a send outside the table is
+// refused loudly rather than lost.
+func TestLookupPanicsOnUnroutedMessage(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Fatal("lookup of an unrouted message did not panic")
+		}
+	}()
+	lookup(roleAssign, messages.RecordObserved{})
+}
+
+// TestRecipientsOwnKeyOnlyForThisWorker checks the own-key column: an
+// assignment or presence observation reaches assign or lease only when it
+// is about this worker.
+func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
+	tests := []struct {
+		name string
+		msg  any
+		want string
+	}{
+		{"peer assignment", messages.AssignmentObserved{Instance: "w2"}, "leader"},
+		{"own assignment", messages.AssignmentObserved{Instance: "w1"}, "leader, assign"},
+		{"own assignment deleted", messages.AssignmentDeleted{Instance: "w1"}, "leader, assign"},
+		{"peer presence", messages.PresenceObserved{Instance: "w2"}, "leader, assign"},
+		{"own presence", messages.PresenceObserved{Instance: "w1"}, "leader, assign, lease"},
+		{"split record", messages.RecordObserved{}, "commit, assign, leader"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := roleList(recipients(roleWatch, tt.msg, "w1")); got != tt.want {
+				t.Errorf("recipients = %s, want %s", got, tt.want)
+			}
+		})
+	}
+	// The table's own slices are never aliased by an append.
+	recipients(roleWatch, messages.AssignmentObserved{Instance: "w1"}, "w1")
+	if got := roleList(lookup(roleWatch, messages.AssignmentObserved{}).to); got != "leader" {
+		t.Errorf("the route's to was modified: %s", got)
+	}
+}
