@@ -32,7 +32,7 @@ type assign struct {
 	sessions map[string]string                        // instance → live session nonce
 	byOwner  map[string]map[coordination.SplitID]bool // instance → splits its records name
 
-	held     map[coordination.SplitID]uint64
+	held     heldView                        // derived from the root's registry (tenancy.go)
 	inflight map[coordination.SplitID]bool   // value: the work counts as a claim (quarantines and leftover returns do not)
 	claims   int                             // claims in flight
 	handing  map[coordination.SplitID]uint64 // surrendered, its write not resolved yet
@@ -62,7 +62,7 @@ func newAssign(v *env) actor.Producer {
 			records:  map[coordination.SplitID]recEntry{},
 			sessions: map[string]string{},
 			byOwner:  map[string]map[coordination.SplitID]bool{},
-			held:     map[coordination.SplitID]uint64{},
+			held:     heldView{},
 			inflight: map[coordination.SplitID]bool{},
 			handing:  map[coordination.SplitID]uint64{},
 			early:    map[coordination.SplitID]uint64{},
@@ -120,7 +120,7 @@ func (a *assign) Receive(c *actor.Context) {
 		a.named = map[coordination.SplitID]time.Time{}
 		a.v.publish(roleAssign, messages.AssignedSetChanged{})
 	case messages.TenancyStarted:
-		a.held[m.Split] = m.Epoch
+		a.held.apply(m)
 		a.release(m.Split)
 		if t, ok := a.named[m.Split]; ok {
 			a.v.met.latency(a.v.clk.Since(t))
@@ -128,24 +128,22 @@ func (a *assign) Receive(c *actor.Context) {
 		}
 		a.changed(c, m.Split)
 	case messages.TenancyEnded:
-		if e, ok := a.held[m.Split]; ok && e == m.Epoch {
-			delete(a.held, m.Split)
-			if e, ok := a.early[m.Split]; ok && e == m.Epoch {
-				delete(a.early, m.Split)
-			} else if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
-				a.handing[m.Split] = m.Epoch
-			}
-			if a.assigned[m.Split] {
-				a.named[m.Split] = a.v.clk.Now()
-			}
-			a.changed(c, m.Split)
-			a.step(c)
+		a.held.apply(m)
+		if e, ok := a.early[m.Split]; ok && e == m.Epoch {
+			delete(a.early, m.Split)
+		} else if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
+			a.handing[m.Split] = m.Epoch
 		}
+		if a.assigned[m.Split] {
+			a.named[m.Split] = a.v.clk.Now()
+		}
+		a.changed(c, m.Split)
+		a.step(c)
 	case messages.HandBackResolved:
 		if e, ok := a.handing[m.Split]; ok && e == m.Epoch {
 			delete(a.handing, m.Split)
 			a.changed(c, m.Split)
-		} else if e, held := a.held[m.Split]; held && e == m.Epoch {
+		} else if a.held.holds(m.Split, m.Epoch) {
 			a.early[m.Split] = m.Epoch
 		}
 	case messages.ClaimAbandoned:

@@ -20,14 +20,6 @@ type recEntry struct {
 	rev uint64
 }
 
-// tenancy is the commit actor's state of one held split: its epoch and the
-// session that claimed it. (Its progress record belongs to the handle,
-// which commits on the caller's goroutine: see progressCell.)
-type tenancy struct {
-	epoch uint64
-	nonce string
-}
-
 // casOutcome is how a fenced write resolved.
 type casOutcome int
 
@@ -106,7 +98,7 @@ type commit struct {
 
 	fp        uint64
 	records   map[coordination.SplitID]recEntry
-	held      map[coordination.SplitID]*tenancy
+	held      heldView // derived from the root's registry (tenancy.go)
 	busy      map[coordination.SplitID]bool
 	queue     map[coordination.SplitID][]recordOp
 	completed int
@@ -131,7 +123,7 @@ func newCommit(v *env) actor.Producer {
 			v:         v,
 			log:       v.log.With("actor", "commit"),
 			records:   map[coordination.SplitID]recEntry{},
-			held:      map[coordination.SplitID]*tenancy{},
+			held:      heldView{},
 			busy:      map[coordination.SplitID]bool{},
 			queue:     map[coordination.SplitID][]recordOp{},
 			handBacks: map[uint64]*handBackBatch{},
@@ -156,16 +148,17 @@ func (cm *commit) Receive(c *actor.Context) {
 	case messages.WatchesChanged:
 	case messages.HeartbeatTicked:
 		cm.judge()
+	case messages.TenancyStarted:
+		cm.held.apply(m)
+		cm.fenceSeen(m.Split)
 	case messages.TenancyEnded:
-		if t, ok := cm.held[m.Split]; ok && t.epoch == m.Epoch {
-			delete(cm.held, m.Split)
+		cm.held.apply(m)
+		if m.Reason == messages.EndCompleted {
+			// The handle's completed commit landed: complete the split record.
+			cm.enqueue(c, recordOp{kind: opComplete, split: m.Split, epoch: m.Epoch, reason: messages.EndCompleted})
 		}
 	case messages.Departing:
 		cm.departing = true
-	case messages.CommitCompleted:
-		if t, ok := cm.held[m.Split]; ok && t.epoch == m.Epoch {
-			cm.finish(c, m.Split, m.Epoch)
-		}
 	case messages.FailSplit:
 		cm.enqueue(c, recordOp{kind: opFail, split: m.Split, epoch: m.Epoch, replyTo: m.ReplyTo, failMsg: m.Reason, reason: messages.EndFailed})
 	case messages.HandBackSplits:
@@ -195,9 +188,7 @@ func (cm *commit) fold(id coordination.SplitID, rec protocol.SplitRecord, rev ui
 	}
 	cm.records[id] = recEntry{rec: rec, rev: rev}
 	// A fence is reported before the quarantine it may carry.
-	if t, ok := cm.held[id]; ok && movedAway(rec, cm.v.id, t) {
-		cm.drop(id, t.epoch, messages.EndFenced)
-	}
+	cm.fenceSeen(id)
 	if !had || old.rec.Status != rec.Status {
 		if had {
 			cm.tally(old.rec, -1)
@@ -235,22 +226,25 @@ func (cm *commit) deleted(id coordination.SplitID) {
 	cm.tally(old.rec, -1)
 	if t, ok := cm.held[id]; ok {
 		cm.log.Error("split record deleted outside the library", "key", protocol.SplitKey(id))
-		cm.drop(id, t.epoch, messages.EndFenced)
+		cm.drop(id, t.epoch)
 	}
 }
 
-// drop ends a held split involuntarily (the root emits Lost).
-func (cm *commit) drop(id coordination.SplitID, epoch uint64, reason messages.EndReason) {
-	delete(cm.held, id)
-	cm.publish(messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
+// fenceSeen asks the root to end split id's held tenancy when the view's
+// split record shows it moved away (the root emits Lost). Until the root's
+// TenancyEnded arrives a later record may ask again; the root's registry
+// ignores the repeat.
+func (cm *commit) fenceSeen(id coordination.SplitID) {
+	t, held := cm.held[id]
+	r, ok := cm.records[id]
+	if held && ok && movedAway(r.rec, cm.v.id, t) {
+		cm.drop(id, t.epoch)
+	}
 }
 
-// finish ends a held split whose completed commit landed, then writes the
-// split record's completion.
-func (cm *commit) finish(c *actor.Context, id coordination.SplitID, epoch uint64) {
-	delete(cm.held, id)
-	cm.publish(messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
-	cm.enqueue(c, recordOp{kind: opComplete, split: id, epoch: epoch, reason: messages.EndCompleted})
+// drop asks the root to end a held split involuntarily (a fence).
+func (cm *commit) drop(id coordination.SplitID, epoch uint64) {
+	cm.publish(messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
 }
 
 // resolved tells the actors that follow a surrendered split how its
@@ -546,10 +540,9 @@ func (cm *commit) claimResult(op recordOp, d opDone) {
 	case d.done:
 		abandon()
 	default:
-		cm.held[id] = &tenancy{epoch: d.rec.Epoch, nonce: d.rec.Nonce}
 		cm.v.met.acquired(d.kind.AcquisitionReason())
 		cm.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		cm.publish(messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Kind: d.kind, Fence: d.prog, FenceRev: d.progRev})
+		cm.publish(messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
 	}
 }
 

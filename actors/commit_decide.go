@@ -60,7 +60,7 @@ func sameSplitWrite(intended, got protocol.SplitRecord) bool {
 
 // movedAway reports whether split record rec shows that tenancy t of me
 // ended: a later epoch, or another owner or session.
-func movedAway(rec protocol.SplitRecord, me string, t *tenancy) bool {
+func movedAway(rec protocol.SplitRecord, me string, t tenancy) bool {
 	return rec.Epoch > t.epoch || (rec.Epoch == t.epoch && (rec.Owner != me || rec.Nonce != t.nonce))
 }
 

@@ -99,7 +99,7 @@ func TestClassifySplitConflict(t *testing.T) {
 }
 
 func TestMovedAway(t *testing.T) {
-	held := &tenancy{epoch: 2, nonce: "n"}
+	held := tenancy{epoch: 2, nonce: "n"}
 	mine := protocol.SplitRecord{Epoch: 2, Owner: "me", Nonce: "n"}
 	tests := []struct {
 		name string

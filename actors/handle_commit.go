@@ -119,12 +119,12 @@ func (v *env) committed(id coordination.SplitID, epoch uint64, d opDone) error {
 		}
 		if d.prog.Completed {
 			v.out.ended(id, epoch)
-			v.publish(roleHandle, messages.CommitCompleted{Split: id, Epoch: epoch})
+			v.publish(roleHandle, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
 		}
 		return nil
 	case casFenced:
 		v.out.ended(id, epoch)
-		v.publish(roleHandle, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+		v.publish(roleHandle, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
 	case casFatal:
 		v.failNow(d.err)
 	default:

@@ -17,7 +17,7 @@ type revoke struct {
 	v   *env
 	log *slog.Logger
 
-	held    map[coordination.SplitID]uint64
+	held    heldView // derived from the root's registry (tenancy.go)
 	entries map[coordination.SplitID]*revocation
 	// declines holds the DeclineRevoke calls waiting for their forced
 	// hand-back, answered when the tenancy's end resolves, whoever ended it.
@@ -38,7 +38,7 @@ func newRevoke(v *env) actor.Producer {
 		return &revoke{
 			v:        v,
 			log:      v.log.With("actor", "revoke"),
-			held:     map[coordination.SplitID]uint64{},
+			held:     heldView{},
 			entries:  map[coordination.SplitID]*revocation{},
 			declines: map[coordination.SplitID]pendingDecline{},
 			over:     map[coordination.SplitID]uint64{},
@@ -75,13 +75,11 @@ func (r *revoke) Receive(c *actor.Context) {
 	case messages.Departing:
 		r.departed = true
 	case messages.TenancyStarted:
-		r.held[m.Split] = m.Epoch
+		r.held.apply(m)
 		r.follow(c, m.Split, m.Epoch, r.v.clk.Now())
 		r.deadlines(c)
 	case messages.TenancyEnded:
-		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
-			delete(r.held, m.Split)
-		}
+		r.held.apply(m)
 		if e, ok := r.over[m.Split]; ok && e == m.Epoch {
 			delete(r.over, m.Split)
 		}
@@ -109,8 +107,8 @@ func (r *revoke) Receive(c *actor.Context) {
 // assigned set or the watches changed) and checks every deadline.
 func (r *revoke) step(c *actor.Context) {
 	now := r.v.clk.Now()
-	for id, epoch := range r.held {
-		r.follow(c, id, epoch, now)
+	for id, t := range r.held {
+		r.follow(c, id, t.epoch, now)
 	}
 	r.deadlines(c)
 }
@@ -186,7 +184,7 @@ func (r *revoke) resolved(m messages.HandBackResolved) {
 	r.answerDecline(m.Split, m.Epoch, err)
 	e, ok := r.entries[m.Split]
 	if !ok || e.epoch != m.Epoch {
-		if h, held := r.held[m.Split]; held && h == m.Epoch {
+		if r.held.holds(m.Split, m.Epoch) {
 			r.over[m.Split] = m.Epoch
 		}
 		return
@@ -202,12 +200,19 @@ func (r *revoke) resolved(m messages.HandBackResolved) {
 }
 
 func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
+	if m.ReplyTo == nil {
+		m.ReplyTo = c.Sender() // the handle's request
+	}
+	if err := r.v.out.failure(); err != nil {
+		r.v.send(m.ReplyTo, messages.DeclineRevokeReply{Err: err})
+		return
+	}
 	e, ok := r.entries[m.Split]
 	switch {
 	case !ok:
 	case e.epoch != m.Epoch:
 		ok = false // the entry is for a tenancy the driver has not polled
-	case r.held[m.Split] != e.epoch:
+	case !r.held.holds(m.Split, e.epoch):
 		// The root already surrendered the tenancy (its TenancyEnded came
 		// first): the hand-back's outcome settles the entry, and nothing
 		// is left to force (a forced hand-back would never be answered).

@@ -3,8 +3,6 @@ package actors
 import (
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -14,8 +12,9 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// root is the coordinator actor: it owns the tenancy registry (split →
-// epoch) and is the only writer of seam events into the outbox, where it
+// root is the coordinator actor: it owns the tenancy registry (tenancy.go),
+// the one record of which tenancies this worker holds, and publishes its
+// changes; it is the only writer of seam events into the outbox, where it
 // enforces the event ordering rules; it starts and ends the outbox's
 // progress cells with the tenancies. It routes handle commands (Fail,
 // Release, Depart go to the commit actor, which answers the original
@@ -25,9 +24,8 @@ type root struct {
 	v   *env
 	log *slog.Logger
 
-	held        map[coordination.SplitID]uint64 // split → held epoch
-	lastEpoch   map[coordination.SplitID]uint64 // highest epoch ever gained (E2)
-	quarantined map[coordination.SplitID]bool   // Quarantined emitted (E5)
+	reg         registry
+	quarantined map[coordination.SplitID]bool // Quarantined emitted (E5)
 	verdict     bool
 	departing   bool
 
@@ -48,8 +46,7 @@ func newRoot(v *env) actor.Producer {
 		return &root{
 			v:           v,
 			log:         v.log.With("actor", "coordinator"),
-			held:        map[coordination.SplitID]uint64{},
-			lastEpoch:   map[coordination.SplitID]uint64{},
+			reg:         newRegistry(),
 			quarantined: map[coordination.SplitID]bool{},
 		}
 	}
@@ -72,27 +69,21 @@ func (r *root) Receive(c *actor.Context) {
 		r.failSplit(c, m)
 	case messages.ReleaseSplits:
 		r.release(c, m)
-	case messages.DeclineRevoke:
-		if err := r.v.out.failure(); err != nil {
-			c.Respond(messages.DeclineRevokeReply{Err: err})
-			return
-		}
-		m.ReplyTo = c.Sender()
-		r.publish(m)
 	case messages.ForceRevocation:
-		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
+		if r.reg.holds(m.Split, m.Epoch) {
 			r.end(c, m.Split, m.Epoch, messages.EndRevoked)
 			r.publish(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
 		}
 	case messages.ClaimWon:
 		r.claimWon(c, m)
-	case messages.TenancyEnded:
-		if e, ok := r.held[m.Split]; ok && e == m.Epoch {
+	case messages.EndTenancy:
+		if r.reg.holds(m.Split, m.Epoch) {
 			r.end(c, m.Split, m.Epoch, m.Reason)
 		}
 	case messages.SessionEnded:
-		for _, id := range slices.Sorted(maps.Keys(r.held)) {
-			r.end(c, id, r.held[id], messages.EndStarved)
+		for _, id := range r.reg.splits() {
+			e, _ := r.reg.epoch(id)
+			r.end(c, id, e, messages.EndStarved)
 		}
 	case messages.SplitQuarantined:
 		if !r.quarantined[m.Split] && !r.verdict {
@@ -101,7 +92,7 @@ func (r *root) Receive(c *actor.Context) {
 			r.v.out.push(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
 		}
 	case messages.RevocationRequested:
-		if e, ok := r.held[m.Split]; ok && e == m.Epoch && !r.verdict && !r.departing {
+		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.v.out.push(coordination.RevokeRequested{Split: m.Split})
 		}
 	case messages.VerdictReached:
@@ -153,9 +144,9 @@ func (r *root) Receive(c *actor.Context) {
 // end removes a tenancy from the registry, emits Lost for involuntary ends
 // (E1, E3) and tells the actors that follow tenancies.
 func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
-	delete(r.held, id)
+	r.reg.end(id)
 	r.v.out.ended(id, epoch)
-	r.v.met.owned(len(r.held))
+	r.v.met.owned(r.reg.len())
 	if reason.Involuntary() {
 		if reason != messages.EndRevoked {
 			r.v.met.lost(reason.String())
@@ -169,14 +160,12 @@ func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reas
 
 func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 	id := m.Spec.ID
-	if _, ok := r.held[id]; ok || m.Epoch <= r.lastEpoch[id] {
+	if !r.reg.start(id, tenancy{epoch: m.Epoch, nonce: m.Nonce}) {
 		r.log.Warn("claim won for a split already held; ignoring", "split", id, "epoch", m.Epoch)
 		return
 	}
-	r.held[id] = m.Epoch
-	r.lastEpoch[id] = m.Epoch
-	r.v.met.owned(len(r.held))
-	r.publish(messages.TenancyStarted{Split: id, Epoch: m.Epoch})
+	r.v.met.owned(r.reg.len())
+	r.publish(messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce})
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, messages.EndDeparted)
@@ -192,7 +181,7 @@ func (r *root) failSplit(c *actor.Context, m messages.FailSplit) {
 		c.Respond(messages.FailSplitReply{Err: err})
 		return
 	}
-	e, ok := r.held[m.Split]
+	e, ok := r.reg.epoch(m.Split)
 	if !ok {
 		c.Respond(messages.FailSplitReply{Err: notHeld(m.Split)})
 		return
@@ -218,7 +207,7 @@ func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
 	}
 	var hs []messages.HeldSplit
 	for i, id := range m.Splits {
-		if e, ok := r.held[id]; ok && e == m.Epochs[i] {
+		if e := m.Epochs[i]; r.reg.holds(id, e) {
 			r.end(c, id, e, reason)
 			hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
 		}
@@ -236,7 +225,7 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	if r.v.out.failure() != nil {
 		var hs []messages.HeldSplit
 		for _, id := range m.Held {
-			if e, ok := r.held[id]; ok {
+			if e, ok := r.reg.epoch(id); ok {
 				hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
 			}
 		}
@@ -247,11 +236,11 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	v, pid := r.v, c.PID()
 	r.departTimer = time.AfterFunc(2*r.v.cfg.OpTimeout, func() { v.send(pid, departDeadline{}) })
 	var hs []messages.HeldSplit
-	for id, e := range r.held {
+	for _, id := range r.reg.splits() {
+		e, _ := r.reg.epoch(id)
 		hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
 		r.departSplits = append(r.departSplits, id)
 	}
-	slices.Sort(r.departSplits)
 	for _, h := range hs {
 		r.end(c, h.Split, h.Epoch, messages.EndDeparted)
 	}

@@ -63,29 +63,34 @@ func (r EndReason) String() string {
 type ClaimWon struct {
 	Spec  coordination.SplitSpec
 	Epoch uint64
-	Kind  protocol.ClaimKind
+	Nonce string // the session that claimed it
 	// Fence is the progress record the claim fenced, at FenceRev; Gained
 	// carries its progress.
 	Fence    protocol.ProgressRecord
 	FenceRev uint64
 }
 
-// CommitCompleted reports that a completed commit of tenancy Epoch landed
-// (the handle wrote it): the commit actor ends the tenancy and completes
-// the split record.
-type CommitCompleted struct {
-	Split coordination.SplitID
-	Epoch uint64
+// EndTenancy asks the root, the owner of the tenancy registry, to end
+// tenancy Epoch of Split: the commit actor sends it when the split record
+// shows the tenancy fenced, the handle when a commit was fenced or
+// completed. The root ignores it unless that tenancy is held.
+type EndTenancy struct {
+	Split  coordination.SplitID
+	Epoch  uint64
+	Reason EndReason
 }
 
-// TenancyStarted is the root's broadcast that a tenancy began.
+// TenancyStarted is the root's broadcast that a tenancy began: this worker
+// holds Split at Epoch under session Nonce.
 type TenancyStarted struct {
 	Split coordination.SplitID
 	Epoch uint64
+	Nonce string
 }
 
-// TenancyEnded reports that a tenancy ended. Actors send it to the root,
-// which dedupes it and broadcasts it to everyone interested.
+// TenancyEnded is the root's broadcast that a held tenancy ended. It is
+// sent once per tenancy, after its TenancyStarted; on EndCompleted the
+// commit actor completes the split record.
 type TenancyEnded struct {
 	Split  coordination.SplitID
 	Epoch  uint64

@@ -1,0 +1,92 @@
+package actors
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/messages"
+)
+
+// tenancy is one held tenancy of a split: its epoch and the session that
+// claimed it. (Its progress record belongs to the handle, which commits on
+// the caller's goroutine: see progressCell.)
+type tenancy struct {
+	epoch uint64
+	nonce string
+}
+
+// registry is the root's tenancy registry, the one owner of the fact
+// "this worker holds split s at epoch e". A tenancy starts when a claim's
+// ClaimWon reaches the root and ends only through the root (an EndTenancy
+// asked by the commit actor or the handle, a handle command, a forced
+// revocation, the session's end); the root publishes each change as
+// TenancyStarted and TenancyEnded, from which the other actors keep
+// derived views (heldView).
+type registry struct {
+	held      map[coordination.SplitID]tenancy
+	lastEpoch map[coordination.SplitID]uint64 // highest epoch ever started (E2)
+}
+
+func newRegistry() registry {
+	return registry{held: map[coordination.SplitID]tenancy{}, lastEpoch: map[coordination.SplitID]uint64{}}
+}
+
+// holds reports whether tenancy (id, epoch) is held. It is the one place a
+// stale end or request (of an earlier tenancy of the split) is filtered by
+// epoch.
+func (g *registry) holds(id coordination.SplitID, epoch uint64) bool {
+	t, ok := g.held[id]
+	return ok && t.epoch == epoch
+}
+
+// epoch returns the held tenancy's epoch of id.
+func (g *registry) epoch(id coordination.SplitID) (uint64, bool) {
+	t, ok := g.held[id]
+	return t.epoch, ok
+}
+
+// start registers tenancy t of id; it reports false (and registers
+// nothing) when id is held already or t is not newer than every tenancy
+// started before.
+func (g *registry) start(id coordination.SplitID, t tenancy) bool {
+	if _, ok := g.held[id]; ok || t.epoch <= g.lastEpoch[id] {
+		return false
+	}
+	g.held[id], g.lastEpoch[id] = t, t.epoch
+	return true
+}
+
+// end removes id's tenancy.
+func (g *registry) end(id coordination.SplitID) { delete(g.held, id) }
+
+// len returns the number of held tenancies.
+func (g *registry) len() int { return len(g.held) }
+
+// splits returns the held splits in order.
+func (g *registry) splits() []coordination.SplitID { return slices.Sorted(maps.Keys(g.held)) }
+
+// heldView is an actor's derived view of the root's registry: which
+// tenancies are held, fed only by the root's TenancyStarted and
+// TenancyEnded. It is not a second source of truth: the root sends both in
+// the order it applied them and only for real changes (it filters stale
+// ends), so the view applies them as they come. Actors keep it because
+// their decisions read it at every step (assign's lane budget and claim
+// inputs, revoke's held splits, commit's fences).
+type heldView map[coordination.SplitID]tenancy
+
+// apply folds one registry change into the view.
+func (h heldView) apply(msg any) {
+	switch m := msg.(type) {
+	case messages.TenancyStarted:
+		h[m.Split] = tenancy{epoch: m.Epoch, nonce: m.Nonce}
+	case messages.TenancyEnded:
+		delete(h, m.Split)
+	}
+}
+
+// holds reports whether the view holds tenancy (id, epoch).
+func (h heldView) holds(id coordination.SplitID, epoch uint64) bool {
+	t, ok := h[id]
+	return ok && t.epoch == epoch
+}
