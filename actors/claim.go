@@ -44,16 +44,12 @@ func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) o
 	key := protocol.SplitKey(cand.ID)
 	start := time.Now()
 	r, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(want), store.Revision(rev))
-	switch {
-	case err != nil:
-		v.met.write("error", time.Since(start))
+	oc := judgeClaimWrite(ok, err)
+	v.met.write(writeLabel(ok, err), time.Since(start))
+	if oc != casLanded {
 		v.fatalIf(err)
-		return opDone{outcome: casUnconfirmed, retry: true}
-	case !ok:
-		v.met.write("conflict", time.Since(start))
-		return opDone{outcome: casFenced}
+		return opDone{outcome: oc, retry: err != nil}
 	}
-	v.met.write("ok", time.Since(start))
 	d := opDone{outcome: casLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine, spec: spec}
 	if cand.Quarantine {
 		return d
@@ -112,18 +108,8 @@ func sessionLive(ctx context.Context, v *env, instance, nonce string) (bool, err
 		return false, err
 	}
 	p, err := protocol.DecodePresence(key, e.Value)
-	return err == nil && p.Nonce == nonce, nil
+	return err == nil && judgeHolder(nonce, true, p.Nonce) == holderMine, nil
 }
-
-// fenceResult is how a progress fence resolved.
-type fenceResult int
-
-const (
-	fenceWon        fenceResult = iota + 1 // the progress record carries the claim's epoch
-	fenceCompleted                         // the progress record is completed
-	fenceSuperseded                        // a later claim fenced it first
-	fenceFailed                            // store errors, or it kept moving
-)
 
 // fenceProgress raises split id's progress record to epoch for this worker
 // (creating it if absent), re-reading while commits of the previous tenancy
@@ -164,11 +150,8 @@ func fenceProgress(ctx context.Context, v *env, id coordination.SplitID, epoch u
 			v.fatalIf(err)
 			return protocol.ProgressRecord{}, 0, fenceFailed
 		}
-		switch {
-		case got.Epoch >= epoch:
-			return got, uint64(e.Revision), fenceSuperseded
-		case got.Completed:
-			return got, uint64(e.Revision), fenceCompleted
+		if res, done := judgeProgressFence(got, epoch); done {
+			return got, uint64(e.Revision), res
 		}
 		want := got.Fence(v.id, epoch, now)
 		r, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeProgress(want), e.Revision)

@@ -363,15 +363,13 @@ func casSplit(ctx context.Context, v *env, op recordOp, base recEntry, build fun
 		want := build(base.rec)
 		start := time.Now()
 		rev, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(want), store.Revision(base.rev))
+		v.met.write(writeLabel(ok, err), time.Since(start))
 		switch {
 		case err != nil:
-			v.met.write("error", time.Since(start))
 			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
 		case ok:
-			v.met.write("ok", time.Since(start))
 			return opDone{outcome: casLanded, rec: want, rev: uint64(rev)}
 		}
-		v.met.write("conflict", time.Since(start))
 		e, found, err := v.st.Get(ctx, store.Durable, key)
 		if err != nil {
 			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
@@ -428,19 +426,14 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 }
 
 func (cm *commit) failResult(op recordOp, d opDone) {
-	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndFailed}
-	var err error
-	attempts := d.rec.Attempts
+	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndFailed, Outcome: resolution(d.outcome)}
+	err, attempts := d.err, d.rec.Attempts
 	switch d.outcome {
 	case casLanded:
-		res.Outcome = messages.HandBackLanded
-	case casFenced:
-		res.Outcome, err = messages.HandBackFenced, d.err
+		err = nil
 	case casFatal:
-		res.Outcome, err = messages.HandBackUnconfirmed, d.err
 		cm.v.failNow(d.err)
-	default:
-		res.Outcome, err = messages.HandBackUnconfirmed, d.err
+	case casUnconfirmed:
 		attempts++
 		cm.v.fatalIf(d.err)
 	}
@@ -481,17 +474,13 @@ func handBackReply(reason messages.EndReason, unconfirmed []coordination.SplitID
 }
 
 func (cm *commit) handBackResult(op recordOp, d opDone) {
-	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: op.reason}
-	switch d.outcome {
-	case casLanded:
-		res.Outcome = messages.HandBackLanded
+	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: op.reason, Outcome: resolution(d.outcome)}
+	switch res.Outcome {
+	case messages.HandBackLanded:
 		if op.reason == messages.EndReleased || op.reason == messages.EndDeparted {
 			cm.v.met.released()
 		}
-	case casFenced:
-		res.Outcome = messages.HandBackFenced
-	default:
-		res.Outcome = messages.HandBackUnconfirmed
+	case messages.HandBackUnconfirmed:
 		if d.outcome == casFatal {
 			cm.v.failNow(d.err)
 		}

@@ -3,6 +3,7 @@ package actors
 import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
 )
 
 // checkWatermark enforces "progress never regresses" before any write: a
@@ -81,4 +82,17 @@ func verdict(recs []protocol.SplitRecord, planned uint64) (stalled bool, complet
 		}
 	}
 	return quarantined > 0, completed, quarantined, true
+}
+
+// resolution is what the actors following a surrendered tenancy are told
+// about its owner-clearing (fail, hand-back, completion) write: landed,
+// fenced by another owner, or unconfirmed (a store error, or Fatal).
+func resolution(o casOutcome) messages.HandBackOutcome {
+	switch o {
+	case casLanded:
+		return messages.HandBackLanded
+	case casFenced:
+		return messages.HandBackFenced
+	}
+	return messages.HandBackUnconfirmed
 }

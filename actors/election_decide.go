@@ -52,13 +52,13 @@ func judgeLeaderUpdate(ok bool, err error) leaderRenewal {
 // under session nonce from the Get that followed it: found and lr are the
 // read's result, readErr its error (a decoding error included).
 func judgeLeaderRead(nonce string, found bool, lr protocol.LeaderRecord, readErr error) (leaderRenewal, error) {
-	switch {
-	case readErr != nil:
+	if readErr != nil {
 		return leaderRenewUnknown, readErr
-	case found && lr.Nonce == nonce:
+	}
+	if judgeHolder(nonce, found, lr.Nonce) == holderMine {
 		return leaderRenewed, nil // an earlier renewal landed
 	}
-	return leaderRenewLost, nil
+	return leaderRenewLost, nil // gone, or another session's
 }
 
 // leaderSighting is what a watched put of the leader key means to the term
@@ -75,7 +75,7 @@ const (
 // revision putRev, seen by the term holding the key under nonce at rev.
 func judgeLeaderPut(nonce string, rev uint64, put protocol.LeaderRecord, putRev uint64) leaderSighting {
 	switch {
-	case put.Nonce != nonce:
+	case judgeHolder(nonce, true, put.Nonce) == holderOther:
 		return sightingLost
 	case putRev > rev:
 		return sightingLanded

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -255,4 +256,28 @@ func TestElection(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestLeaderCrashHandsPlanningOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		p := finalPlan("a", "b", "c")
+		w1 := r.start("w1", p)
+		r.until("w1 holds all", 10*time.Second, []*member{w1}, func() bool { return len(w1.held) == 3 })
+		w2 := r.start("w2", p)
+		w1.c.Abort()
+		r.until("w2 holds all", 20*time.Second, []*member{w2}, func() bool { return len(w2.held) == 3 })
+		for id := range w2.held {
+			if err := w2.c.Commit(id, coordination.SplitProgress{Watermark: 1, Completed: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.until("verdict", 10*time.Second, []*member{w2}, func() bool { return verdictOf(w2) != nil })
+		if _, ok := verdictOf(w2).(coordination.AllComplete); !ok {
+			t.Fatalf("verdict %v", verdictOf(w2))
+		}
+		if err := w2.c.Depart(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -165,15 +165,13 @@ func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell prog
 		}
 		start := time.Now()
 		r, ok, err := v.st.Update(ctx, store.Durable, key, b, store.Revision(rev))
+		v.met.write(writeLabel(ok, err), time.Since(start))
 		switch {
 		case err != nil:
-			v.met.write("error", time.Since(start))
 			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
 		case ok:
-			v.met.write("ok", time.Since(start))
 			return opDone{outcome: casLanded, prog: want, progRev: uint64(r)}
 		}
-		v.met.write("conflict", time.Since(start))
 		e, found, err := v.st.Get(ctx, store.Durable, key)
 		if err == nil && !found {
 			var recreated bool

@@ -7,19 +7,54 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
+// keyHolder is whose session a key this worker writes under its session
+// nonce (its presence, the leader key) carries, as read after a lost
+// compare or before a takeover.
+type keyHolder int
+
+const (
+	holderGone  keyHolder = iota + 1 // the key is absent: the session it carried ended
+	holderMine                       // this session's nonce: an earlier write of this session landed
+	holderOther                      // another session's nonce: a twin (presence) or a new leader
+)
+
+// judgeHolder is the one rule that tells this session's own landed write
+// from another session's (docs/protocol.md, "Sessions", "Leadership"):
+// found and got are the read's result, nonce the session that wrote.
+// What "another session" means is the caller's: a live twin for the
+// presence key, a lost leadership for the leader key.
+func judgeHolder(nonce string, found bool, got string) keyHolder {
+	switch {
+	case !found:
+		return holderGone
+	case got == nonce:
+		return holderMine
+	}
+	return holderOther
+}
+
 // judgeRenewal classifies a lost presence renewal of session nonce from the
 // Get that followed it (docs/protocol.md, "Sessions"): found and p are the
 // read's result, readErr its error.
 func judgeRenewal(nonce string, found bool, p protocol.PresenceRecord, readErr error) (renewOutcome, error) {
-	switch {
-	case readErr != nil:
+	if readErr != nil {
 		return renewError, readErr
-	case !found:
+	}
+	switch judgeHolder(nonce, found, p.Nonce) {
+	case holderGone:
 		return renewEnded, nil
-	case p.Nonce == nonce:
+	case holderMine:
 		return renewOK, nil // an earlier renewal landed
 	}
 	return renewTwin, nil
+}
+
+// judgeTakeover reports whether the presence value p found when announcing
+// a new session after session ended is a live twin's (docs/protocol.md,
+// "Sessions"). At startup (ended == "") any value is a predecessor's and is
+// taken over, and so is an unreadable one (decodeErr).
+func judgeTakeover(ended string, p protocol.PresenceRecord, decodeErr error) (twin bool) {
+	return ended != "" && decodeErr == nil && judgeHolder(ended, true, p.Nonce) == holderOther
 }
 
 // renewalClock is the liveness bookkeeping of one key this worker renews,

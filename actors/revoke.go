@@ -177,8 +177,9 @@ func (r *revoke) settle(id coordination.SplitID, e *revocation, outcome string) 
 
 // resolved settles an entry from the outcome of its hand-back (docs/protocol.md, "Revocation").
 func (r *revoke) resolved(m messages.HandBackResolved) {
+	outcome, unconfirmed := judgeResolution(m.Reason, m.Outcome)
 	var err error
-	if m.Reason == messages.EndRevoked && m.Outcome == messages.HandBackUnconfirmed {
+	if unconfirmed {
 		err = handBackUnconfirmed([]coordination.SplitID{m.Split})
 	}
 	r.answerDecline(m.Split, m.Epoch, err)
@@ -189,14 +190,7 @@ func (r *revoke) resolved(m messages.HandBackResolved) {
 		}
 		return
 	}
-	switch {
-	case m.Reason == messages.EndFailed:
-		r.settle(m.Split, e, "forced")
-	case m.Outcome == messages.HandBackLanded:
-		r.settle(m.Split, e, "drained")
-	default:
-		r.settle(m.Split, e, "forced")
-	}
+	r.settle(m.Split, e, outcome)
 }
 
 func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {

@@ -1,6 +1,10 @@
 package actors
 
-import "time"
+import (
+	"time"
+
+	"github.com/spate-go/coordination/messages"
+)
 
 // revocation is one revocation entry (docs/protocol.md, "Revocation").
 type revocation struct {
@@ -48,4 +52,17 @@ func judgeDeadline(e revocation, now time.Time, drain time.Duration) revokeDeadl
 		return deadlineSilent
 	}
 	return deadlineNone
+}
+
+// judgeResolution settles a revocation from how its tenancy's end resolved
+// (docs/protocol.md, "Revocation"): drained when a voluntary hand-back or a
+// completion landed, forced otherwise (a Fail, a fence, a hand-back that
+// did not confirm). unconfirmed is set when a forced hand-back (a declined
+// revocation's) did not confirm: the DeclineRevoke caller learns it.
+func judgeResolution(reason messages.EndReason, o messages.HandBackOutcome) (outcome string, unconfirmed bool) {
+	unconfirmed = reason == messages.EndRevoked && o == messages.HandBackUnconfirmed
+	if reason != messages.EndFailed && o == messages.HandBackLanded {
+		return "drained", unconfirmed
+	}
+	return "forced", unconfirmed
 }

@@ -192,7 +192,7 @@ func announceSession(ctx context.Context, v *env, nonce, ended string) (uint64, 
 		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: "presence key disappeared during takeover"}
 	}
 	if ended != "" {
-		if p, err := protocol.DecodePresence(key, e.Value); err == nil && p.Nonce != ended {
+		if p, err := protocol.DecodePresence(key, e.Value); judgeTakeover(ended, p, err) {
 			return 0, twinError(v.id)
 		}
 	}

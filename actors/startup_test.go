@@ -127,3 +127,27 @@ func TestSetWakerAfterStartIsIgnored(t *testing.T) {
 		}
 	})
 }
+
+func TestFingerprintMismatchIsFatal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		w := r.start("w1", finalPlan("a"))
+		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
+		other := finalPlan("a")
+		other.fp = "job:v2"
+		w2 := r.start("w2", other)
+		var err error
+		for i := 0; i < 40 && err == nil; i++ {
+			r.advance(125 * time.Millisecond)
+			_, err = w2.c.Poll()
+		}
+		want := "job fingerprint mismatch: this store holds the job\n  job:v1\nbut this worker was started for\n  job:v2\nuse a separate store namespace per job"
+		if coordination.KindOf(err) != coordination.Fatal || err.(*coordination.Error).Reason != want {
+			t.Fatalf("mismatch: %q", err)
+		}
+		w.pump(t)
+		if err := w.c.Depart(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -1,39 +1,13 @@
 package actors
 
 import (
-	"errors"
 	"testing"
-	"time"
-
-	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"pgregory.net/rapid"
 )
-
-func TestJudgeRenewal(t *testing.T) {
-	readErr := errors.New("boom")
-	tests := []struct {
-		name     string
-		found    bool
-		presence protocol.PresenceRecord
-		err      error
-		want     renewOutcome
-	}{
-		{"read error decides next beat", false, protocol.PresenceRecord{}, readErr, renewError},
-		{"absent ends the session", false, protocol.PresenceRecord{}, nil, renewEnded},
-		{"own write landed is adopted", true, protocol.PresenceRecord{Nonce: "n"}, nil, renewOK},
-		{"a foreign nonce is a twin", true, protocol.PresenceRecord{Nonce: "x"}, nil, renewTwin},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, _ := judgeRenewal("n", tt.found, tt.presence, tt.err)
-			if got != tt.want {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
 
 func wm(n int64) *int64 { return &n }
 
@@ -164,78 +138,6 @@ func TestVerdict(t *testing.T) {
 	}
 }
 
-func TestDecideRevocation(t *testing.T) {
-	live := &revocation{}
-	cancelled := &revocation{cancelled: true}
-	tests := []struct {
-		name     string
-		assigned bool
-		e        *revocation
-		want     revokeAction
-	}{
-		{"assigned, no entry", true, nil, revokeNothing},
-		{"assigned, live entry: cancel", true, live, revokeCancel},
-		{"assigned, cancelled entry", true, cancelled, revokeNothing},
-		{"unassigned, no entry: request", false, nil, revokeRequest},
-		{"unassigned, cancelled: re-request", false, cancelled, revokeRequest},
-		{"unassigned, live: deadline runs", false, live, revokeNothing},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := decideRevocation(tt.assigned, tt.e); got != tt.want {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestJudgeDeadline(t *testing.T) {
-	t0 := time.Unix(1000, 0)
-	d := 10 * time.Second
-	tests := []struct {
-		name string
-		e    revocation
-		now  time.Time
-		want revokeDeadline
-	}{
-		{"live before the deadline", revocation{started: t0}, t0.Add(d - 1), deadlineNone},
-		{"live at the deadline is forced", revocation{started: t0}, t0.Add(d), deadlineForced},
-		{"cancelled with recent progress", revocation{started: t0, lastProgress: t0.Add(d), cancelled: true}, t0.Add(d + 1), deadlineNone},
-		{"cancelled and silent", revocation{started: t0, lastProgress: t0, cancelled: true}, t0.Add(d), deadlineSilent},
-		{"re-requested keeps started: overdue at once", revocation{started: t0, lastProgress: t0.Add(2 * d)}, t0.Add(2 * d), deadlineForced},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := judgeDeadline(tt.e, tt.now, d); got != tt.want {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-func TestJitterProperties(t *testing.T) {
-	rapid.Check(t, func(t *rapid.T) {
-		id := rapid.StringMatching(`[a-z0-9-]{1,20}`).Draw(t, "id")
-		nonce := rapid.StringMatching(`[0-9a-f]{32}`).Draw(t, "nonce")
-		r := rapid.Uint64().Draw(t, "round")
-		f := jitter(id, nonce, r)
-		if f < 0.8 || f >= 1.2 {
-			t.Fatalf("f_r = %v outside [0.8, 1.2)", f)
-		}
-		if jitter(id, nonce, r) != f {
-			t.Fatal("jitter is not deterministic")
-		}
-		d := heartbeatInterval(30*time.Second, id, nonce, r)
-		if d < 8*time.Second || d >= 12*time.Second {
-			t.Fatalf("interval %s", d)
-		}
-	})
-	// It varies with the round and between workers.
-	if jitter("w1", "n", 1) == jitter("w1", "n", 2) || jitter("w1", "n", 1) == jitter("w2", "n", 1) {
-		t.Fatal("jitter does not vary")
-	}
-}
-
 // TestVerdictProperty: a verdict is AllComplete only when every listed
 // split completed, and never with fewer than planned entries.
 func TestVerdictProperty(t *testing.T) {
@@ -270,35 +172,19 @@ func TestVerdictProperty(t *testing.T) {
 	})
 }
 
-// A renewal proven landed by the watch is credited from the oldest renewal
-// whose fate was unknown, never from a later one; a landed answer settles
-// every earlier renewal.
-func TestRenewalClock(t *testing.T) {
-	t0 := time.Unix(0, 0)
-	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	var r renewalClock
-	r.restart(at(0))
-	if got := r.sent(at(10)); !got.Equal(at(10)) {
-		t.Fatalf("first unknown renewal credited from %v", got)
+func TestResolution(t *testing.T) {
+	tests := []struct {
+		in   casOutcome
+		want messages.HandBackOutcome
+	}{
+		{casLanded, messages.HandBackLanded},
+		{casFenced, messages.HandBackFenced},
+		{casUnconfirmed, messages.HandBackUnconfirmed},
+		{casFatal, messages.HandBackUnconfirmed},
 	}
-	if got := r.sent(at(20)); !got.Equal(at(10)) {
-		t.Fatalf("a later renewal must credit the oldest unknown one (10s), got %v", got)
-	}
-	if !r.proven(true) || !r.lastOK.Equal(at(10)) {
-		t.Fatalf("proven in flight: lastOK %v, want 10s", r.lastOK)
-	}
-	if !r.unknownSince.Equal(at(10)) {
-		t.Fatal("a renewal still in flight must stay unknown")
-	}
-	r.landed(at(20))
-	if !r.lastOK.Equal(at(20)) || !r.unknownSince.IsZero() {
-		t.Fatalf("landed: %+v", r)
-	}
-	if r.proven(false) {
-		t.Fatal("nothing unknown, nothing to credit")
-	}
-	r.landed(at(5))
-	if !r.lastOK.Equal(at(20)) {
-		t.Fatal("an older write must never move lastOK back")
+	for _, tt := range tests {
+		if got := resolution(tt.in); got != tt.want {
+			t.Errorf("resolution(%v) = %v, want %v", tt.in, got, tt.want)
+		}
 	}
 }

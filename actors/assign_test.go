@@ -1,0 +1,103 @@
+package actors
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/spate-go/coordination"
+)
+
+func TestTwoWorkersSplitAFinalPlanDisjointly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		p := finalPlan("a", "b", "c", "d")
+		w1 := r.start("w1", p)
+		w2 := r.start("w2", p)
+		ms := []*member{w1, w2}
+		r.until("both hold two", 10*time.Second, ms, func() bool { return len(w1.held) == 2 && len(w2.held) == 2 })
+		for id := range w1.held {
+			if _, dup := w2.held[id]; dup {
+				t.Fatalf("split %s held twice", id)
+			}
+		}
+		for _, m := range ms {
+			for id := range m.held {
+				if err := m.c.Commit(id, coordination.SplitProgress{Watermark: 5, Completed: true}); err != nil {
+					t.Fatalf("commit %s: %v", id, err)
+				}
+			}
+		}
+		r.until("verdicts", 10*time.Second, ms, func() bool { return verdictOf(w1) != nil && verdictOf(w2) != nil })
+		for _, m := range ms {
+			if _, ok := verdictOf(m).(coordination.AllComplete); !ok {
+				t.Fatalf("%s: verdict %v", m.c.InstanceID(), verdictOf(m))
+			}
+			if err := m.c.Depart(); err != nil {
+				t.Fatalf("Depart: %v", err)
+			}
+		}
+	})
+}
+
+func TestCrashedOwnerSplitsMoveAfterLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		p := finalPlan("a", "b")
+		w1 := r.start("w1", p)
+		w2 := r.start("w2", p)
+		ms := []*member{w1, w2}
+		r.until("both hold one", 10*time.Second, ms, func() bool { return len(w1.held) == 1 && len(w2.held) == 1 })
+		var moved coordination.SplitID
+		for id := range w1.held {
+			moved = id
+			if err := w1.c.Commit(id, coordination.SplitProgress{Watermark: 7}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		old := w1.held[moved].Epoch
+		w1.c.Abort()
+		if _, err := w1.c.Poll(); coordination.KindOf(err) != coordination.Fatal {
+			t.Fatalf("Poll after Abort: %v", err)
+		}
+		start := r.clk.Now()
+		r.until("w2 takes over", 10*time.Second, []*member{w2}, func() bool { return len(w2.held) == 2 })
+		// The lease was last renewed at most one jittered heartbeat (0.6s)
+		// before the crash.
+		if took := r.clk.Since(start); took < 1500*time.Millisecond-600*time.Millisecond {
+			t.Fatalf("taken after %s, before the lease expired", took)
+		}
+		g := w2.held[moved]
+		if g.Epoch <= old || g.Progress == nil || g.Progress.Watermark != 7 {
+			t.Fatalf("takeover gained %+v (old epoch %d)", g, old)
+		}
+		if err := w2.c.Depart(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+func TestRestartWithTheSameIDReclaimsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		p := finalPlan("a", "b")
+		w := r.start("w1", p)
+		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 2 })
+		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 4}); err != nil {
+			t.Fatal(err)
+		}
+		w.c.Abort()
+		start := r.clk.Now()
+		w2 := r.start("w1", p)
+		r.until("reclaimed", 10*time.Second, []*member{w2}, func() bool { return len(w2.held) == 2 })
+		if took := r.clk.Since(start); took >= 1500*time.Millisecond {
+			t.Fatalf("reclaim took %s", took)
+		}
+		if g := w2.held["a"]; g.Epoch != 2 || g.Progress == nil || g.Progress.Watermark != 4 {
+			t.Fatalf("reclaimed %+v", g)
+		}
+		if err := w2.c.Depart(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

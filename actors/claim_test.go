@@ -1,0 +1,106 @@
+package actors
+
+import (
+	"context"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/store/memstore"
+)
+
+// The claim protocol at the level of one claim (docs/protocol.md, "Claim
+// protocol"): a stale view loses the split record CAS and writes nothing; a
+// live owner session found by the confirmation read is never robbed; a
+// commit of the previous tenancy that lands before the fence is carried
+// into the new tenancy; a completed progress record completes the split
+// record instead of a Gained; a quarantine writes only the split record.
+func TestClaimSplit(t *testing.T) {
+	const maxAttempts = 4
+	fp := protocol.Fingerprint("job:v1")
+	dead := protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 2, Owner: "dead", Nonce: "d1", Status: protocol.StatusRunnable}
+	prevFence := protocol.FreshProgress("a", fp, "dead", 2, 0)
+	tests := []struct {
+		name      string
+		view      protocol.SplitRecord
+		moved     *protocol.SplitRecord    // a split record write after the view
+		late      *protocol.ProgressRecord // a progress write after the view (a late commit)
+		presence  string                   // the owner's live session nonce, "" for none
+		wantOut   casOutcome
+		wantDone  bool
+		wantSplit func(protocol.SplitRecord) protocol.SplitRecord // from the view
+		wantProg  *coordination.SplitProgress
+	}{
+		{name: "an expired claim fences and charges one attempt", view: dead, wantOut: casLanded,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
+		{name: "a late commit of the previous tenancy is carried", view: dead,
+			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 7}, 0)), wantOut: casLanded,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) },
+			wantProg:  &coordination.SplitProgress{Watermark: 7}},
+		{name: "a completed progress record completes the split", view: dead,
+			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 9, Completed: true}, 0)), wantOut: casLanded, wantDone: true,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).Complete(0) },
+			wantProg:  &coordination.SplitProgress{Watermark: 9, Completed: true}},
+		{name: "a live owner session is never robbed", view: dead, presence: "d1", wantOut: casFenced,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
+		{name: "a stale view writes nothing", view: dead, moved: ptr(dead.HandBack(0)), wantOut: casFenced,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.HandBack(0) }},
+		{name: "a quarantine on takeover writes only the split record", view: func() protocol.SplitRecord { r := dead; r.Attempts = maxAttempts - 1; return r }(),
+			wantOut: casLanded, wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.QuarantineOnTakeover(0) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
+			v := casEnv(t, fs)
+			v.cfg.MaxAttempts = maxAttempts
+			key, pkey := protocol.SplitKey("a"), protocol.ProgressKey("a")
+			put(t, fs, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, fp, 1)), 0)
+			rev := put(t, fs, key, protocol.EncodeSplit(tt.view), 0)
+			prev := put(t, fs, pkey, protocol.EncodeProgress(prevFence), 0)
+			if tt.moved != nil {
+				put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
+			}
+			if tt.late != nil {
+				put(t, fs, pkey, protocol.EncodeProgress(*tt.late), prev)
+			}
+			if tt.presence != "" {
+				if _, _, err := fs.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("dead"), protocol.EncodePresence(protocol.PresenceRecord{Nonce: tt.presence})); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cand, ok := protocol.Classify(protocol.CandidateInput{Record: tt.view, Me: "me", MyNonce: "n", MaxAttempts: maxAttempts})
+			if !ok {
+				t.Fatal("not a candidate")
+			}
+			d := claimSplit(context.Background(), v, messages.ClaimSplit{Candidate: cand, Record: tt.view, RecordRev: rev}, 0)
+			if d.outcome != tt.wantOut || d.done != tt.wantDone {
+				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
+			}
+			e, _, _ := fs.Get(context.Background(), store.Durable, key)
+			got, err := protocol.DecodeSplit(e.Key, e.Value, fp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := tt.view
+			if tt.moved != nil {
+				base = *tt.moved
+			}
+			if want := tt.wantSplit(base); !reflect.DeepEqual(got, want) {
+				t.Fatalf("split record %+v\nwant         %+v", got, want)
+			}
+			pe, _, _ := fs.Get(context.Background(), store.Durable, pkey)
+			prog, _ := protocol.DecodeProgress(pe.Key, pe.Value, fp)
+			fenced := tt.wantOut == casLanded && !tt.wantDone && !cand.Quarantine
+			if fenced != (prog.Epoch == 3 && prog.Owner == "me") {
+				t.Fatalf("progress %+v: fenced %v, want %v", prog, !fenced, fenced)
+			}
+			if fenced && !reflect.DeepEqual(d.prog.Progress(), tt.wantProg) {
+				t.Fatalf("carried %+v, want %+v", d.prog.Progress(), tt.wantProg)
+			}
+		})
+	}
+}

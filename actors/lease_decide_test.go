@@ -1,0 +1,137 @@
+package actors
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination/internal/protocol"
+	"pgregory.net/rapid"
+)
+
+func TestJudgeRenewal(t *testing.T) {
+	readErr := errors.New("boom")
+	tests := []struct {
+		name     string
+		found    bool
+		presence protocol.PresenceRecord
+		err      error
+		want     renewOutcome
+	}{
+		{"read error decides next beat", false, protocol.PresenceRecord{}, readErr, renewError},
+		{"absent ends the session", false, protocol.PresenceRecord{}, nil, renewEnded},
+		{"own write landed is adopted", true, protocol.PresenceRecord{Nonce: "n"}, nil, renewOK},
+		{"a foreign nonce is a twin", true, protocol.PresenceRecord{Nonce: "x"}, nil, renewTwin},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, _ := judgeRenewal("n", tt.found, tt.presence, tt.err)
+			if got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJitterProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.StringMatching(`[a-z0-9-]{1,20}`).Draw(t, "id")
+		nonce := rapid.StringMatching(`[0-9a-f]{32}`).Draw(t, "nonce")
+		r := rapid.Uint64().Draw(t, "round")
+		f := jitter(id, nonce, r)
+		if f < 0.8 || f >= 1.2 {
+			t.Fatalf("f_r = %v outside [0.8, 1.2)", f)
+		}
+		if jitter(id, nonce, r) != f {
+			t.Fatal("jitter is not deterministic")
+		}
+		d := heartbeatInterval(30*time.Second, id, nonce, r)
+		if d < 8*time.Second || d >= 12*time.Second {
+			t.Fatalf("interval %s", d)
+		}
+	})
+	// It varies with the round and between workers.
+	if jitter("w1", "n", 1) == jitter("w1", "n", 2) || jitter("w1", "n", 1) == jitter("w2", "n", 1) {
+		t.Fatal("jitter does not vary")
+	}
+}
+
+// A renewal proven landed by the watch is credited from the oldest renewal
+// whose fate was unknown, never from a later one; a landed answer settles
+// every earlier renewal.
+func TestRenewalClock(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	var r renewalClock
+	r.restart(at(0))
+	if got := r.sent(at(10)); !got.Equal(at(10)) {
+		t.Fatalf("first unknown renewal credited from %v", got)
+	}
+	if got := r.sent(at(20)); !got.Equal(at(10)) {
+		t.Fatalf("a later renewal must credit the oldest unknown one (10s), got %v", got)
+	}
+	if !r.proven(true) || !r.lastOK.Equal(at(10)) {
+		t.Fatalf("proven in flight: lastOK %v, want 10s", r.lastOK)
+	}
+	if !r.unknownSince.Equal(at(10)) {
+		t.Fatal("a renewal still in flight must stay unknown")
+	}
+	r.landed(at(20))
+	if !r.lastOK.Equal(at(20)) || !r.unknownSince.IsZero() {
+		t.Fatalf("landed: %+v", r)
+	}
+	if r.proven(false) {
+		t.Fatal("nothing unknown, nothing to credit")
+	}
+	r.landed(at(5))
+	if !r.lastOK.Equal(at(20)) {
+		t.Fatal("an older write must never move lastOK back")
+	}
+}
+
+// TestJudgeHolder is the twin-versus-fenced rule the presence renewal, the
+// session takeover, the leader renewal and sighting, and the claim's
+// owner-session check all apply.
+func TestJudgeHolder(t *testing.T) {
+	tests := []struct {
+		name  string
+		found bool
+		got   string
+		want  keyHolder
+	}{
+		{"absent", false, "", holderGone},
+		{"absent whatever the value", false, "n1", holderGone},
+		{"this session's nonce", true, "n1", holderMine},
+		{"another session's nonce", true, "n2", holderOther},
+		{"an empty nonce is another session's", true, "", holderOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judgeHolder("n1", tt.found, tt.got); got != tt.want {
+				t.Fatalf("judgeHolder = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJudgeTakeover(t *testing.T) {
+	tests := []struct {
+		name      string
+		ended     string
+		found     string
+		decodeErr error
+		twin      bool
+	}{
+		{"startup takes over any predecessor", "", "other", nil, false},
+		{"the ended session's own value", "n1", "n1", nil, false},
+		{"another nonce after an end is a twin", "n1", "n2", nil, true},
+		{"an unreadable value is taken over", "n1", "", errors.New("corrupt"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judgeTakeover(tt.ended, protocol.PresenceRecord{Nonce: tt.found}, tt.decodeErr); got != tt.twin {
+				t.Fatalf("judgeTakeover = %v, want %v", got, tt.twin)
+			}
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package actors
+
+import (
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination/messages"
+)
+
+func TestDecideRevocation(t *testing.T) {
+	live := &revocation{}
+	cancelled := &revocation{cancelled: true}
+	tests := []struct {
+		name     string
+		assigned bool
+		e        *revocation
+		want     revokeAction
+	}{
+		{"assigned, no entry", true, nil, revokeNothing},
+		{"assigned, live entry: cancel", true, live, revokeCancel},
+		{"assigned, cancelled entry", true, cancelled, revokeNothing},
+		{"unassigned, no entry: request", false, nil, revokeRequest},
+		{"unassigned, cancelled: re-request", false, cancelled, revokeRequest},
+		{"unassigned, live: deadline runs", false, live, revokeNothing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := decideRevocation(tt.assigned, tt.e); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJudgeDeadline(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	d := 10 * time.Second
+	tests := []struct {
+		name string
+		e    revocation
+		now  time.Time
+		want revokeDeadline
+	}{
+		{"live before the deadline", revocation{started: t0}, t0.Add(d - 1), deadlineNone},
+		{"live at the deadline is forced", revocation{started: t0}, t0.Add(d), deadlineForced},
+		{"cancelled with recent progress", revocation{started: t0, lastProgress: t0.Add(d), cancelled: true}, t0.Add(d + 1), deadlineNone},
+		{"cancelled and silent", revocation{started: t0, lastProgress: t0, cancelled: true}, t0.Add(d), deadlineSilent},
+		{"re-requested keeps started: overdue at once", revocation{started: t0, lastProgress: t0.Add(2 * d)}, t0.Add(2 * d), deadlineForced},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := judgeDeadline(tt.e, tt.now, d); got != tt.want {
+				t.Fatalf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestJudgeResolution(t *testing.T) {
+	tests := []struct {
+		name        string
+		reason      messages.EndReason
+		outcome     messages.HandBackOutcome
+		want        string
+		unconfirmed bool
+	}{
+		{"a drained hand-back landed", messages.EndDrained, messages.HandBackLanded, "drained", false},
+		{"a completion landed", messages.EndCompleted, messages.HandBackLanded, "drained", false},
+		{"a release landed", messages.EndReleased, messages.HandBackLanded, "drained", false},
+		{"a Fail landed: forced", messages.EndFailed, messages.HandBackLanded, "forced", false},
+		{"a hand-back fenced", messages.EndDrained, messages.HandBackFenced, "forced", false},
+		{"a hand-back unconfirmed", messages.EndDrained, messages.HandBackUnconfirmed, "forced", false},
+		{"a forced hand-back landed", messages.EndRevoked, messages.HandBackLanded, "drained", false},
+		{"a forced hand-back unconfirmed: the decline learns it", messages.EndRevoked, messages.HandBackUnconfirmed, "forced", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, unconfirmed := judgeResolution(tt.reason, tt.outcome)
+			if got != tt.want || unconfirmed != tt.unconfirmed {
+				t.Fatalf("judgeResolution = (%q, %v), want (%q, %v)", got, unconfirmed, tt.want, tt.unconfirmed)
+			}
+		})
+	}
+}
