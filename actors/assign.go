@@ -24,6 +24,12 @@ const maxClaimsInFlight = 128
 // MaxInFlight from an incremental index, quarantines on takeover, returns
 // leftovers, and tells the revoke actor the assigned set. Applying one
 // observation costs O(log n).
+//
+// Two of its structures are derived, never sources of truth: held is a
+// view of the root's tenancy registry fed only by TenancyStarted and
+// TenancyEnded (tenancy.go), and queue is an index of claim candidates
+// recomputed from the claim view and held whenever either changes, kept so
+// that a decision costs O(log n) instead of a pass over every split.
 type assign struct {
 	v   *env
 	log *slog.Logger
@@ -40,7 +46,7 @@ type assign struct {
 	lostAt   map[coordination.SplitID]uint64 // a claim lost at this record revision
 	cooldown map[coordination.SplitID]bool   // the store failed; retry at the next heartbeat
 	extra    map[coordination.SplitID]bool   // quarantine candidates and leftovers: acted on regardless of assignment
-	queue    candidateQueue                  // claim candidates among assigned splits, lazily validated
+	queue    candidateQueue                  // derived index of claim candidates among assigned splits (lazily validated), fed by the view and the registry's messages
 	queued   map[coordination.SplitID]protocol.ClaimKind
 
 	decided    bool
@@ -83,19 +89,7 @@ func (a *assign) Receive(c *actor.Context) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
 	case messages.RecordObserved:
-		old, had := a.records[m.Split]
-		if had && m.Rev <= old.rev {
-			return
-		}
-		if had {
-			a.unindexOwner(m.Split, old.rec.Owner)
-		}
-		a.records[m.Split] = recEntry{rec: m.Record, rev: m.Rev}
-		a.indexOwner(m.Split, m.Record.Owner)
-		if r, ok := a.lostAt[m.Split]; ok && m.Rev > r {
-			delete(a.lostAt, m.Split)
-		}
-		a.changed(c, m.Split)
+		a.recordObserved(c, m)
 	case messages.RecordDeleted:
 		if old, ok := a.records[m.Split]; ok {
 			a.unindexOwner(m.Split, old.rec.Owner)
@@ -115,46 +109,15 @@ func (a *assign) Receive(c *actor.Context) {
 	case messages.AssignmentObserved:
 		a.assignment(c, m)
 	case messages.AssignmentDeleted:
-		a.decided = false
-		a.assigned = map[coordination.SplitID]bool{}
-		a.named = map[coordination.SplitID]time.Time{}
-		a.v.publish(roleAssign, messages.AssignedSetChanged{})
+		a.unassigned()
 	case messages.TenancyStarted:
-		a.held.apply(m)
-		a.release(m.Split)
-		if t, ok := a.named[m.Split]; ok {
-			a.v.met.latency(a.v.clk.Since(t))
-			delete(a.named, m.Split)
-		}
-		a.changed(c, m.Split)
+		a.tenancyStarted(c, m)
 	case messages.TenancyEnded:
-		a.held.apply(m)
-		if e, ok := a.early[m.Split]; ok && e == m.Epoch {
-			delete(a.early, m.Split)
-		} else if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
-			a.handing[m.Split] = m.Epoch
-		}
-		if a.assigned[m.Split] {
-			a.named[m.Split] = a.v.clk.Now()
-		}
-		a.changed(c, m.Split)
-		a.step(c)
+		a.tenancyEnded(c, m)
 	case messages.HandBackResolved:
-		if e, ok := a.handing[m.Split]; ok && e == m.Epoch {
-			delete(a.handing, m.Split)
-			a.changed(c, m.Split)
-		} else if a.held.holds(m.Split, m.Epoch) {
-			a.early[m.Split] = m.Epoch
-		}
+		a.handBackResolved(c, m)
 	case messages.ClaimAbandoned:
-		a.release(m.Split)
-		if m.Retry {
-			a.cooldown[m.Split] = true
-		} else if r := a.records[m.Split].rev; m.Rev >= r {
-			a.lostAt[m.Split] = m.Rev
-		}
-		a.changed(c, m.Split)
-		a.step(c)
+		a.claimAbandoned(c, m)
 	case messages.HeartbeatTicked:
 		for id := range a.cooldown {
 			delete(a.cooldown, id)
@@ -179,6 +142,85 @@ func (a *assign) Receive(c *actor.Context) {
 	default:
 		a.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
+}
+
+// recordObserved applies a split record put to the claim view.
+func (a *assign) recordObserved(c *actor.Context, m messages.RecordObserved) {
+	old, had := a.records[m.Split]
+	if had && m.Rev <= old.rev {
+		return
+	}
+	if had {
+		a.unindexOwner(m.Split, old.rec.Owner)
+	}
+	a.records[m.Split] = recEntry{rec: m.Record, rev: m.Rev}
+	a.indexOwner(m.Split, m.Record.Owner)
+	if r, ok := a.lostAt[m.Split]; ok && m.Rev > r {
+		delete(a.lostAt, m.Split)
+	}
+	a.changed(c, m.Split)
+}
+
+// tenancyStarted follows the registry: the claim's slot is free and the
+// split is held.
+func (a *assign) tenancyStarted(c *actor.Context, m messages.TenancyStarted) {
+	a.held.apply(m)
+	a.release(m.Split)
+	if t, ok := a.named[m.Split]; ok {
+		a.v.met.latency(a.v.clk.Since(t))
+		delete(a.named, m.Split)
+	}
+	a.changed(c, m.Split)
+}
+
+// tenancyEnded follows the registry: a surrendered split waits for its
+// hand-back's resolution before it is a candidate again (a fenced or
+// starved one has none).
+func (a *assign) tenancyEnded(c *actor.Context, m messages.TenancyEnded) {
+	a.held.apply(m)
+	if e, ok := a.early[m.Split]; ok && e == m.Epoch {
+		delete(a.early, m.Split)
+	} else if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
+		a.handing[m.Split] = m.Epoch
+	}
+	if a.assigned[m.Split] {
+		a.named[m.Split] = a.v.clk.Now()
+	}
+	a.changed(c, m.Split)
+	a.step(c)
+}
+
+// handBackResolved frees a surrendered split once its write resolved, or
+// notes a resolution that beat the root's TenancyEnded.
+func (a *assign) handBackResolved(c *actor.Context, m messages.HandBackResolved) {
+	if e, ok := a.handing[m.Split]; ok && e == m.Epoch {
+		delete(a.handing, m.Split)
+		a.changed(c, m.Split)
+	} else if a.held.holds(m.Split, m.Epoch) {
+		a.early[m.Split] = m.Epoch
+	}
+}
+
+// claimAbandoned frees a claim's slot and holds the split back until a
+// newer record, or the next heartbeat after a store failure.
+func (a *assign) claimAbandoned(c *actor.Context, m messages.ClaimAbandoned) {
+	a.release(m.Split)
+	if m.Retry {
+		a.cooldown[m.Split] = true
+	} else if r := a.records[m.Split].rev; m.Rev >= r {
+		a.lostAt[m.Split] = m.Rev
+	}
+	a.changed(c, m.Split)
+	a.step(c)
+}
+
+// unassigned applies the deletion of this worker's assignment record:
+// nothing is decided until a new one appears.
+func (a *assign) unassigned() {
+	a.decided = false
+	a.assigned = map[coordination.SplitID]bool{}
+	a.named = map[coordination.SplitID]time.Time{}
+	a.v.publish(roleAssign, messages.AssignedSetChanged{})
 }
 
 // assignment applies this worker's assignment record.

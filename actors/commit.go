@@ -11,7 +11,6 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
-	"github.com/spate-go/coordination/store"
 )
 
 // recEntry is a split record and its revision.
@@ -77,13 +76,6 @@ type handBackBatch struct {
 	pending     int
 	unconfirmed []coordination.SplitID
 	replyTo     *actor.PID
-}
-
-// verdictListed is the listing the verdict is judged from.
-type verdictListed struct {
-	recs []protocol.SplitRecord
-	revs []uint64
-	err  error
 }
 
 // commit owns the split records of the view and performs every fenced write
@@ -330,76 +322,6 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 	})
 }
 
-// endTenancy writes the hand-back or completion of a surrendered split, if
-// the split record still names this worker at the tenancy's epoch.
-func endTenancy(ctx context.Context, v *env, op recordOp, base recEntry, now int64) opDone {
-	if base.rec.Owner != v.id || base.rec.Epoch != op.epoch {
-		return opDone{outcome: casFenced}
-	}
-	if base.rec.Status.Terminal() {
-		return opDone{outcome: casLanded} // nothing left to hand back or complete
-	}
-	return casSplit(ctx, v, op, base, func(r protocol.SplitRecord) protocol.SplitRecord {
-		if op.kind == opComplete {
-			return r.Complete(now)
-		}
-		return r.HandBack(now)
-	})
-}
-
-// casSplit runs a CAS on a split record this worker holds (or has just
-// surrendered) with the adopt-and-retry-once rule: a lost CAS whose record
-// still names this session at op's epoch moved because of an earlier write
-// of this worker that landed unseen.
-func casSplit(ctx context.Context, v *env, op recordOp, base recEntry, build func(protocol.SplitRecord) protocol.SplitRecord) opDone {
-	key := protocol.SplitKey(op.split)
-	doing := fmt.Sprintf("%s split %s", opVerb[op.kind], op.split)
-	fenced := fencedErr(op.split)
-	nonce := base.rec.Nonce
-	for try := 0; ; try++ {
-		if base.rec.Status.Terminal() {
-			return opDone{outcome: casFenced, err: fenced}
-		}
-		want := build(base.rec)
-		start := time.Now()
-		rev, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(want), store.Revision(base.rev))
-		v.met.write(writeLabel(ok, err), time.Since(start))
-		switch {
-		case err != nil:
-			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
-		case ok:
-			return opDone{outcome: casLanded, rec: want, rev: uint64(rev)}
-		}
-		e, found, err := v.st.Get(ctx, store.Durable, key)
-		if err != nil {
-			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
-		}
-		var got protocol.SplitRecord
-		if found {
-			if got, err = protocol.DecodeSplit(key, e.Value, v.fp.Load()); err != nil {
-				return opDone{outcome: casFatal, err: err}
-			}
-		}
-		switch classifySplitConflict(v.id, nonce, op.epoch, want, found, got) {
-		case conflictLanded:
-			return opDone{outcome: casLanded, rec: got, rev: uint64(e.Revision), adopted: true}
-		case conflictFenced:
-			d := opDone{outcome: casFenced, err: fenced}
-			if found {
-				d.rec, d.rev = got, uint64(e.Revision)
-			}
-			return d
-		}
-		base = recEntry{rec: got, rev: uint64(e.Revision)}
-		if try == 1 {
-			return opDone{outcome: casUnconfirmed, err: keptMoving(doing), rec: got, rev: base.rev}
-		}
-	}
-}
-
-// opVerb names what a write does, for error reasons.
-var opVerb = map[opKind]string{opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opComplete: "completing"}
-
 // done applies a finished write.
 func (cm *commit) done(c *actor.Context, d opDone) {
 	op := d.op
@@ -533,62 +455,4 @@ func (cm *commit) claimResult(op recordOp, d opDone) {
 		cm.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
 		cm.publish(messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
 	}
-}
-
-// judge evaluates the verdict gate and lists when it passes
-// (docs/protocol.md, "Completion").
-func (cm *commit) judge() {
-	if cm.verdict || cm.judging || cm.departing || !cm.hasPlan || cm.plan.Finality != coordination.PlanFinal {
-		return
-	}
-	n := len(cm.records)
-	if uint64(n) < cm.plan.Planned || cm.completed+cm.quarant != n {
-		return
-	}
-	cm.judging = true
-	v, pid := cm.v, cm.v.pid.commit
-	v.goFunc(func(ctx context.Context) {
-		oc, cancel := v.opCtx(ctx)
-		defer cancel()
-		es, err := v.st.List(oc, store.Durable, protocol.PrefixSplit)
-		if err != nil {
-			v.send(pid, verdictListed{err: err})
-			return
-		}
-		m := verdictListed{}
-		for _, e := range es {
-			rec, err := protocol.DecodeSplit(e.Key, e.Value, v.fp.Load())
-			if err != nil {
-				v.send(pid, verdictListed{err: err})
-				return
-			}
-			m.recs = append(m.recs, rec)
-			m.revs = append(m.revs, uint64(e.Revision))
-		}
-		v.send(pid, m)
-	})
-}
-
-func (cm *commit) listed(m verdictListed) {
-	// The listing is applied to the view while judging is still set, so the
-	// folds do not start another listing.
-	for i, rec := range m.recs {
-		cm.fold(rec.ID, rec, m.revs[i])
-	}
-	cm.judging = false
-	if m.err != nil {
-		if !cm.v.fatalIf(m.err) {
-			cm.log.Warn("verdict listing failed; will retry", "err", m.err)
-		}
-		return
-	}
-	if cm.verdict || cm.departing {
-		return
-	}
-	stalled, completed, quarantined, ok := verdict(m.recs, cm.plan.Planned)
-	if !ok {
-		return
-	}
-	cm.verdict = true
-	cm.publish(messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
 }

@@ -86,59 +86,49 @@ func (r *root) Receive(c *actor.Context) {
 			r.end(c, id, e, messages.EndStarved)
 		}
 	case messages.SplitQuarantined:
-		if !r.quarantined[m.Split] && !r.verdict {
-			r.quarantined[m.Split] = true
-			r.v.met.quarantined()
-			r.v.out.push(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
-		}
+		r.splitQuarantined(m)
 	case messages.RevocationRequested:
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.v.out.push(coordination.RevokeRequested{Split: m.Split})
 		}
 	case messages.VerdictReached:
-		if r.verdict || r.departing {
-			return
-		}
-		r.verdict = true
-		if m.Stalled {
-			r.v.out.push(coordination.Stalled{Completed: m.Completed, Quarantined: m.Quarantined})
-		} else {
-			r.v.out.push(coordination.AllComplete{})
-		}
-		r.publish(m)
+		r.verdictReached(m)
 	case messages.DepartJob:
 		r.depart(c, m)
 	case departDeadline:
-		if r.departReply != nil {
-			// Answer within Depart's bound with what is known: splits whose
-			// hand-back has not answered yet did not confirm.
-			if !r.departHanded && len(r.departSplits) > 0 {
-				r.departErr = handBackUnconfirmed(r.departSplits)
-			}
-			c.Engine().Send(r.departReply, messages.DepartJobReply{Err: r.departErr})
-			r.departReply = nil
-		}
+		r.departTimedOut(c)
 	case messages.HandBackSplitsReply:
-		if r.departReply == nil {
-			return
-		}
-		r.departHanded = true
-		if len(m.Unconfirmed) > 0 {
-			r.departErr = handBackUnconfirmed(m.Unconfirmed)
-		}
-		r.departPending = 2
-		r.publish(messages.StepDown{ReplyTo: c.PID()})
-		r.publish(messages.WithdrawPresence{ReplyTo: c.PID()})
+		r.departHandedBack(c, m)
 	case messages.StepDownReply, messages.WithdrawPresenceReply:
-		r.departPending--
-		if r.departPending == 0 && r.departReply != nil {
-			c.Engine().Send(r.departReply, messages.DepartJobReply{Err: r.departErr})
-			r.departReply = nil
-			r.departTimer.Stop()
-		}
+		r.departStepped(c)
 	default:
 		r.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
+}
+
+// splitQuarantined emits Quarantined once per split, unless the verdict
+// came first.
+func (r *root) splitQuarantined(m messages.SplitQuarantined) {
+	if !r.quarantined[m.Split] && !r.verdict {
+		r.quarantined[m.Split] = true
+		r.v.met.quarantined()
+		r.v.out.push(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
+	}
+}
+
+// verdictReached emits the job's verdict once and tells the actors that
+// stop at it.
+func (r *root) verdictReached(m messages.VerdictReached) {
+	if r.verdict || r.departing {
+		return
+	}
+	r.verdict = true
+	if m.Stalled {
+		r.v.out.push(coordination.Stalled{Completed: m.Completed, Quarantined: m.Quarantined})
+	} else {
+		r.v.out.push(coordination.AllComplete{})
+	}
+	r.publish(m)
 }
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
@@ -217,34 +207,4 @@ func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
 		return
 	}
 	r.publish(messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
-}
-
-func (r *root) depart(c *actor.Context, m messages.DepartJob) {
-	r.departing = true
-	r.publish(messages.Departing{})
-	if r.v.out.failure() != nil {
-		var hs []messages.HeldSplit
-		for _, id := range m.Held {
-			if e, ok := r.reg.epoch(id); ok {
-				hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
-			}
-		}
-		c.Respond(messages.DepartJobReply{Err: r.v.out.failure(), Failed: true, Held: hs})
-		return
-	}
-	r.departReply = c.Sender()
-	v, pid := r.v, c.PID()
-	r.departTimer = time.AfterFunc(2*r.v.cfg.OpTimeout, func() { v.send(pid, departDeadline{}) })
-	var hs []messages.HeldSplit
-	for _, id := range r.reg.splits() {
-		e, _ := r.reg.epoch(id)
-		hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
-		r.departSplits = append(r.departSplits, id)
-	}
-	for _, h := range hs {
-		r.end(c, h.Split, h.Epoch, messages.EndDeparted)
-	}
-	// The commit actor answers HandBackSplitsReply to the root, which then
-	// demotes and withdraws presence (docs/protocol.md, "Departure").
-	r.publish(messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID()})
 }
