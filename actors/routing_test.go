@@ -99,3 +99,20 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 		t.Errorf("the route's to was modified: %s", got)
 	}
 }
+
+// TestMessagesDocNamesEveryRoutedMessage keeps the messages package doc, the
+// actor protocol in prose, in step with the table: it names every message
+// the table routes.
+func TestMessagesDocNamesEveryRoutedMessage(t *testing.T) {
+	b, err := os.ReadFile("../messages/doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		for _, ty := range r.msgs {
+			if !strings.Contains(string(b), ty.Name()) {
+				t.Errorf("messages/doc.go does not name %s (sent by %s)", ty.Name(), r.from)
+			}
+		}
+	}
+}

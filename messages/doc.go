@@ -1,12 +1,66 @@
-// Package messages holds the typed messages the coordinator's actors
-// exchange (see the actors package). Messages are plain values: slices are
-// copied by the sender and no message carries a pointer to actor state.
+// Package messages is the actor protocol of one coordinator worker: the
+// typed messages its actors (see the actors package) send one another, and
+// who sends what to whom. The declared routing table is actors/routing.go
+// (rendered in docs/architecture.md, "Routing"); this doc is its reading
+// guide.
 //
-// Naming follows one scheme: intents are imperative (ClaimSplit), facts are
-// past participles (TenancyEnded), replies are the intent's name plus Reply
-// and carry Err, and timer ticks end in Due (HeartbeatDue).
+// # Who sends what to whom
+//
+// The handle (the caller's goroutine) asks the root with StartJob,
+// FailSplit, ReleaseSplits and DepartJob, and the revoke actor with
+// DeclineRevoke; each is answered by its Reply. After a commit it tells the
+// revoke actor CommitLanded, and asks the root EndTenancy when the commit
+// was fenced or completed.
+//
+// The root owns the tenancy registry. It tells every actor JobStarted and
+// Departing; it publishes each registry change once, TenancyStarted and
+// TenancyEnded, to assign, commit and revoke; it forwards the writes of
+// Fail, Release, Depart and forced revocations to the commit actor
+// (FailSplit, HandBackSplits, answered by HandBackSplitsReply or
+// ReleaseSplitsReply); it rebroadcasts VerdictReached to assign, leader and
+// revoke; and during Depart it asks the leader StepDown and the lease
+// WithdrawPresence.
+//
+// The watch actor turns watched and listed keys into observations:
+// RecordObserved and RecordDeleted (split records) to commit, assign and
+// leader; PresenceObserved to leader and assign, and to the lease for its
+// own key; PresenceDeleted to leader and assign; LeaderObserved and
+// LeaderDeleted to the leader; PlanObserved and PlanDeleted to leader and
+// commit; AssignmentObserved and AssignmentDeleted to the leader, and to
+// assign for this worker's own record; WatchesChanged to leader, assign,
+// commit, revoke and lease; Reconciled to the leader.
+//
+// The lease actor owns the session: Joined to the watch actor once startup
+// finished; HeartbeatTicked to leader, assign, revoke and commit;
+// SessionEnded to root, leader and assign; SessionStarted to leader and
+// assign.
+//
+// The assign actor asks the commit actor ClaimSplit and ReturnLeftover,
+// and tells the revoke actor AssignedSetChanged.
+//
+// The commit actor answers claims with ClaimWon (to the root, which starts
+// the tenancy) or ClaimAbandoned (to assign); asks the root EndTenancy when
+// a split record shows a held tenancy fenced; tells revoke and assign
+// HandBackResolved once a surrendered tenancy's write resolved; tells the
+// root SplitQuarantined and VerdictReached.
+//
+// The revoke actor asks the root RevocationRequested (emit RevokeRequested)
+// and ForceRevocation (surrender and hand back).
+//
+// # Rules
+//
+// Messages are plain values, sent and matched as values: slices are copied
+// by the sender and no message carries a pointer to actor state. Naming
+// follows one scheme: intents are imperative (ClaimSplit, EndTenancy),
+// facts are past participles (TenancyEnded), replies are the intent's name
+// plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue).
+// Fields use this package's and the public packages' types, except where a
+// message carries a store record itself (an observed split, leader, plan or
+// assignment record, the split record a claim writes from, the progress
+// record a claim fenced): those are internal/protocol's record types,
+// which this package does not copy.
 //
 // The package has no behaviour and promises nothing beyond the field docs;
-// it is internal plumbing exported only because the actors package and its
-// tests live in another package.
+// it is internal plumbing exported only because the actors package lives
+// in another package.
 package messages
