@@ -34,6 +34,9 @@ func TestClaimSplit(t *testing.T) {
 		wantDone  bool
 		wantSplit func(protocol.SplitRecord) protocol.SplitRecord // from the view
 		wantProg  *coordination.SplitProgress
+		noSpec    bool // the spec record was deleted outside the library
+		failFence bool // the progress fence's read fails
+		wantFatal bool
 	}{
 		{name: "an expired claim fences and charges one attempt", view: dead, wantOut: casLanded,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
@@ -51,6 +54,12 @@ func TestClaimSplit(t *testing.T) {
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.HandBack(0) }},
 		{name: "a quarantine on takeover writes only the split record", view: func() protocol.SplitRecord { r := dead; r.Attempts = maxAttempts - 1; return r }(),
 			wantOut: casLanded, wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.QuarantineOnTakeover(0) }},
+		{name: "a missing spec is Fatal and writes nothing", view: dead, noSpec: true, wantOut: casUnconfirmed, wantFatal: true,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
+		{name: "a later claim's fence supersedes this one", view: dead, late: ptr(prevFence.Fence("peer", 3, 0)), wantOut: casFenced,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
+		{name: "a failed fence hands the claim back", view: dead, failFence: true, wantOut: casUnconfirmed,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).HandBack(0) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -58,7 +67,9 @@ func TestClaimSplit(t *testing.T) {
 			v := casEnv(t, fs)
 			v.cfg.MaxAttempts = maxAttempts
 			key, pkey := protocol.SplitKey("a"), protocol.ProgressKey("a")
-			put(t, fs, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, fp, 1)), 0)
+			if !tt.noSpec {
+				put(t, fs, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, fp, 1)), 0)
+			}
 			rev := put(t, fs, key, protocol.EncodeSplit(tt.view), 0)
 			prev := put(t, fs, pkey, protocol.EncodeProgress(prevFence), 0)
 			if tt.moved != nil {
@@ -72,6 +83,9 @@ func TestClaimSplit(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if tt.failFence {
+				fs.failGet = pkey
+			}
 			cand, ok := protocol.Classify(protocol.CandidateInput{Record: tt.view, Me: "me", MyNonce: "n", MaxAttempts: maxAttempts})
 			if !ok {
 				t.Fatal("not a candidate")
@@ -79,6 +93,9 @@ func TestClaimSplit(t *testing.T) {
 			d := claimSplit(context.Background(), v, messages.ClaimSplit{Candidate: cand, Record: tt.view, RecordRev: rev}, 0)
 			if d.outcome != tt.wantOut || d.done != tt.wantDone {
 				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
+			}
+			if f := v.out.failure(); (coordination.KindOf(f) == coordination.Fatal) != tt.wantFatal {
+				t.Fatalf("failure %v, want Fatal %v", f, tt.wantFatal)
 			}
 			e, _, _ := fs.Get(context.Background(), store.Durable, key)
 			got, err := protocol.DecodeSplit(e.Key, e.Value, fp)

@@ -1,0 +1,129 @@
+package actors
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/store/memstore"
+)
+
+// TestCasSplitConflicts runs a hand-back by tenancy 2 of "me" (session n)
+// against a split record that moved after the writer's view.
+func TestCasSplitConflicts(t *testing.T) {
+	fp := protocol.Fingerprint("job:v1")
+	mine := protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 2, Status: protocol.StatusRunnable, Owner: "me", Nonce: "n", Attempts: 1}
+	handBack := func(r protocol.SplitRecord) protocol.SplitRecord { return r.HandBack(0) }
+	moved := mine
+	moved.WrittenAtMs = 7 // an own write landed unseen: still this tenancy's
+	peer := mine
+	peer.Epoch, peer.Owner, peer.Nonce = 3, "peer", "p"
+	tests := []struct {
+		name       string
+		moved      *protocol.SplitRecord // what lands after the writer's view; nil: nothing
+		corrupt    bool                  // the record read after the lost compare is not a split record
+		deleted    bool
+		failGet    bool
+		landErr    bool // the write lands but its reply is an error
+		want       casOutcome
+		adopted    bool
+		fencedText bool
+	}{
+		{name: "no conflict", want: casLanded},
+		{name: "own maybe-landed write: adopt and retry", moved: &moved, want: casLanded},
+		{name: "the intended write already landed", moved: ptr(mine.HandBack(0)), want: casLanded, adopted: true},
+		{name: "a peer's claim fences it", moved: &peer, want: casFenced, fencedText: true},
+		{name: "a deleted record fences it", deleted: true, want: casFenced, fencedText: true},
+		{name: "a failed read is unconfirmed", moved: &moved, failGet: true, want: casUnconfirmed},
+		{name: "a lost reply is unconfirmed", landErr: true, want: casUnconfirmed},
+		{name: "a corrupt record is Fatal", corrupt: true, want: casFatal},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
+			v := casEnv(t, fs)
+			key := protocol.SplitKey("a")
+			rev := put(t, fs, key, protocol.EncodeSplit(mine), 0)
+			base := recEntry{rec: mine, rev: rev}
+			switch {
+			case tt.moved != nil:
+				put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
+			case tt.corrupt:
+				put(t, fs, key, []byte(`{"not":"a split"}`), rev)
+			case tt.deleted:
+				if _, err := fs.Delete(context.Background(), store.Durable, key, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tt.failGet {
+				fs.failGet = key
+			}
+			if tt.landErr {
+				fs.landThenErr = key
+			}
+			d := casSplit(context.Background(), v, recordOp{kind: opHandBack, split: "a", epoch: 2}, base, handBack)
+			if d.outcome != tt.want || d.adopted != tt.adopted {
+				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.outcome, d.adopted, d.err, tt.want, tt.adopted)
+			}
+			if tt.fencedText && (coordination.KindOf(d.err) != coordination.Fenced || !strings.Contains(d.err.Error(), "split a: another worker owns it now")) {
+				t.Fatalf("err %v", d.err)
+			}
+			if tt.want == casUnconfirmed && (coordination.KindOf(d.err) != coordination.Retryable || !strings.Contains(d.err.Error(), "handing back split a")) {
+				t.Fatalf("err %v", d.err)
+			}
+		})
+	}
+}
+
+// TestEndTenancy checks the hand-back or completion of a surrendered split
+// writes only on a record that still names the tenancy.
+func TestEndTenancy(t *testing.T) {
+	fp := protocol.Fingerprint("job:v1")
+	mine := protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 2, Status: protocol.StatusRunnable, Owner: "me", Nonce: "n"}
+	done := mine
+	done.Status = protocol.StatusCompleted
+	peer := mine
+	peer.Owner, peer.Nonce = "peer", "p"
+	tests := []struct {
+		name   string
+		rec    protocol.SplitRecord
+		kind   opKind
+		want   casOutcome
+		status protocol.Status // the stored record's status afterwards
+	}{
+		{"hand-back", mine, opHandBack, casLanded, protocol.StatusRunnable},
+		{"completion", mine, opComplete, casLanded, protocol.StatusCompleted},
+		{"another owner: nothing written", peer, opHandBack, casFenced, protocol.StatusRunnable},
+		{"already terminal: nothing left to write", done, opComplete, casLanded, protocol.StatusCompleted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := memstore.New(30 * time.Second)
+			v := casEnv(t, st)
+			key := protocol.SplitKey("a")
+			rev := put(t, st, key, protocol.EncodeSplit(tt.rec), 0)
+			d := endTenancy(context.Background(), v, recordOp{kind: tt.kind, split: "a", epoch: 2}, recEntry{rec: tt.rec, rev: rev}, 0)
+			if d.outcome != tt.want {
+				t.Fatalf("outcome %v (err %v), want %v", d.outcome, d.err, tt.want)
+			}
+			e, _, err := st.Get(context.Background(), store.Durable, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := protocol.DecodeSplit(key, e.Value, fp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tt.status {
+				t.Fatalf("status %v, want %v", got.Status, tt.status)
+			}
+			if tt.name == "hand-back" && got.Owner != "" {
+				t.Fatalf("owner %q after the hand-back", got.Owner)
+			}
+		})
+	}
+}
