@@ -49,6 +49,7 @@ type lease struct {
 	renewals     renewalClock
 	presenceBusy bool
 	lapsed       bool       // the session ended; a new one is being announced
+	announcing   string     // the nonce of an announce whose write may have landed; the next attempt reuses it
 	withdraw     *actor.PID // Depart asked to delete presence while a renewal ran
 	round        uint64
 	hb           *clock.Timer
@@ -253,7 +254,10 @@ func (l *lease) observed(m messages.PresenceObserved) {
 func (l *lease) announce(c *actor.Context) {
 	l.presenceBusy = true
 	v, pid, old := l.v, c.PID(), l.v.sessionNonce()
-	nonce := randomHex()
+	if l.announcing == "" {
+		l.announcing = randomHex()
+	}
+	nonce := l.announcing
 	at := v.clk.Now()
 	v.goFunc(func(ctx context.Context) {
 		rev, err := announceSession(ctx, v, nonce, old)
@@ -263,6 +267,9 @@ func (l *lease) announce(c *actor.Context) {
 
 func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
 	l.presenceBusy = false
+	if m.err == nil {
+		l.announcing = ""
+	}
 	if l.withdraw != nil {
 		if m.err == nil {
 			l.v.session.Store(&m.nonce)

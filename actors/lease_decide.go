@@ -50,11 +50,14 @@ func judgeRenewal(nonce string, found bool, p protocol.PresenceRecord, readErr e
 }
 
 // judgeTakeover reports whether the presence value p found when announcing
-// a new session after session ended is a live twin's (docs/protocol.md,
-// "Sessions"). At startup (ended == "") any value is a predecessor's and is
+// session nonce after session ended is a live twin's (docs/protocol.md,
+// "Sessions"): it is neither the ended session's nor nonce's own (an
+// earlier attempt of the same announce that landed although its reply was
+// an error). At startup (ended == "") any value is a predecessor's and is
 // taken over, and so is an unreadable one (decodeErr).
-func judgeTakeover(ended string, p protocol.PresenceRecord, decodeErr error) (twin bool) {
-	return ended != "" && decodeErr == nil && judgeHolder(ended, true, p.Nonce) == holderOther
+func judgeTakeover(ended, nonce string, p protocol.PresenceRecord, decodeErr error) (twin bool) {
+	return ended != "" && decodeErr == nil &&
+		judgeHolder(ended, true, p.Nonce) == holderOther && judgeHolder(nonce, true, p.Nonce) == holderOther
 }
 
 // renewalClock is the liveness bookkeeping of one key this worker renews,

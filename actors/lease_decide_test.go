@@ -124,12 +124,13 @@ func TestJudgeTakeover(t *testing.T) {
 	}{
 		{"startup takes over any predecessor", "", "other", nil, false},
 		{"the ended session's own value", "n1", "n1", nil, false},
-		{"another nonce after an end is a twin", "n1", "n2", nil, true},
+		{"an earlier attempt of this announce landed", "n1", "n2", nil, false},
+		{"another nonce after an end is a twin", "n1", "n3", nil, true},
 		{"an unreadable value is taken over", "n1", "", errors.New("corrupt"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := judgeTakeover(tt.ended, protocol.PresenceRecord{Nonce: tt.found}, tt.decodeErr); got != tt.twin {
+			if got := judgeTakeover(tt.ended, "n2", protocol.PresenceRecord{Nonce: tt.found}, tt.decodeErr); got != tt.twin {
 				t.Fatalf("judgeTakeover = %v, want %v", got, tt.twin)
 			}
 		})

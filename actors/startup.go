@@ -172,7 +172,9 @@ func (v *env) presenceValue(nonce string) []byte {
 // announceSession writes session nonce to the presence key: created, or
 // taken over at the revision found. At startup (ended == "") any value found
 // is a predecessor's and is taken over; when a session ended, only that
-// session's value is, and another nonce there is a live twin (Fatal).
+// session's value is, or nonce's own (an earlier attempt of this announce
+// landed although it reported an error), and another nonce there is a live
+// twin (Fatal).
 func announceSession(ctx context.Context, v *env, nonce, ended string) (uint64, error) {
 	c, cancel := v.opCtx(ctx)
 	defer cancel()
@@ -192,7 +194,7 @@ func announceSession(ctx context.Context, v *env, nonce, ended string) (uint64, 
 		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: "presence key disappeared during takeover"}
 	}
 	if ended != "" {
-		if p, err := protocol.DecodePresence(key, e.Value); judgeTakeover(ended, p, err) {
+		if p, err := protocol.DecodePresence(key, e.Value); judgeTakeover(ended, nonce, p, err) {
 			return 0, twinError(v.id)
 		}
 	}
