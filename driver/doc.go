@@ -60,5 +60,8 @@
 // The driver does not retry commits, does not recover panics raised by the
 // source, and does not stop lanes itself: the embedder owns them. Delivery is
 // at least once; a forced move replays at most the records acknowledged after
-// the split's last durable commit.
+// the split's last durable commit. [Run] bounds those during a store outage
+// only for a source that implements [Pauser]: it pauses a lane whose commits
+// have not landed for [WithPauseAfter] and resumes it when one lands. A
+// hand-written loop over a Driver gets no such backpressure.
 package driver

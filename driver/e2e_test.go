@@ -98,23 +98,7 @@ func (d *deliveries) add(row int64) {
 // it returns the number of duplicate deliveries.
 func (d *deliveries) check(t testing.TB) int {
 	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	dups := 0
-	for row := range int64(ledgerRows) {
-		switch n := d.count[row]; {
-		case n == 0:
-			t.Errorf("row %d was never delivered", row)
-		case n > 1:
-			dups += n - 1
-		}
-	}
-	for row := range d.count {
-		if row < 0 || row >= ledgerRows {
-			t.Errorf("row %d is outside the ledger", row)
-		}
-	}
-	return dups
+	return d.checkRows(t, ledgerRows)
 }
 
 // ledgerLane is one open lane of the ledger source.

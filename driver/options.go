@@ -18,6 +18,7 @@ type options struct {
 
 	planner        coordination.Planner // Run only
 	commitInterval time.Duration        // Run only; 0 means the default
+	pauseAfter     time.Duration        // Run only; 0 means one commit interval
 }
 
 // WithDrainOnStall makes a Stalled verdict end the run as [Drained] (with one
@@ -61,4 +62,16 @@ func WithPlanner(p coordination.Planner) Option {
 // ignores it.
 func WithCommitInterval(d time.Duration) Option {
 	return func(o *options) { o.commitInterval = d }
+}
+
+// WithPauseAfter sets how long a lane of [Run] may keep reading after its
+// first commit that did not land (an error or a timeout, not Fenced) before
+// Run pauses its intake through the source's [Pauser]; the lane resumes as
+// soon as one of its commits lands. Default (and 0): one commit interval;
+// negative makes Run return Fatal. During a store outage a lane then reads
+// at most this window plus one commit interval plus one OpTimeout of
+// records that cannot be committed, which is the most a forced move of the
+// split replays. [New] ignores it.
+func WithPauseAfter(d time.Duration) Option {
+	return func(o *options) { o.pauseAfter = d }
 }

@@ -27,7 +27,9 @@ const retryPause = 100 * time.Millisecond
 // src must also implement [Reader]. Run hands ctx.Done() to c as its stop
 // channel (so a [WithStop] option is overridden). Retryable errors are
 // logged (see [WithLogger]) and the loop goes on; commits are sent only for
-// lanes whose watermark advanced.
+// lanes whose watermark advanced. When src also implements [Pauser], a lane
+// whose commits have not landed for [WithPauseAfter] is paused until one of
+// them lands, which bounds what a store outage leaves uncommitted.
 //
 // The outcome is the error:
 //   - nil when every split of the job completed (AllComplete);
@@ -58,12 +60,13 @@ func Run(ctx context.Context, c coordination.Coordinator, src Source, opts ...Op
 	if err := d.Start(o.planner); err != nil {
 		return joinOutcome(err, d.Shutdown(nil))
 	}
-	lr := &loop{d: d, r: r, interval: o.commitInterval}
+	lr := &loop{d: d, r: r, interval: o.commitInterval, backlog: newBacklog(r, o.pauseAfter)}
 	return lr.finish(lr.run(ctx))
 }
 
 // runReader checks what Run needs that the types cannot: src is a Reader, a
-// planner is set, the commit interval is positive (0 means the default).
+// planner is set, the commit interval and the pause window are positive (0
+// means the default).
 func runReader(src Source, o *options) (Reader, error) {
 	r, ok := src.(Reader)
 	if !ok {
@@ -78,6 +81,12 @@ func runReader(src Source, o *options) (Reader, error) {
 	if o.commitInterval < 0 {
 		return nil, fatal(fmt.Sprintf("driver.WithCommitInterval %s must be positive; omit it for the default %s", o.commitInterval, DefaultCommitInterval))
 	}
+	if o.pauseAfter == 0 {
+		o.pauseAfter = o.commitInterval
+	}
+	if o.pauseAfter < 0 {
+		return nil, fatal(fmt.Sprintf("driver.WithPauseAfter %s must be positive; omit it for the default of one commit interval (%s)", o.pauseAfter, o.commitInterval))
+	}
 	return r, nil
 }
 
@@ -86,6 +95,7 @@ type loop struct {
 	d        *Driver
 	r        Reader
 	interval time.Duration
+	backlog  *backlog // lanes whose progress is not landing
 }
 
 // run polls until the job is over for this worker, ctx ends or an error ends
@@ -96,7 +106,11 @@ func (l *loop) run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return interrupted(err)
 		}
-		ev, err := l.d.PollEvents(time.Until(next))
+		wake := next
+		if due := l.backlog.due(); !due.IsZero() && due.Before(wake) {
+			wake = due
+		}
+		ev, err := l.d.PollEvents(time.Until(wake))
 		if err != nil {
 			if coordination.KindOf(err) != coordination.Retryable {
 				return l.stalledOr(err)
@@ -125,6 +139,7 @@ func (l *loop) run(ctx context.Context) error {
 			}
 			next = time.Now().Add(l.interval)
 		}
+		l.throttle()
 	}
 }
 
@@ -137,11 +152,16 @@ func (l *loop) stalledOr(err error) error {
 }
 
 // commit commits the acknowledged watermarks that advanced, of parts only
-// when parts is not nil. A Retryable error is logged and swallowed (the next
-// commit supersedes it); any other error is returned.
+// when parts is not nil, one lane at a time: lanes whose progress is landing
+// first, then the lagging ones, least recently tried first. The round ends
+// at the first commit that does not land (Retryable, logged and swallowed:
+// the next commit supersedes it), so an outage costs one store timeout per
+// round, not one per lane; the lanes left untried count as lagging. Lanes
+// whose progress landed are resumed if they were paused. Any other error is
+// returned.
 func (l *loop) commit(parts []PartitionID) error {
 	var ws []Watermark
-	for _, w := range l.r.Acked() {
+	for _, w := range mergeWatermarks(l.r.Acked()) {
 		if parts != nil && !slices.Contains(parts, w.Partition) {
 			continue
 		}
@@ -149,15 +169,29 @@ func (l *loop) commit(parts []PartitionID) error {
 			ws = append(ws, w)
 		}
 	}
-	if len(ws) == 0 {
-		return nil
+	l.backlog.order(ws)
+	var landed []PartitionID
+	defer func() { l.resume(landed) }()
+	for i, w := range ws {
+		start := time.Now()
+		err := l.d.Commit([]Watermark{w})
+		if coordination.KindOf(err) == coordination.Retryable {
+			l.d.log.Warn("commit failed; the next commit supersedes it", "err", err)
+		} else if err != nil {
+			return err
+		}
+		if t := l.d.parts[w.Partition]; err != nil || (t != nil && t.deferred) {
+			l.backlog.failed(w.Partition, start)
+			for _, rest := range ws[i+1:] {
+				l.backlog.behind(rest.Partition, start)
+			}
+			return nil
+		}
+		if l.backlog.caughtUp(w.Partition) {
+			landed = append(landed, w.Partition)
+		}
 	}
-	err := l.d.Commit(ws)
-	if coordination.KindOf(err) == coordination.Retryable {
-		l.d.log.Warn("commit failed; the next commit supersedes it", "err", err)
-		return nil
-	}
-	return err
+	return nil
 }
 
 // committed reports whether t's progress already stands at watermark, so

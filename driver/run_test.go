@@ -387,6 +387,7 @@ func TestRunRejectsBadInputBeforeTouchingTheCoordinator(t *testing.T) {
 	}{
 		{"no planner", newRunSource(), nil, "pass driver.WithPlanner(p)"},
 		{"negative interval", newRunSource(), []driver.Option{driver.WithPlanner(planner{}), driver.WithCommitInterval(-time.Second)}, "driver.WithCommitInterval -1s must be positive"},
+		{"negative pause window", newRunSource(), []driver.Option{driver.WithPlanner(planner{}), driver.WithPauseAfter(-time.Second)}, "driver.WithPauseAfter -1s must be positive"},
 		{"not a reader", struct{ driver.Source }{newRunSource()}, []driver.Option{driver.WithPlanner(planner{})}, "does not implement driver.Reader"},
 	}
 	for _, tt := range tests {
