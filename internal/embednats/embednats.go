@@ -1,6 +1,9 @@
-// Package embednats starts an in-process NATS server with JetStream for the
-// examples and the benchmark programs: loopback only, a random free port,
-// no logs, no signal handling, its store in a directory the caller owns.
+// Package embednats starts in-process NATS servers with JetStream for the
+// examples, the benchmark programs and the end-to-end tests: loopback only,
+// random free ports, no logs, no signal handling, stores in directories the
+// caller owns. [Start] runs one server; a [Server] from [StartServer] or
+// [StartCluster] can be stopped and restarted on the same ports over the
+// same store, as an operator restarts a NATS process.
 package embednats
 
 import (
@@ -16,15 +19,11 @@ const readyTimeout = 10 * time.Second
 
 // Start starts a server whose JetStream store is dir and waits until it
 // accepts connections. The caller stops it with [Stop] and owns dir.
-func Start(dir string) (*server.Server, error) {
-	srv, err := server.NewServer(&server.Options{
-		Host:      "127.0.0.1",
-		Port:      -1, // random free port
-		JetStream: true,
-		StoreDir:  dir,
-		NoLog:     true,
-		NoSigs:    true, // the program handles its own signals
-	})
+func Start(dir string) (*server.Server, error) { return launch(options(dir)) }
+
+// launch starts a server with opts and waits until it accepts connections.
+func launch(opts *server.Options) (*server.Server, error) {
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
