@@ -1,0 +1,14 @@
+// Package e2e holds the end-to-end tests on real NATS: a job of several
+// workers, each with its own NATS connection, hollywood engine, coordinator
+// and driver.Run, against an embedded server that is stopped and restarted
+// on the same store mid-job, and against a 3-node R3 cluster with one node
+// killed and brought back. A ledger of every delivery and a watch of every
+// progress record check that every record is delivered, that no committed
+// watermark ever decreases, and that what a split replays stays within the
+// bound driver.Pauser states. The package has no non-test code.
+//
+// The progress watch is started once the job runs: a store opening a
+// replicated bucket while other clients provision it can wait its whole
+// default OpTimeout (10 s) to turn the bucket's direct gets off, which the
+// workers, retrying startup with a 1 s OpTimeout, ride out.
+package e2e
