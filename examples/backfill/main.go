@@ -27,6 +27,12 @@
 //	go run ./examples/backfill -nats nats://127.0.0.1:4222 -instance a
 //	go run ./examples/backfill -nats nats://127.0.0.1:4222 -instance b
 //	go run ./examples/backfill -nats nats://127.0.0.1:4222 -verify
+//
+// To see what a NATS outage costs, -outage 2s stops the embedded server
+// once -outage-at (half) of the records is delivered and restarts it on the
+// same store 2 s later; lanes pause while their commits do not land
+// (-pause-after), so the replay stays bounded. scripts/bench-outage.sh
+// measures it against a run without an outage.
 package main
 
 import (
@@ -71,6 +77,9 @@ type options struct {
 	splits   int
 	records  int64
 	crashAt  float64
+	outage   time.Duration
+	outageAt float64
+	pauseAt  time.Duration
 	natsURL  string
 	instance string
 	job      string
@@ -115,6 +124,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.splits, "splits", 64, "splits to cut the data set into")
 	fs.Int64Var(&o.records, "records", 1_000_000, "records in the data set")
 	fs.Float64Var(&o.crashAt, "crash-at", 0.4, "crash one worker (Abort) when this fraction of the records is delivered; 0 disables (not used with -instance)")
+	fs.DurationVar(&o.outage, "outage", 0, "stop the embedded NATS server for this long once -outage-at of the records is delivered, then restart it on the same store; 0 disables (not with -nats)")
+	fs.Float64Var(&o.outageAt, "outage-at", 0.5, "fraction of the records delivered when -outage starts")
+	fs.DurationVar(&o.pauseAt, "pause-after", 0, "how long a lane reads on while its commits are not landing before its intake pauses (driver.WithPauseAfter); 0 means one commit interval")
 	fs.StringVar(&o.natsURL, "nats", "", "NATS server URL (nats://host:port) instead of the embedded server")
 	fs.StringVar(&o.instance, "instance", "", "run one worker with this instance id against -nats; start several processes to divide one job")
 	fs.StringVar(&o.job, "job", "", "job name (NATS bucket suffix); default derived from -splits and -records")
@@ -147,6 +159,14 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return bad("-records must be 0..100000000, got %d", o.records)
 	case o.crashAt < 0 || o.crashAt >= 1:
 		return bad("-crash-at must be a fraction in [0, 1), got %g", o.crashAt)
+	case o.outage < 0:
+		return bad("-outage must not be negative, got %s", o.outage)
+	case o.outage > 0 && o.natsURL != "":
+		return bad("-outage stops the embedded NATS server; it cannot be used with -nats")
+	case o.outageAt <= 0 || o.outageAt >= 1:
+		return bad("-outage-at must be a fraction in (0, 1), got %g", o.outageAt)
+	case o.pauseAt < 0:
+		return bad("-pause-after must not be negative, got %s", o.pauseAt)
 	case o.pace < 1:
 		return bad("-pace must be at least 1 record per second, got %d", o.pace)
 	case o.timeout <= 0:
@@ -255,6 +275,7 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 
 	url := o.natsURL
 	dataDir := ""
+	var embedded *embeddedServer
 	removeStore := false // set once the job completed: the embedded store goes after the server
 	if url == "" {
 		dataDir = o.data
@@ -274,6 +295,7 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 			}
 		}()
 		url = srv.URL()
+		embedded = srv
 	}
 	sink, err := openLedger(ctx, url, job)
 	if err != nil {
@@ -324,7 +346,7 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 		if reg != nil {
 			r = reg
 		}
-		w, err := newWorker(name, runID, natsCfg, sink, newReadPace(o.pace), f, logger, r)
+		w, err := newWorker(name, runID, natsCfg, sink, newReadPace(o.pace), o.pauseAt, f, logger, r)
 		if err != nil {
 			return nil, err
 		}
@@ -355,11 +377,20 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	for i, w := range workers {
 		wg.Go(func() { errs[i] = w.run(ctx, plan) })
 	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var faults sync.WaitGroup
 	if o.instance == "" && o.crashAt > 0 {
-		done := make(chan struct{})
-		go func() { wg.Wait(); close(done) }()
-		crashAtFraction(ctx, done, o.crashAt, ds, sink, workers, f, disp.note)
+		faults.Go(func() { crashAtFraction(ctx, done, o.crashAt, ds, sink, workers, f, disp.note) })
 	}
+	if o.outage > 0 {
+		faults.Go(func() {
+			if err := outageAtFraction(ctx, done, o.outageAt, o.outage, ds, sink, embedded, disp.note); err != nil {
+				fmt.Fprintf(stderr, "backfill: %v\n", err)
+			}
+		})
+	}
+	faults.Wait()
 	wg.Wait()
 	elapsed := time.Since(start)
 	disp.finish()
@@ -426,30 +457,56 @@ func logWriter(mode int, level string, stderr io.Writer) (io.Writer, *os.File, e
 // the worker holding the most splits. It returns after the crash, when done is
 // closed, or when ctx ends.
 func crashAtFraction(ctx context.Context, done <-chan struct{}, frac float64, ds *dataset, sink *ledger, workers []*worker, f *fleet, note func(string)) {
+	var victim *worker
+	var t tally
+	if !waitUntil(ctx, done, func() bool {
+		t = tallyOf(ds, sink.snapshot())
+		victim = victimHolding(workers)
+		return t.delivered >= int64(frac*float64(ds.records)) && victim != nil
+	}) {
+		return
+	}
+	victim.crashNow()
+	held := f.crashed(victim.name)
+	note(fmt.Sprintf("CRASH: %s aborted at %s delivered, holding %s (%s); its leases expire within %s",
+		victim.name, percent(t.delivered, t.planned), count(len(held), "split"), joinIDs(held), leaseDuration))
+}
+
+// outageAtFraction waits until frac of the records are delivered, then
+// stops the embedded server for d and restarts it on the same store. It
+// returns after the restart, when done is closed, or when ctx ends.
+func outageAtFraction(ctx context.Context, done <-chan struct{}, frac float64, d time.Duration, ds *dataset, sink *ledger, srv *embeddedServer, note func(string)) error {
+	var t tally
+	if !waitUntil(ctx, done, func() bool {
+		t = tallyOf(ds, sink.snapshot())
+		return t.delivered >= int64(frac*float64(ds.records))
+	}) {
+		return nil
+	}
+	note(fmt.Sprintf("OUTAGE: NATS stopped at %s delivered, for %s", percent(t.delivered, t.planned), d))
+	if err := srv.outage(ctx, d); err != nil {
+		return fmt.Errorf("restarting the embedded NATS server after the outage: %w", err)
+	}
+	note("OUTAGE over: NATS restarted on the same store")
+	return nil
+}
+
+// waitUntil polls cond every 50ms until it holds (true), or done is closed
+// or ctx ends first (false).
+func waitUntil(ctx context.Context, done <-chan struct{}, cond func() bool) bool {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	threshold := int64(frac * float64(ds.records))
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-done:
-			return
+			return false
 		case <-tick.C:
 		}
-		t := tallyOf(ds, sink.snapshot())
-		if t.delivered < threshold {
-			continue
+		if cond() {
+			return true
 		}
-		victim := victimHolding(workers)
-		if victim == nil {
-			continue
-		}
-		victim.crashNow()
-		held := f.crashed(victim.name)
-		note(fmt.Sprintf("CRASH: %s aborted at %s delivered, holding %s (%s); its leases expire within %s",
-			victim.name, percent(t.delivered, t.planned), count(len(held), "split"), joinIDs(held), leaseDuration))
-		return
 	}
 }
 

@@ -35,6 +35,10 @@ func TestBadFlagsExitTwoWithUsage(t *testing.T) {
 		{name: "crash fraction of one", args: []string{"-crash-at", "1"}, want: "-crash-at must be a fraction in [0, 1), got 1"},
 		{name: "crash with one worker", args: []string{"-workers", "1"}, want: "-crash-at needs at least 2 workers"},
 		{name: "no pace", args: []string{"-pace", "0"}, want: "-pace must be at least 1"},
+		{name: "negative outage", args: []string{"-outage", "-1s"}, want: "-outage must not be negative, got -1s"},
+		{name: "outage on external nats", args: []string{"-outage", "2s", "-nats", "nats://127.0.0.1:1"}, want: "-outage stops the embedded NATS server"},
+		{name: "outage fraction of one", args: []string{"-outage-at", "1"}, want: "-outage-at must be a fraction in (0, 1), got 1"},
+		{name: "negative pause window", args: []string{"-pause-after", "-1s"}, want: "-pause-after must not be negative, got -1s"},
 		{name: "instance without nats", args: []string{"-instance", "a"}, want: "-instance needs -nats"},
 		{name: "verify without nats", args: []string{"-verify"}, want: "-verify needs -nats"},
 		{name: "bad instance", args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, want: "InstanceID may only contain [A-Za-z0-9_-]"},
@@ -121,6 +125,33 @@ func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the embedded store of a completed job was not removed: %v", err)
+	}
+}
+
+func TestFleetLosesNothingAcrossANATSOutage(t *testing.T) {
+	t.Parallel()
+	o := &options{workers: 3, splits: 8, records: 20_000, outage: 2 * time.Second, outageAt: 0.3, pace: 1000,
+		timeout: 90 * time.Second, logLevel: "off", data: t.TempDir()}
+	var out bytes.Buffer
+	rep, err := backfill(t.Context(), o, modePlain, &syncWriter{w: &out}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.write(&out)
+	t.Log(out.String())
+	if rep.Outcome != outcomeOK || rep.Delivered != 20_000 || rep.Lost() != 0 {
+		t.Fatalf("outcome %v, delivered %d, lost %d; want OK, 20000, 0", rep.Outcome, rep.Delivered, rep.Lost())
+	}
+	// A split replays at most what a lane reads in two commit intervals and
+	// one OpTimeout (2 s at 1,000 records/s) per move; each split moves at
+	// most once for one outage.
+	if bound := int64(o.splits) * o.pace * int64(2*commitEvery+opTimeout) / int64(time.Second); rep.Duplicates > bound {
+		t.Errorf("%d duplicates, want at most %d", rep.Duplicates, bound)
+	}
+	for _, want := range []string{"OUTAGE: NATS stopped at ", "OUTAGE over: NATS restarted on the same store", "result:      OK"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -16,9 +15,10 @@ import (
 
 // embeddedServer is an in-process NATS server with JetStream, listening on a
 // random loopback port, with its store in dir. The store outlives the
-// server, so a rerun after an interruption or a kill -9 resumes the job.
+// server, so a rerun after an interruption or a kill -9 resumes the job;
+// -outage stops the server and restarts it on the same port and store.
 type embeddedServer struct {
-	srv *server.Server
+	srv *embednats.Server
 }
 
 // startEmbedded starts the server over the store in dir (created if needed)
@@ -27,18 +27,30 @@ func startEmbedded(dir string) (*embeddedServer, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
 	}
-	srv, err := embednats.Start(dir)
+	srv, err := embednats.StartServer(dir)
 	if err != nil {
 		return nil, err
 	}
 	return &embeddedServer{srv: srv}, nil
 }
 
-// URL returns the server's client URL (nats://127.0.0.1:port).
-func (e *embeddedServer) URL() string { return e.srv.ClientURL() }
+// URL returns the server's client URL (nats://127.0.0.1:port), the same
+// across an outage.
+func (e *embeddedServer) URL() string { return e.srv.URL() }
 
 // Close shuts the server down; its store stays.
-func (e *embeddedServer) Close() { embednats.Stop(e.srv) }
+func (e *embeddedServer) Close() { e.srv.Stop() }
+
+// outage stops the server, waits d (or until ctx ends) and restarts it on
+// the same port over the same store, as an operator restarts NATS.
+func (e *embeddedServer) outage(ctx context.Context, d time.Duration) error {
+	e.srv.Stop()
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	return e.srv.Restart()
+}
 
 // removeJob deletes the KV buckets of job on the server at url: the two
 // natsstore created (coordination_<job>_state and coordination_<job>_lease)

@@ -138,7 +138,7 @@ func (r *report) write(w io.Writer) {
 		fmt.Fprintf(w, "this process: %s\n", count(r.Local, "delivery"))
 	}
 	if r.Duplicates > 0 {
-		fmt.Fprintf(w, "duplicates:  %d (replayed after a crash or forced move: at most one commit interval, %s, of reading per split)\n", r.Duplicates, commitEvery)
+		fmt.Fprintf(w, "duplicates:  %d (replayed after a crash or forced move: at most one commit interval, %s, of reading per split; a NATS outage adds at most the -pause-after window and one OpTimeout, %s, as lanes pause while commits do not land)\n", r.Duplicates, commitEvery, opTimeout)
 	} else {
 		fmt.Fprintf(w, "duplicates:  0\n")
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,7 +29,7 @@ func newReadPace(perSecond int64) readPace {
 	return readPace{batch: 1, interval: time.Second / time.Duration(perSecond)}
 }
 
-// source is one worker's driver.Source and driver.Reader over the generated
+// source is one worker's driver.Source, driver.Reader and driver.Pauser over the generated
 // data set. Each open split has a lane; StartLanes starts its reader, a
 // goroutine that reads the split's records batch by batch at the configured
 // pace, records each batch in the ledger (the sink) and only then
@@ -80,6 +81,8 @@ type lane struct {
 
 	acked    atomic.Int64  // one past the last acknowledged (recorded) record
 	draining atomic.Bool   // intake stopped for a revocation
+	gate     sync.Mutex    // guards resumed
+	resumed  chan struct{} // non-nil while paused; closed by resumeIntake
 	quiet    chan struct{} // closed when the reader goroutine has exited
 	stop     chan struct{} // closed once by halt
 	halted   sync.Once
@@ -87,6 +90,33 @@ type lane struct {
 
 // halt makes the lane's reader stop before its next batch. It never blocks.
 func (l *lane) halt() { l.halted.Do(func() { close(l.stop) }) }
+
+// pauseIntake makes the lane's reader wait before its next batch until resume.
+func (l *lane) pauseIntake() {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	if l.resumed == nil {
+		l.resumed = make(chan struct{})
+	}
+}
+
+// resumeIntake lets a paused reader go on. It never blocks.
+func (l *lane) resumeIntake() {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	if l.resumed != nil {
+		close(l.resumed)
+		l.resumed = nil
+	}
+}
+
+// pausedUntil returns the channel a paused reader waits on, nil when not
+// paused.
+func (l *lane) pausedUntil() <-chan struct{} {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	return l.resumed
+}
 
 // newSource returns the source of worker name; run tells its ledger keys
 // apart from those of the worker's earlier runs.
@@ -173,6 +203,16 @@ func (s *source) read(l *lane) {
 			return
 		case <-s.dead:
 			return
+		}
+		if resumed := l.pausedUntil(); resumed != nil {
+			select {
+			case <-resumed: // resumed, or draining: the loop decides
+			case <-l.stop:
+				return
+			case <-s.dead:
+				return
+			}
+			continue
 		}
 		end := min(pos+s.pace.batch, l.records.End)
 		if err := s.sink.record(l.key, delivery{Split: l.split, Worker: s.name, Start: l.resume, End: end}); err != nil {
@@ -319,6 +359,7 @@ func (s *source) BeginRevoke(split coordination.SplitID) bool {
 		return false
 	}
 	l.draining.Store(true)
+	l.resumeIntake() // a paused reader stops at once instead
 	return true
 }
 
@@ -338,6 +379,25 @@ func (s *source) DrainReady(split coordination.SplitID) (*coordination.SplitProg
 		}
 	}
 	return &coordination.SplitProgress{Watermark: l.acked.Load()}, nil
+}
+
+// PauseLanes makes the given lanes' readers wait before their next batch:
+// their commits are not landing, so nothing more should be read for now.
+func (s *source) PauseLanes(ids []driver.LaneID) {
+	for _, l := range s.lanes {
+		if slices.Contains(ids, l.id) {
+			l.pauseIntake()
+		}
+	}
+}
+
+// ResumeLanes lets paused readers go on where they stopped.
+func (s *source) ResumeLanes(ids []driver.LaneID) {
+	for _, l := range s.lanes {
+		if slices.Contains(ids, l.id) {
+			l.resumeIntake()
+		}
+	}
 }
 
 // wait blocks until every reader goroutine this source started has exited.

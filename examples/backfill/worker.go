@@ -88,6 +88,8 @@ type worker struct {
 	src        *source
 	log        *slog.Logger
 
+	pauseAfter time.Duration // driver.WithPauseAfter; 0 is the default
+
 	cancel context.CancelFunc // ends run's context; set by run
 	ready  chan struct{}      // closed once run has set cancel
 	dead   chan struct{}      // closed once by crashNow: lanes stop at once
@@ -98,7 +100,7 @@ type worker struct {
 
 // newWorker builds worker name against the NATS servers of job. No I/O
 // happens until run.
-func newWorker(name, run string, natsCfg natsstore.Config, sink *ledger, pace readPace, f *fleet,
+func newWorker(name, run string, natsCfg natsstore.Config, sink *ledger, pace readPace, pauseAfter time.Duration, f *fleet,
 	logger *slog.Logger, reg prometheus.Registerer) (*worker, error) {
 	st, err := natsstore.New(natsCfg, leaseDuration)
 	if err != nil {
@@ -112,7 +114,9 @@ func newWorker(name, run string, natsCfg natsstore.Config, sink *ledger, pace re
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	return assemble(c.InstanceID(), run, c, c.Abort, st.Close, sink, pace, f, logger), nil
+	w := assemble(c.InstanceID(), run, c, c.Abort, st.Close, sink, pace, f, logger)
+	w.pauseAfter = pauseAfter
+	return w, nil
 }
 
 // assemble wires a worker around coordinator c and its source. abort crashes
@@ -166,6 +170,7 @@ func (w *worker) run(ctx context.Context, p coordination.Planner) error {
 	err := driver.Run(ctx, w.c, w.src,
 		driver.WithPlanner(p),
 		driver.WithCommitInterval(commitEvery),
+		driver.WithPauseAfter(w.pauseAfter),
 		driver.WithLogger(w.log))
 	w.src.wait()
 	closeErr := w.closeStore()
