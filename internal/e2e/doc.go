@@ -5,7 +5,9 @@
 // killed and brought back. A ledger of every delivery and a watch of every
 // progress record check that every record is delivered, that no committed
 // watermark ever decreases, and that what a split replays stays within the
-// bound driver.Pauser states. The package has no non-test code.
+// bound driver.Pauser states. At the end, coordctl audit reads the store's
+// history of the job (64 revisions per key, enough for every write) and
+// must find the fence held. The package has no non-test code.
 //
 // The progress watch is started once the job runs: a store opening a
 // replicated bucket while other clients provision it can wait its whole

@@ -17,6 +17,7 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/driver"
+	"github.com/spate-go/coordination/internal/coordctl"
 	"github.com/spate-go/coordination/internal/embednats"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
@@ -42,6 +43,10 @@ const (
 
 	outage     = 2 * time.Second  // how long the server (or node) stays down
 	jobTimeout = 90 * time.Second // the whole job, outage included
+
+	// auditHistory is the revisions kept per key, so that coordctl audit
+	// sees every write of a split's life (about 30 here).
+	auditHistory = 64
 )
 
 // replayBound is the most rows one tenancy may replay of its predecessor's:
@@ -327,9 +332,23 @@ func (j *job) judge() {
 	}
 	j.t.Logf("ledger: %d rows, %d duplicates (%.2f%% of the job), %d moves, largest replay %d rows (bound %d)",
 		totalRows, v.duplicates, 100*float64(v.duplicates)/totalRows, v.moves, v.maxReplay, replayBound)
+	j.audit()
 	if j.t.Failed() {
 		j.t.Logf("log:\n%s", j.logs.String())
 	}
+}
+
+// audit runs coordctl audit on the finished job: the store's own history of
+// every split and progress record must show the fence held.
+func (j *job) audit() {
+	j.t.Helper()
+	var out strings.Builder
+	args := []string{"audit", "-nats", strings.Join(j.natsCfg.Servers, ","), "-job", j.natsCfg.Job, "-lease", leaseDuration.String()}
+	if code := coordctl.Run(j.t.Context(), args, &out, &out); code != coordctl.ExitOK {
+		j.t.Errorf("coordctl audit exited %d:\n%s", code, out.String())
+		return
+	}
+	j.t.Logf("coordctl audit:\n%s", out.String())
 }
 
 func TestJobSurvivesServerRestartOnTheSameStore(t *testing.T) {
@@ -339,7 +358,7 @@ func TestJobSurvivesServerRestartOnTheSameStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	j := startJob(t, natsstore.Config{Servers: []string{srv.URL()}, Job: "e2e-single"})
+	j := startJob(t, natsstore.Config{Servers: []string{srv.URL()}, Job: "e2e-single", History: auditHistory})
 	j.waitDelivered(0.05)
 	pw := j.watchProgress()
 	j.waitDelivered(0.3)
@@ -361,7 +380,7 @@ func TestJobSurvivesAClusterNodeRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { embednats.StopAll(nodes) })
-	cfg := natsstore.Config{Job: "e2e-r3", Replicas: 3}
+	cfg := natsstore.Config{Job: "e2e-r3", Replicas: 3, History: auditHistory}
 	for _, n := range nodes {
 		cfg.Servers = append(cfg.Servers, n.URL())
 	}
