@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -97,10 +98,19 @@ const (
 	faultMaybeLand
 	faultPanic
 	faultMaybeLandEvery // persistent: every matching write lands, then reports an error
+	faultLate           // the write lands only after the caller's context ended
+	faultLateEvery      // persistent faultLate
+	faultFailReads      // persistent: matching reads fail
 )
 
+// persistent reports whether the fault stays armed after firing.
+func (k faultKind) persistent() bool {
+	return k == faultMaybeLandEvery || k == faultLateEvery || k == faultFailReads
+}
+
 // Fault is one armed fault of a [FaultStore]: one-shot, or persistent
-// until [FaultStore.Disarm]. It is safe for concurrent use.
+// until [FaultStore.Remove] or [FaultStore.Disarm]. It is safe for
+// concurrent use.
 type Fault struct {
 	kind  faultKind
 	match Match
@@ -131,11 +141,13 @@ type FaultStore struct {
 	mu          sync.Mutex
 	inner       store.Store // the wrapped store; swapped by Replace
 	faults      []*Fault
-	failReads   []Match // Gets that fail (FailReads)
+	failReads   []*Fault // reads that fail (FailReads)
 	partitioned bool
 	noWatch     bool          // Watch refused while set
 	hung        chan struct{} // non-nil while hung; closed by Unhang
 	watches     map[*faultWatcher]struct{}
+	duplicate   bool // live watch events are delivered twice (DuplicateWatchEvents)
+	stale       bool // live watch events are followed by a stale echo (StaleWatchEvents)
 }
 
 var (
@@ -194,12 +206,64 @@ func (s *FaultStore) MaybeLandNextWrite(m Match) *Fault { return s.arm(faultMayb
 // caller's timeout, for a while).
 func (s *FaultStore) MaybeLandEveryWrite(m Match) *Fault { return s.arm(faultMaybeLandEvery, m) }
 
-// FailReads makes every Get in keyspace ks of a key starting with prefix
-// return Retryable "injected: read failed" until [FaultStore.Disarm].
-func (s *FaultStore) FailReads(ks store.Keyspace, prefix string) {
+// LandLateNextWrite arms a fault: the first write matching m waits until the
+// caller's context ends (its timeout), then lands and returns Retryable
+// "injected: write landed after the caller's timeout" wrapping the
+// context's error: the caller gave up on a write that lands anyway. A
+// context with no deadline and no cancel lands at once. Then the fault
+// disarms.
+func (s *FaultStore) LandLateNextWrite(m Match) *Fault { return s.arm(faultLate, m) }
+
+// LandLateEveryWrite arms the persistent form of [FaultStore.LandLateNextWrite]:
+// every write matching m lands after its caller's timeout, until
+// [FaultStore.Remove] or [FaultStore.Disarm] (a store slower than the
+// caller's timeout).
+func (s *FaultStore) LandLateEveryWrite(m Match) *Fault { return s.arm(faultLateEvery, m) }
+
+// FailReads makes reads in keyspace ks fail with Retryable "injected: read
+// failed" while writes keep working, until [FaultStore.Remove] of the
+// returned fault or [FaultStore.Disarm]: every Get of a key starting with
+// prefix, and every List whose prefix and this one overlap (one starts with
+// the other).
+func (s *FaultStore) FailReads(ks store.Keyspace, prefix string) *Fault {
+	f := &Fault{kind: faultFailReads, match: Match{Keyspace: ks, Prefix: prefix}}
 	s.mu.Lock()
-	s.failReads = append(s.failReads, Match{Keyspace: ks, Prefix: prefix})
+	s.failReads = append(s.failReads, f)
 	s.mu.Unlock()
+	return f
+}
+
+// readFails reports whether a read of key (a Get) or of prefix (a List,
+// list set) in ks fails, marking the failing fault fired.
+func (s *FaultStore) readFails(ks store.Keyspace, key string, list bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, f := range s.failReads {
+		p := f.match.Prefix
+		if ks != f.match.Keyspace || !(strings.HasPrefix(key, p) || (list && strings.HasPrefix(p, key))) {
+			continue
+		}
+		f.mu.Lock()
+		f.fired = true
+		f.mu.Unlock()
+		return true
+	}
+	return false
+}
+
+func errReadFailed() error {
+	return &coordination.Error{Kind: coordination.Retryable, Reason: "injected: read failed"}
+}
+
+// Remove disarms f, a fault of this store (one that has not fired yet, a
+// persistent one, or a read failure); other faults stay armed.
+func (s *FaultStore) Remove(f *Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	drop := func(fs []*Fault) []*Fault {
+		return slices.DeleteFunc(fs, func(g *Fault) bool { return g == f })
+	}
+	s.faults, s.failReads = drop(s.faults), drop(s.failReads)
 }
 
 // PanicNextWrite arms a fault: the first write matching m panics with
@@ -216,10 +280,11 @@ func (s *FaultStore) arm(k faultKind, m Match) *Fault {
 }
 
 // Disarm removes every armed fault that has not fired, every persistent
-// fault and every read failure.
+// fault and every read failure, and ends duplicated and stale watch events.
 func (s *FaultStore) Disarm() {
 	s.mu.Lock()
 	s.faults, s.failReads = nil, nil
+	s.duplicate, s.stale = false, false
 	s.mu.Unlock()
 }
 
@@ -275,10 +340,6 @@ func (s *FaultStore) UnblockWatches() {
 	s.mu.Unlock()
 }
 
-func errWatchBroken() error {
-	return &coordination.Error{Kind: coordination.Retryable, Reason: "injected: watch broken"}
-}
-
 // Hang makes the store stop answering this member: until [FaultStore.Unhang],
 // every new operation blocks until its context ends and then returns
 // Retryable "injected: store hung: <context error>". Open watches keep
@@ -330,7 +391,7 @@ func (s *FaultStore) take(op WriteOp, ks store.Keyspace, key string, value []byt
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
 		if f.match.matches(op, ks, key, value) {
-			if f.kind != faultMaybeLandEvery {
+			if !f.kind.persistent() {
 				s.faults = append(s.faults[:i:i], s.faults[i+1:]...)
 			}
 			f.mu.Lock()
@@ -355,30 +416,44 @@ func (s *FaultStore) LeaseTTL() time.Duration { return s.target().LeaseTTL() }
 
 // write runs one write through the partition, the hang and the first armed
 // fault that matches it; do performs the write on the wrapped store.
-func (s *FaultStore) write(ctx context.Context, op WriteOp, ks store.Keyspace, key string, value []byte, do func() error) error {
+func (s *FaultStore) write(ctx context.Context, op WriteOp, ks store.Keyspace, key string, value []byte, do func(context.Context) error) error {
 	if err := s.gate(ctx); err != nil {
 		return err
 	}
 	f := s.take(op, ks, key, value)
 	switch {
 	case f == nil:
-		return do()
+		return do(ctx)
 	case f.kind == faultPanic:
 		panic("injected panic")
 	case f.kind == faultDrop:
 		return errDropped()
+	case f.kind == faultLate || f.kind == faultLateEvery:
+		return s.landLate(ctx, do)
 	}
-	if err := do(); err != nil {
+	if err := do(ctx); err != nil {
 		return err
 	}
 	return errReplyLost()
+}
+
+// landLate waits for ctx to end, then performs the write and reports it as
+// timed out; a context that never ends lands at once.
+func (s *FaultStore) landLate(ctx context.Context, do func(context.Context) error) error {
+	if ctx.Done() != nil {
+		<-ctx.Done()
+	}
+	if err := do(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	return &coordination.Error{Kind: coordination.Retryable, Reason: "injected: write landed after the caller's timeout", Err: ctx.Err()}
 }
 
 // Create is store.Store.Create with this member's faults applied.
 func (s *FaultStore) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
 	var rev store.Revision
 	var ok bool
-	err := s.write(ctx, OpCreate, ks, key, value, func() (err error) {
+	err := s.write(ctx, OpCreate, ks, key, value, func(ctx context.Context) (err error) {
 		rev, ok, err = s.target().Create(ctx, ks, key, value)
 		return err
 	})
@@ -392,7 +467,7 @@ func (s *FaultStore) Create(ctx context.Context, ks store.Keyspace, key string, 
 func (s *FaultStore) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
 	var rev store.Revision
 	var ok bool
-	err := s.write(ctx, OpUpdate, ks, key, value, func() (err error) {
+	err := s.write(ctx, OpUpdate, ks, key, value, func(ctx context.Context) (err error) {
 		rev, ok, err = s.target().Update(ctx, ks, key, value, expected)
 		return err
 	})
@@ -405,7 +480,7 @@ func (s *FaultStore) Update(ctx context.Context, ks store.Keyspace, key string, 
 // Delete is store.Store.Delete with this member's faults applied.
 func (s *FaultStore) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
 	var ok bool
-	err := s.write(ctx, OpDelete, ks, key, nil, func() (err error) {
+	err := s.write(ctx, OpDelete, ks, key, nil, func(ctx context.Context) (err error) {
 		ok, err = s.target().Delete(ctx, ks, key, expected)
 		return err
 	})
@@ -421,136 +496,23 @@ func (s *FaultStore) Get(ctx context.Context, ks store.Keyspace, key string) (st
 	if err := s.gate(ctx); err != nil {
 		return store.Entry{}, false, err
 	}
-	s.mu.Lock()
-	fail := false
-	for _, m := range s.failReads {
-		fail = fail || m.matches(OpUpdate, ks, key, nil)
-	}
-	s.mu.Unlock()
-	if fail {
-		return store.Entry{}, false, &coordination.Error{Kind: coordination.Retryable, Reason: "injected: read failed"}
+	if s.readFails(ks, key, false) {
+		return store.Entry{}, false, errReadFailed()
 	}
 	return s.target().Get(ctx, ks, key)
 }
 
-// List is store.Store.List, subject to the partition and the hang.
+// List is store.Store.List, subject to the partition, the hang and
+// [FaultStore.FailReads].
 func (s *FaultStore) List(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
 	if err := s.gate(ctx); err != nil {
 		return nil, err
 	}
+	if s.readFails(ks, prefix, true) {
+		return nil, errReadFailed()
+	}
 	return s.target().List(ctx, ks, prefix)
-}
-
-// Watch is store.Store.Watch, subject to the partition, the hang and
-// [FaultStore.BlockWatches]; a partition or a watch block breaks the
-// returned watch.
-func (s *FaultStore) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
-	if err := s.gate(ctx); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	refused := s.noWatch
-	s.mu.Unlock()
-	if refused {
-		return nil, errWatchBroken()
-	}
-	inner, err := s.target().Watch(ctx, ks, prefix)
-	if err != nil {
-		return nil, err
-	}
-	w := &faultWatcher{
-		inner: inner,
-		out:   make(chan store.WatchEvent, 64),
-		brk:   make(chan struct{}),
-		stop:  make(chan struct{}),
-	}
-	// A Partition or BlockWatches made while the inner watch was opening
-	// found no watch to break: break it now.
-	s.mu.Lock()
-	s.watches[w] = struct{}{}
-	part, blocked := s.partitioned, s.noWatch
-	s.mu.Unlock()
-	go func() {
-		w.run()
-		s.mu.Lock()
-		delete(s.watches, w)
-		s.mu.Unlock()
-	}()
-	switch {
-	case part:
-		w.breakWith(errPartitioned())
-	case blocked:
-		w.breakWith(errWatchBroken())
-	}
-	return w, nil
 }
 
 // Close closes the wrapped store.
 func (s *FaultStore) Close() error { return s.target().Close() }
-
-// faultWatcher forwards an inner watch until it ends, is stopped, or a
-// partition breaks it.
-type faultWatcher struct {
-	inner store.Watcher
-	out   chan store.WatchEvent // cap 64; closed by run when the watch ends
-
-	once    sync.Once
-	brk     chan struct{} // closed by breakWith
-	brkErr  error         // set before brk is closed
-	stopped sync.Once
-	stop    chan struct{} // closed by Stop
-
-	err error // written by run before out is closed
-}
-
-func (w *faultWatcher) breakWith(err error) {
-	w.once.Do(func() {
-		w.brkErr = err
-		close(w.brk)
-	})
-}
-
-func (w *faultWatcher) run() {
-	defer close(w.out)
-	in := w.inner.Events()
-	for {
-		select {
-		case ev, ok := <-in:
-			if !ok {
-				w.err = w.inner.Err()
-				return
-			}
-			select {
-			case w.out <- ev:
-			case <-w.brk:
-				w.end(w.brkErr)
-				return
-			case <-w.stop:
-				w.end(nil)
-				return
-			}
-		case <-w.brk:
-			w.end(w.brkErr)
-			return
-		case <-w.stop:
-			w.end(nil)
-			return
-		}
-	}
-}
-
-// end stops the inner watch because this one was broken (err) or stopped
-// (nil).
-func (w *faultWatcher) end(err error) {
-	w.inner.Stop()
-	w.err = err
-}
-
-// Events returns the forwarded events; it is closed when the watch ends.
-func (w *faultWatcher) Events() <-chan store.WatchEvent { return w.out }
-
-// Err says why the watch ended, once Events is closed.
-func (w *faultWatcher) Err() error { return w.err }
-
-// Stop ends the watch; it may be called more than once.
-func (w *faultWatcher) Stop() { w.stopped.Do(func() { close(w.stop) }) }

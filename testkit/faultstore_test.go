@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -344,5 +345,103 @@ func TestFaultStoreForwardsTheValueCap(t *testing.T) {
 		if strings.HasPrefix(e.Key, "spec.") || strings.HasPrefix(e.Key, "split.") {
 			t.Errorf("part of the refused plan was seeded: %s", e.Key)
 		}
+	}
+}
+
+func TestFaultStoreLandLateNextWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs, inner := newFaultStore(t)
+		f := fs.LandLateNextWrite(Match{Prefix: "split."})
+		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		_, _, err := fs.Create(ctx, store.Durable, "split.a", []byte("v1"))
+		wantRetryable(t, err, "injected: write landed after the caller's timeout")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want it to wrap the caller's context.DeadlineExceeded", err)
+		}
+		if took := time.Since(start); took != 200*time.Millisecond {
+			t.Fatalf("the write returned after %v, want at the caller's timeout (200ms)", took)
+		}
+		if e, ok, err := inner.Get(t.Context(), store.Durable, "split.a"); !ok || err != nil || string(e.Value) != "v1" {
+			t.Fatalf("the late write did not land: %v %v %q", ok, err, e.Value)
+		}
+		if !f.Fired() {
+			t.Fatal("fault did not report Fired")
+		}
+		if _, _, err := fs.Create(t.Context(), store.Durable, "split.b", []byte("v1")); err != nil {
+			t.Fatalf("second write: %v, want nil (the fault fires once)", err)
+		}
+	})
+}
+
+func TestFaultStorePersistentFaultsUntilRemoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs, inner := newFaultStore(t)
+		late := fs.LandLateEveryWrite(Match{Prefix: "late."})
+		maybe := fs.MaybeLandEveryWrite(Match{Prefix: "maybe."})
+		for i := range 3 {
+			ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+			_, _, err := fs.Create(ctx, store.Durable, fmt.Sprintf("late.%d", i), nil)
+			cancel()
+			wantRetryable(t, err, "injected: write landed after the caller's timeout")
+			_, _, err = fs.Create(t.Context(), store.Durable, fmt.Sprintf("maybe.%d", i), nil)
+			wantRetryable(t, err, "injected: reply lost after the write landed")
+		}
+		if es, _ := inner.List(t.Context(), store.Durable, ""); len(es) != 6 {
+			t.Fatalf("%d keys landed, want 6 (every faulted write lands)", len(es))
+		}
+		fs.Remove(late)
+		if _, _, err := fs.Create(t.Context(), store.Durable, "late.x", nil); err != nil {
+			t.Fatalf("after Remove: %v, want nil", err)
+		}
+		_, _, err := fs.Create(t.Context(), store.Durable, "maybe.x", nil)
+		wantRetryable(t, err, "injected: reply lost after the write landed")
+		fs.Remove(maybe)
+		if _, _, err := fs.Create(t.Context(), store.Durable, "maybe.y", nil); err != nil {
+			t.Fatalf("after Remove: %v, want nil", err)
+		}
+	})
+}
+
+func TestFaultStoreFailReads(t *testing.T) {
+	ctx := context.Background()
+	fs, _ := newFaultStore(t)
+	for _, k := range []string{"job.a", "progress.a"} {
+		if _, _, err := fs.Create(ctx, store.Durable, k, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := fs.FailReads(store.Durable, "job.")
+	for _, tc := range []struct {
+		name string
+		read func() error
+		fail bool
+	}{
+		{"get under the prefix", func() error { _, _, err := fs.Get(ctx, store.Durable, "job.a"); return err }, true},
+		{"get elsewhere", func() error { _, _, err := fs.Get(ctx, store.Durable, "progress.a"); return err }, false},
+		{"get in the other keyspace", func() error { _, _, err := fs.Get(ctx, store.Ephemeral, "job.a"); return err }, false},
+		{"list of a wider prefix", func() error { _, err := fs.List(ctx, store.Durable, ""); return err }, true},
+		{"list of a narrower prefix", func() error { _, err := fs.List(ctx, store.Durable, "job.a"); return err }, true},
+		{"list of another prefix", func() error { _, err := fs.List(ctx, store.Durable, "progress."); return err }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.read()
+			if tc.fail {
+				wantRetryable(t, err, "injected: read failed")
+			} else if err != nil {
+				t.Fatalf("read: %v, want nil", err)
+			}
+		})
+	}
+	if _, ok, err := fs.Update(ctx, store.Durable, "job.a", []byte("v"), 1); !ok || err != nil {
+		t.Fatalf("a write while reads fail: %v %v, want it to work", ok, err)
+	}
+	if !f.Fired() {
+		t.Fatal("fault did not report Fired")
+	}
+	fs.Remove(f)
+	if _, _, err := fs.Get(ctx, store.Durable, "job.a"); err != nil {
+		t.Fatalf("after Remove: %v", err)
 	}
 }
