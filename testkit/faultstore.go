@@ -210,8 +210,7 @@ func (s *FaultStore) MaybeLandEveryWrite(m Match) *Fault { return s.arm(faultMay
 // caller's context ends (its timeout), then lands and returns Retryable
 // "injected: write landed after the caller's timeout" wrapping the
 // context's error: the caller gave up on a write that lands anyway. A
-// context with no deadline and no cancel lands at once. Then the fault
-// disarms.
+// context with no deadline lands at once. Then the fault disarms.
 func (s *FaultStore) LandLateNextWrite(m Match) *Fault { return s.arm(faultLate, m) }
 
 // LandLateEveryWrite arms the persistent form of [FaultStore.LandLateNextWrite]:
@@ -437,10 +436,10 @@ func (s *FaultStore) write(ctx context.Context, op WriteOp, ks store.Keyspace, k
 	return errReplyLost()
 }
 
-// landLate waits for ctx to end, then performs the write and reports it as
-// timed out; a context that never ends lands at once.
+// landLate waits for ctx's deadline, then performs the write and reports it
+// as timed out; without a deadline it lands at once.
 func (s *FaultStore) landLate(ctx context.Context, do func(context.Context) error) error {
-	if ctx.Done() != nil {
+	if _, ok := ctx.Deadline(); ok {
 		<-ctx.Done()
 	}
 	if err := do(context.WithoutCancel(ctx)); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -50,9 +52,10 @@ type Fleet struct {
 	cancel  context.CancelFunc
 
 	members  map[string]*Member
-	order    []string // member ids in first-start order
-	reported int      // violations already reported
-	steps    int      // clock steps taken by Advance
+	skewed   map[string]*skewedClock // members' own clocks (WithClockRate)
+	order    []string                // member ids in first-start order
+	reported int                     // violations already reported
+	steps    int                     // clock steps taken by Advance
 	armNext  func(*FaultStore)
 	closed   bool
 }
@@ -63,6 +66,7 @@ type fleetOptions struct {
 	logger      *slog.Logger
 	onFail      func(msg string) // nil: t.Fatal
 	failureLogs bool
+	clockRates  map[string]float64 // member name → rate of its own clock
 }
 
 // Option configures a [Fleet].
@@ -72,6 +76,36 @@ type Option func(*fleetOptions)
 // harness defaults and before the member's own mutators.
 func WithConfig(mutate func(*coordination.Config)) Option {
 	return func(o *fleetOptions) { o.cfgMutators = append(o.cfgMutators, mutate) }
+}
+
+// WithClockRate gives member (by fleet name, every incarnation) a clock of
+// its own that runs at rate times the fleet's clock: 1.05 runs 5% fast, 0.95
+// 5% slow. The store keeps the fleet's clock, so the member's timers
+// (heartbeats, its own lease judgement, deadlines) drift against the
+// store's expiry, as on a machine whose clock is skewed. rate must be
+// positive.
+func WithClockRate(member string, rate float64) Option {
+	return func(o *fleetOptions) {
+		if o.clockRates == nil {
+			o.clockRates = map[string]float64{}
+		}
+		o.clockRates[member] = rate
+	}
+}
+
+// skewedClock is a member's own clock, advanced with the fleet's at a rate.
+type skewedClock struct {
+	mock  *clock.Mock
+	rate  float64
+	carry float64 // nanoseconds owed below one
+}
+
+// add advances the clock by rate times d.
+func (c *skewedClock) add(d time.Duration) {
+	ns := float64(d)*c.rate + c.carry
+	whole := time.Duration(ns)
+	c.carry = ns - float64(whole)
+	c.mock.Add(whole)
 }
 
 // WithUntilBudget sets how much clock time [Fleet.Until] may advance before
@@ -196,6 +230,15 @@ func NewFleet(t testing.TB, opts ...Option) *Fleet {
 		ctx:     ctx,
 		cancel:  cancel,
 		members: make(map[string]*Member),
+		skewed:  make(map[string]*skewedClock),
+	}
+	for name, rate := range o.clockRates {
+		if rate <= 0 {
+			t.Fatalf("testkit: WithClockRate(%q, %v): the rate must be positive", name, rate)
+		}
+		m := clock.NewMock()
+		m.Set(mock.Now())
+		f.skewed[name] = &skewedClock{mock: m, rate: rate}
 	}
 	t.Cleanup(f.Close)
 	return f
@@ -287,6 +330,9 @@ func (f *Fleet) startAs(name, instance string, p coordination.Planner, mutators 
 	cfg := f.cfg
 	cfg.InstanceID = instance
 	cfg.Clock = f.clock
+	if c := f.skewed[name]; c != nil {
+		cfg.Clock = c.mock
+	}
 	reg := prometheus.NewRegistry()
 	cfg.Metrics = reg
 	if f.opts.logger != nil {
@@ -416,6 +462,9 @@ func (f *Fleet) Advance(d time.Duration) {
 		s := min(step, d)
 		d -= s
 		f.clock.Add(s)
+		for _, name := range slices.Sorted(maps.Keys(f.skewed)) { // in a fixed order: timers fire in it
+			f.skewed[name].add(s)
+		}
 		f.steps++
 		time.Sleep(s)
 		f.settle()

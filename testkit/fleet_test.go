@@ -121,3 +121,25 @@ func TestTestPlannerStagesAndCursor(t *testing.T) {
 		t.Fatalf("Splits = %+v", ws)
 	}
 }
+
+func TestFleetClockRateSkewsAMembersClock(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		_, p := newJob(2)
+		fast := f.Start("fast", p)
+		slow := f.Start("slow", p)
+		plain := f.Start("plain", p)
+		start := f.Now()
+		f.Advance(3 * time.Second)
+		for _, tc := range []struct {
+			m    *Member
+			want time.Duration
+		}{{fast, 3300 * time.Millisecond}, {slow, 2700 * time.Millisecond}, {plain, 3 * time.Second}} {
+			if got := tc.m.Config().Clock.Now().Sub(start); got != tc.want {
+				t.Errorf("%s's clock advanced %v while the fleet's advanced 3s, want %v", tc.m.ID(), got, tc.want)
+			}
+		}
+		if got := f.Now().Sub(start); got != 3*time.Second {
+			t.Errorf("the fleet's clock advanced %v, want 3s", got)
+		}
+	}, WithClockRate("fast", 1.1), WithClockRate("slow", 0.9))
+}
