@@ -1,7 +1,10 @@
 package testkit
 
 import (
+	"flag"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +16,29 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// The system property of issues #4 and #5 (SPEC §30, ARCHITECTURE §5 layer
-// 5): random fleets run random schedules of commits, completions, crashes,
-// restarts, partitions, watch outages, dropped and maybe-landed writes, clock advances,
-// Fail and Release calls, joins and departures, with workers that consent to, decline or ignore revocations.
-// The fleet checks the invariants of §30.4 after every step; once the faults
-// stop, every live worker reaches AllComplete or Stalled, all the same (I6).
+// The system property of issues #4, #5 and #12: random fleets run random
+// schedules of commits, completions, crashes, restarts, partitions, watch
+// outages, dropped and maybe-landed writes (one-shot, or every matching
+// write for a while), writes that land after the caller's timeout, reads
+// and listings failing on their own, watches that go silent, duplicated and
+// stale watch events, clock advances, Fail and Release calls, joins and
+// departures, with workers that consent to, decline or ignore revocations
+// and whose clocks may run up to 10% fast or slow. The fleet checks the
+// safety invariants of [Checker] after every step; once the faults stop,
+// every live worker reaches AllComplete or Stalled, all the same (I6). Two
+// liveness invariants are checked at the end:
+//
+//   - L1, a worker whose writes all land never loses a split: a member
+//     incarnation is healthy when, while it ran, it was never partitioned
+//     and none of its writes was dropped and none of its reads failed
+//     (its writes may land late or lose their replies, its watches may
+//     break, go silent, repeat or echo, its clock may be skewed). A healthy
+//     incarnation receives no Lost for a tenancy in which it received no
+//     RevokeRequested (a forced or declined revocation is a move, not a
+//     loss).
+//   - L2, a split that never fails is never quarantined: when no split is
+//     poison, no worker called Fail, nobody crashed and every incarnation
+//     was healthy, no split is quarantined and no attempt is charged.
 //
 // Every input is drawn before the bubble starts; each schedule runs in its
 // own synctest bubble and returns a verdict, and the *rapid.T fails outside
@@ -42,8 +62,30 @@ const (
 	stepDrop
 	stepMaybeLand
 	stepWatchOutage
+	stepLandEvery // every write of a target maybe-lands or lands late, for a while
+	stepLandLate  // the next write of a target lands after its caller's timeout
+	stepFailReads // reads of a prefix fail, for a while
+	stepSilence   // the open watches go silent
+	stepDuplicate // live watch events are delivered twice, until the faults stop
+	stepStale     // live watch events are followed by stale echoes, until the faults stop
 	numStepKinds
 )
+
+// readTargets are the reads a read failure can hit.
+var readTargets = []struct {
+	name string
+	ks   store.Keyspace
+	pref string
+}{
+	{"presence and leader", store.Ephemeral, ""},
+	{"split records", store.Durable, protocol.PrefixSplit},
+	{"the job family", store.Durable, protocol.PrefixJob},
+	{"progress records", store.Durable, protocol.PrefixProgress},
+	{"specs", store.Durable, "spec."},
+}
+
+// clockRates are the rates a worker's clock may run at (most run true).
+var clockRates = []float64{1, 1, 1, 0.95, 1.05, 0.9, 1.1}
 
 // faultTargets are the writes a drop or maybe-landed fault can hit.
 var faultTargets = []struct {
@@ -62,8 +104,10 @@ var faultTargets = []struct {
 
 type schedStep struct {
 	kind   stepKind
-	worker int // index into the worker names
-	n      int // advance: clock steps; work: Work; revoke: Revoke
+	worker int  // index into the worker names
+	n      int  // advance: clock steps; work: Work; revoke: Revoke; faults: the target
+	dur    int  // landEvery, failReads: clock steps the fault lasts
+	late   bool // landEvery: land late instead of losing the reply
 }
 
 var workNames = map[Work]string{WorkHold: "hold", WorkCommit: "commit", WorkComplete: "complete", WorkStream: "stream"}
@@ -100,6 +144,22 @@ func (s schedStep) String() string {
 		return fmt.Sprintf("%s: drop the next write of %s", w, faultTargets[s.n].name)
 	case stepMaybeLand:
 		return fmt.Sprintf("%s: the next write of %s lands but reports an error", w, faultTargets[s.n].name)
+	case stepLandEvery:
+		how := "lands but reports an error"
+		if s.late {
+			how = "lands after its caller's timeout"
+		}
+		return fmt.Sprintf("%s: every write of %s %s, for %d steps", w, faultTargets[s.n].name, how, s.dur)
+	case stepLandLate:
+		return fmt.Sprintf("%s: the next write of %s lands after its caller's timeout", w, faultTargets[s.n].name)
+	case stepFailReads:
+		return fmt.Sprintf("%s: reads of %s fail, for %d steps", w, readTargets[s.n].name, s.dur)
+	case stepSilence:
+		return "silence " + w + "'s open watches"
+	case stepDuplicate:
+		return w + "'s watches deliver every live event twice"
+	case stepStale:
+		return w + "'s watches echo stale events"
 	}
 	return "?"
 }
@@ -115,14 +175,15 @@ type schedule struct {
 	workers     int // started at the beginning
 	weights     []uint64
 	maxAttempts uint32
-	maxInFlight []int // per worker
-	poison      int   // index of a split every worker fails whenever gained; -1 for none
+	maxInFlight []int     // per worker
+	clockRates  []float64 // per worker
+	poison      int       // index of a split every worker fails whenever gained; -1 for none
 	steps       []schedStep
 }
 
 func (s schedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "workers %d, split weights %v, MaxAttempts %d, MaxInFlight %v", s.workers, s.weights, s.maxAttempts, s.maxInFlight)
+	fmt.Fprintf(&b, "workers %d, split weights %v, MaxAttempts %d, MaxInFlight %v, clock rates %v", s.workers, s.weights, s.maxAttempts, s.maxInFlight, s.clockRates)
 	if s.poison >= 0 {
 		fmt.Fprintf(&b, ", every worker fails split s%02d", s.poison)
 	}
@@ -139,6 +200,7 @@ func drawSchedule(t *rapid.T) schedule {
 		weights:     rapid.SliceOfN(rapid.Uint64Range(1, 5), 1, 12).Draw(t, "weights"),
 		maxAttempts: uint32(rapid.IntRange(2, 4).Draw(t, "maxAttempts")),
 		maxInFlight: rapid.SliceOfN(rapid.IntRange(1, 8), maxWorkers, maxWorkers).Draw(t, "maxInFlight"),
+		clockRates:  rapid.SliceOfN(rapid.SampledFrom(clockRates), maxWorkers, maxWorkers).Draw(t, "clockRates"),
 	}
 	s.poison = -1
 	if rapid.IntRange(0, 9).Draw(t, "poisoned") < 3 {
@@ -157,8 +219,15 @@ func drawSchedule(t *rapid.T) schedule {
 			st.n = rapid.IntRange(0, 3).Draw(t, fmt.Sprintf("work%d", i))
 		case stepRevoke:
 			st.n = rapid.IntRange(0, 2).Draw(t, fmt.Sprintf("revoke%d", i))
-		case stepDrop, stepMaybeLand:
+		case stepDrop, stepMaybeLand, stepLandLate:
 			st.n = rapid.IntRange(0, len(faultTargets)-1).Draw(t, fmt.Sprintf("target%d", i))
+		case stepLandEvery:
+			st.n = rapid.IntRange(0, len(faultTargets)-1).Draw(t, fmt.Sprintf("target%d", i))
+			st.late = rapid.Bool().Draw(t, fmt.Sprintf("late%d", i))
+			st.dur = rapid.IntRange(1, 36).Draw(t, fmt.Sprintf("dur%d", i))
+		case stepFailReads:
+			st.n = rapid.IntRange(0, len(readTargets)-1).Draw(t, fmt.Sprintf("reads%d", i))
+			st.dur = rapid.IntRange(1, 36).Draw(t, fmt.Sprintf("dur%d", i))
 		}
 		s.steps = append(s.steps, st)
 	}
@@ -174,8 +243,21 @@ func runSchedule(t *testing.T, s schedule) string {
 		panic(fmt.Sprintf("testkit: a system-property schedule ran for %v of real time without finishing (busy loop inside the bubble?)\nschedule:\n%s", scheduleWatchdog, s))
 	})
 	defer watchdog.Stop()
-	return runCollecting(t, func(f *Fleet) { execute(f, s) },
-		WithConfig(func(c *coordination.Config) { c.MaxAttempts = s.maxAttempts }), WithUntilBudget(40*time.Second))
+	opts := []Option{WithConfig(func(c *coordination.Config) { c.MaxAttempts = s.maxAttempts }), WithUntilBudget(40 * time.Second)}
+	for i, r := range s.clockRates {
+		if r != 1 {
+			opts = append(opts, WithClockRate(workerName(i), r))
+		}
+	}
+	return runCollecting(t, func(f *Fleet) { execute(f, s) }, opts...)
+}
+
+// incarnation is one run of a member in a schedule, for the liveness
+// invariants: its events are m.Log()[from:] up to the next incarnation's.
+type incarnation struct {
+	m         *Member
+	from      int
+	unhealthy string // why L1 does not apply; "" while healthy
 }
 
 func execute(f *Fleet, s schedule) {
@@ -190,10 +272,21 @@ func execute(f *Fleet, s schedule) {
 			policies[i].FailSplits = map[coordination.SplitID]bool{poison: true}
 		}
 	}
+	var incs []*incarnation
+	current := map[string]*incarnation{}
 	start := func(i int) {
 		m := f.Start(workerName(i), p, setMaxInFlight(s.maxInFlight[i]))
 		m.Policy = policies[i]
+		inc := &incarnation{m: m, from: len(m.Log())}
+		incs = append(incs, inc)
+		current[m.ID()] = inc
 	}
+	sick := func(m *Member, why string) {
+		if inc := current[m.ID()]; inc.unhealthy == "" {
+			inc.unhealthy = why
+		}
+	}
+	crashed, failed := false, false
 	for i := range s.workers {
 		start(i)
 	}
@@ -221,6 +314,7 @@ func execute(f *Fleet, s schedule) {
 			}
 		case stepCrash:
 			if m != nil {
+				crashed = true
 				f.Crash(m.ID())
 			}
 		case stepRestart, stepJoin:
@@ -229,6 +323,7 @@ func execute(f *Fleet, s schedule) {
 			}
 		case stepPartition:
 			if m != nil {
+				sick(m, "partitioned")
 				f.Partition(m.ID())
 			}
 		case stepHeal:
@@ -243,6 +338,7 @@ func execute(f *Fleet, s schedule) {
 			}
 		case stepFail:
 			if m != nil && len(m.HeldIDs()) > 0 {
+				failed = true
 				_ = m.Fail(m.HeldIDs()[0], "system property")
 				f.Pump()
 			}
@@ -257,11 +353,47 @@ func execute(f *Fleet, s schedule) {
 			}
 		case stepDrop:
 			if m != nil {
+				sick(m, "a write dropped")
 				m.Store().DropNextWrite(faultTargets[st.n].match)
 			}
 		case stepMaybeLand:
 			if m != nil {
 				m.Store().MaybeLandNextWrite(faultTargets[st.n].match)
+			}
+		case stepLandLate:
+			if m != nil {
+				m.Store().LandLateNextWrite(faultTargets[st.n].match)
+			}
+		case stepLandEvery:
+			if m != nil {
+				arm := m.Store().MaybeLandEveryWrite
+				if st.late {
+					arm = m.Store().LandLateEveryWrite
+				}
+				fault := arm(faultTargets[st.n].match)
+				f.Advance(f.Step() * time.Duration(st.dur))
+				m.Store().Remove(fault)
+			}
+		case stepFailReads:
+			if m != nil {
+				sick(m, "reads failed")
+				r := readTargets[st.n]
+				fault := m.Store().FailReads(r.ks, r.pref)
+				f.Advance(f.Step() * time.Duration(st.dur))
+				m.Store().Remove(fault)
+			}
+		case stepSilence:
+			if m != nil {
+				m.Store().SilenceWatches()
+				f.Pump()
+			}
+		case stepDuplicate:
+			if m != nil {
+				m.Store().DuplicateWatchEvents()
+			}
+		case stepStale:
+			if m != nil {
+				m.Store().StaleWatchEvents()
 			}
 		}
 	}
@@ -277,6 +409,7 @@ func execute(f *Fleet, s schedule) {
 		start(0)
 		f.Member(workerName(0)).Policy.Work = WorkComplete
 	}
+
 	for _, m := range f.Live() {
 		m.Policy.FailSplits = policies[0].FailSplits
 	}
@@ -306,9 +439,74 @@ func execute(f *Fleet, s schedule) {
 			}
 		}
 	}
+	checkHealthyKeepTheirSplits(f, incs)
+	if poison == "" && !failed && !crashed && allHealthy(incs) {
+		checkNothingCharged(f)
+	}
 }
 
+// checkHealthyKeepTheirSplits checks L1: a healthy incarnation received no
+// Lost for a tenancy in which it received no RevokeRequested.
+func checkHealthyKeepTheirSplits(f *Fleet, incs []*incarnation) {
+	ends := map[*incarnation]int{}
+	last := map[*Member]*incarnation{}
+	for _, inc := range incs {
+		if prev := last[inc.m]; prev != nil {
+			ends[prev] = inc.from
+		}
+		last[inc.m] = inc
+	}
+	for _, inc := range incs {
+		if inc.unhealthy != "" {
+			continue
+		}
+		log := inc.m.Log()
+		end, ok := ends[inc]
+		if !ok {
+			end = len(log)
+		}
+		revoked := map[coordination.SplitID]bool{}
+		for _, ev := range log[inc.from:end] {
+			switch e := ev.(type) {
+			case coordination.Gained:
+				revoked[e.Split.ID] = false
+			case coordination.RevokeRequested:
+				revoked[e.Split] = true
+			case coordination.Lost:
+				if !revoked[e.Split] {
+					f.Fail("%s lost split %s although all its writes landed (L1); events of the incarnation: %v", inc.m.ID(), e.Split, log[inc.from:end])
+				}
+			}
+		}
+	}
+}
+
+// allHealthy reports whether every incarnation was healthy.
+func allHealthy(incs []*incarnation) bool {
+	for _, inc := range incs {
+		if inc.unhealthy != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// checkNothingCharged checks L2: no split is quarantined and no attempt was
+// charged.
+func checkNothingCharged(f *Fleet) {
+	for _, id := range f.Checker().Splits() {
+		if v, _ := f.Record(id); v.Status == "quarantined" || v.Attempts != 0 {
+			f.Fail("split %s ended %s although nothing failed and every worker was healthy (L2)", id, v)
+		}
+	}
+}
+
+// ciSchedules is how many schedules TestFleetSystemProperty runs when
+// neither -rapid.checks nor RAPID_CHECKS says (-short runs a fifth).
+const ciSchedules = 200
+
 func TestFleetSystemProperty(t *testing.T) {
+	defaultChecks(t, ciSchedules)
 	rapid.Check(t, func(rt *rapid.T) {
 		s := drawSchedule(rt)
 		if failure := runSchedule(t, s); failure != "" {
@@ -322,3 +520,23 @@ type failer struct{ f *Fleet }
 
 func (x failer) Helper()                           {}
 func (x failer) Fatalf(format string, args ...any) { x.f.Fail(format, args...) }
+
+// defaultChecks sets rapid's -rapid.checks to n for this test unless the
+// command line or RAPID_CHECKS set it.
+func defaultChecks(t *testing.T, n int) {
+	t.Helper()
+	if _, ok := os.LookupEnv("RAPID_CHECKS"); ok {
+		return
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	fl := flag.Lookup("rapid.checks")
+	if set || fl == nil {
+		return
+	}
+	old := fl.Value.String()
+	if err := fl.Value.Set(strconv.Itoa(n)); err != nil {
+		t.Fatalf("set -rapid.checks: %v", err)
+	}
+	t.Cleanup(func() { _ = fl.Value.Set(old) })
+}
