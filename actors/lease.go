@@ -9,6 +9,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
 
+	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -179,7 +180,7 @@ func (l *lease) renewPresence(c *actor.Context) {
 	l.presenceBusy = true
 	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.sessionNonce()
 	at := v.clk.Now()
-	landed := l.renewals.sent(at) // a lost CAS that finds our nonce proves a write sent no earlier than this landed
+	landed := l.renewals.sent(at) // a read that finds our nonce proves a write sent no earlier than this landed
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
@@ -189,6 +190,11 @@ func (l *lease) renewPresence(c *actor.Context) {
 		switch {
 		case err != nil:
 			res.outcome, res.err = renewError, err
+			if coordination.KindOf(err) != coordination.Fatal {
+				if got, ok := readBackRenewal(ctx, v, nonce, rev); ok {
+					res.outcome, res.rev, res.at, res.err = renewOK, got, landed, nil
+				}
+			}
 		case ok:
 			res.outcome, res.rev = renewOK, uint64(r)
 		default:
@@ -202,6 +208,23 @@ func (l *lease) renewPresence(c *actor.Context) {
 		}
 		v.send(pid, res)
 	})
+}
+
+// readBackRenewal reads the presence key after a renewal failed (a timeout,
+// a lost reply) under a fresh bound: this session's nonce at a revision
+// above rev proves that a renewal landed (docs/protocol.md, "Sessions"),
+// so a worker whose writes all land keeps its session with its watch down;
+// it returns the revision found.
+func readBackRenewal(ctx context.Context, v *env, nonce string, rev uint64) (uint64, bool) {
+	oc, cancel := v.opCtx(ctx)
+	defer cancel()
+	key := protocol.WorkerKey(v.id)
+	e, found, err := v.st.Get(oc, store.Ephemeral, key)
+	if err != nil || !found || uint64(e.Revision) <= rev {
+		return 0, false
+	}
+	p, err := protocol.DecodePresence(key, e.Value)
+	return uint64(e.Revision), err == nil && p.Nonce == nonce
 }
 
 func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
