@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"bytes"
 	"context"
+	"slices"
 
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
@@ -16,6 +18,7 @@ const generationFenceTries = 3
 // on a goroutine of the term's lead and returns fenceLanded with the plan
 // it wrote, fenceNewer, or fenceFatal.
 func generationFence(ctx context.Context, v *env, gen uint64, base protocol.PlanRecord, rev uint64, fingerprint string) fenceDone {
+	var unknown [][]byte // this fence's writes whose replies were errors: they may have landed
 	for range generationFenceTries {
 		if base.Generation >= gen {
 			return fenceDone{step: fenceNewer}
@@ -23,13 +26,23 @@ func generationFence(ctx context.Context, v *env, gen uint64, base protocol.Plan
 		want := base
 		want.Generation = gen
 		want.UpdatedAtMs = v.nowMs()
+		b := protocol.EncodePlan(want)
 		oc, cancel := v.opCtx(ctx)
-		r, ok, err := v.st.Update(oc, store.Durable, protocol.KeyPlan, protocol.EncodePlan(want), store.Revision(rev))
+		r, ok, err := v.st.Update(oc, store.Durable, protocol.KeyPlan, b, store.Revision(rev))
 		step, err := judgeFenceWrite(ok, err)
+		if step == fenceRetry {
+			unknown = append(unknown, b)
+		}
 		if step == fenceRead {
 			var pl protocol.PlanRecord
 			var at store.Revision
 			step, pl, at, err = readFenceBase(oc, v, fingerprint)
+			if step == fenceRebase && slices.ContainsFunc(unknown, func(u []byte) bool { return bytes.Equal(u, protocol.EncodePlan(pl)) }) {
+				// An earlier write of this fence landed unseen: the plan
+				// carries this generation, not a newer leader's.
+				cancel()
+				return fenceDone{step: fenceLanded, plan: pl, rev: uint64(at)}
+			}
 			if step == fenceRebase {
 				base, rev = pl, uint64(at)
 			}
