@@ -199,9 +199,18 @@ func clusterRound(t *testing.T, st *Store, tag string) {
 			break
 		}
 	}
-	if _, live, err := st.Get(opCtx(t), store.Ephemeral, lease); live || err != nil {
-		t.Fatalf("expired lease readable: live=%v err=%v", live, err)
-	}
+	// The expiry must be readable too. Once in a few loaded runs a read
+	// right after the event still found the put (seen once in CI beside
+	// other jobs: a stream leader change can put a replica that has not
+	// applied the expiry marker yet in charge of reads), so the read may
+	// lag the event by at most one OpTimeout, never stay live.
+	eventually(t, time.Second, "the expired lease unreadable", func() error {
+		_, live, err := st.Get(opCtx(t), store.Ephemeral, lease)
+		if err == nil && live {
+			return coordination.Errorf(coordination.Retryable, "expired lease %s still readable", lease)
+		}
+		return err
+	})
 }
 
 func TestClusterReplicas3(t *testing.T) {
