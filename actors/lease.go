@@ -33,11 +33,15 @@ type (
 		at    time.Time
 		err   error
 	}
+	// renewRetryDue is the retry of a failed renewal or announce, armed
+	// renewRetryDelay after it failed; round tells a current retry from one
+	// a later outcome made moot.
+	renewRetryDue struct{ round uint64 }
 )
 
 // lease owns this worker's session (docs/protocol.md, "Sessions"): the
 // presence key and the heartbeat. It renews the presence once per
-// heartbeat, ends the session when renewals starve for a full
+// heartbeat and again soon after a failed renewal, ends the session when renewals starve for a full
 // LeaseDuration or the key vanished, starts a new session with a new
 // nonce, and detects live twins.
 type lease struct {
@@ -54,6 +58,8 @@ type lease struct {
 	withdraw     *actor.PID // Depart asked to delete presence while a renewal ran
 	round        uint64
 	hb           *clock.Timer
+	retryRound   uint64       // the round of the retry armed last; a retry of another round is moot
+	retry        *clock.Timer // the armed retry of a failed renewal or announce
 }
 
 func newLease(v *env) actor.Producer {
@@ -68,6 +74,7 @@ func (l *lease) Receive(c *actor.Context) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
 		stopTimer(l.hb)
+		stopTimer(l.retry)
 	case messages.JobStarted:
 		v, pid := l.v, c.PID()
 		v.goFunc(func(ctx context.Context) {
@@ -89,6 +96,10 @@ func (l *lease) Receive(c *actor.Context) {
 	case messages.HeartbeatDue:
 		if m.Round == l.round {
 			l.beat(c)
+		}
+	case renewRetryDue:
+		if m.round == l.retryRound && !l.v.halted.Load() {
+			l.keepAlive(c)
 		}
 	case presenceRenewed:
 		l.renewed(c, m)
@@ -144,6 +155,14 @@ func (l *lease) beat(c *actor.Context) {
 		return // failed or aborted: no further writes, no more beats
 	}
 	l.schedule(c)
+	l.keepAlive(c)
+	l.v.publish(roleLease, messages.HeartbeatTicked{Round: l.round})
+}
+
+// keepAlive self-fences a starved session and renews the presence, or
+// announces a new session after one ended; called at every heartbeat and
+// at the retry of a failed attempt. One attempt is in flight at a time.
+func (l *lease) keepAlive(c *actor.Context) {
 	if !l.departed && !l.lapsed && l.v.clk.Since(l.renewals.lastOK) >= l.v.cfg.LeaseDuration {
 		l.log.Warn("presence not renewed for a full LeaseDuration; ending the session")
 		l.endSession(c)
@@ -155,7 +174,22 @@ func (l *lease) beat(c *actor.Context) {
 			l.renewPresence(c)
 		}
 	}
-	l.v.publish(roleLease, messages.HeartbeatTicked{Round: l.round})
+}
+
+// retrySoon arms the retry of a failed renewal or announce
+// (docs/protocol.md, "Sessions"): without it an outage that swallows two
+// heartbeats' renewals ends the session even when the store is back well
+// before the lease runs out.
+func (l *lease) retrySoon(c *actor.Context) {
+	l.retryRound++
+	stopTimer(l.retry)
+	l.retry = l.v.after(renewRetryDelay(l.v.cfg.LeaseDuration), c.PID(), renewRetryDue{round: l.retryRound})
+}
+
+// retryMoot disarms the retry once an attempt succeeded.
+func (l *lease) retryMoot() {
+	l.retryRound++
+	stopTimer(l.retry)
 }
 
 // endSession drops every held split and pauses claims and leadership until
@@ -220,11 +254,11 @@ func readBackRenewal(ctx context.Context, v *env, nonce string, rev uint64) (uin
 	defer cancel()
 	key := protocol.WorkerKey(v.id)
 	e, found, err := v.st.Get(oc, store.Ephemeral, key)
-	if err != nil || !found || uint64(e.Revision) <= rev {
-		return 0, false
+	var p protocol.PresenceRecord
+	if err == nil && found {
+		p, err = protocol.DecodePresence(key, e.Value)
 	}
-	p, err := protocol.DecodePresence(key, e.Value)
-	return uint64(e.Revision), err == nil && p.Nonce == nonce
+	return uint64(e.Revision), readBackLanded(nonce, rev, found, p.Nonce, uint64(e.Revision), err)
 }
 
 func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
@@ -245,9 +279,11 @@ func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
 			l.presenceRev = m.rev
 		}
 		l.renewals.landed(m.at)
+		l.retryMoot()
 	case renewError:
 		if !l.v.fatalIf(m.err) {
 			l.log.Warn("presence renewal failed; will retry", "err", m.err)
+			l.retrySoon(c)
 		}
 	case renewTwin:
 		l.v.failNow(twinError(l.v.id))
@@ -307,9 +343,11 @@ func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
 	if m.err != nil {
 		if !l.v.fatalIf(m.err) {
 			l.log.Warn("announcing a new session failed; will retry", "err", m.err)
+			l.retrySoon(c)
 		}
 		return
 	}
+	l.retryMoot()
 	l.v.session.Store(&m.nonce)
 	l.lapsed, l.presenceRev = false, m.rev
 	l.v.sessionLive.Store(true)

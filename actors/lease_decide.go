@@ -49,6 +49,24 @@ func judgeRenewal(nonce string, found bool, p protocol.PresenceRecord, readErr e
 	return renewTwin, nil
 }
 
+// readBackLanded reports whether a read of a key this session renews (its
+// presence, the leader key), made after a renewal at revision rev failed (a
+// timeout, a lost reply), proves that a renewal landed (docs/protocol.md,
+// "Sessions"): the key carries this session's nonce at a newer revision.
+// found, got and gotRev are the read's result; readErr its error, a
+// decoding error included.
+func readBackLanded(nonce string, rev uint64, found bool, got string, gotRev uint64, readErr error) bool {
+	return readErr == nil && gotRev > rev && judgeHolder(nonce, found, got) == holderMine
+}
+
+// renewRetryDelay is how long after a failed renewal of its presence or of
+// the leader key a worker renews again instead of waiting for the next
+// heartbeat (docs/protocol.md, "Sessions"): a quarter of a heartbeat, so an
+// outage that swallows two heartbeats' renewals does not end a session once
+// the store is back, while one renewal in flight at a time and at most four
+// tries per heartbeat keep a struggling store from being hammered.
+func renewRetryDelay(lease time.Duration) time.Duration { return lease / 12 }
+
 // judgeTakeover reports whether the presence value p found when announcing
 // session nonce after session ended is a live twin's (docs/protocol.md,
 // "Sessions"): it is neither the ended session's nor nonce's own (an

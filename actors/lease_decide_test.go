@@ -136,3 +136,60 @@ func TestJudgeTakeover(t *testing.T) {
 		})
 	}
 }
+
+func TestReadBackLanded(t *testing.T) {
+	readErr := errors.New("boom")
+	tests := []struct {
+		name   string
+		found  bool
+		got    string
+		gotRev uint64
+		err    error
+		want   bool
+	}{
+		{"this session's nonce at a newer revision proves a renewal landed", true, "n", 8, nil, true},
+		{"the revision the renewal was sent at proves nothing", true, "n", 7, nil, false},
+		{"an older revision proves nothing", true, "n", 6, nil, false},
+		{"another session's nonce proves nothing", true, "x", 8, nil, false},
+		{"an absent key proves nothing", false, "", 0, nil, false},
+		{"a failed read proves nothing", true, "n", 8, readErr, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := readBackLanded("n", 7, tt.found, tt.got, tt.gotRev, tt.err); got != tt.want {
+				t.Fatalf("readBackLanded = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A read back credits a renewal only when it shows this session's own key
+// at a revision no renewal before the failed one could have written.
+func TestReadBackLandedProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		nonce := rapid.SampledFrom([]string{"a", "b"}).Draw(t, "nonce")
+		got := rapid.SampledFrom([]string{"a", "b", ""}).Draw(t, "got")
+		rev, gotRev := rapid.Uint64Range(0, 9).Draw(t, "rev"), rapid.Uint64Range(0, 9).Draw(t, "gotRev")
+		found, failed := rapid.Bool().Draw(t, "found"), rapid.Bool().Draw(t, "failed")
+		var err error
+		if failed {
+			err = errors.New("boom")
+		}
+		want := !failed && found && got == nonce && gotRev > rev
+		if readBackLanded(nonce, rev, found, got, gotRev, err) != want {
+			t.Fatalf("readBackLanded(%q, %d, %v, %q, %d, %v) != %v", nonce, rev, found, got, gotRev, err, want)
+		}
+	})
+}
+
+// The retry after a failed renewal comes well inside a heartbeat interval,
+// so two heartbeats' failures leave room to renew before the lease runs out,
+// and at most a few retries fit in one heartbeat.
+func TestRenewRetryDelay(t *testing.T) {
+	for _, lease := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 30 * time.Second} {
+		d := renewRetryDelay(lease)
+		if minBeat := time.Duration(float64(lease/3) * 0.8); d <= 0 || d > minBeat/3 || 4*d < lease/3 {
+			t.Fatalf("lease %s: retry delay %s, want in (0, %s] and a quarter heartbeat", lease, d, minBeat/3)
+		}
+	}
+}

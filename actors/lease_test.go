@@ -1,12 +1,20 @@
 package actors
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 func TestLiveTwinsAreFatal(t *testing.T) {
@@ -56,6 +64,139 @@ func TestStoreOutageSelfFencesAndRecovers(t *testing.T) {
 		}
 		if err := c.Depart(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// outageStore is a memstore that fails every operation at once with
+// Retryable while down is set (a store that refuses: disconnected, no
+// leader).
+type outageStore struct {
+	*memstore.Store
+	down atomic.Bool
+}
+
+var errStoreDown = coordination.Errorf(coordination.Retryable, "injected: store down")
+
+func (s *outageStore) Create(ctx context.Context, ks store.Keyspace, key string, v []byte) (store.Revision, bool, error) {
+	if s.down.Load() {
+		return 0, false, errStoreDown
+	}
+	return s.Store.Create(ctx, ks, key, v)
+}
+
+func (s *outageStore) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
+	if s.down.Load() {
+		return 0, false, errStoreDown
+	}
+	return s.Store.Update(ctx, ks, key, v, rev)
+}
+
+func (s *outageStore) Get(ctx context.Context, ks store.Keyspace, key string) (store.Entry, bool, error) {
+	if s.down.Load() {
+		return store.Entry{}, false, errStoreDown
+	}
+	return s.Store.Get(ctx, ks, key)
+}
+
+// leaseRig runs a lone lease actor of worker w1 with session nonce over an
+// outageStore in a synctest bubble, joined at the rig's start: its presence
+// key is written and the first heartbeat is armed.
+type leaseRig struct {
+	r   *rig
+	st  *outageStore
+	v   *env
+	rev uint64 // the presence revision written at the start
+}
+
+func newLeaseRig(t *testing.T, nonce string) *leaseRig {
+	r := newRig(t)
+	st := &outageStore{Store: r.st}
+	cfg := testConfig(t, r.clk, "w1")
+	v := &env{e: r.e, raw: st, cfg: cfg, clk: r.clk, id: "w1", nonce: nonce, log: cfg.Logger, out: &outbox{}}
+	v.met = newMetrics(prometheus.NewPedanticRegistry(), "w1", discardLogger())
+	v.session.Store(&v.nonce)
+	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
+	v.ctx, v.cancel = context.WithCancel(context.Background())
+	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), v.presenceValue(nonce))
+	if err != nil || !ok {
+		t.Fatalf("create the presence key: %v %v", ok, err)
+	}
+	pid := r.e.Spawn(newLease(v), "lease")
+	v.pid.lease = pid
+	t.Cleanup(func() {
+		v.cancel()
+		<-r.e.Poison(pid).Done()
+		v.wg.Wait()
+	})
+	r.e.Send(pid, startupDone{rev: uint64(rev)})
+	synctest.Wait()
+	return &leaseRig{r: r, st: st, v: v, rev: uint64(rev)}
+}
+
+// presence reads w1's presence key from the store underneath.
+func (lr *leaseRig) presence(t *testing.T) (protocol.PresenceRecord, uint64) {
+	t.Helper()
+	e, ok, err := lr.r.st.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"))
+	if err != nil || !ok {
+		t.Fatalf("presence key: found %v, err %v", ok, err)
+	}
+	p, err := protocol.DecodePresence(protocol.WorkerKey("w1"), e.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, uint64(e.Revision)
+}
+
+// beatsSpanningALease returns a session nonce whose heartbeats 2 to 4 are
+// at least a LeaseDuration after heartbeat 1 (the schedule of the outage
+// report in issue #12), and the offsets of heartbeats 1 and 3 from the
+// start.
+func beatsSpanningALease(t *testing.T, lease time.Duration) (nonce string, b1, b3 time.Duration) {
+	t.Helper()
+	for i := range 1000 {
+		nonce = fmt.Sprintf("nonce-%d", i)
+		h := func(r uint64) time.Duration { return heartbeatInterval(lease, "w1", nonce, r) }
+		if h(2)+h(3)+h(4) >= lease+20*time.Millisecond {
+			return nonce, h(1), h(1) + h(2) + h(3)
+		}
+	}
+	t.Fatal("no nonce among 1000 spaces heartbeats 2-4 over a LeaseDuration")
+	return "", 0, 0
+}
+
+// An outage that swallows the renewals of two heartbeats in a row, and ends
+// well before the lease runs out, keeps the session: the failed renewal is
+// retried soon (docs/protocol.md, "Sessions"), not only at the next
+// heartbeat, which here comes a full LeaseDuration after the last landed
+// renewal.
+func TestAnOutageOverTwoHeartbeatsKeepsTheSession(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lease := testConfig(t, nil, "w1").LeaseDuration
+		nonce, b1, b3 := beatsSpanningALease(t, lease)
+		lr := newLeaseRig(t, nonce)
+		start := lr.r.clk.Now()
+		const step = 5 * time.Millisecond
+		var atOutage uint64
+		for lr.r.clk.Since(start) < b1+2*lease {
+			lr.r.clk.Add(step)
+			synctest.Wait()
+			since := lr.r.clk.Since(start)
+			switch {
+			case since >= b1+step && since < b3+step && !lr.st.down.Load():
+				if _, atOutage = lr.presence(t); atOutage <= lr.rev {
+					t.Fatalf("heartbeat 1 did not renew the presence (revision %d)", atOutage)
+				}
+				lr.st.down.Store(true)
+			case since >= b3+step:
+				lr.st.down.Store(false)
+			}
+			if !lr.v.sessionLive.Load() {
+				t.Fatalf("the session ended %s after the start (outage from %s to %s, lease %s)", since, b1+step, b3+step, lease)
+			}
+		}
+		if p, rev := lr.presence(t); p.Nonce != nonce || rev <= atOutage || lr.v.sessionNonce() != nonce {
+			t.Fatalf("presence %+v at revision %d, session %q; want session %q renewed past %d", p, rev, lr.v.sessionNonce(), nonce, atOutage)
 		}
 	})
 }
