@@ -6,6 +6,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -38,16 +39,25 @@ type (
 		at   time.Time // the send time it proves landed
 		err  error
 	}
+	// leaderRetryDue is the retry of a failed leader-key renewal, armed
+	// renewRetryDelay after it failed and delivered under the term's lead;
+	// round tells a current retry from one a later outcome made moot.
+	leaderRetryDue struct{ round uint64 }
 )
 
 // election is the leader actor's election part (docs/protocol.md,
-// "Leadership"): the plan view it stands from, whether another leader is
+// "Leadership"): the plan view it stands from, whether a leader key is
 // seen, and the term it holds. Written by the leader actor only.
 type election struct {
-	plan       protocol.PlanRecord
-	planRev    uint64
-	hasPlan    bool
-	obsLeader  bool // a leader key is seen in the store
+	plan    protocol.PlanRecord
+	planRev uint64
+	hasPlan bool
+	// leaderSeen is when a leader key was last known to be in the store (a
+	// watched or listed put, this worker's own win or landed renewal, a
+	// lost Create); zero after a watched or listed delete. A key not seen
+	// for a LeaseDuration has expired by its TTL, so the sighting lapses by
+	// itself and needs no delete to clear it (seesLeader).
+	leaderSeen time.Time
 	electing   bool // a Create of the leader key is in flight
 	lastDemote time.Time
 	term       *term // nil: not leading
@@ -61,7 +71,8 @@ type term struct {
 	nonce    string // the session nonce the key was won with
 	rev      uint64 // the key's latest known revision
 	renewals renewalClock
-	renewing bool // a renewal is in flight
+	renewing bool   // a renewal is in flight
+	retries  uint64 // the round of the retry armed last; a retry of another round is moot
 }
 
 // working returns the lead the planner run and the publisher work under, or
@@ -76,9 +87,23 @@ func (l *leader) working() *lead {
 
 func (l *leader) canStand() bool {
 	e := &l.el
-	return l.live && !e.obsLeader && e.term == nil && !e.electing && !l.departed && !l.verdict && e.hasPlan &&
+	return l.live && !l.seesLeader() && e.term == nil && !e.electing && !l.departed && !l.verdict && e.hasPlan &&
 		(e.lastDemote.IsZero() || l.v.clk.Since(e.lastDemote) >= l.v.cfg.LeaseDuration/3) // a heartbeat interval (docs/protocol.md, "Leadership")
 }
+
+// seesLeader reports whether a leader key is believed to be in the store: it
+// was seen less than a LeaseDuration ago, the TTL of a key nobody renews
+// (docs/protocol.md, "Leadership"). A key created and gone while the watch
+// was silent and no listing saw it therefore stops blocking this worker's
+// elections by itself; a sighting that lapsed too early costs one lost
+// Create at most.
+func (l *leader) seesLeader() bool {
+	seen := l.el.leaderSeen
+	return !seen.IsZero() && l.v.clk.Since(seen) < l.v.cfg.LeaseDuration
+}
+
+// sawLeader records that a leader key is in the store now.
+func (l *leader) sawLeader() { l.el.leaderSeen = l.v.clk.Now() }
 
 // stand creates the leader key for the next generation.
 func (l *leader) stand(c *actor.Context) {
@@ -103,6 +128,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 		}
 		return
 	case electLost:
+		l.sawLeader() // another worker's key: no need to stand again before it is renewed or gone
 		return
 	}
 	t := &term{lead: newLead(l.v.ctx, m.gen), nonce: m.nonce, rev: m.rev}
@@ -113,7 +139,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 	}
 	t.renewals.restart(m.at)
 	l.view.grace.Lead(l.v.clk.Now())
-	l.el.obsLeader = true
+	l.sawLeader()
 	l.v.met.leading(true)
 	l.log.Info("became leader", "generation", m.gen)
 	v, base, baseRev, fingerprint := l.v, l.el.plan, l.el.planRev, l.fingerprint
@@ -182,22 +208,48 @@ func (l *leader) renew(c *actor.Context, t *term) {
 	})
 }
 
-// renewLeader updates the leader key at rev to lr, and after a lost compare
-// reads it to learn whether an earlier renewal landed.
+// renewLeader updates the leader key at rev to lr; after a lost compare it
+// reads the key to learn whether an earlier renewal landed, and after a
+// failed one (a timeout, a lost reply) it reads it back under a fresh bound
+// to learn whether this one did (docs/protocol.md, "Leadership"), so a
+// leader whose writes all land keeps its term with its watch down.
 func renewLeader(ctx context.Context, v *env, lr protocol.LeaderRecord, rev uint64, at, landed time.Time) renewDone {
 	oc, cancel := v.opCtx(ctx)
 	defer cancel()
 	r, ok, err := v.st.Update(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(lr), store.Revision(rev))
-	if fate := judgeLeaderUpdate(ok, err); fate != leaderRenewRead {
+	switch fate := judgeLeaderUpdate(ok, err); {
+	case fate == leaderRenewUnknown && coordination.KindOf(err) != coordination.Fatal:
+		if got, ok := readBackLeader(ctx, v, lr.Nonce, rev); ok {
+			return renewDone{fate: leaderRenewed, rev: got, at: landed}
+		}
+		return renewDone{fate: fate, err: err}
+	case fate != leaderRenewRead:
 		return renewDone{fate: fate, rev: uint64(r), at: at, err: err}
 	}
-	e, found, err := v.st.Get(oc, store.Ephemeral, protocol.KeyLeader)
-	var cur protocol.LeaderRecord
-	if err == nil && found {
-		cur, err = protocol.DecodeLeader(protocol.KeyLeader, e.Value)
-	}
+	e, found, cur, err := readLeader(oc, v)
 	fate, err := judgeLeaderRead(lr.Nonce, found, cur, err)
 	return renewDone{fate: fate, rev: uint64(e.Revision), at: landed, err: err}
+}
+
+// readLeader reads and decodes the leader key; err is the read's or the
+// decoding's error.
+func readLeader(ctx context.Context, v *env) (store.Entry, bool, protocol.LeaderRecord, error) {
+	e, found, err := v.st.Get(ctx, store.Ephemeral, protocol.KeyLeader)
+	var lr protocol.LeaderRecord
+	if err == nil && found {
+		lr, err = protocol.DecodeLeader(protocol.KeyLeader, e.Value)
+	}
+	return e, found, lr, err
+}
+
+// readBackLeader reads the leader key after a renewal at rev failed, under
+// a fresh bound, and reports the revision at which it found a renewal of
+// session nonce landed (readBackLanded, the presence's rule).
+func readBackLeader(ctx context.Context, v *env, nonce string, rev uint64) (uint64, bool) {
+	oc, cancel := v.opCtx(ctx)
+	defer cancel()
+	e, found, lr, err := readLeader(oc, v)
+	return uint64(e.Revision), readBackLanded(nonce, rev, found, lr.Nonce, uint64(e.Revision), err)
 }
 
 func (l *leader) renewed(c *actor.Context, m renewDone) {
@@ -207,17 +259,30 @@ func (l *leader) renewed(c *actor.Context, m renewDone) {
 	case leaderRenewUnknown:
 		if !l.v.fatalIf(m.err) {
 			l.log.Warn("leader renewal failed; will retry", "err", m.err)
+			t.retries++
+			t.lead.after(l.v, renewRetryDelay(l.v.cfg.LeaseDuration), c.PID(), leaderRetryDue{round: t.retries})
 		}
 	case leaderRenewLost:
 		l.orphan("leader renewal lost; stepping down")
 	case leaderRenewed:
 		t.rev = max(t.rev, m.rev)
 		t.renewals.landed(m.at)
+		t.retries++ // a retry armed earlier is moot
+		l.sawLeader()
+	}
+}
+
+// retryRenewal renews the leader key again soon after a failed renewal
+// (docs/protocol.md, "Leadership"), or steps down when it went unrenewed
+// for a LeaseDuration; a retry made moot by a later outcome does nothing.
+func (l *leader) retryRenewal(c *actor.Context, m leaderRetryDue) {
+	if t := l.el.term; t != nil && m.round == t.retries && !l.v.halted.Load() {
+		l.keepLeading(c, l.v.clk.Now())
 	}
 }
 
 func (l *leader) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
-	l.el.obsLeader = true
+	l.sawLeader()
 	t := l.el.term
 	if t == nil {
 		return
@@ -234,7 +299,7 @@ func (l *leader) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
 }
 
 func (l *leader) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
-	l.el.obsLeader = false
+	l.el.leaderSeen = time.Time{}
 	if t := l.el.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
 		l.orphan("leader lease expired; stepping down")
 	}

@@ -124,6 +124,8 @@ func (l *leader) fromLead(c *actor.Context, m leadResult) {
 		l.fenced(c, r)
 	case renewDone:
 		l.renewed(c, r)
+	case leaderRetryDue:
+		l.retryRenewal(c, r)
 	case planDone:
 		l.planned(c, r)
 	case seedProgressed:
