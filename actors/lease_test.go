@@ -73,7 +73,8 @@ func TestStoreOutageSelfFencesAndRecovers(t *testing.T) {
 // leader).
 type outageStore struct {
 	*memstore.Store
-	down atomic.Bool
+	down    atomic.Bool
+	refused atomic.Int32 // updates refused while down
 }
 
 var errStoreDown = coordination.Errorf(coordination.Retryable, "injected: store down")
@@ -87,6 +88,7 @@ func (s *outageStore) Create(ctx context.Context, ks store.Keyspace, key string,
 
 func (s *outageStore) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
 	if s.down.Load() {
+		s.refused.Add(1)
 		return 0, false, errStoreDown
 	}
 	return s.Store.Update(ctx, ks, key, v, rev)
@@ -197,6 +199,10 @@ func TestAnOutageOverTwoHeartbeatsKeepsTheSession(t *testing.T) {
 		}
 		if p, rev := lr.presence(t); p.Nonce != nonce || rev <= atOutage || lr.v.sessionNonce() != nonce {
 			t.Fatalf("presence %+v at revision %d, session %q; want session %q renewed past %d", p, rev, lr.v.sessionNonce(), nonce, atOutage)
+		}
+		// Not hammered: one try per retry delay, plus the two heartbeats.
+		if n, most := int(lr.st.refused.Load()), int((b3-b1)/renewRetryDelay(lease))+3; n > most {
+			t.Fatalf("%d renewals tried during an outage of %s, want at most %d", n, b3-b1, most)
 		}
 	})
 }
