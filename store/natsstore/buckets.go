@@ -3,6 +3,8 @@ package natsstore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -62,18 +64,70 @@ type kvBucket struct {
 	stream jetstream.Stream
 }
 
+// Provisioning asks JetStream in steps, the first of minProvisionStep,
+// each next one twice as long, up to maxProvisionStep. While several
+// clients create a new replicated bucket, the cluster can leave a request
+// unanswered (a stream info read while the stream is being formed), a
+// server that has not applied the new stream yet can answer "not found",
+// and the stream can take a while to elect its leader (see
+// awaitStreamLeader): such a step is not waited out but made again from
+// the start, after leaderPoll. Every step is idempotent and the re-read
+// usually finds the work done; the growing steps let a slow server answer.
+const (
+	minProvisionStep = 250 * time.Millisecond
+	maxProvisionStep = 2 * time.Second
+)
+
+// errNotYetVisible marks a bucket that was just created (by this store or
+// a concurrent one) but that the server read next does not know yet.
+var errNotYetVisible = errors.New("the new bucket is not visible yet")
+
 // provision opens the bucket, creating it when it does not exist (a
 // concurrent creator winning is fine) unless Config.ExistingOnly is set, and
-// verifies an existing bucket's settings.
+// verifies an existing bucket's settings. An attempt whose request went
+// unanswered within its step, or that could not see the bucket it had just
+// created, is made again until ctx is done.
 func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (kvBucket, error) {
+	for d := minProvisionStep; ; d = min(2*d, maxProvisionStep) {
+		step, cancel := context.WithTimeout(ctx, d)
+		b, err := s.provisionOnce(step, js, cfg)
+		again := step.Err() != nil || errors.Is(err, errNotYetVisible)
+		cancel()
+		if err == nil || !again || ctx.Err() != nil {
+			return b, err
+		}
+		s.log.Debug("provisioning a bucket again", "bucket", cfg.Bucket, "err", err)
+		if !pause(ctx, leaderPoll) {
+			return kvBucket{}, err
+		}
+	}
+}
+
+// pause waits d and reports true, or false if ctx is done first.
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// provisionOnce makes one attempt of provision.
+func (s *Store) provisionOnce(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (kvBucket, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) && s.cfg.ExistingOnly {
 		return kvBucket{}, coordination.Errorf(coordination.Fatal, "natsstore: bucket %s does not exist: no worker has started job %q on this server (check Job and the server URLs)", cfg.Bucket, s.cfg.Job)
 	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+		_, err = js.CreateStream(ctx, kvStreamConfig(cfg))
+		if err == nil || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
 			kv, err = js.KeyValue(ctx, cfg.Bucket)
+			if errors.Is(err, jetstream.ErrBucketNotFound) {
+				err = fmt.Errorf("%w (%w)", errNotYetVisible, err)
+			}
 		}
 	}
 	if err != nil {
@@ -94,30 +148,82 @@ func (s *Store) provision(ctx context.Context, js jetstream.JetStream, cfg jetst
 // that has not yet applied the latest write, delete or expiry, so a Get
 // could return a key that is already gone, and the absent-key checks of
 // Create and Delete could misjudge. A single-replica bucket has no
-// followers and is left as it is.
+// followers and is left as it is. A bucket this store created has direct
+// gets off from the start (see kvStreamConfig); one created otherwise is
+// updated.
 func (s *Store) leaderReads(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, st jetstream.KeyValueStatus) (kvBucket, error) {
 	bs, ok := st.(*jetstream.KeyValueBucketStatus)
 	if !ok || bs.StreamInfo().Config.Replicas <= 1 {
 		return kvBucket{kv: kv}, nil
 	}
 	name := kv.Bucket()
-	if sc := bs.StreamInfo().Config; sc.AllowDirect {
+	stream, err := s.awaitStreamLeader(ctx, js, name)
+	if err != nil {
+		return kvBucket{}, err
+	}
+	if sc := stream.CachedInfo().Config; sc.AllowDirect {
 		sc.AllowDirect = false
 		if _, err := js.UpdateStream(ctx, sc); err != nil {
 			return kvBucket{}, s.openErr(ctx, "turning off direct gets on bucket "+name, err)
 		}
 		// The client decides between direct and leader gets from the
-		// stream info it read when opening the bucket: open it again.
-		var err error
+		// stream info it read when opening the bucket or the stream:
+		// open both again.
 		if kv, err = js.KeyValue(ctx, name); err != nil {
 			return kvBucket{}, s.openErr(ctx, "opening bucket "+name, err)
 		}
-	}
-	stream, err := js.Stream(ctx, "KV_"+name)
-	if err != nil {
-		return kvBucket{}, s.openErr(ctx, "opening the stream of bucket "+name, err)
+		if stream, err = js.Stream(ctx, "KV_"+name); err != nil {
+			return kvBucket{}, s.openErr(ctx, "opening the stream of bucket "+name, err)
+		}
 	}
 	return kvBucket{kv: kv, stream: stream}, nil
+}
+
+// leaderPoll is the pause before checking a new stream's leader again,
+// or provisioning a bucket again.
+const leaderPoll = 20 * time.Millisecond
+
+// errNoLeader reports a stream whose info names no leader yet.
+var errNoLeader = errors.New("the stream has no leader yet")
+
+// awaitStreamLeader returns the stream of the bucket once its leader
+// answers, or an error when ctx (a provisioning step) ends first. A
+// replicated stream is created before its RAFT group has elected a
+// leader; until then a request only the leader answers (a leader get, a
+// consumer create, a stream update) gets no answer at all and waits out
+// its whole timeout. The first client's create returns once the leader is
+// elected, but the others, whose create found the stream already
+// proposed, return at once, with stream info that names no leader: they
+// wait here until a leader get is answered.
+func (s *Store) awaitStreamLeader(ctx context.Context, js jetstream.JetStream, name string) (jetstream.Stream, error) {
+	for {
+		stream, err := leaderAnswers(ctx, js, name)
+		if err == nil {
+			return stream, nil
+		}
+		if !errors.Is(err, errNoLeader) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+			return nil, s.openErr(ctx, "opening the stream of bucket "+name, err)
+		}
+		if !pause(ctx, leaderPoll) {
+			return nil, s.ctxErr("waiting for the stream of bucket "+name+" to elect a leader", fmt.Errorf("%w (%w)", ctx.Err(), err))
+		}
+	}
+}
+
+// leaderAnswers reads the stream of the bucket and, if its info names a
+// leader, asks the leader for the bucket's last message.
+func leaderAnswers(ctx context.Context, js jetstream.JetStream, name string) (jetstream.Stream, error) {
+	stream, err := js.Stream(ctx, "KV_"+name)
+	if err != nil {
+		return nil, err
+	}
+	if ci := stream.CachedInfo().Cluster; ci != nil && ci.Leader == "" {
+		return nil, errNoLeader
+	}
+	if _, err := stream.GetLastMsgForSubject(ctx, "$KV."+name+".>"); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, err
+	}
+	return stream, nil
 }
 
 // leaderLast returns the sequence of the last message under the key
