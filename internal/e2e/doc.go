@@ -9,8 +9,7 @@
 // history of the job (64 revisions per key, enough for every write) and
 // must find the fence held. The package has no non-test code.
 //
-// The progress watch is started once the job runs: a store opening a
-// replicated bucket while other clients provision it can wait its whole
-// default OpTimeout (10 s) to turn the bucket's direct gets off, which the
-// workers, retrying startup with a 1 s OpTimeout, ride out.
+// The progress watch is started with the workers, so its store opens the
+// job's buckets while they provision them, and its first snapshot must be
+// in within 3 s.
 package e2e
