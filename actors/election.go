@@ -73,6 +73,7 @@ type term struct {
 	renewals renewalClock
 	renewing bool   // a renewal is in flight
 	retries  uint64 // the round of the retry armed last; a retry of another round is moot
+	failures failureRun
 }
 
 // working returns the lead the planner run and the publisher work under, or
@@ -258,7 +259,7 @@ func (l *leader) renewed(c *actor.Context, m renewDone) {
 	switch m.fate {
 	case leaderRenewUnknown:
 		if !l.v.fatalIf(m.err) {
-			l.log.Warn("leader renewal failed; will retry", "err", m.err)
+			t.failures.failed(l.log, "leader renewal failed; will retry", m.err)
 			t.retries++
 			t.lead.after(l.v, renewRetryDelay(l.v.cfg.LeaseDuration), c.PID(), leaderRetryDue{round: t.retries})
 		}
@@ -267,6 +268,7 @@ func (l *leader) renewed(c *actor.Context, m renewDone) {
 	case leaderRenewed:
 		t.rev = max(t.rev, m.rev)
 		t.renewals.landed(m.at)
+		t.failures.landed(l.log, "leader key renewed again")
 		t.retries++ // a retry armed earlier is moot
 		l.sawLeader()
 	}

@@ -60,6 +60,7 @@ type lease struct {
 	hb           *clock.Timer
 	retryRound   uint64       // the round of the retry armed last; a retry of another round is moot
 	retry        *clock.Timer // the armed retry of a failed renewal or announce
+	failures     failureRun   // the failed renewals since the last that landed
 }
 
 func newLease(v *env) actor.Producer {
@@ -279,10 +280,11 @@ func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
 			l.presenceRev = m.rev
 		}
 		l.renewals.landed(m.at)
+		l.failures.landed(l.log, "presence renewed again")
 		l.retryMoot()
 	case renewError:
 		if !l.v.fatalIf(m.err) {
-			l.log.Warn("presence renewal failed; will retry", "err", m.err)
+			l.failures.failed(l.log, "presence renewal failed; will retry", m.err)
 			l.retrySoon(c)
 		}
 	case renewTwin:
