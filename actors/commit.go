@@ -38,6 +38,7 @@ const (
 	opClaim
 	opLeftover
 	opComplete
+	opDepartLeftover // Depart's return of a leftover (depart.go)
 )
 
 // recordOp is one queued write on one split. Writes on the same split run
@@ -288,6 +289,9 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 		refused = cm.departing || cm.verdict
 	case opLeftover:
 		refused = cm.departing || cm.verdict
+	case opDepartLeftover:
+		op.epoch = base.rec.Epoch
+		refused = !have || !cm.isLeftover(op.split, base.rec)
 	}
 	if refused {
 		v.send(pid, opDone{op: op, outcome: casFenced, err: why})
@@ -309,6 +313,10 @@ func (cm *commit) start(c *actor.Context, op recordOp) {
 			})
 		case opHandBack, opComplete:
 			d = endTenancy(ctx, v, op, base, now)
+		case opDepartLeftover:
+			d = casSplit(ctx, v, op, base, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return r.HandBack(now)
+			})
 		case opLeftover:
 			lo := op.leftover
 			d = casSplit(ctx, v, recordOp{kind: opLeftover, split: op.split, epoch: lo.Record.Epoch}, recEntry{rec: lo.Record, rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
@@ -339,6 +347,8 @@ func (cm *commit) done(c *actor.Context, d opDone) {
 			cm.v.failNow(d.err)
 		}
 		cm.resolved(messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
+	case opDepartLeftover:
+		cm.departLeftoverResult(op, d)
 	case opLeftover:
 		cm.v.fatalIf(d.err)
 		cm.publish(messages.ClaimAbandoned{Split: op.split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
@@ -369,17 +379,23 @@ func (cm *commit) failResult(op recordOp, d opDone) {
 func (cm *commit) handBack(c *actor.Context, m messages.HandBackSplits) {
 	cm.nextBatch++
 	id := cm.nextBatch
-	b := &handBackBatch{pending: len(m.Splits), replyTo: m.ReplyTo}
-	if b.pending == 0 {
-		if b.replyTo != nil {
-			cm.v.send(b.replyTo, handBackReply(m.Reason, nil))
+	deadline := time.Now().Add(cm.v.cfg.OpTimeout)
+	ops := make([]recordOp, 0, len(m.Splits))
+	for _, h := range m.Splits {
+		ops = append(ops, recordOp{kind: opHandBack, split: h.Split, epoch: h.Epoch, batch: id, reason: m.Reason, deadline: deadline})
+	}
+	if m.Leftovers {
+		ops = append(ops, cm.departLeftovers(m.Splits, id, deadline)...)
+	}
+	if len(ops) == 0 {
+		if m.ReplyTo != nil {
+			cm.v.send(m.ReplyTo, handBackReply(m.Reason, nil))
 		}
 		return
 	}
-	cm.handBacks[id] = b
-	deadline := time.Now().Add(cm.v.cfg.OpTimeout)
-	for _, h := range m.Splits {
-		cm.enqueue(c, recordOp{kind: opHandBack, split: h.Split, epoch: h.Epoch, batch: id, reason: m.Reason, deadline: deadline})
+	cm.handBacks[id] = &handBackBatch{pending: len(ops), replyTo: m.ReplyTo}
+	for _, op := range ops {
+		cm.enqueue(c, op)
 	}
 }
 
@@ -416,11 +432,17 @@ func (cm *commit) handBackResult(op recordOp, d opDone) {
 		}
 	}
 	cm.resolved(res)
+	cm.settleBatch(op, res.Outcome == messages.HandBackUnconfirmed)
+}
+
+// settleBatch counts op's write done in its hand-back batch (unconfirmed:
+// it did not confirm) and answers the batch after its last write.
+func (cm *commit) settleBatch(op recordOp, unconfirmed bool) {
 	b, ok := cm.handBacks[op.batch]
 	if !ok {
 		return
 	}
-	if res.Outcome == messages.HandBackUnconfirmed {
+	if unconfirmed {
 		b.unconfirmed = append(b.unconfirmed, op.split)
 	}
 	b.pending--

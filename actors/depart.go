@@ -5,12 +5,16 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 )
 
-// Depart at the root (docs/protocol.md, "Departure"): end and hand back
-// every held tenancy, then demote and withdraw the presence key, answering
-// the handle once both confirmed or Depart's own bound is about to pass.
+// Depart (docs/protocol.md, "Departure"): the root ends every held
+// tenancy and the commit actor hands them back and returns this session's
+// leftovers; then the root demotes and withdraws the presence key,
+// answering the handle once both confirmed or Depart's own bound is about
+// to pass.
 
 func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	r.departing = true
@@ -37,9 +41,10 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	for _, h := range hs {
 		r.end(c, h.Split, h.Epoch, messages.EndDeparted)
 	}
-	// The commit actor answers HandBackSplitsReply to the root, which then
-	// demotes and withdraws presence (docs/protocol.md, "Departure").
-	r.publish(messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID()})
+	// The commit actor hands back the held splits and returns this
+	// session's leftovers, then answers HandBackSplitsReply to the root,
+	// which demotes and withdraws presence (docs/protocol.md, "Departure").
+	r.publish(messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
 }
 
 // departTimedOut answers Depart within its bound with what is known:
@@ -79,4 +84,49 @@ func (r *root) departStepped(c *actor.Context) {
 		r.departReply = nil
 		r.departTimer.Stop()
 	}
+}
+
+// departLeftovers returns the writes that hand back, in Depart's batch,
+// every split record the commit actor's view shows naming this session
+// that this worker does not hold: a claim whose reply was lost (or a
+// hand-back that did not confirm) left it (docs/protocol.md, "Departure").
+// Without them the next claimant would find a record of an ended session
+// and take it over as Expired, charging an attempt. held are the splits
+// the batch hands back anyway. Each write re-checks the view when it
+// starts, after any earlier write on its split.
+func (cm *commit) departLeftovers(held []messages.HeldSplit, batch uint64, deadline time.Time) []recordOp {
+	skip := make(map[coordination.SplitID]bool, len(held))
+	for _, h := range held {
+		skip[h.Split] = true
+	}
+	var ops []recordOp
+	for id, r := range cm.records {
+		if !skip[id] && cm.isLeftover(id, r.rec) {
+			ops = append(ops, recordOp{kind: opDepartLeftover, split: id, batch: batch, reason: messages.EndDeparted, deadline: deadline})
+		}
+	}
+	return ops
+}
+
+// isLeftover reports whether rec, split id's record, is a leftover of this
+// session: runnable, naming this worker and its current session, not held.
+func (cm *commit) isLeftover(id coordination.SplitID, rec protocol.SplitRecord) bool {
+	_, held := cm.held[id]
+	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == cm.v.id && rec.Nonce == cm.v.sessionNonce()
+}
+
+// departLeftoverResult applies the outcome of a leftover's return. A
+// return that does not confirm is not Depart's error (the caller never
+// held the split): the record stays a leftover, taken as Expired once the
+// session ended, as before.
+func (cm *commit) departLeftoverResult(op recordOp, d opDone) {
+	switch d.outcome {
+	case casLanded:
+		cm.log.Debug("leftover of this session handed back on departure", "split", op.split, "epoch", op.epoch)
+	case casFatal:
+		cm.v.failNow(d.err)
+	case casUnconfirmed:
+		cm.log.Warn("leftover of this session was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.err)
+	}
+	cm.settleBatch(op, false)
 }

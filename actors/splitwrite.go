@@ -82,4 +82,4 @@ func casSplit(ctx context.Context, v *env, op recordOp, base recEntry, build fun
 }
 
 // opVerb names what a write does, for error reasons.
-var opVerb = map[opKind]string{opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opComplete: "completing"}
+var opVerb = map[opKind]string{opFail: "failing", opHandBack: "handing back", opLeftover: "handing back", opDepartLeftover: "handing back", opComplete: "completing"}

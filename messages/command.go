@@ -42,11 +42,14 @@ type ReleaseSplits struct {
 type ReleaseSplitsReply struct{ Err error }
 
 // HandBackSplits asks the commit actor to clear the owner of surrendered
-// splits; the reply goes to ReplyTo.
+// splits; the reply goes to ReplyTo. With Leftovers (Depart) it also
+// returns every split record the view shows naming this session that the
+// worker does not hold, before it replies.
 type HandBackSplits struct {
-	Splits  []HeldSplit
-	Reason  EndReason
-	ReplyTo *actor.PID
+	Splits    []HeldSplit
+	Reason    EndReason
+	ReplyTo   *actor.PID
+	Leftovers bool
 }
 
 // HandBackSplitsReply answers HandBackSplits: the splits whose hand-back
