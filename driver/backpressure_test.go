@@ -392,26 +392,3 @@ func TestRunPauseWindowIsConfigurable(t *testing.T) {
 		t.Errorf("with a window beyond the outage: %d PauseLanes calls and a tail of %d rows; want none and more than %d", res.pauses, res.tail, paceBound)
 	}
 }
-
-// checkRows fails the test unless exactly rows 0..rows-1 were delivered; it
-// returns the number of duplicate deliveries.
-func (d *deliveries) checkRows(t testing.TB, rows int64) int {
-	t.Helper()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	dups := 0
-	for row := range rows {
-		switch n := d.count[row]; {
-		case n == 0:
-			t.Errorf("row %d was never delivered", row)
-		case n > 1:
-			dups += n - 1
-		}
-	}
-	for row := range d.count {
-		if row < 0 || row >= rows {
-			t.Errorf("row %d is outside the ledger", row)
-		}
-	}
-	return dups
-}

@@ -31,9 +31,7 @@ import (
 // members are pumped on a mock clock rather than parked in drivers.
 
 const (
-	ledgerRows   = 1000
-	ledgerSplits = 8
-	rowsPerRead  = 7 // rows a lane delivers per control-loop turn
+	rowsPerRead = 7 // rows a lane delivers per control-loop turn
 	// readTime is the (bubble's fake) time a turn that delivers rows takes.
 	// Without it a worker would deliver the whole ledger at one instant, and
 	// whether the second worker joins before the first finished would be a
@@ -41,18 +39,21 @@ const (
 	readTime = 100 * time.Millisecond
 )
 
-// ledgerPlanner plans ledgerRows rows as ledgerSplits range splits; the
-// descriptor is the range "lo-hi" (hi exclusive).
-type ledgerPlanner struct{}
+// ledger is the job of the two-worker tests: 1000 rows in 8 splits.
+var ledger = ledgerPlanner{rows: 1000, splits: 8}
+
+// ledgerPlanner plans rows rows as splits range splits; the descriptor is
+// the range "lo-hi" (hi exclusive).
+type ledgerPlanner struct{ rows, splits int }
 
 func (ledgerPlanner) Fingerprint() string { return "ledger-v1" }
-func (ledgerPlanner) Plan(context.Context, coordination.PlanContext) (coordination.SplitPlan, error) {
+func (p ledgerPlanner) Plan(context.Context, coordination.PlanContext) (coordination.SplitPlan, error) {
 	var plan coordination.SplitPlan
-	per := ledgerRows / ledgerSplits
-	for i := range ledgerSplits {
+	per := p.rows / p.splits
+	for i := range p.splits {
 		lo, hi := i*per, (i+1)*per
-		if i == ledgerSplits-1 {
-			hi = ledgerRows
+		if i == p.splits-1 {
+			hi = p.rows
 		}
 		plan.Splits = append(plan.Splits, coordination.PlannedSplit{Spec: coordination.SplitSpec{
 			ID:         coordination.SplitID(fmt.Sprintf("rows-%d", i)),
@@ -94,11 +95,27 @@ func (d *deliveries) add(row int64) {
 	d.mu.Unlock()
 }
 
-// check fails the test unless exactly rows 0..ledgerRows-1 were delivered;
-// it returns the number of duplicate deliveries.
-func (d *deliveries) check(t testing.TB) int {
+// checkRows fails the test unless exactly rows 0..rows-1 were delivered; it
+// returns the number of duplicate deliveries.
+func (d *deliveries) checkRows(t testing.TB, rows int64) int {
 	t.Helper()
-	return d.checkRows(t, ledgerRows)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	dups := 0
+	for row := range rows {
+		switch n := d.count[row]; {
+		case n == 0:
+			t.Errorf("row %d was never delivered", row)
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	for row := range d.count {
+		if row < 0 || row >= rows {
+			t.Errorf("row %d is outside the ledger", row)
+		}
+	}
+	return dups
 }
 
 // ledgerLane is one open lane of the ledger source.
@@ -228,7 +245,7 @@ type ledgerWorker struct {
 	heldAtAbort int // open lanes when the worker crashed
 }
 
-func startWorker(t testing.TB, e *actor.Engine, st *memstore.Store, id string, out *deliveries, log *slog.Logger) *ledgerWorker {
+func startWorker(t testing.TB, e *actor.Engine, st *memstore.Store, id string, job ledgerPlanner, out *deliveries, log *slog.Logger) *ledgerWorker {
 	t.Helper()
 	cfg := testkit.HarnessConfig()
 	cfg.InstanceID = id
@@ -242,7 +259,7 @@ func startWorker(t testing.TB, e *actor.Engine, st *memstore.Store, id string, o
 	}
 	w := &ledgerWorker{id: id, coord: coord, src: &ledgerSource{out: out, lanes: map[coordination.SplitID]*ledgerLane{}}}
 	w.d = driver.New(coord, w.src, driver.WithLogger(log.With("driver", id)))
-	if err := w.d.Start(ledgerPlanner{}); err != nil {
+	if err := w.d.Start(job); err != nil {
 		t.Fatalf("Start %s: %v", id, err)
 	}
 	return w
@@ -287,6 +304,35 @@ func (w *ledgerWorker) run(abortAfter int) string {
 	}
 }
 
+// rig is what one end-to-end run shares: an engine, a memstore, the
+// delivery count and the workers' debug log. Call newRig inside a synctest
+// bubble.
+type rig struct {
+	e    *actor.Engine
+	st   *memstore.Store
+	out  *deliveries
+	logs *syncBuffer
+	log  *slog.Logger
+}
+
+func newRig(t *testing.T) *rig {
+	t.Helper()
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := memstore.New(testkit.HarnessConfig().LeaseDuration)
+	t.Cleanup(func() { _ = st.Close() })
+	logs := &syncBuffer{}
+	return &rig{e: e, st: st, out: &deliveries{count: map[int64]int{}}, logs: logs,
+		log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+}
+
+func (r *rig) start(t testing.TB, id string, job ledgerPlanner) *ledgerWorker {
+	t.Helper()
+	return startWorker(t, r.e, r.st, id, job, r.out, r.log)
+}
+
 // runLedger runs two workers over one memstore until both end: each must
 // end Drained, except that abortSecond > 0 crashes the second worker after
 // that many committing turns. The union of delivered rows must be exactly
@@ -294,18 +340,9 @@ func (w *ledgerWorker) run(abortAfter int) string {
 // most one commit interval) and reported.
 func runLedger(t *testing.T, abortSecond int) {
 	synctest.Test(t, func(t *testing.T) {
-		e, err := actor.NewEngine(actor.NewEngineConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := memstore.New(testkit.HarnessConfig().LeaseDuration)
-		defer st.Close()
-		out := &deliveries{count: map[int64]int{}}
-		var logBuf syncBuffer
-		log := slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-
-		w1 := startWorker(t, e, st, "w1", out, log)
-		w2 := startWorker(t, e, st, "w2", out, log)
+		r := newRig(t)
+		w1 := r.start(t, "w1", ledger)
+		w2 := r.start(t, "w2", ledger)
 		results := make([]string, 2)
 		var wg sync.WaitGroup
 		wg.Go(func() { results[0] = w1.run(0) })
@@ -322,11 +359,11 @@ func runLedger(t *testing.T, abortSecond int) {
 		if abortSecond > 0 && w2.heldAtAbort == 0 {
 			t.Errorf("w2 held no split when it crashed; the survivor took nothing over")
 		}
-		dups := out.check(t)
+		dups := r.out.checkRows(t, int64(ledger.rows))
 		t.Logf("%d duplicate deliveries; w1 turns %d, w2 turns %d, w2 lanes at crash %d",
 			dups, w1.turns, w2.turns, w2.heldAtAbort)
 		if t.Failed() {
-			t.Logf("logs:\n%s", logBuf.String())
+			t.Logf("logs:\n%s", r.logs.String())
 		}
 		synctest.Wait()
 	})
@@ -338,4 +375,46 @@ func TestEndToEndTwoWorkersDeliverTheLedgerExactly(t *testing.T) {
 
 func TestEndToEndSurvivorFinishesAfterAWorkerAborts(t *testing.T) {
 	runLedger(t, 3)
+}
+
+// Issue #12: a revocation requested right after a claim (the split
+// completed at once, or the leader moved it as more workers joined) was
+// begun for a tenancy already surrendered, never reached the driver
+// ("revocation accepted" never logged) and was forced at exactly
+// DrainDeadline. Four workers join one after another over a job of many
+// small splits, so the leader moves splits just claimed; every revocation
+// must settle before its deadline.
+func TestEndToEndRevocationsRightAfterClaimsAreNotForced(t *testing.T) {
+	job := ledgerPlanner{rows: 300 * 20, splits: 300}
+	for _, stagger := range []time.Duration{20 * time.Millisecond, 41 * time.Millisecond, 62 * time.Millisecond} {
+		t.Run(stagger.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t)
+				results := make([]string, 4)
+				var wg sync.WaitGroup
+				for k := range results {
+					w := r.start(t, fmt.Sprintf("w%d", k+1), job)
+					wg.Go(func() { results[k] = w.run(0) })
+					time.Sleep(stagger)
+				}
+				wg.Wait()
+				logs := r.logs.String()
+				if want := []string{"drained", "drained", "drained", "drained"}; !slices.Equal(results, want) {
+					t.Errorf("outcomes = %q, want %q", results, want)
+				}
+				r.out.checkRows(t, int64(job.rows))
+				accepted := strings.Count(logs, "revocation accepted")
+				if accepted == 0 {
+					t.Errorf("no revocation reached a driver; the run does not exercise revocations")
+				}
+				for _, line := range strings.Split(logs, "\n") {
+					if strings.Contains(line, "drain deadline passed") || strings.Contains(line, "could not decline revocation") {
+						t.Errorf("revocation forced at the deadline: %s", line)
+					}
+				}
+				t.Logf("%d revocations accepted", accepted)
+				synctest.Wait()
+			})
+		})
+	}
 }
