@@ -1,0 +1,57 @@
+package actors
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store/memstore"
+)
+
+// Depart returns exactly the leftovers of this session (docs/protocol.md,
+// "Departure"): runnable records naming this worker and its current
+// session that it does not hold and does not hand back in the same batch.
+// A record of an earlier session of this instance, of another worker, a
+// terminal one or an unowned one is left alone.
+func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
+	v := casEnv(t, memstore.New(time.Second)) // id "me", session "n"
+	cm := newCommit(v)().(*commit)
+	rec := func(owner, nonce string, st protocol.Status) protocol.SplitRecord {
+		return protocol.SplitRecord{Owner: owner, Nonce: nonce, Epoch: 3, Status: st}
+	}
+	for id, r := range map[coordination.SplitID]protocol.SplitRecord{
+		"leftover":        rec("me", "n", protocol.StatusRunnable),
+		"held":            rec("me", "n", protocol.StatusRunnable),
+		"handed-back":     rec("me", "n", protocol.StatusRunnable),
+		"earlier-session": rec("me", "old", protocol.StatusRunnable),
+		"other-worker":    rec("w2", "n", protocol.StatusRunnable),
+		"completed":       rec("me", "n", protocol.StatusCompleted),
+		"quarantined":     rec("me", "", protocol.StatusQuarantined),
+		"unowned":         rec("", "", protocol.StatusRunnable),
+	} {
+		cm.records[id] = recEntry{rec: r, rev: 7}
+	}
+	cm.held.apply(messages.TenancyStarted{Split: "held", Epoch: 3, Nonce: "n"})
+	deadline := time.Unix(100, 0)
+	ops := cm.departLeftovers([]messages.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
+	var got []coordination.SplitID
+	for _, op := range ops {
+		if op.kind != opDepartLeftover || op.batch != 9 || op.reason != messages.EndDeparted || !op.deadline.Equal(deadline) {
+			t.Errorf("op %+v, want a departure leftover return in batch 9 with the batch's deadline", op)
+		}
+		got = append(got, op.split)
+	}
+	if !slices.Equal(got, []coordination.SplitID{"leftover"}) {
+		t.Errorf("leftovers returned on Depart: %v, want [leftover]", got)
+	}
+	// The session renewed its nonce (a self-fence): the record is an earlier
+	// session's now, a Reclaim candidate, not this session's leftover.
+	next := "n2"
+	v.session.Store(&next)
+	if ops := cm.departLeftovers(nil, 10, deadline); len(ops) != 0 {
+		t.Errorf("after a new session: %d leftovers, want none", len(ops))
+	}
+}
