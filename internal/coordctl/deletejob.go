@@ -22,13 +22,11 @@ var deleteJobCommand = command{
 			if len(e.args) > 0 {
 				return e.failf("delete-job takes no arguments, got %q", e.args[0])
 			}
-			st, err := e.conn.open()
+			st, ctx, release, err := e.openBounded(ctx)
 			if err != nil {
 				return e.failf("%v", err)
 			}
-			defer st.Close()
-			ctx, cancel := context.WithTimeout(ctx, e.conn.timeout)
-			defer cancel()
+			defer release()
 			live, err := liveWorkers(ctx, st)
 			if err != nil {
 				return e.failf("reading %s: %v", e.conn.where(), err)

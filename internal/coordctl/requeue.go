@@ -31,13 +31,11 @@ var requeueCommand = command{
 				}
 				ids = append(ids, id)
 			}
-			st, err := e.conn.open()
+			st, ctx, release, err := e.openBounded(ctx)
 			if err != nil {
 				return e.failf("%v", err)
 			}
-			defer st.Close()
-			ctx, cancel := context.WithTimeout(ctx, e.conn.timeout)
-			defer cancel()
+			defer release()
 			j, err := readJob(ctx, st, false)
 			if err != nil {
 				return e.failf("reading %s: %v", e.conn.where(), err)

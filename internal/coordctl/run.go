@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/spate-go/coordination/store/natsstore"
 )
 
 // Exit statuses of [Run].
@@ -65,6 +67,17 @@ type env struct {
 func (e *env) failf(format string, a ...any) int {
 	fmt.Fprintf(e.stderr, "coordctl: "+format+"\n", a...)
 	return ExitError
+}
+
+// openBounded opens the job's store and bounds ctx by -timeout; release
+// cancels the bound and closes the store.
+func (e *env) openBounded(ctx context.Context) (*natsstore.Store, context.Context, func(), error) {
+	st, err := e.conn.open()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, e.conn.timeout)
+	return st, ctx, func() { cancel(); _ = st.Close() }, nil
 }
 
 var commands = []command{statusCommand, watchCommand, requeueCommand, deleteJobCommand, auditCommand}

@@ -15,13 +15,11 @@ var statusCommand = command{
 			if len(e.args) > 0 {
 				return e.failf("status takes no arguments, got %q", e.args[0])
 			}
-			st, err := e.conn.open()
+			st, ctx, release, err := e.openBounded(ctx)
 			if err != nil {
 				return e.failf("%v", err)
 			}
-			defer st.Close()
-			ctx, cancel := context.WithTimeout(ctx, e.conn.timeout)
-			defer cancel()
+			defer release()
 			j, err := readJob(ctx, st, *rows)
 			if err != nil {
 				return e.failf("reading %s: %v", e.conn.where(), err)
