@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -144,4 +146,25 @@ func mustCreate(t testing.TB, st store.Store, ks store.Keyspace, key, value stri
 // isCtxErr reports whether err wraps a context error.
 func isCtxErr(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// startWorker spawns a coordinator with cfg over st on its own engine,
+// gives it a waker and starts it with p; it is aborted when the test ends.
+func startWorker(t *testing.T, st *Store, cfg coordination.Config, p coordination.Planner) (*actors.Coordinator, *coordination.Waker) {
+	t.Helper()
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := actors.Spawn(e, st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Abort)
+	w := coordination.NewWaker()
+	c.SetWaker(w)
+	if err := c.Start(p); err != nil {
+		t.Fatal(err)
+	}
+	return c, w
 }

@@ -8,12 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anthdm/hollywood/actor"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -215,20 +213,7 @@ func TestWorkerKeepsItsSplitAcrossAOneSecondBlip(t *testing.T) {
 	cfg.LeaseDuration = lease
 	cfg.OpTimeout = lease / 2
 	cfg.Logger = logger
-	e, err := actor.NewEngine(actor.NewEngineConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := actors.Spawn(e, st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Abort)
-	w := coordination.NewWaker()
-	c.SetWaker(w)
-	if err := c.Start(oneSplit{}); err != nil {
-		t.Fatal(err)
-	}
+	c, w := startWorker(t, st, cfg, oneSplit{})
 	// events polls until deadline and returns the events seen.
 	events := func(until time.Time, stop func(coordination.Event) bool) []coordination.Event {
 		var seen []coordination.Event

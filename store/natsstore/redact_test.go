@@ -11,11 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anthdm/hollywood/actor"
 	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -105,20 +103,7 @@ func latchedFatal(t *testing.T, st *Store, logger *slog.Logger) error {
 	cfg.LeaseDuration = testLease
 	cfg.OpTimeout = testLease / 4
 	cfg.Logger = logger
-	e, err := actor.NewEngine(actor.NewEngineConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := actors.Spawn(e, st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Abort)
-	w := coordination.NewWaker()
-	c.SetWaker(w)
-	if err := c.Start(nopPlanner{}); err != nil {
-		t.Fatal(err)
-	}
+	c, w := startWorker(t, st, cfg, nopPlanner{})
 	deadline := time.After(10 * time.Second)
 	for {
 		select {

@@ -8,10 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anthdm/hollywood/actor"
-
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors"
 )
 
 // rollbackPlanner plans two splits.
@@ -42,10 +39,6 @@ func TestRestartFromAnOlderStoreDirIsAStoreRollback(t *testing.T) {
 	opts.Port = srv.Addr().(*net.TCPAddr).Port
 	st := storeFor(t, srv)
 
-	e, err := actor.NewEngine(actor.NewEngineConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "w1"
 	cfg.LeaseDuration = testLease
@@ -53,14 +46,7 @@ func TestRestartFromAnOlderStoreDirIsAStoreRollback(t *testing.T) {
 	cfg.ReconcileInterval = 500 * time.Millisecond
 	cfg.ReplanInterval = testLease
 	cfg.StartupGrace = 0
-	c, err := actors.Spawn(e, st, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(rollbackPlanner{}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Abort)
+	c, _ := startWorker(t, st, cfg, rollbackPlanner{})
 	held := map[coordination.SplitID]int64{}
 	var failure error
 	poll := func() {
