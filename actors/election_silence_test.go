@@ -2,20 +2,12 @@ package actors_test
 
 import (
 	"context"
-	"log/slog"
 	"testing"
 	"testing/synctest"
-	"time"
-
-	"github.com/anthdm/hollywood/actor"
-	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
-	"github.com/spate-go/coordination/store/memstore"
-	"github.com/spate-go/coordination/testkit"
 )
 
 // A leader key that is gone while the worker's watch is silent and no
@@ -25,22 +17,7 @@ import (
 // next generation.
 func TestALeaderKeyGoneUnseenStopsBlockingElections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clk := clock.NewMock()
-		clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		cfg := testkit.HarnessConfig()
-		cfg.InstanceID = "w1"
-		cfg.Clock = clk
-		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
-		mem := memstore.New(cfg.LeaseDuration, memstore.WithClock(clk))
-		fs := testkit.NewFaultStore(mem)
-		e, err := actor.NewEngine(actor.NewEngineConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := actors.Spawn(e, fs, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		clk, mem, fs, c := faultedWorker(t)
 		defer c.Abort()
 		if err := c.Start(onePlan{ids: []coordination.SplitID{"a"}}); err != nil {
 			t.Fatal(err)

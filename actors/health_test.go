@@ -21,21 +21,7 @@ import (
 // the session starved), healed, departed.
 func TestHealthyFollowsSessionAndWatches(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clk := clock.NewMock()
-		clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-		cfg := testkit.HarnessConfig()
-		cfg.InstanceID = "w1"
-		cfg.Clock = clk
-		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
-		fs := testkit.NewFaultStore(memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)))
-		e, err := actor.NewEngine(actor.NewEngineConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := actors.Spawn(e, fs, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		clk, _, fs, c := faultedWorker(t)
 		defer c.Abort()
 		wantHealth(t, c, coordination.Fatal, "used before Start")
 		if err := c.Start(onePlan{ids: []coordination.SplitID{"a"}}); err != nil {
@@ -83,4 +69,27 @@ func until(t *testing.T, clk *clock.Mock, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond) // bubble time: lets real-time backoffs run
 		synctest.Wait()
 	}
+}
+
+// faultedWorker spawns the worker w1, not started, over a FaultStore on a
+// memstore, both on a mock clock; the caller aborts it.
+func faultedWorker(t *testing.T) (*clock.Mock, *memstore.Store, *testkit.FaultStore, *actors.Coordinator) {
+	t.Helper()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	cfg := testkit.HarnessConfig()
+	cfg.InstanceID = "w1"
+	cfg.Clock = clk
+	cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), nil))
+	mem := memstore.New(cfg.LeaseDuration, memstore.WithClock(clk))
+	fs := testkit.NewFaultStore(mem)
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := actors.Spawn(e, fs, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clk, mem, fs, c
 }
