@@ -288,7 +288,7 @@ func runOutage(t *testing.T, pausable bool, outage func(*testkit.FaultStore) (re
 		}
 		c := &landingCoordinator{Coordinator: coord, landed: map[coordination.SplitID]int64{}}
 		src := newPaceSource()
-		var reader driver.Source = src
+		var reader driver.SourceReader = src
 		if pausable {
 			reader = pausableSource{src}
 		}

@@ -24,7 +24,8 @@ const retryPause = 100 * time.Millisecond
 // acknowledged watermarks as final and departs the job, so c must not be
 // used afterwards.
 //
-// src must also implement [Reader]. Run hands ctx.Done() to c as its stop
+// src is a [SourceReader]: a [Source] that also implements [Reader], checked
+// by the compiler. Run hands ctx.Done() to c as its stop
 // channel (so a [WithStop] option is overridden). Retryable errors are
 // logged (see [WithLogger]) and the loop goes on; commits are sent only for
 // lanes whose watermark advanced. When src also implements [Pauser], a lane
@@ -41,15 +42,13 @@ const retryPause = 100 * time.Millisecond
 //
 // A Shutdown failure (a final commit that did not land, a failed Depart) is
 // joined to that outcome. Bad options (no planner, a negative commit
-// interval) or a src that is not a Reader return Fatal at once, before c is
-// touched.
-func Run(ctx context.Context, c coordination.Coordinator, src Source, opts ...Option) error {
+// interval or pause window) return Fatal at once, before c is touched.
+func Run(ctx context.Context, c coordination.Coordinator, src SourceReader, opts ...Option) error {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	r, err := runReader(src, &o)
-	if err != nil {
+	if err := checkRunOptions(&o); err != nil {
 		return err
 	}
 	d := New(c, src, append(slices.Clip(opts), WithStop(ctx.Done()))...)
@@ -60,34 +59,30 @@ func Run(ctx context.Context, c coordination.Coordinator, src Source, opts ...Op
 	if err := d.Start(o.planner); err != nil {
 		return joinOutcome(err, d.Shutdown(nil))
 	}
-	lr := &loop{d: d, r: r, interval: o.commitInterval, backlog: newBacklog(r, o.pauseAfter)}
+	lr := &loop{d: d, r: src, interval: o.commitInterval, backlog: newBacklog(src, o.pauseAfter)}
 	return lr.finish(lr.run(ctx))
 }
 
-// runReader checks what Run needs that the types cannot: src is a Reader, a
-// planner is set, the commit interval and the pause window are positive (0
-// means the default).
-func runReader(src Source, o *options) (Reader, error) {
-	r, ok := src.(Reader)
-	if !ok {
-		return nil, fatal(fmt.Sprintf("driver.Run: source %T does not implement driver.Reader (StartLanes, StopLanes, Acked); implement it, or drive a Driver from driver.New with your own loop", src))
-	}
+// checkRunOptions checks what Run needs that the types cannot: a planner is
+// set, the commit interval and the pause window are positive (0 means the
+// default, which it fills in).
+func checkRunOptions(o *options) error {
 	if o.planner == nil {
-		return nil, fatal("driver.Run needs a planner; pass driver.WithPlanner(p)")
+		return fatal("driver.Run needs a planner; pass driver.WithPlanner(p)")
 	}
 	if o.commitInterval == 0 {
 		o.commitInterval = DefaultCommitInterval
 	}
 	if o.commitInterval < 0 {
-		return nil, fatal(fmt.Sprintf("driver.WithCommitInterval %s must be positive; omit it for the default %s", o.commitInterval, DefaultCommitInterval))
+		return fatal(fmt.Sprintf("driver.WithCommitInterval %s must be positive; omit it for the default %s", o.commitInterval, DefaultCommitInterval))
 	}
 	if o.pauseAfter == 0 {
 		o.pauseAfter = o.commitInterval
 	}
 	if o.pauseAfter < 0 {
-		return nil, fatal(fmt.Sprintf("driver.WithPauseAfter %s must be positive; omit it for the default of one commit interval (%s)", o.pauseAfter, o.commitInterval))
+		return fatal(fmt.Sprintf("driver.WithPauseAfter %s must be positive; omit it for the default of one commit interval (%s)", o.pauseAfter, o.commitInterval))
 	}
-	return r, nil
+	return nil
 }
 
 // loop is Run's state between its start and its Shutdown.

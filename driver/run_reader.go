@@ -1,5 +1,15 @@
 package driver
 
+// SourceReader is what [Run] needs: a [Source] that is also a [Reader]. Run
+// takes it as its parameter type, so a source that lacks a Reader method is
+// a compile error ("missing method StartLanes") rather than a failure at run
+// time. A source that also implements [Pauser] lets Run pause its lanes
+// while commits are not landing.
+type SourceReader interface {
+	Source
+	Reader
+}
+
 // Reader is what [Run] needs of a [Source] beyond the Source methods: the
 // readers themselves. Run calls it from its own goroutine only, never
 // concurrently with a Source method; the lanes' readers run on the source's

@@ -381,19 +381,17 @@ func TestRunCancelledBeforeStartDepartsWithoutStarting(t *testing.T) {
 func TestRunRejectsBadInputBeforeTouchingTheCoordinator(t *testing.T) {
 	tests := []struct {
 		name string
-		src  driver.Source
 		opts []driver.Option
 		want string
 	}{
-		{"no planner", newRunSource(), nil, "pass driver.WithPlanner(p)"},
-		{"negative interval", newRunSource(), []driver.Option{driver.WithPlanner(planner{}), driver.WithCommitInterval(-time.Second)}, "driver.WithCommitInterval -1s must be positive"},
-		{"negative pause window", newRunSource(), []driver.Option{driver.WithPlanner(planner{}), driver.WithPauseAfter(-time.Second)}, "driver.WithPauseAfter -1s must be positive"},
-		{"not a reader", struct{ driver.Source }{newRunSource()}, []driver.Option{driver.WithPlanner(planner{})}, "does not implement driver.Reader"},
+		{"no planner", nil, "pass driver.WithPlanner(p)"},
+		{"negative interval", []driver.Option{driver.WithPlanner(planner{}), driver.WithCommitInterval(-time.Second)}, "driver.WithCommitInterval -1s must be positive"},
+		{"negative pause window", []driver.Option{driver.WithPlanner(planner{}), driver.WithPauseAfter(-time.Second)}, "driver.WithPauseAfter -1s must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c, script := testkit.NewScripted()
-			err := driver.Run(t.Context(), c, tt.src, tt.opts...)
+			err := driver.Run(t.Context(), c, newRunSource(), tt.opts...)
 			if coordination.KindOf(err) != coordination.Fatal || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Run = %v, want Fatal containing %q", err, tt.want)
 			}
