@@ -102,6 +102,7 @@ type commit struct {
 
 	plan      protocol.PlanRecord
 	hasPlan   bool
+	everLive  bool // both watches were live once: the joining snapshot is applied
 	verdict   bool
 	judging   bool
 	departing bool
@@ -139,6 +140,7 @@ func (cm *commit) Receive(c *actor.Context) {
 		cm.judge()
 	case messages.PlanDeleted:
 	case messages.WatchesChanged:
+		cm.joinedView(m.Live)
 	case messages.HeartbeatTicked:
 		cm.judge()
 	case messages.TenancyStarted:
@@ -210,6 +212,9 @@ func (cm *commit) tally(r protocol.SplitRecord, d int) {
 	cm.v.met.tallies(cm.completed, cm.quarant, cm.total-int64(cm.completed), cm.weight-cm.doneWeight)
 }
 
+// deleted applies a split record's deletion. No write of the protocol
+// deletes one, so it was deleted outside the library: Fatal on every worker
+// that sees it (docs/protocol.md, "Missing records").
 func (cm *commit) deleted(id coordination.SplitID) {
 	old, had := cm.records[id]
 	if !had {
@@ -217,9 +222,21 @@ func (cm *commit) deleted(id coordination.SplitID) {
 	}
 	delete(cm.records, id)
 	cm.tally(old.rec, -1)
-	if t, ok := cm.held[id]; ok {
-		cm.log.Error("split record deleted outside the library", "key", protocol.SplitKey(id))
-		cm.drop(id, t.epoch)
+	cm.v.failNow(splitRecordDeleted(protocol.SplitKey(id)))
+}
+
+// joinedView checks the view once, when both watches first went live: the
+// joining snapshot of "job." is a consistent cut, and every split record the
+// plan counts was created before the plan write that counted it, so fewer
+// records than planned means some were deleted before this worker joined
+// (docs/protocol.md, "Missing records"). Later deletions arrive as deletes.
+func (cm *commit) joinedView(live bool) {
+	if !live || cm.everLive {
+		return
+	}
+	cm.everLive = true
+	if cm.hasPlan && uint64(len(cm.records)) < cm.plan.Planned {
+		cm.v.failNow(splitRecordsMissing(len(cm.records), cm.plan.Planned))
 	}
 }
 

@@ -66,6 +66,21 @@ func specMissing(id coordination.SplitID, key string) error {
 	return coordination.Errorf(coordination.Fatal, "split %s: spec record %s is missing; it was deleted outside the library", id, key)
 }
 
+// splitRecordDeleted is the Fatal of a split record deleted outside the
+// library (docs/protocol.md, "Missing records"): its placement, attempts and
+// status are gone, so no worker can place or judge the split.
+func splitRecordDeleted(key string) error {
+	return coordination.Errorf(coordination.Fatal,
+		"%s: split record deleted outside the library (or lost by the store); the split can no longer be placed or judged: restore the record, or delete the job (coordctl delete-job) and run it again", key)
+}
+
+// splitRecordsMissing is the Fatal of a view that, on joining, holds fewer
+// split records than the plan counts (docs/protocol.md, "Missing records").
+func splitRecordsMissing(have int, planned uint64) error {
+	return coordination.Errorf(coordination.Fatal,
+		"job.plan counts %d split records but the store holds %d: split records were deleted outside the library (or lost by the store); restore them, or delete the job (coordctl delete-job) and run it again", planned, have)
+}
+
 // noAnswer is the Retryable result of a handle call the root did not
 // answer within d.
 func noAnswer(d time.Duration) error {

@@ -129,3 +129,70 @@ func TestFleetIdleSplitRecreatesADeletedProgressRecordEmpty(t *testing.T) {
 		}
 	}, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 }
+
+// deleteRecord deletes a durable record as an operator would.
+func deleteRecord(t *testing.T, f *Fleet, key string) {
+	t.Helper()
+	e, ok, err := f.Store().Get(t.Context(), store.Durable, key)
+	if err != nil || !ok {
+		t.Fatalf("read %s: found=%v err=%v", key, ok, err)
+	}
+	if ok, err := f.Store().Delete(t.Context(), store.Durable, key, e.Revision); !ok || err != nil {
+		t.Fatalf("delete %s: ok=%v err=%v", key, ok, err)
+	}
+}
+
+// wantSameFatal checks that every member failed Fatal with a reason naming
+// key and that none reached a verdict.
+func wantSameFatal(t *testing.T, key string, ms ...*Member) {
+	t.Helper()
+	for _, m := range ms {
+		if coordination.KindOf(m.Err()) != coordination.Fatal || !strings.Contains(m.Err().Error(), key) || m.Verdict() != nil {
+			t.Errorf("%s: err = %v, verdict = %#v; want a Fatal naming %s and no verdict", m.ID(), m.Err(), m.Verdict(), key)
+		}
+	}
+}
+
+// A split record deleted while workers run wedged the job (no verdict, no
+// error). Every worker that sees the deletion fails Fatal naming the key, and
+// a worker that joins afterwards fails the same way: the plan counts more
+// split records than the store holds.
+func TestFleetDeletedSplitRecordFailsEveryWorker(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits, p := newJob(4)
+		w1, w2 := f.Start("w1", p), f.Start("w2", p)
+		f.Until("both hold splits", func() bool { return allHeld(f, splits, "") && len(w1.HeldIDs()) > 0 && len(w2.HeldIDs()) > 0 })
+		key := protocol.SplitKey(splits[0])
+		deleteRecord(t, f, key)
+		w1.Policy.Work, w2.Policy.Work = WorkComplete, WorkComplete
+		f.Until("both failed", func() bool { return w1.Err() != nil && w2.Err() != nil })
+		wantSameFatal(t, key, w1, w2)
+		f.Advance(6 * f.Step()) // their presence expires
+		w3 := f.Start("w3", p)
+		w3.Policy.Work = WorkComplete
+		f.Until("the late joiner failed", func() bool { return w3.Err() != nil })
+		wantSameFatal(t, "split records were deleted outside the library", w3)
+	})
+}
+
+// A spec record deleted before its split is claimed: the split cannot be
+// delivered without its descriptor, so every worker that is given it fails
+// Fatal naming the spec's key, and none reports a verdict.
+func TestFleetDeletedSpecRecordFailsEveryWorker(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits, p := newJob(6)
+		w1, w2 := f.Start("w1", p, setMaxInFlight(1)), f.Start("w2", p, setMaxInFlight(1))
+		f.Until("both hold a split", func() bool { return len(w1.HeldIDs()) == 1 && len(w2.HeldIDs()) == 1 })
+		var key string
+		for _, s := range splits {
+			if len(f.Holders(s)) == 0 {
+				key = protocol.SpecKey(s)
+				break
+			}
+		}
+		deleteRecord(t, f, key)
+		w1.Policy.Work, w2.Policy.Work = WorkComplete, WorkComplete
+		f.Until("both failed", func() bool { return w1.Err() != nil && w2.Err() != nil })
+		wantSameFatal(t, key, w1, w2)
+	})
+}
