@@ -39,7 +39,7 @@ func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) o
 	if cand.Quarantine {
 		want = base.QuarantineOnTakeover(now)
 	} else {
-		want = base.Claim(v.id, nonce, base.Epoch+1, cand.Kind.ConsumesAttempt(), now)
+		want = base.Claim(v.id, nonce, base.NextEpoch(), cand.Kind.ConsumesAttempt(), now)
 	}
 	key := protocol.SplitKey(cand.ID)
 	start := time.Now()

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -57,6 +58,8 @@ func TestClaimSplit(t *testing.T) {
 		{name: "a missing spec is Fatal and writes nothing", view: dead, noSpec: true, wantOut: casUnconfirmed, wantFatal: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
 		{name: "a later claim's fence supersedes this one", view: dead, late: ptr(prevFence.Fence("peer", 3, 0)), wantOut: casFenced,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
+		{name: "a progress record at the top epoch is Fatal", view: dead, late: ptr(prevFence.Fence("peer", math.MaxUint64, 0)), wantOut: casUnconfirmed, wantFatal: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
 		{name: "a failed fence hands the claim back", view: dead, failFence: true, wantOut: casUnconfirmed,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).HandBack(0) }},

@@ -56,7 +56,7 @@ func NewSpec(s coordination.SplitSpec, fp, generation uint64) SpecRecord {
 }
 
 // Claim returns the split record of a claim by owner's session nonce at
-// epoch (the view's epoch + 1), charging one attempt iff chargeAttempt.
+// epoch (the view's NextEpoch), charging one attempt iff chargeAttempt.
 // Status is unchanged.
 func (r SplitRecord) Claim(owner, nonce string, epoch uint64, chargeAttempt bool, nowMs int64) SplitRecord {
 	r.Epoch = epoch
@@ -96,6 +96,12 @@ func (r SplitRecord) Fail(maxAttempts uint32, nowMs int64) SplitRecord {
 	r.WrittenAtMs = nowMs
 	return r
 }
+
+// NextEpoch is the epoch of the next tenancy: Epoch + 1, saturating. A
+// decoded record never carries the top epoch (its decoder rejects it), so
+// the result is always above Epoch; at the top it stays there and the
+// record it is written to fails to decode everywhere, never wrapping to 0.
+func (r SplitRecord) NextEpoch() uint64 { return incEpoch(r.Epoch) }
 
 // QuarantineOnTakeover returns the split record of a quarantine on
 // takeover: epoch + 1, status quarantined, owner null, attempts + 1.

@@ -351,6 +351,7 @@ func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
 	if f.err == nil && r.Weight == 0 {
 		f.fail(shapeErr("field weight is 0"))
 	}
+	f.checkEpoch(r.Epoch)
 	if f.err == nil && (r.Owner == "") != (r.Nonce == "") {
 		f.fail(shapeErr("fields owner and nonce must be null together"))
 	}
@@ -383,6 +384,7 @@ func DecodeProgress(key string, b []byte, fp uint64) (ProgressRecord, error) {
 		Completed:   f.bool("completed"),
 		WrittenAtMs: f.int64("written_at_ms"),
 	}
+	f.checkEpoch(r.Epoch)
 	if f.err != nil {
 		return ProgressRecord{}, recordError(key, f.err)
 	}
@@ -429,7 +431,7 @@ func DecodeLeader(key string, b []byte) (LeaderRecord, error) {
 	if pe != nil {
 		return LeaderRecord{}, valueError(key, pe)
 	}
-	r := LeaderRecord{Owner: f.nonEmptyString("owner"), Nonce: f.string("nonce"), Generation: f.uint64("generation")}
+	r := LeaderRecord{Owner: f.name("owner"), Nonce: f.name("nonce"), Generation: f.uint64("generation")}
 	if f.err != nil {
 		return LeaderRecord{}, valueError(key, f.err)
 	}
@@ -444,7 +446,7 @@ func DecodePresence(key string, b []byte) (PresenceRecord, error) {
 	if pe != nil {
 		return PresenceRecord{}, recordError(key, pe)
 	}
-	r := PresenceRecord{Nonce: f.string("nonce"), MaxInFlight: f.uint32("max_in_flight")}
+	r := PresenceRecord{Nonce: f.name("nonce"), MaxInFlight: f.uint32("max_in_flight")}
 	if f.err != nil {
 		return PresenceRecord{}, recordError(key, f.err)
 	}

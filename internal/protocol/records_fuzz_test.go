@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -93,7 +94,8 @@ func FuzzDecodeSplit(f *testing.F) {
 	dec := func(b []byte) (SplitRecord, error) { return DecodeSplit(SplitKey("s0"), b, testFP) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
-		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Status.String() == "unknown" || (r.Owner == "") != (r.Nonce == "")) {
+		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Status.String() == "unknown" || (r.Owner == "") != (r.Nonce == "") ||
+			r.Owner != "" && (!validName(r.Owner) || !validName(r.Nonce)) || r.Epoch == math.MaxUint64) {
 			t.Fatalf("accepted an invalid split record %#v from %q", r, b)
 		}
 		checkFuzzDecode(t, b, r, err, EncodeSplit, dec)
@@ -105,7 +107,7 @@ func FuzzDecodeProgress(f *testing.F) {
 	dec := func(b []byte) (ProgressRecord, error) { return DecodeProgress(ProgressKey("s0"), b, testFP) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
-		if err == nil && (r.ID != "s0" || r.FP != testFP) {
+		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Owner != "" && !validName(r.Owner) || r.Epoch == math.MaxUint64) {
 			t.Fatalf("accepted an invalid progress record %#v from %q", r, b)
 		}
 		checkFuzzDecode(t, b, r, err, EncodeProgress, dec)
@@ -133,6 +135,9 @@ func FuzzDecodeLeader(f *testing.F) {
 	dec := func(b []byte) (LeaderRecord, error) { return DecodeLeader(KeyLeader, b) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
+		if err == nil && (!validName(r.Owner) || !validName(r.Nonce)) {
+			t.Fatalf("accepted an invalid owner or nonce %#v from %q", r, b)
+		}
 		checkFuzzDecode(t, b, r, err, EncodeLeader, dec)
 	})
 }
@@ -142,6 +147,9 @@ func FuzzDecodePresence(f *testing.F) {
 	dec := func(b []byte) (PresenceRecord, error) { return DecodePresence(WorkerKey("w1"), b) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
+		if err == nil && !validName(r.Nonce) {
+			t.Fatalf("accepted an invalid nonce %#v from %q", r, b)
+		}
 		checkFuzzDecode(t, b, r, err, EncodePresence, dec)
 	})
 }

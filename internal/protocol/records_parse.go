@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/naming"
 )
 
 // parseErrorKind says which docs/protocol.md "Parse failures" reason a parse failure maps to.
@@ -500,12 +501,36 @@ func (f *fields) nonEmptyString(name string) string {
 	return s
 }
 
-// nullName reads a non-empty string or null (""), as for an optional owner.
+// nullName reads a valid name (1..128 bytes of [A-Za-z0-9_-], the rule of
+// instance ids and nonces) or null (""), as for an optional owner.
 func (f *fields) nullName(name string) string {
 	if f.isNull(name) {
 		return ""
 	}
-	return f.nonEmptyString(name)
+	return f.name(name)
+}
+
+// name reads a JSON string that must be a valid name: an instance id or a
+// session nonce, which become keys ("worker.<owner>") or are compared with
+// them, so a value no worker could have written is corrupt, not a session.
+func (f *fields) name(field string) string {
+	s := f.string(field)
+	if f.err == nil {
+		if reason := naming.Check("field "+field, s, instanceIDMaxLen); reason != "" {
+			f.fail(shapeErr(reason))
+		}
+	}
+	return s
+}
+
+// checkEpoch fails a record whose epoch is the top of its range: no later
+// tenancy could be numbered above it, so a claim would have to wrap (to 0)
+// or repeat it, and epochs strictly increase (docs/protocol.md, "Parse
+// failures"). No library write reaches it: it is corrupt.
+func (f *fields) checkEpoch(epoch uint64) {
+	if f.err == nil && epoch == math.MaxUint64 {
+		f.fail(shapeErr("field epoch is 18446744073709551615, the top of its range; epochs must be able to increase"))
+	}
 }
 
 // bool reads true or false.

@@ -1,0 +1,48 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
+)
+
+// A split record whose owner is not an instance id (docs/protocol.md,
+// "Parse failures") is Fatal naming its key. Before, the decoder accepted
+// any string: on NATS the claimant's presence read failed on the invalid key
+// "worker.bad owner" and the split stayed unclaimed, silently.
+func TestInvalidOwnerInASplitRecordIsFatal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		w1 := r.start("w1", finalPlan("a", "b"))
+		r.until("w1 holds both", 10*time.Second, []*member{w1}, func() bool { return len(w1.held) == 2 })
+		if err := w1.c.Release("a"); err != nil {
+			t.Fatalf("Release: %v", err)
+		}
+		key := protocol.SplitKey("a")
+		e, _, err := r.st.Get(context.Background(), store.Durable, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec, err := protocol.DecodeSplit(key, e.Value, protocol.Fingerprint("job:v1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec.Owner, rec.Nonce = "bad owner", "n"
+		put(t, r.st, key, protocol.EncodeSplit(rec), uint64(e.Revision))
+		r.advance(time.Second)
+		_, err = w1.c.Poll()
+		if coordination.KindOf(err) != coordination.Fatal || !strings.Contains(err.Error(), key) {
+			t.Fatalf("Poll = %v, want a Fatal naming %s", err, key)
+		}
+		if cause := errors.Unwrap(err); cause == nil || !strings.Contains(cause.Error(), `field owner may only contain [A-Za-z0-9_-], got ' ' at byte 3 in "bad owner"`) {
+			t.Fatalf("cause = %v, want the owner rule", cause)
+		}
+	})
+}
