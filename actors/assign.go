@@ -13,9 +13,11 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// maxClaimsInFlight bounds the claims one worker runs at once, so a worker
-// assigned thousands of splits does not start thousands of store writes in
-// one burst; the rest follow as claims finish.
+// maxClaimsInFlight bounds the writes the assign actor runs at once (claims,
+// quarantines on takeover and leftover returns together), so a worker
+// assigned thousands of splits, or finding thousands of quarantine
+// candidates after a crash loop, does not start thousands of store writes in
+// one burst; the rest follow as writes finish.
 const maxClaimsInFlight = 128
 
 // assign follows this worker's assignment record (docs/protocol.md,
@@ -39,7 +41,7 @@ type assign struct {
 	byOwner  map[string]map[coordination.SplitID]bool // instance → splits its records name
 
 	held     heldView                        // derived from the root's registry (tenancy.go)
-	inflight map[coordination.SplitID]bool   // value: the work counts as a claim (quarantines and leftover returns do not)
+	inflight map[coordination.SplitID]bool   // every write in flight (bounded by maxClaimsInFlight); value: it counts as a claim against MaxInFlight (quarantines and leftover returns do not)
 	claims   int                             // claims in flight
 	handing  map[coordination.SplitID]uint64 // surrendered, its write not resolved yet
 	early    map[coordination.SplitID]uint64 // a write resolved before its TenancyEnded arrived (completions race the root)
@@ -161,8 +163,8 @@ func (a *assign) recordObserved(c *actor.Context, m messages.RecordObserved) {
 	a.changed(c, m.Split)
 }
 
-// tenancyStarted follows the registry: the claim's slot is free and the
-// split is held.
+// tenancyStarted follows the registry: the claim's slot is free, so the
+// next write starts at once, and the split is held.
 func (a *assign) tenancyStarted(c *actor.Context, m messages.TenancyStarted) {
 	a.held.apply(m)
 	a.release(m.Split)
@@ -171,6 +173,7 @@ func (a *assign) tenancyStarted(c *actor.Context, m messages.TenancyStarted) {
 		delete(a.named, m.Split)
 	}
 	a.changed(c, m.Split)
+	a.step(c)
 }
 
 // tenancyEnded follows the registry: a surrendered split waits for its
@@ -365,12 +368,17 @@ func (a *assign) release(id coordination.SplitID) {
 	}
 }
 
-// step starts the claims, quarantines and leftover returns the view allows.
+// step starts the claims, quarantines and leftover returns the view allows,
+// at most maxClaimsInFlight writes at once: quarantines and leftover returns
+// first, then claims while the lanes allow.
 func (a *assign) step(c *actor.Context) {
 	if !a.live || !a.session || a.verdict || a.departed || a.v.halted.Load() {
 		return
 	}
 	for id := range a.extra {
+		if len(a.inflight) >= maxClaimsInFlight {
+			return
+		}
 		if cand, ok := a.classify(id); ok && a.actsRegardless(cand) {
 			a.launch(c, id, cand)
 		}
@@ -378,7 +386,7 @@ func (a *assign) step(c *actor.Context) {
 	if !a.decided {
 		return
 	}
-	for a.queue.Len() > 0 && len(a.held)+a.claims < a.v.cfg.MaxInFlight && a.claims < maxClaimsInFlight {
+	for a.queue.Len() > 0 && len(a.held)+a.claims < a.v.cfg.MaxInFlight && len(a.inflight) < maxClaimsInFlight {
 		q := heap.Pop(&a.queue).(queuedCandidate)
 		if a.queued[q.id] != q.kind {
 			continue // superseded by a later entry of another kind

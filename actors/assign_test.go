@@ -1,11 +1,18 @@
 package actors
 
 import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 func TestTwoWorkersSplitAFinalPlanDisjointly(t *testing.T) {
@@ -97,6 +104,84 @@ func TestRestartWithTheSameIDReclaimsAtOnce(t *testing.T) {
 			t.Fatalf("reclaimed %+v", g)
 		}
 		if err := w2.c.Depart(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// gatedSplitWrites holds every durable split-record Update until gate is
+// closed (or the write's context ends) and records the most held at once.
+type gatedSplitWrites struct {
+	*memstore.Store
+	gate chan struct{} // closed by the test
+	mu   sync.Mutex
+	now  int
+	peak int
+}
+
+func (s *gatedSplitWrites) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
+	if ks == store.Durable && strings.HasPrefix(key, protocol.PrefixSplit) {
+		s.mu.Lock()
+		s.now++
+		s.peak = max(s.peak, s.now)
+		s.mu.Unlock()
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+		}
+		s.mu.Lock()
+		s.now--
+		s.mu.Unlock()
+	}
+	return s.Store.Update(ctx, ks, key, v, rev)
+}
+
+func (s *gatedSplitWrites) peakHeld() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.peak
+}
+
+// A crashed worker's splits that are out of attempts are quarantined on
+// takeover by every worker that sees them, whatever its assignment: those
+// writes draw from the same budget of maxClaimsInFlight as claims.
+func TestQuarantinesOnTakeoverShareTheClaimBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 3 * maxClaimsInFlight
+		r := newRig(t)
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("s-%03d", i)
+		}
+		p := finalPlan(ids...)
+		oneAttempt := func(cfg *coordination.Config) { cfg.MaxAttempts = 1; cfg.MaxInFlight = n }
+		crashed := r.start("crashed", p, oneAttempt)
+		r.until("the first worker holds every split", 20*time.Second, []*member{crashed}, func() bool { return len(crashed.held) == n })
+		crashed.c.Abort()
+
+		gated := &gatedSplitWrites{Store: r.st, gate: make(chan struct{})}
+		cfg := testConfig(t, r.clk, "taker")
+		oneAttempt(&cfg)
+		c, err := Spawn(r.e, gated, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Abort)
+		if err := c.Start(p); err != nil {
+			t.Fatal(err)
+		}
+		taker := &member{c: c, held: map[coordination.SplitID]coordination.Gained{}}
+		r.until("the quarantines begin", 10*time.Second, []*member{taker}, func() bool { return gated.peakHeld() > 0 })
+		settle()
+		if got := gated.peakHeld(); got > maxClaimsInFlight {
+			t.Fatalf("%d split-record writes in flight at once; want at most %d", got, maxClaimsInFlight)
+		}
+		close(gated.gate)
+		r.until("every split quarantined", 20*time.Second, []*member{taker}, func() bool {
+			s, ok := verdictOf(taker).(coordination.Stalled)
+			return ok && s.Quarantined == n
+		})
+		if err := taker.c.Depart(); err != nil {
 			t.Fatal(err)
 		}
 	})
