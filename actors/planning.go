@@ -179,8 +179,16 @@ func safePlan(ctx context.Context, p coordination.Planner, pc coordination.PlanC
 	return sp, false, err
 }
 
-// validatePlan checks a returned plan before any write (docs/protocol.md, "Planning").
+// validatePlan checks a returned plan before any write (docs/protocol.md,
+// "Planning"): the plan record it publishes, then every split's spec and
+// seed.
 func validatePlan(sp coordination.SplitPlan, base protocol.PlanRecord, gen uint64, limit int, nowMs int64) error {
+	if sp.PlannerState != nil {
+		base.PlannerState = sp.PlannerState
+	}
+	if err := protocol.CheckPlanSize(base, limit); err != nil {
+		return err
+	}
 	fp := protocol.Fingerprint(base.Fingerprint)
 	seen := make(map[coordination.SplitID]bool, len(sp.Splits))
 	for _, ps := range sp.Splits {

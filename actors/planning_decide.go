@@ -54,10 +54,14 @@ func judgeSeedErr(err error, ended bool) (planOutcome, error) {
 }
 
 // judgeStoreErr classifies the error of the run's listing or plan publish;
-// ended says the lead ended.
+// ended says the lead ended. A Fatal store error (a value above its cap, a
+// broken store) is Fatal: rerunning the planner cannot cure it.
 func judgeStoreErr(err error, ended bool) (planOutcome, error) {
-	if ended {
+	switch {
+	case ended:
 		return planDiscarded, nil
+	case coordination.KindOf(err) == coordination.Fatal:
+		return planFatal, err
 	}
 	return planFailed, err
 }

@@ -58,7 +58,7 @@ func TestJudgeSeedAndStoreErr(t *testing.T) {
 		{"a transient seeding error retries, logged by the run", judgeSeedErr, transient, false, planFailed, nil},
 		{"a store error after the lead ended is discarded", judgeStoreErr, transient, true, planDiscarded, nil},
 		{"a store error retries with its error", judgeStoreErr, transient, false, planFailed, transient},
-		{"a Fatal store error of the listing retries too", judgeStoreErr, fatal, false, planFailed, fatal},
+		{"a Fatal store error (a value above its cap) is Fatal", judgeStoreErr, fatal, false, planFatal, fatal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

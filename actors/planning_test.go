@@ -20,20 +20,27 @@ func (lr *leaderRig) replans() float64 {
 
 func TestPlannerRunFatal(t *testing.T) {
 	dup := finalPlan("a", "a")
+	bigState := finalPlan("a", "b")
+	bigState.plan.PlannerState = make([]byte, 5<<10)
 	tests := []struct {
 		name    string
 		planner coordination.Planner
 		reason  string
+		cap     int // the store's value cap; 0: none
 	}{
-		{"a panic keeps its own reason", &testPlanner{fp: "job:v1", panic: "boom"}, "planner panic: boom"},
-		{"the planner's Fatal is named as the planner's", &testPlanner{fp: "job:v1", err: coordination.Errorf(coordination.Fatal, "bad config")}, "planner: bad config"},
-		{"a split planned twice", dup, "planner returned split a more than once"},
-		{"an invalid split id", finalPlan(""), "planner returned an invalid split id"},
+		{"a panic keeps its own reason", &testPlanner{fp: "job:v1", panic: "boom"}, "planner panic: boom", 0},
+		{"the planner's Fatal is named as the planner's", &testPlanner{fp: "job:v1", err: coordination.Errorf(coordination.Fatal, "bad config")}, "planner: bad config", 0},
+		{"a split planned twice", dup, "planner returned split a more than once", 0},
+		{"an invalid split id", finalPlan(""), "planner returned an invalid split id", 0},
+		// Checked whole before any write: before, the publish's Fatal was
+		// downgraded to a retry and the planner ran again forever.
+		{"a plan record above the value cap", bigState, "plan record is up to 7002 bytes (fingerprint 6 bytes, planner state 5120 bytes), above the store's value cap of 2048 bytes", 2 << 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := newLeaderRig(t, tt.planner)
+				lr.v.cap = tt.cap
 				lr.goLive()
 				err := lr.failure()
 				if coordination.KindOf(err) != coordination.Fatal || !reasonHas(err, tt.reason) {

@@ -154,7 +154,11 @@ func join(ctx context.Context, v *env, fingerprint string) error {
 		}
 		return nil
 	}
-	_, ok, err = v.st.Create(c, store.Durable, protocol.KeyPlan, protocol.EncodePlan(protocol.NewPlan(fingerprint, v.nowMs())))
+	plan := protocol.NewPlan(fingerprint, v.nowMs())
+	if err := protocol.CheckPlanSize(plan, v.cap); err != nil {
+		return err
+	}
+	_, ok, err = v.st.Create(c, store.Durable, protocol.KeyPlan, protocol.EncodePlan(plan))
 	if err != nil {
 		return storeErr("joining the job", err)
 	}

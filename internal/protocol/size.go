@@ -1,8 +1,12 @@
 package protocol
 
-import "github.com/spate-go/coordination"
+import (
+	"math"
 
-// This file holds the size checks of docs/protocol.md "Size limits": before writing a spec,
+	"github.com/spate-go/coordination"
+)
+
+// This file holds the size checks of docs/protocol.md "Size limits": before writing a plan, spec,
 // progress or assignment value, its encoded size n is compared with the
 // store's value cap. A cap of 0 (or less) means no cap. Over the cap is
 // Fatal, never Retryable.
@@ -27,6 +31,22 @@ func CheckProgressSize(id coordination.SplitID, n, cap int) error {
 	return coordination.Errorf(coordination.Fatal,
 		"split %s: progress record is %d bytes, above the store's value cap of %d bytes; keep resume state smaller",
 		id, n, cap)
+}
+
+// CheckPlanSize returns a Fatal *coordination.Error when the plan record r
+// could exceed cap once published, else nil. It measures r with its
+// counters at their widest (generation and planned at 2^64 − 1, the
+// timestamp at its most negative), so a record that passes stays under the
+// cap whatever a later publish counts.
+func CheckPlanSize(r PlanRecord, cap int) error {
+	r.Generation, r.Planned, r.UpdatedAtMs = math.MaxUint64, math.MaxUint64, math.MinInt64
+	n := len(EncodePlan(r))
+	if !overCap(n, cap) {
+		return nil
+	}
+	return coordination.Errorf(coordination.Fatal,
+		"plan record is up to %d bytes (fingerprint %d bytes, planner state %d bytes), above the store's value cap of %d bytes; keep the planner state and the fingerprint smaller",
+		n, len(r.Fingerprint), len(r.PlannerState), cap)
 }
 
 // CheckAssignmentSize returns a Fatal *coordination.Error when the encoded

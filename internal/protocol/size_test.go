@@ -23,6 +23,14 @@ func TestSizeChecks(t *testing.T) {
 		{"assignment no cap", CheckAssignmentSize("w1", 1<<30, 0), ""},
 		{"assignment over", CheckAssignmentSize("w1", 1048577, 1048576),
 			"assignment for instance w1 is 1048577 bytes, above the store's value cap of 1048576 bytes; use shorter split ids or a lower MaxInFlight"},
+		{"plan under", CheckPlanSize(PlanRecord{Fingerprint: "f"}, 1024), ""},
+		{"plan no cap", CheckPlanSize(PlanRecord{Fingerprint: "f", PlannerState: make([]byte, 1<<20)}, 0), ""},
+		{"plan over by its state", CheckPlanSize(PlanRecord{Fingerprint: "job:v1", PlannerState: make([]byte, 5<<10)}, 2<<10),
+			"plan record is up to 7002 bytes (fingerprint 6 bytes, planner state 5120 bytes), above the store's value cap of 2048 bytes; keep the planner state and the fingerprint smaller"},
+		// The widest counters are counted: a record that fits at planned 0
+		// but not at planned 2^64-1 is refused before it is first written.
+		{"plan over only at its widest", CheckPlanSize(PlanRecord{Fingerprint: "f"}, len(EncodePlan(PlanRecord{Fingerprint: "f"}))),
+			"plan record is up to 171 bytes (fingerprint 1 bytes, planner state 0 bytes), above the store's value cap of 114 bytes; keep the planner state and the fingerprint smaller"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.want == "" {
