@@ -11,6 +11,14 @@ import (
 	"github.com/spate-go/coordination/internal/naming"
 )
 
+// MaxInFlightLimit is the largest Config.MaxInFlight. A worker's
+// assignment record names every split it is given, so its size grows with
+// the budget; the leader also clamps each member's budget to what that
+// record can carry under the store's value cap (docs/protocol.md, "Size
+// limits"): with NATS's 512 KiB cap, all 4096 fit with split ids of up to
+// 124 bytes, 4001 with ids of 128.
+const MaxInFlightLimit = 4096
+
 // InstanceIDMaxLen is the longest a Config.InstanceID may be, in bytes.
 const InstanceIDMaxLen = 128
 
@@ -34,7 +42,8 @@ type Config struct {
 	// quarantined. Default 4; at least 1.
 	MaxAttempts uint32
 	// MaxInFlight is the most splits this worker holds at once, draining ones
-	// included; it is advertised to the leader. Default 8; at least 1.
+	// included; it is advertised to the leader, which may give it fewer (see
+	// MaxInFlightLimit). Default 8; 1..MaxInFlightLimit.
 	MaxInFlight int
 	// ReplanInterval is the leader's replan cadence while the plan is open.
 	// Default 60s; at least LeaseDuration.
@@ -111,8 +120,8 @@ func (c Config) Validate() error {
 			return ""
 		},
 		func(c Config) string { // V5
-			if c.MaxInFlight < 1 {
-				return fmt.Sprintf("MaxInFlight must be >= 1, got %d", c.MaxInFlight)
+			if c.MaxInFlight < 1 || c.MaxInFlight > MaxInFlightLimit {
+				return fmt.Sprintf("MaxInFlight must be 1..%d, got %d; a worker's assignment record names every split it holds and must fit the store's value cap", MaxInFlightLimit, c.MaxInFlight)
 			}
 			return ""
 		},

@@ -232,19 +232,29 @@ func (f *fleetView) knownSplits() map[coordination.SplitID]bool {
 	return known
 }
 
-// assignInput is the assignment function's input from the view.
-func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string) protocol.AssignInput {
+// assignInput is the assignment function's input from the view. Every
+// member's lane budget (its presence's, or this leader's MaxInFlight) is
+// clamped to coordination.MaxInFlightLimit and to what one assignment
+// record can carry under the store's value cap valueCap with the view's
+// longest split id (docs/protocol.md, "Size limits"), so no budget a peer
+// advertises can make the leader write a record above the cap.
+func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, valueCap int) protocol.AssignInput {
+	longest := 0
+	for id := range f.records {
+		longest = max(longest, len(id))
+	}
+	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
 	in := protocol.AssignInput{
 		Members:    make([]string, 0, len(f.members)),
 		Caps:       map[string]int{},
-		DefaultCap: cfg.MaxInFlight,
+		DefaultCap: min(cfg.MaxInFlight, limit),
 		FP:         protocol.Fingerprint(fingerprint),
 		Splits:     make([]protocol.AssignSplit, 0, len(f.records)),
 	}
 	for m, b := range f.members {
 		in.Members = append(in.Members, m)
 		if b > 0 {
-			in.Caps[m] = int(b)
+			in.Caps[m] = int(min(b, uint32(limit)))
 		}
 	}
 	if cfg.RebalanceDelay > 0 && len(f.departedAt) > 0 {

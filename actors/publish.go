@@ -57,7 +57,7 @@ func (l *leader) publish(c *actor.Context) {
 		return
 	}
 	l.pub.dirty, l.pub.busy = false, true
-	in := l.view.assignInput(l.v.cfg, l.fingerprint)
+	in := l.view.assignInput(l.v.cfg, l.fingerprint, l.v.cap)
 	pinned := l.view.grace.Pinned(l.v.clk.Now(), in.Splits)
 	cache, members, windows := l.view.snapshot()
 	v := l.v

@@ -1,6 +1,8 @@
 package actors
 
 import (
+	"fmt"
+	"math"
 	"testing"
 	"testing/synctest"
 
@@ -114,6 +116,44 @@ func TestAPeerJoiningSharesTheSplits(t *testing.T) {
 		lr.send(messages.PresenceDeleted{Instance: "w2", Rev: 3})
 		if _, _, ok := lr.assignment("w2"); ok {
 			t.Fatal("w2's record outlived its departure with no rebalance delay")
+		}
+	})
+}
+
+// A peer's presence may advertise any lane budget (max_in_flight is a
+// uint32 a peer writes): the leader clamps it to what an assignment record
+// can carry under the value cap, so the record it writes always fits and no
+// value a peer wrote can fail the leader. Before, the peer's record went
+// above the cap and every leader in turn failed Fatal.
+func TestAHugeAdvertisedBudgetCannotOutgrowTheValueCap(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ids := make([]string, 40)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("%060d", i) // 60-byte split ids
+		}
+		lr := newLeaderRig(t, finalPlan(ids...))
+		const valueCap = 1024
+		lr.v.cap = valueCap
+		lr.goLive()
+		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", MaxInFlight: math.MaxUint32, Rev: 2})
+		lr.mustLead(1)
+		lr.observeSplits()
+		lr.beat()
+		if err := lr.failure(); err != nil {
+			t.Fatalf("the leader failed: %v", err)
+		}
+		for _, w := range []string{"w1", "w2"} {
+			a, _, ok := lr.assignment(w)
+			if !ok {
+				t.Fatalf("no assignment record for %s", w)
+			}
+			if n := len(protocol.EncodeAssignment(a)); n > valueCap {
+				t.Fatalf("%s's assignment is %d bytes, above the cap %d", w, n, valueCap)
+			}
+		}
+		a, _, _ := lr.assignment("w2")
+		if want := protocol.AssignmentCapacity(valueCap, 60); len(a.Splits) != want {
+			t.Fatalf("w2 is given %d splits, want %d: its budget clamped to what its record can carry", len(a.Splits), want)
 		}
 	})
 }

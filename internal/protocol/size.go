@@ -60,4 +60,20 @@ func CheckAssignmentSize(instance string, n, cap int) error {
 		instance, n, cap)
 }
 
+// AssignmentCapacity returns the most splits whose ids are at most idLen
+// bytes that one assignment record can name under cap (docs/protocol.md,
+// "Size limits"): the leader clamps every member's lane budget to it, so no
+// budget a peer advertises can make an assignment outgrow the cap. It is at
+// least 1 (a cap too small for one id is left to [CheckAssignmentSize]);
+// cap <= 0 means no cap (math.MaxInt).
+func AssignmentCapacity(cap, idLen int) int {
+	if cap <= 0 {
+		return math.MaxInt
+	}
+	// n ids of idLen bytes take n*(idLen+2) bytes of quoted strings plus
+	// n-1 commas inside the empty record's "[]".
+	empty := len(EncodeAssignment(AssignmentRecord{Generation: math.MaxUint64}))
+	return max(1, (cap-empty+1)/(max(idLen, 1)+3))
+}
+
 func overCap(n, cap int) bool { return cap > 0 && n > cap }

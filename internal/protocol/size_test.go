@@ -1,7 +1,13 @@
 package protocol
 
 import (
+	"math"
+	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/spate-go/coordination"
 )
 
 func TestSizeChecks(t *testing.T) {
@@ -41,5 +47,44 @@ func TestSizeChecks(t *testing.T) {
 			}
 			wantFatal(t, tc.err, tc.want)
 		})
+	}
+}
+
+// idsOfLen returns n distinct split ids of exactly l bytes (64^l > n).
+func idsOfLen(n, l int) []coordination.SplitID {
+	ids := make([]coordination.SplitID, n)
+	for i := range ids {
+		b := []byte(strings.Repeat("a", l))
+		for j, v := l-1, i; v > 0; j, v = j-1, v/len(nameAlphabet) {
+			b[j] = nameAlphabet[v%len(nameAlphabet)]
+		}
+		ids[i] = coordination.SplitID(b)
+	}
+	return ids
+}
+
+// An assignment of AssignmentCapacity ids of the longest length fits the
+// cap, one more does not: the leader's clamp is exact.
+func TestAssignmentCapacityIsExact(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		l := rapid.IntRange(4, 128).Draw(t, "idLen")
+		c := rapid.IntRange(200, 1<<20).Draw(t, "cap")
+		n := AssignmentCapacity(c, l)
+		ids := idsOfLen(n+1, l)
+		rec := AssignmentRecord{Generation: math.MaxUint64}
+		rec.Splits = ids[:n]
+		if got := len(EncodeAssignment(rec)); got > c {
+			t.Fatalf("%d ids of %d bytes encode to %d bytes, above the cap %d", n, l, got, c)
+		}
+		rec.Splits = ids
+		if got := len(EncodeAssignment(rec)); got <= c {
+			t.Fatalf("%d ids of %d bytes encode to %d bytes, within the cap %d: the capacity %d is not the most", n+1, l, got, c, n)
+		}
+	})
+	if n := AssignmentCapacity(512<<10, 128); n != 4001 {
+		t.Fatalf("NATS's 512 KiB cap carries %d ids of 128 bytes, docs say 4001", n)
+	}
+	if n := AssignmentCapacity(0, 128); n != math.MaxInt {
+		t.Fatalf("no cap: capacity %d, want unlimited", n)
 	}
 }
