@@ -108,7 +108,7 @@ func (c Config) Validate() error {
 			return atLeast("LeaseDuration", c.LeaseDuration, 300*time.Millisecond)
 		},
 		func(c Config) string { // V3
-			if c.LeaseDuration < 2*c.OpTimeout {
+			if c.OpTimeout > c.LeaseDuration/2 { // LeaseDuration < 2 x OpTimeout, without overflow
 				return fmt.Sprintf("LeaseDuration (%s) must be >= 2 x OpTimeout (%s) so that one slow store write cannot outlast the lease it is renewing", c.LeaseDuration, c.OpTimeout)
 			}
 			return ""
@@ -132,7 +132,7 @@ func (c Config) Validate() error {
 			return ""
 		},
 		func(c Config) string { // V7
-			if c.ReconcileInterval < 2*c.OpTimeout {
+			if c.OpTimeout > c.ReconcileInterval/2 { // ReconcileInterval < 2 x OpTimeout, without overflow
 				return fmt.Sprintf("ReconcileInterval (%s) must be >= 2 x OpTimeout (%s): a listing must be able to finish before the next one starts", c.ReconcileInterval, c.OpTimeout)
 			}
 			return ""

@@ -2,9 +2,13 @@ package coordination
 
 import (
 	"errors"
+	"math"
+	"math/big"
 	"strings"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 )
 
 func TestDefaultConfigValues(t *testing.T) {
@@ -38,6 +42,12 @@ func TestValidateRules(t *testing.T) {
 			"LeaseDuration (19s) must be >= 2 x OpTimeout (10s) so that one slow store write cannot outlast the lease it is renewing"},
 		{"V4 MaxAttempts", func(c *Config) { c.MaxAttempts = 0 },
 			"MaxAttempts must be >= 1, got 0"},
+		// 2 x OpTimeout overflowed for an OpTimeout of about 146 years, which
+		// then passed with a 1s lease (DrainDeadline raised to pass V11).
+		{"V3 without overflow", func(c *Config) {
+			c.LeaseDuration, c.ReplanInterval = time.Second, time.Second
+			c.OpTimeout, c.DrainDeadline = math.MaxInt64/2+1, math.MaxInt64
+		}, "LeaseDuration (1s) must be >= 2 x OpTimeout (1281023h53m38.427387904s) so that one slow store write cannot outlast the lease it is renewing"},
 		{"V5 MaxInFlight", func(c *Config) { c.MaxInFlight = -2 },
 			"MaxInFlight must be 1..4096, got -2; a worker's assignment record names every split it holds and must fit the store's value cap"},
 		// Unbounded, it was announced truncated to uint32 and could make the
@@ -116,4 +126,21 @@ func TestValidateDoesNotMutate(t *testing.T) {
 	if c != before {
 		t.Fatal("Validate mutated the config")
 	}
+}
+
+// The relation rules compare without overflow: V3 fails exactly when
+// LeaseDuration < 2 x OpTimeout in exact arithmetic, for any durations.
+func TestValidateRelationsDoNotOverflow(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		c := DefaultConfig()
+		c.OpTimeout = time.Duration(rapid.Int64Range(int64(50*time.Millisecond), math.MaxInt64).Draw(t, "op"))
+		c.LeaseDuration = time.Duration(rapid.Int64Range(int64(300*time.Millisecond), math.MaxInt64).Draw(t, "lease"))
+		c.ReplanInterval, c.ReconcileInterval, c.DrainDeadline = math.MaxInt64, math.MaxInt64, math.MaxInt64
+		exact := new(big.Int).Mul(big.NewInt(2), big.NewInt(int64(c.OpTimeout)))
+		want := big.NewInt(int64(c.LeaseDuration)).Cmp(exact) < 0
+		err := c.Validate()
+		if got := err != nil && strings.HasPrefix(err.(*Error).Reason, "LeaseDuration ("); got != want {
+			t.Fatalf("OpTimeout %d, LeaseDuration %d: V3 failed = %v (%v), want %v", c.OpTimeout, c.LeaseDuration, got, err, want)
+		}
+	})
 }
