@@ -9,9 +9,14 @@
 #   F4 events per worker per second  others holding few vs many splits
 #   F5 Commit p50/p99                vs a raw KV Update, interleaved
 #   F6 heap per split in view        vs the store's bytes per split
+#   F7 restart on an existing job    W workers claim N seeded splits vs the raw
+#                                    writes those claims need
+#   F8 W workers started together    balanced when every split is first held,
+#                                    0 moves afterwards, in -f8runs runs
 #
 # Every argument goes to the program (see `go run ./fleet -h` in bench/):
-# -splits (default 100000), -workers (8), -idle (1m), -lease (30s),
+# -splits (default 100000), -workers (8), -idle (1m), -lease (30s), -grace
+# (StartupGrace, 3s), -f8runs (20), -f8splits (1000), -cpuprofile FILE,
 # -timeout (15m per figure), -only F1,F5, ... A figure that does not finish
 # in time prints "timeout after X"; the run goes on.
 #

@@ -24,10 +24,11 @@ type env struct {
 	nc    *nats.Conn
 	js    jetstream.JetStream
 	lease time.Duration
+	grace time.Duration // every worker's StartupGrace
 }
 
 // startEnv starts the server and connects the raw client.
-func startEnv(lease time.Duration) (*env, error) {
+func startEnv(lease, grace time.Duration) (*env, error) {
 	dir, err := os.MkdirTemp("", "bench-fleet-nats-")
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
@@ -36,7 +37,7 @@ func startEnv(lease time.Duration) (*env, error) {
 	if err != nil {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
-	e := &env{srv: srv, dir: dir, lease: lease}
+	e := &env{srv: srv, dir: dir, lease: lease, grace: grace}
 	if e.nc, err = nats.Connect(srv.ClientURL()); err != nil {
 		return nil, errors.Join(fmt.Errorf("embedded nats: connecting: %w", err), e.close())
 	}

@@ -97,6 +97,43 @@ func (f *fleet) held() int {
 	return n
 }
 
+// counts returns the splits each worker holds, in start order.
+func (f *fleet) counts() []int {
+	n := make([]int, len(f.workers))
+	for i, w := range f.workers {
+		n[i] = int(w.heldN.Load())
+	}
+	return n
+}
+
+// ended is the number of held splits that left a worker (Lost or
+// RevokeRequested) across the fleet.
+func (f *fleet) ended() int {
+	n := 0
+	for _, w := range f.workers {
+		n += int(w.ended.Load())
+	}
+	return n
+}
+
+// firstGains returns, relative to the fleet's start, when the earliest and
+// the latest of its workers gained their first split (zero for none).
+func (f *fleet) firstGains() (earliest, latest time.Duration) {
+	earliest = -1
+	for _, w := range f.workers {
+		ns := w.firstGained.Load()
+		if ns == 0 {
+			continue
+		}
+		d := time.Unix(0, ns).Sub(f.started)
+		if earliest < 0 || d < earliest {
+			earliest = d
+		}
+		latest = max(latest, d)
+	}
+	return max(earliest, 0), latest
+}
+
 // lastChange is the latest Gained or Lost across the fleet.
 func (f *fleet) lastChange() time.Time {
 	var ns int64

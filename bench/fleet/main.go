@@ -11,6 +11,11 @@
 //	   with the other workers holding few and many splits
 //	F5 Commit p50/p99 vs a raw KV Update of the same size, interleaved
 //	F6 heap per split in one worker's view
+//	F7 restart on an existing job: W workers claim N seeded splits (seeded
+//	   untimed by a one-worker fleet that departs) vs the raw writes those
+//	   claims need, W goroutines
+//	F8 W workers started together on a new job, -f8runs times: balanced
+//	   when every split is first held, and nothing moves afterwards
 //
 // Every store call is counted by a decorator around each worker's store, so
 // the figures do not depend on the protocol's internals; the only key name
@@ -29,9 +34,12 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spate-go/coordination"
 )
 
 // config is the parsed command line.
@@ -41,34 +49,42 @@ type config struct {
 	maxInFlight int
 	idle        time.Duration
 	lease       time.Duration
+	grace       time.Duration
 	reconcile   time.Duration
 	timeout     time.Duration
 	f4few       int
 	f4many      int
 	f4window    time.Duration
 	samples     int
+	f8runs      int
+	f8splits    int
+	cpuprofile  string
 	only        map[string]bool // nil: every figure
 }
 
 // figures names every figure in run order.
-var figures = []string{"F1", "F6", "F2", "F3", "F4", "F5"}
+var figures = []string{"F1", "F6", "F2", "F3", "F7", "F8", "F4", "F5"}
 
 // parseFlags reads args into a config and checks it.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&c.splits, "splits", 100_000, "splits of F1, F2, F3 and F6")
-	fs.IntVar(&c.workers, "workers", 8, "workers of F2 and F3")
-	fs.IntVar(&c.maxInFlight, "maxinflight", 20_000, "MaxInFlight of every F2/F3 worker")
+	fs.IntVar(&c.splits, "splits", 100_000, "splits of F1, F2, F3, F6 and F7")
+	fs.IntVar(&c.workers, "workers", 8, "workers of F2, F3, F7 and F8")
+	fs.IntVar(&c.maxInFlight, "maxinflight", 20_000, "MaxInFlight of every F2/F3/F7/F8 worker")
 	fs.DurationVar(&c.idle, "idle", time.Minute, "F3's idle window")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "LeaseDuration (and the store's lease TTL); heartbeats run every lease/3")
+	fs.DurationVar(&c.grace, "grace", coordination.DefaultConfig().StartupGrace, "StartupGrace of every worker (0 disables the startup grace window)")
 	fs.DurationVar(&c.reconcile, "reconcile", 10*time.Minute, "ReconcileInterval (the sizing guidance asks for minutes at 100k splits)")
 	fs.DurationVar(&c.timeout, "timeout", 15*time.Minute, "bound on each figure; one that runs longer prints \"timeout after X\"")
 	fs.IntVar(&c.f4few, "f4few", 20, "F4: splits the observed worker holds, and each other worker in the first distribution")
 	fs.IntVar(&c.f4many, "f4many", 400, "F4: splits each other worker holds in the second distribution")
 	fs.DurationVar(&c.f4window, "f4window", 10*time.Second, "F4: counting window per distribution")
 	fs.IntVar(&c.samples, "samples", 2000, "F5: commits timed (and as many raw updates)")
+	fs.IntVar(&c.f8runs, "f8runs", 20, "F8: runs")
+	fs.IntVar(&c.f8splits, "f8splits", 1000, "F8: splits of each run")
+	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	only := fs.String("only", "", "comma-separated figures to run, for example F1,F5 (default all)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -89,7 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	for _, r := range []struct {
 		name string
 		v    int
-	}{{"-splits", c.splits}, {"-workers", c.workers}, {"-maxinflight", c.maxInFlight}, {"-f4few", c.f4few}, {"-f4many", c.f4many}, {"-samples", c.samples}} {
+	}{{"-splits", c.splits}, {"-workers", c.workers}, {"-maxinflight", c.maxInFlight}, {"-f4few", c.f4few}, {"-f4many", c.f4many}, {"-samples", c.samples}, {"-f8runs", c.f8runs}, {"-f8splits", c.f8splits}} {
 		if r.v < 1 {
 			return c, fmt.Errorf("%s must be at least 1, got %d", r.name, r.v)
 		}
@@ -101,6 +117,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		if r.v <= 0 {
 			return c, fmt.Errorf("%s must be positive, got %s", r.name, r.v)
 		}
+	}
+	if c.grace < 0 {
+		return c, fmt.Errorf("-grace must be >= 0, got %s", c.grace)
 	}
 	if c.lease < 2*time.Second {
 		return c, fmt.Errorf("-lease must be at least 2s (natsstore's shortest lease TTL), got %s", c.lease)
@@ -122,11 +141,40 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := run(ctx, c, os.Stdout); err != nil {
+	endProfile, err := startProfile(c.cpuprofile)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-fleet:", err)
+		os.Exit(2)
+	}
+	err = run(ctx, c, os.Stdout)
+	endProfile()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-fleet:", err)
 		stop()
 		os.Exit(1)
 	}
+}
+
+// startProfile starts a CPU profile written to path ("" profiles nothing)
+// and returns the function that stops it.
+func startProfile(path string) (func(), error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-fleet: -cpuprofile:", err)
+		}
+	}, nil
 }
 
 // run starts the server, runs the wanted figures in order and prints one
@@ -134,7 +182,7 @@ func main() {
 // goes on; any other failure is printed, the run goes on, and run returns
 // every such failure joined.
 func run(ctx context.Context, c config, out io.Writer) error {
-	e, err := startEnv(c.lease)
+	e, err := startEnv(c.lease, c.grace)
 	if err != nil {
 		return err
 	}
@@ -143,8 +191,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			fmt.Fprintln(os.Stderr, "bench-fleet:", err)
 		}
 	}()
-	fmt.Fprintf(out, "bench-fleet: splits %d, workers %d, lease %s, reconcile %s, timeout %s per figure\n",
-		c.splits, c.workers, c.lease, c.reconcile, c.timeout)
+	fmt.Fprintf(out, "bench-fleet: splits %d, workers %d, lease %s, StartupGrace %s, reconcile %s, timeout %s per figure\n",
+		c.splits, c.workers, c.lease, c.grace, c.reconcile, c.timeout)
 	r := &reporter{out: out}
 	bounded := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, c.timeout) }
 
@@ -185,6 +233,16 @@ func run(ctx context.Context, c config, out io.Writer) error {
 		if cl != nil {
 			r.cleanup(cl.f.stop())
 		}
+	}
+	if c.want("F7") {
+		fctx, cancel := bounded()
+		r.of("F7")(figureF7(fctx, e, c))
+		cancel()
+	}
+	if c.want("F8") {
+		fctx, cancel := context.WithTimeout(ctx, time.Duration(c.f8runs)*c.timeout)
+		r.of("F8")(figureF8(fctx, e, c))
+		cancel()
 	}
 	if c.want("F4") {
 		fctx, cancel := bounded()

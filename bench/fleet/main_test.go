@@ -20,6 +20,7 @@ func TestEveryFigure(t *testing.T) {
 	c, err := parseFlags([]string{
 		"-splits", "30", "-workers", "2", "-maxinflight", "100", "-lease", "3s", "-idle", "2s",
 		"-f4few", "3", "-f4many", "12", "-f4window", "1s", "-samples", "40", "-timeout", "90s",
+		"-f8runs", "1", "-f8splits", "20",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -47,6 +48,8 @@ func TestEveryFigure(t *testing.T) {
 		{"F4", `-> ([0-9.]+)/s .*-> ([0-9.]+)/s .*ratio ([0-9.]+)`},
 		{"F5", `p50 ([0-9.]+) ms p99 ([0-9.]+) ms; raw KV Update p50 ([0-9.]+) ms p99 ([0-9.]+) ms; ratio p50 ([0-9.]+)`},
 		{"F6", `: (-?[0-9.]+) B \(heap`},
+		{"F7", `Start -> all held ([0-9.]+) s.*rate ratio raw/claims ([0-9.]+) from Start`},
+		{"F8", `balanced at first hold and 0 moves in [0-9]+ of 1 .*Start -> all held median ([0-9.]+) s`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, ok := lines[tc.name]
@@ -106,6 +109,8 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"zero workers", []string{"-workers", "0"}, "-workers must be at least 1"},
 		{"short lease", []string{"-lease", "1s"}, "-lease must be at least 2s"},
 		{"negative idle", []string{"-idle", "-1s"}, "-idle must be positive"},
+		{"negative grace", []string{"-grace", "-1s"}, "-grace must be >= 0"},
+		{"zero f8runs", []string{"-f8runs", "0"}, "-f8runs must be at least 1"},
 		{"zero timeout", []string{"-timeout", "0s"}, "-timeout must be positive"},
 		{"argument", []string{"extra"}, `unexpected argument "extra"`},
 	} {

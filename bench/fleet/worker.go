@@ -36,11 +36,13 @@ type worker struct {
 	c     *actors.Coordinator
 	waker *coordination.Waker
 
-	held    map[coordination.SplitID]int64 // split → last watermark; loop only
-	heldN   atomic.Int64
-	gained  atomic.Int64
-	changed atomic.Int64 // unix nanoseconds of the last Gained or Lost
-	commits atomic.Int64 // commits that returned nil
+	held        map[coordination.SplitID]int64 // split → last watermark; loop only
+	heldN       atomic.Int64
+	gained      atomic.Int64
+	ended       atomic.Int64 // held splits that left by Lost or RevokeRequested
+	changed     atomic.Int64 // unix nanoseconds of the last Gained or Lost
+	firstGained atomic.Int64 // unix nanoseconds of the first Gained; 0 before
+	commits     atomic.Int64 // commits that returned nil
 
 	errMu sync.Mutex
 	err   error // the first Fatal the loop met; it then stops
@@ -61,6 +63,7 @@ func startWorker(e *env, job string, ws workerSpec, p coordination.Planner) (*wo
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = ws.id
 	cfg.LeaseDuration = e.lease
+	cfg.StartupGrace = e.grace
 	cfg.OpTimeout = min(cfg.OpTimeout, e.lease/2)
 	cfg.ReplanInterval = max(cfg.ReplanInterval, e.lease)
 	cfg.ReconcileInterval = max(ws.reconcile, 2*cfg.OpTimeout)
@@ -141,13 +144,19 @@ func (w *worker) poll() {
 			}
 			w.held[ev.Split.ID] = mark
 			w.gained.Add(1)
-			w.changed.Store(time.Now().UnixNano())
+			now := time.Now().UnixNano()
+			w.changed.Store(now)
+			w.firstGained.CompareAndSwap(0, now)
 		case coordination.Lost:
-			delete(w.held, ev.Split)
+			if _, ok := w.held[ev.Split]; ok {
+				delete(w.held, ev.Split)
+				w.ended.Add(1)
+			}
 			w.changed.Store(time.Now().UnixNano())
 		case coordination.RevokeRequested:
 			if _, ok := w.held[ev.Split]; ok {
 				delete(w.held, ev.Split)
+				w.ended.Add(1)
 				w.changed.Store(time.Now().UnixNano())
 				if err := w.c.ReleaseDrained(ev.Split); coordination.KindOf(err) == coordination.Fatal {
 					w.fail(err)
@@ -194,6 +203,22 @@ func (w *worker) setCommitting(on bool) {
 	case w.commit <- on:
 	case <-w.done:
 	}
+}
+
+// depart leaves the job for good, handing back every held split, on the
+// loop; nil if the loop has ended already.
+func (w *worker) depart() error {
+	var err error
+	w.do(func() {
+		ids := make([]coordination.SplitID, 0, len(w.held))
+		for id := range w.held {
+			ids = append(ids, id)
+		}
+		err = w.c.Depart(ids...)
+		clear(w.held)
+		w.heldN.Store(0)
+	})
+	return err
 }
 
 // fail records the first Fatal error.

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// figureF7 measures a restart on an existing job: the job's c.splits
+// splits are planned and seeded first, untimed, by a one-worker fleet whose
+// worker (MaxInFlight 1) departs once the plan is published, so the job is
+// left seeded and final with no worker and no leader, as after the restart
+// of a whole fleet or a deploy that replaces every worker. Then c.workers
+// workers start on it and the figure times Start -> every split held, and
+// the first Gained -> every split held, against the raw writes those
+// claims need (the first landed write of each split key after the restart
+// began), issued from as many goroutines as there are workers. It reports
+// the rate ratio raw/claims (target >= 0.5 at 10,000 splits) and its
+// inverse (target <= 2 at 100,000).
+func figureF7(ctx context.Context, e *env, c config) (string, error) {
+	const job = "f7"
+	defer func() { _ = e.dropJob(job) }()
+	s, err := seed(ctx, e, c, job)
+	if s != nil {
+		for _, w := range s.f.workers {
+			if derr := w.depart(); derr != nil && err == nil {
+				err = fmt.Errorf("the seeder's Depart: %w", derr)
+			}
+			w.stop()
+		}
+	}
+	if err != nil {
+		return "", err
+	}
+
+	f, err := startFleet(e, job, c.splits, nil)
+	if err != nil {
+		return "", err
+	}
+	defer func() {
+		for _, w := range f.workers {
+			w.stop()
+		}
+	}()
+	var mu sync.Mutex
+	seen := make(map[string]bool)
+	var claims []rawWrite
+	f.setHook(func(_ int, w write) {
+		if !w.ok || w.op == opDelete || !isSplitKey(w.key) {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if k := w.ks.String() + "|" + w.key; !seen[k] {
+			seen[k] = true
+			claims = append(claims, rawWrite{ks: w.ks, op: w.op, size: w.size})
+		}
+	})
+	for i := range c.workers {
+		if err := f.add(workerSpec{id: fmt.Sprintf("w%d", i), maxInFlight: c.maxInFlight, reconcile: c.reconcile}); err != nil {
+			return "", err
+		}
+	}
+	if err := f.wait(ctx, "every split held", func() bool { return f.held() >= c.splits },
+		func() string { return fmt.Sprintf("%d of %d splits held", f.held(), c.splits) }); err != nil {
+		return "", err
+	}
+	took := time.Since(f.started)
+	f.setHook(nil)
+	first, last := f.firstGains()
+	claiming := took - first
+	mu.Lock()
+	ws := append([]rawWrite(nil), claims...)
+	mu.Unlock()
+
+	rawSt, err := e.store("f7raw")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = rawSt.Close(); _ = e.dropJob("f7raw") }()
+	raw, err := runRaw(ctx, rawSt, "f7", ws, c.workers)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("F7 restart: %d workers claim %d seeded splits (MaxInFlight %d): Start -> all held %s, first Gained -> all held %s (first Gained per worker at %s-%s); raw %d writes [%s] from %d goroutines: %s; rate ratio raw/claims %.2f from Start, %.2f from the first Gained (target >= 0.5); claims/raw %.2f (target <= 2 at 100000); held %v",
+		c.workers, c.splits, c.maxInFlight, secs(took), secs(claiming), secs(first), secs(last), len(ws), mix(ws), c.workers, secs(raw),
+		ratio(raw, took), ratio(raw, claiming), ratio(took, raw), f.counts()), nil
+}
