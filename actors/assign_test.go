@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -183,6 +185,37 @@ func TestQuarantinesOnTakeoverShareTheClaimBudget(t *testing.T) {
 		})
 		if err := taker.c.Depart(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestSeededSplitsPastTheInFlightCapAreHeldWithinAHeartbeat checks the
+// claim pipeline: a worker assigned more splits than maxClaimsInFlight,
+// all of them seeded before it started, holds every one of them within one
+// heartbeat of its first Gained. The cap bounds how many claims run at
+// once; a claim that finishes hands its slot to the next candidate at once
+// instead of at the next heartbeat.
+func TestSeededSplitsPastTheInFlightCapAreHeldWithinAHeartbeat(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		n := 3*maxClaimsInFlight + 7
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = fmt.Sprintf("s%04d", i)
+		}
+		p := finalPlan(ids...)
+		seeder := r.start("seeder", p, func(c *coordination.Config) { c.MaxInFlight = 1 })
+		r.until("the seeder holds its split", 10*time.Second, []*member{seeder}, func() bool { return len(seeder.held) == 1 })
+		if err := seeder.c.Depart(slices.Collect(maps.Keys(seeder.held))...); err != nil {
+			t.Fatalf("seeder Depart: %v", err)
+		}
+		w := r.start("w1", p, func(c *coordination.Config) { c.MaxInFlight = n })
+		r.until("the first Gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) > 0 })
+		// The shortest heartbeat is LeaseDuration/3 × 0.8 (400ms here).
+		beat := time.Duration(float64(r.st.LeaseTTL()/3) * 0.8)
+		r.until("every split held", beat-125*time.Millisecond, []*member{w}, func() bool { return len(w.held) == n })
+		if err := w.c.Depart(slices.Collect(maps.Keys(w.held))...); err != nil {
+			t.Fatalf("Depart: %v", err)
 		}
 	})
 }
