@@ -8,24 +8,17 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/driver"
+	"github.com/spate-go/coordination/internal/examplekit"
+	"github.com/spate-go/coordination/internal/examplekit/exampletest"
 	"github.com/spate-go/coordination/testkit"
 )
 
 // waitFor is how long a test waits for something that should happen within
 // a few seconds; it only bounds a failing test.
-const waitFor = 30 * time.Second
+const waitFor = exampletest.WaitFor
 
 // eventually polls cond until it holds or waitFor passes, then fails with what.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var eventually = exampletest.Eventually
 
 // embedded starts an embedded NATS server for the test, its store in a
 // temporary directory, shut down at cleanup.
@@ -174,4 +167,10 @@ func contextWithCancel(t testing.TB) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	return ctx, cancel
+}
+
+// quietCommon is the common flags of an in-process run: no -nats, no
+// -instance, the given -timeout and no library logs.
+func quietCommon(timeout time.Duration) examplekit.Common {
+	return examplekit.Common{Timeout: timeout, Log: "off"}
 }

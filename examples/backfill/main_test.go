@@ -1,17 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,69 +14,48 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spate-go/coordination/internal/examplekit/exampletest"
 )
 
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
+
 func TestBadFlagsExitTwoWithUsage(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "unknown flag", args: []string{"-bogus"}, want: "flag provided but not defined: -bogus"},
-		{name: "stray argument", args: []string{"now"}, want: `unexpected argument "now"`},
-		{name: "no workers", args: []string{"-workers", "0"}, want: "-workers must be 1..64, got 0"},
-		{name: "no splits", args: []string{"-splits", "0"}, want: "-splits must be 1..100000, got 0"},
-		{name: "negative records", args: []string{"-records", "-1"}, want: "-records must be 0..100000000, got -1"},
-		{name: "crash fraction of one", args: []string{"-crash-at", "1"}, want: "-crash-at must be a fraction in [0, 1), got 1"},
-		{name: "crash with one worker", args: []string{"-workers", "1"}, want: "-crash-at needs at least 2 workers"},
-		{name: "no pace", args: []string{"-pace", "0"}, want: "-pace must be at least 1"},
-		{name: "negative outage", args: []string{"-outage", "-1s"}, want: "-outage must not be negative, got -1s"},
-		{name: "outage on external nats", args: []string{"-outage", "2s", "-nats", "nats://127.0.0.1:1"}, want: "-outage stops the embedded NATS server"},
-		{name: "outage fraction of one", args: []string{"-outage-at", "1"}, want: "-outage-at must be a fraction in (0, 1), got 1"},
-		{name: "negative pause window", args: []string{"-pause-after", "-1s"}, want: "-pause-after must not be negative, got -1s"},
-		{name: "instance without nats", args: []string{"-instance", "a"}, want: "-instance needs -nats"},
-		{name: "verify without nats", args: []string{"-verify"}, want: "-verify needs -nats"},
-		{name: "bad instance", args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, want: "InstanceID may only contain [A-Za-z0-9_-]"},
-		{name: "bad nats url", args: []string{"-nats", "http://x"}, want: `-nats must be a nats:// or tls:// URL, got "http://x"`},
-		{name: "bad nats url with a token", args: []string{"-nats", "http://TOKEN@x"}, want: `-nats must be a nats:// or tls:// URL, got "http://<redacted>@x"`},
-		{name: "bad job", args: []string{"-job", "a b"}, want: "natsstore: Job must be 1..64 characters"},
-		{name: "bad log level", args: []string{"-log", "loud"}, want: `-log must be debug, info, warn, error or off, got "loud"`},
-		{name: "not a number", args: []string{"-records", "many"}, want: `invalid value "many" for flag -records`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(t.Context(), tt.args, &stdout, &stderr); code != 2 {
-				t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tt.want) || !strings.Contains(stderr.String(), "usage: backfill") {
-				t.Fatalf("stderr lacks %q and the usage:\n%s", tt.want, stderr.String())
-			}
-			if stdout.Len() != 0 {
-				t.Fatalf("wrote to stdout: %s", stdout.String())
-			}
-		})
-	}
+	exampletest.CheckBadFlags(t, run, "backfill", []exampletest.BadFlag{
+		{Name: "unknown flag", Args: []string{"-bogus"}, Want: "flag provided but not defined: -bogus"},
+		{Name: "stray argument", Args: []string{"now"}, Want: `unexpected argument "now"`},
+		{Name: "no workers", Args: []string{"-workers", "0"}, Want: "-workers must be 1..64, got 0"},
+		{Name: "no splits", Args: []string{"-splits", "0"}, Want: "-splits must be 1..100000, got 0"},
+		{Name: "negative records", Args: []string{"-records", "-1"}, Want: "-records must be 0..100000000, got -1"},
+		{Name: "crash fraction of one", Args: []string{"-crash-at", "1"}, Want: "-crash-at must be a fraction in [0, 1), got 1"},
+		{Name: "crash with one worker", Args: []string{"-workers", "1"}, Want: "-crash-at needs at least 2 workers"},
+		{Name: "no pace", Args: []string{"-pace", "0"}, Want: "-pace must be at least 1"},
+		{Name: "no timeout", Args: []string{"-timeout", "0s"}, Want: "-timeout must be positive"},
+		{Name: "negative outage", Args: []string{"-outage", "-1s"}, Want: "-outage must not be negative, got -1s"},
+		{Name: "outage on external nats", Args: []string{"-outage", "2s", "-nats", "nats://127.0.0.1:1"}, Want: "-outage stops the embedded NATS server"},
+		{Name: "outage fraction of one", Args: []string{"-outage-at", "1"}, Want: "-outage-at must be a fraction in (0, 1), got 1"},
+		{Name: "negative pause window", Args: []string{"-pause-after", "-1s"}, Want: "-pause-after must not be negative, got -1s"},
+		{Name: "instance without nats", Args: []string{"-instance", "a"}, Want: "-instance needs -nats"},
+		{Name: "verify without nats", Args: []string{"-verify"}, Want: "-verify needs -nats"},
+		{Name: "bad instance", Args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, Want: "InstanceID may only contain [A-Za-z0-9_-]"},
+		{Name: "bad nats url", Args: []string{"-nats", "http://x"}, Want: `-nats must be a nats:// or tls:// URL, got "http://x"`},
+		{Name: "bad nats url with a token", Args: []string{"-nats", "http://TOKEN@x"}, Want: `-nats must be a nats:// or tls:// URL, got "http://<redacted>@x"`},
+		{Name: "bad job", Args: []string{"-job", "a b"}, Want: "natsstore: Job must be 1..64 characters"},
+		{Name: "bad log level", Args: []string{"-log", "loud"}, Want: `-log must be debug, info, warn, error or off, got "loud"`},
+		{Name: "not a number", Args: []string{"-records", "many"}, Want: `invalid value "many" for flag -records`},
+	})
 }
 
-func TestHelpExitsZero(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"-h"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d, want 0", code)
-	}
-	if !strings.Contains(stderr.String(), "-crash-at") {
-		t.Fatalf("help lacks the flags:\n%s", stderr.String())
-	}
-}
+func TestHelpExitsZero(t *testing.T) { exampletest.CheckHelp(t, run, "-crash-at") }
 
 // TestFleetLosesNothingAcrossACrash runs the program's main logic in process:
 // three workers on an embedded NATS server, one crashing at 40%.
 func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	o := &options{workers: 3, splits: 8, records: 20_000, crashAt: 0.4, pace: 1000, timeout: 90 * time.Second, logLevel: "off", data: dir, audit: true}
-	var out bytes.Buffer
-	rep, err := backfill(t.Context(), o, modePlain, &syncWriter{w: &out}, &out)
+	o := &options{Common: quietCommon(90 * time.Second), workers: 3, splits: 8, records: 20_000, crashAt: 0.4, pace: 1000, data: dir, audit: true}
+	var out exampletest.Buffer
+	rep, err := backfill(t.Context(), o, modePlain, &out, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,10 +104,10 @@ func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 
 func TestFleetLosesNothingAcrossANATSOutage(t *testing.T) {
 	t.Parallel()
-	o := &options{workers: 3, splits: 8, records: 20_000, outage: 2 * time.Second, outageAt: 0.3, pace: 1000,
-		timeout: 90 * time.Second, logLevel: "off", data: t.TempDir()}
-	var out bytes.Buffer
-	rep, err := backfill(t.Context(), o, modePlain, &syncWriter{w: &out}, &out)
+	o := &options{Common: quietCommon(90 * time.Second), workers: 3, splits: 8, records: 20_000, outage: 2 * time.Second, outageAt: 0.3, pace: 1000,
+		data: t.TempDir()}
+	var out exampletest.Buffer
+	rep, err := backfill(t.Context(), o, modePlain, &out, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,63 +129,6 @@ func TestFleetLosesNothingAcrossANATSOutage(t *testing.T) {
 	}
 }
 
-// syncWriter serialises writes from the display and the event log.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-// buildExample builds the program into a temporary directory.
-func buildExample(t *testing.T) string {
-	t.Helper()
-	// go test puts its own toolchain first on PATH.
-	bin := filepath.Join(t.TempDir(), "backfill")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
-
-// process is one run of the built program.
-type process struct {
-	cmd            *exec.Cmd
-	stdout, stderr syncWriter
-}
-
-// startProcess starts bin with args.
-func startProcess(t *testing.T, bin string, args ...string) *process {
-	t.Helper()
-	p := &process{stdout: syncWriter{w: &bytes.Buffer{}}, stderr: syncWriter{w: &bytes.Buffer{}}}
-	p.cmd = exec.CommandContext(t.Context(), bin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-// wait waits for the process and returns its exit status and output.
-func (p *process) wait(t *testing.T) (int, string) {
-	t.Helper()
-	err := p.cmd.Wait()
-	var exit *exec.ExitError
-	if err != nil && !errors.As(err, &exit) {
-		t.Fatal(err)
-	}
-	p.stdout.mu.Lock()
-	defer p.stdout.mu.Unlock()
-	p.stderr.mu.Lock()
-	defer p.stderr.mu.Unlock()
-	return p.cmd.ProcessState.ExitCode(), p.stdout.w.String() + p.stderr.w.String()
-}
-
 // jobArgs are the flags of the small job the process tests run.
 func jobArgs(url, job string, more ...string) []string {
 	return append([]string{"-nats", url, "-job", job, "-splits", "8", "-records", "10000", "-pace", "500", "-log", "off"}, more...)
@@ -224,19 +141,18 @@ func jobArgs(url, job string, more ...string) []string {
 func TestProcessesDivideOneJob(t *testing.T) {
 	t.Parallel()
 	srv := embedded(t)
-	bin := buildExample(t)
-	a := startProcess(t, bin, jobArgs(srv.URL(), "divide", "-instance", "a", "-quiet")...)
-	b := startProcess(t, bin, jobArgs(srv.URL(), "divide", "-instance", "b", "-quiet")...)
-	for name, p := range map[string]*process{"a": a, "b": b} {
-		code, out := p.wait(t)
+	a := exampletest.Start(t, jobArgs(srv.URL(), "divide", "-instance", "a", "-quiet"))
+	b := exampletest.Start(t, jobArgs(srv.URL(), "divide", "-instance", "b", "-quiet"))
+	for name, p := range map[string]*exampletest.Process{"a": a, "b": b} {
+		code, out := p.Wait(t)
 		t.Logf("instance %s:\n%s", name, out)
 		if code != 0 {
 			t.Fatalf("instance %s exited %d", name, code)
 		}
-		if got := reportLine(t, out, "lost:"); got != "0" {
+		if got := exampletest.ReportLine(t, out, "lost:"); got != "0" {
 			t.Fatalf("instance %s: lost: %s", name, got)
 		}
-		if got := reportLine(t, out, "this process:"); got == "0 deliveries" {
+		if got := exampletest.ReportLine(t, out, "this process:"); got == "0 deliveries" {
 			t.Fatalf("instance %s delivered nothing: the job was not divided", name)
 		}
 	}
@@ -248,22 +164,19 @@ func TestProcessesDivideOneJob(t *testing.T) {
 func TestKill9ThenVerifyProvesNoLoss(t *testing.T) {
 	t.Parallel()
 	srv := embedded(t)
-	bin := buildExample(t)
 	sink := testLedger(t, srv, "kill9")
 	ds := newDataset(8, 10_000)
-	a := startProcess(t, bin, jobArgs(srv.URL(), "kill9", "-instance", "a", "-plain")...)
-	b := startProcess(t, bin, jobArgs(srv.URL(), "kill9", "-instance", "b", "-plain")...)
+	a := exampletest.Start(t, jobArgs(srv.URL(), "kill9", "-instance", "a", "-plain"))
+	b := exampletest.Start(t, jobArgs(srv.URL(), "kill9", "-instance", "b", "-plain"))
 	eventually(t, "both processes delivering", func() bool {
 		by := tallyOf(ds, sink.snapshot()).byWorker
 		return by["a"] > 0 && by["b"] > 0
 	})
-	if err := a.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if code, _ := a.wait(t); code != -1 {
+	a.Signal(t, syscall.SIGKILL)
+	if code, _ := a.Wait(t); code != -1 {
 		t.Fatalf("killed process exited %d, want -1 (killed by a signal)", code)
 	}
-	code, out := b.wait(t)
+	code, out := b.Wait(t)
 	t.Logf("survivor b:\n%s", out)
 	if code != 0 {
 		t.Fatalf("survivor exited %d", code)
@@ -280,7 +193,7 @@ func TestKill9ThenVerifyProvesNoLoss(t *testing.T) {
 		t.Fatalf("-verify exited %d:\n%s%s", code, stdout.String(), stderr.String())
 	}
 	t.Logf("-verify:\n%s", stdout.String())
-	if got := reportLine(t, stdout.String(), "lost:"); got != "0" {
+	if got := exampletest.ReportLine(t, stdout.String(), "lost:"); got != "0" {
 		t.Fatalf("-verify: lost: %s", got)
 	}
 	if !regexp.MustCompile(`(?m)^worker: +a +[0-9.]+% +[1-9][0-9]* records +other process$`).MatchString(stdout.String()) {
@@ -293,15 +206,12 @@ func TestKill9ThenVerifyProvesNoLoss(t *testing.T) {
 func TestSIGTERMThenRerunResumes(t *testing.T) {
 	t.Parallel()
 	srv := embedded(t)
-	bin := buildExample(t)
 	sink := testLedger(t, srv, "term")
 	ds := newDataset(8, 10_000)
-	first := startProcess(t, bin, jobArgs(srv.URL(), "term", "-instance", "a", "-quiet")...)
+	first := exampletest.Start(t, jobArgs(srv.URL(), "term", "-instance", "a", "-quiet"))
 	eventually(t, "records delivered", func() bool { return tallyOf(ds, sink.snapshot()).delivered >= 1000 })
-	if err := first.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	code, out := first.wait(t)
+	first.Signal(t, syscall.SIGTERM)
+	code, out := first.Wait(t)
 	t.Logf("first run:\n%s", out)
 	if code != 3 || !strings.Contains(out, "result:      interrupted; run again to resume\n") {
 		t.Fatalf("SIGTERM: exit %d, want 3 and the resume hint", code)
@@ -314,13 +224,13 @@ func TestSIGTERMThenRerunResumes(t *testing.T) {
 	}
 	before := tallyOf(ds, sink.snapshot())
 
-	second := startProcess(t, bin, jobArgs(srv.URL(), "term", "-instance", "a", "-quiet")...)
-	code, out = second.wait(t)
+	second := exampletest.Start(t, jobArgs(srv.URL(), "term", "-instance", "a", "-quiet"))
+	code, out = second.Wait(t)
 	t.Logf("rerun:\n%s", out)
-	if code != 0 || reportLine(t, out, "lost:") != "0" || reportLine(t, out, "duplicates:") != "0" {
+	if code != 0 || exampletest.ReportLine(t, out, "lost:") != "0" || exampletest.ReportLine(t, out, "duplicates:") != "0" {
 		t.Fatalf("rerun: exit %d; want 0, lost 0 and no duplicates after a clean stop", code)
 	}
-	if got, want := reportLine(t, out, "this process:"), count(before.planned-before.delivered, "delivery"); got != want {
+	if got, want := exampletest.ReportLine(t, out, "this process:"), count(before.planned-before.delivered, "delivery"); got != want {
 		t.Fatalf("rerun delivered %s, want %s: only what the first run left", got, want)
 	}
 }
@@ -340,19 +250,6 @@ func TestUnreachableNATSSaysSo(t *testing.T) {
 	}
 }
 
-// reportLine returns the value of the report line starting with key.
-func reportLine(t testing.TB, out, key string) string {
-	t.Helper()
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("no %q line in the report", key)
-	return ""
-}
-
 // TestFleetOnAnExternalServerCleansUp runs a whole fleet against a server
 // given by -nats: a completed run removes the job's buckets, ledger included.
 func TestFleetOnAnExternalServerCleansUp(t *testing.T) {
@@ -363,7 +260,7 @@ func TestFleetOnAnExternalServerCleansUp(t *testing.T) {
 	if code := run(t.Context(), args, &stdout, &stderr); code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout.String(), stderr.String())
 	}
-	if got := reportLine(t, stdout.String(), "lost:"); got != "0" {
+	if got := exampletest.ReportLine(t, stdout.String(), "lost:"); got != "0" {
 		t.Fatalf("lost: %s", got)
 	}
 	if strings.Contains(stdout.String(), "[") {

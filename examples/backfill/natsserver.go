@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spate-go/coordination/internal/embednats"
+	"github.com/spate-go/coordination/store/natsstore"
 )
 
 // embeddedServer is an in-process NATS server with JetStream, listening on a
@@ -50,6 +53,64 @@ func (e *embeddedServer) outage(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 	}
 	return e.srv.Restart()
+}
+
+// natsServer is the NATS server a run uses: the one -nats names, or an
+// embedded one over a store directory on this machine.
+type natsServer struct {
+	url      string          // client URL
+	where    string          // how the start line describes it, with no secrets
+	embedded *embeddedServer // nil with -nats
+	dataDir  string          // the embedded server's store, "" with -nats
+
+	removeStore bool // set by jobCompleted: the embedded store goes once the server is down
+}
+
+// openNATS returns the server the run of job uses: -nats, or an embedded
+// server over -data (default: a directory per job under the system temp
+// dir, so a rerun resumes).
+func openNATS(o *options, job string) (*natsServer, error) {
+	if o.NATS != "" {
+		return &natsServer{url: o.NATS, where: "NATS at " + natsstore.RedactURL(o.NATS)}, nil
+	}
+	dir := o.data
+	if dir == "" {
+		dir = filepath.Join(os.TempDir(), "spate-"+job)
+	}
+	srv, err := startEmbedded(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &natsServer{url: srv.URL(), where: "embedded NATS at " + srv.URL() + " (store " + dir + ")", embedded: srv, dataDir: dir}, nil
+}
+
+// jobCompleted removes a job that a whole fleet of this process completed, so
+// a rerun starts afresh: its buckets on an external server, or the embedded
+// server's store once the server is down (see close). A job of several
+// processes (-instance) is left for -verify, an interrupted one for the rerun
+// that resumes it: the caller does not call jobCompleted for those.
+func (s *natsServer) jobCompleted(ctx context.Context, job string, stderr io.Writer) {
+	if s.embedded != nil {
+		s.removeStore = true
+		return
+	}
+	if err := removeJob(ctx, s.url, job); err != nil {
+		fmt.Fprintf(stderr, "backfill: %v\n", err)
+	}
+}
+
+// close stops the embedded server, if any, and removes its store when the
+// job completed.
+func (s *natsServer) close(stderr io.Writer) {
+	if s.embedded == nil {
+		return
+	}
+	s.embedded.Close()
+	if s.removeStore {
+		if err := os.RemoveAll(s.dataDir); err != nil {
+			fmt.Fprintf(stderr, "backfill: removing the embedded store: %v\n", err)
+		}
+	}
 }
 
 // removeJob deletes the KV buckets of job on the server at url: the two

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
+
+	"github.com/spate-go/coordination/internal/examplekit"
 )
 
 // Display modes.
@@ -54,7 +57,7 @@ func paint(on bool, c, s string) string {
 // splits it was given, from where it resumed them) and one for the whole
 // job, filled from the ledger; plain periodic lines otherwise; and the event
 // log (crash, takeovers, moves) above them. Library logs never go through
-// it: see logWriter.
+// it: see libraryLogger.
 type display struct {
 	mode    int
 	color   bool
@@ -74,9 +77,23 @@ type display struct {
 	done chan struct{} // closed when the sampler has exited
 }
 
-// newDisplay prepares a display of mode on out for the job of ds.
-func newDisplay(mode int, color bool, out io.Writer, sink *ledger, ds *dataset) *display {
-	d := &display{mode: mode, color: color, out: out, sink: sink, ds: ds, quit: make(chan struct{}), done: make(chan struct{})}
+// displayMode is the display the flags and the output ask for: nothing
+// but the report with -quiet, bars on a terminal unless -plain, plain lines
+// otherwise.
+func displayMode(o *options, tty bool) int {
+	switch {
+	case o.quiet:
+		return modeQuiet
+	case !o.plain && tty:
+		return modeBars
+	}
+	return modePlain
+}
+
+// newDisplay prepares a display of mode on out for the job of ds; bars are
+// coloured when standard output may be.
+func newDisplay(mode int, out io.Writer, sink *ledger, ds *dataset) *display {
+	d := &display{mode: mode, color: mode == modeBars && colorOn(os.Stdout), out: out, sink: sink, ds: ds, quit: make(chan struct{}), done: make(chan struct{})}
 	if mode == modeBars {
 		d.p = mpb.New(mpb.WithOutput(out), mpb.WithWidth(32), mpb.WithRefreshRate(sampleEvery), mpb.WithAutoRefresh())
 	}
@@ -242,9 +259,19 @@ func human(n int64) string {
 }
 
 // percent renders part of whole as a percentage.
-func percent(part, whole int64) string {
-	if whole == 0 {
-		return "100%"
+var percent = examplekit.Percent
+
+// libraryLogger returns the logger of the library's records at the -log
+// level: to standard error, except with bars, where records would break into
+// the bars and go to a file instead (returned so it can be named and
+// closed). -log off needs no file.
+func libraryLogger(mode int, level string, stderr io.Writer) (*slog.Logger, *os.File, error) {
+	if mode != modeBars || level == "off" {
+		return examplekit.Logger(level, stderr), nil, nil
 	}
-	return fmt.Sprintf("%.0f%%", 100*float64(part)/float64(whole))
+	f, err := os.CreateTemp("", "backfill-*.log")
+	if err != nil {
+		return nil, nil, fmt.Errorf("library log file: %w", err)
+	}
+	return examplekit.Logger(level, f), f, nil
 }

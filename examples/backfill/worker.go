@@ -9,44 +9,26 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/anthdm/hollywood/actor"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/driver"
+	"github.com/spate-go/coordination/internal/examplekit"
 	"github.com/spate-go/coordination/store/natsstore"
 )
 
-// Timing of every worker. NATS expires keys on the server with one-second
-// granularity, so the lease cannot go below 2s; 3s keeps crash recovery
-// quick (a crashed worker's splits are claimable 3s after its last renewal
-// and RebalanceDelay 0 reassigns them at once).
+// Timing of every worker: examplekit's, and a commit twice a second.
 const (
-	leaseDuration     = 3 * time.Second
-	opTimeout         = time.Second
-	replanInterval    = 3 * time.Second
-	reconcileInterval = 2 * time.Second
-	drainDeadline     = 2 * time.Second
-	rebalanceDelay    = 0
-
-	commitEvery = 500 * time.Millisecond // a crash replays at most this much per split
+	leaseDuration = examplekit.LeaseDuration
+	opTimeout     = examplekit.OpTimeout
+	commitEvery   = 500 * time.Millisecond // a crash replays at most this much per split
 )
 
-// workerConfig returns the coordinator configuration of worker name.
+// workerConfig returns the coordinator configuration of worker name,
+// exporting its metrics to reg when it is not nil.
 func workerConfig(name string, logger *slog.Logger, reg prometheus.Registerer) coordination.Config {
-	cfg := coordination.DefaultConfig()
-	cfg.InstanceID = name
-	cfg.LeaseDuration = leaseDuration
-	cfg.OpTimeout = opTimeout
-	cfg.ReplanInterval = replanInterval
-	cfg.ReconcileInterval = reconcileInterval
-	cfg.DrainDeadline = drainDeadline
-	cfg.RebalanceDelay = rebalanceDelay
-	cfg.Logger = logger
-	if reg != nil {
-		cfg.Metrics = reg
-	}
+	cfg := examplekit.WorkerConfig(name, logger)
+	cfg.Metrics = reg
 	return cfg
 }
 
@@ -106,11 +88,7 @@ func newWorker(name, run string, natsCfg natsstore.Config, sink *ledger, pace re
 	if err != nil {
 		return nil, err
 	}
-	engine, err := actor.NewEngine(actor.NewEngineConfig())
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("worker %s: hollywood engine: %w", name, err), st.Close())
-	}
-	c, err := actors.Spawn(engine, st, workerConfig(name, logger, reg))
+	c, err := examplekit.Spawn(st, workerConfig(name, logger, reg))
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/spate-go/coordination/internal/examplekit"
 )
 
 // progressEvery is how often the run prints a progress line.
@@ -41,21 +43,14 @@ func (f *fleet) start(ctx context.Context, name string) error {
 // thresholds, prints progress, and returns once every worker has ended,
 // with the failures of the workers that were not killed.
 func (f *fleet) run(ctx context.Context, o *options, rep *report, tl *tally) error {
-	names := []string{o.instance}
-	if o.instance == "" {
-		names = names[:0]
-		for i := range o.workers {
-			names = append(names, fmt.Sprintf("w%d", i+1))
-		}
-	}
 	var errs []error
-	for _, name := range names {
+	for _, name := range o.Names(o.workers) {
 		if err := f.start(ctx, name); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	joinAt, killAt := int64(o.joinAt*float64(rep.rows)), int64(o.killAt*float64(rep.rows))
-	joined, killed := o.instance != "" || o.joinAt == 0, o.instance != "" || o.killAt == 0
+	joined, killed := o.Instance != "" || o.joinAt == 0, o.Instance != "" || o.killAt == 0
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	lastLine, lastWritten := time.Now(), int64(0)
@@ -121,9 +116,4 @@ func (f *fleet) busiest() *worker {
 }
 
 // percent renders n/of as a percentage.
-func percent(n, of int64) string {
-	if of == 0 {
-		return "100%"
-	}
-	return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(of))
-}
+var percent = examplekit.Percent

@@ -4,12 +4,13 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
-	"time"
+
+	"github.com/spate-go/coordination/internal/examplekit/exampletest"
 )
 
 // waitFor bounds how long a test waits for something that should happen
 // quickly; it only limits a failing test.
-const waitFor = 30 * time.Second
+const waitFor = exampletest.WaitFor
 
 // openTestDB opens a fresh database file in a temporary directory, closed at
 // cleanup.

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"time"
 
+	"github.com/spate-go/coordination/internal/examplekit"
 	"github.com/spate-go/coordination/store/natsstore"
 )
 
@@ -53,7 +53,7 @@ func tablecopy(ctx context.Context, o *options, stdout io.Writer) (*report, erro
 	}
 	// A whole fleet in this process makes a fresh copy; the processes of a
 	// multi-process job share (and resume) one sink.
-	if err := prepareSink(ctx, db, t, o.instance == ""); err != nil {
+	if err := prepareSink(ctx, db, t, o.Instance == ""); err != nil {
 		return nil, err
 	}
 	plan := planner{db: db, table: t, keys: keys, splits: o.splits}
@@ -62,13 +62,13 @@ func tablecopy(ctx context.Context, o *options, stdout io.Writer) (*report, erro
 	if err != nil {
 		return nil, err
 	}
-	rep := &report{table: t.name, sink: sinkName(t), keys: keys, splits: len(ranges), instance: o.instance}
+	rep := &report{table: t.name, sink: sinkName(t), keys: keys, splits: len(ranges), instance: o.Instance}
 	for _, n := range counts {
 		rep.rows += n
 	}
 	rep.minWeight, rep.maxWeight = slices.Min(counts), slices.Max(counts)
 
-	url, where := o.natsURL, "NATS at "+o.natsURL
+	url, where := o.NATS, "NATS at "+o.NATS
 	if url == "" {
 		srv, err := startNATS()
 		if err != nil {
@@ -89,7 +89,7 @@ func tablecopy(ctx context.Context, o *options, stdout io.Writer) (*report, erro
 		sinkResume: o.sinkResume,
 		nats:       natsstore.Config{Servers: []string{url}, Job: job},
 		tally:      tl,
-		log:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevels[o.logLevel]})),
+		log:        examplekit.Logger(o.Log, os.Stderr),
 	}
 	fmt.Fprintf(stdout, "tablecopy: %d rows of %s (ids %d..%d) into %s, %d splits of %d..%d rows, on %s\n",
 		rep.rows, t.name, keys.min, keys.max, rep.sink, rep.splits, rep.minWeight, rep.maxWeight, where)
@@ -104,7 +104,7 @@ func tablecopy(ctx context.Context, o *options, stdout io.Writer) (*report, erro
 	if rep.verdict, err = verify(context.WithoutCancel(ctx), db, t); err != nil {
 		return rep, err
 	}
-	if o.baseline && o.instance == "" {
+	if o.baseline && o.Instance == "" {
 		rep.plainRows, rep.plainElapsed, err = plainCopy(context.WithoutCancel(ctx), path, t, o.page)
 		if err != nil {
 			return rep, err

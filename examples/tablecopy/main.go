@@ -51,29 +51,18 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-	"time"
 
-	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/examplekit"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
-}
+func main() { examplekit.Main(run) }
 
 // options are the parsed flags.
 type options struct {
+	examplekit.Common // -nats, -instance, -timeout, -log
+
 	db         string
 	init       bool
 	table      string
@@ -85,10 +74,6 @@ type options struct {
 	killAt     float64
 	sinkResume bool
 	baseline   bool
-	natsURL    string
-	instance   string
-	timeout    time.Duration
-	logLevel   string
 }
 
 // usageText heads the -h output and every flag error.
@@ -106,97 +91,61 @@ flags:
 `
 
 // parseFlags parses args. Errors have already been printed with the usage.
-func parseFlags(args []string, stderr io.Writer) (*options, error) {
+func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("tablecopy", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usageText)
-		fs.PrintDefaults()
-	}
-	fs.StringVar(&o.db, "db", "", "SQLite file holding the source table (default: generate one in a temporary directory)")
-	fs.BoolVar(&o.init, "init", false, "create a generated table of -rows rows named -table in -db, then exit")
-	fs.StringVar(&o.table, "table", sourceTable, "source table; its key column id must be the INTEGER PRIMARY KEY; the sink is <table>_copy in the same file (recreated by a run without -instance)")
-	fs.Int64Var(&o.rows, "rows", 1_000_000, "rows to generate (without -db, or with -init)")
-	fs.IntVar(&o.splits, "splits", 64, "key ranges to cut the table into")
-	fs.IntVar(&o.page, "page", 1000, "rows per keyset page (one sink transaction each)")
-	fs.IntVar(&o.workers, "workers", 3, "workers to start in this process (ignored with -instance)")
-	fs.Float64Var(&o.joinAt, "join-at", 0.25, "start one more worker when this fraction of the rows is copied; 0 disables (not with -instance)")
-	fs.Float64Var(&o.killAt, "kill-at", 0.5, "kill the busiest worker when this fraction of the rows is copied; 0 disables (not with -instance)")
-	fs.BoolVar(&o.sinkResume, "sink-resume", true, "resume a split at the sink's watermark when it is ahead of the coordinator's (false: replay and let the sink absorb)")
-	fs.BoolVar(&o.baseline, "baseline", true, "also time a plain single-process copy of the table for comparison (not with -instance)")
-	fs.StringVar(&o.natsURL, "nats", "", "NATS server URL (nats://host:port); with -instance, one worker per process")
-	fs.StringVar(&o.instance, "instance", "", "run one worker with this instance id against -nats and -db")
-	fs.DurationVar(&o.timeout, "timeout", 5*time.Minute, "give up after this long")
-	fs.StringVar(&o.logLevel, "log", "warn", "library log level: debug, info, warn, error or off")
-	if err := fs.Parse(args); err != nil {
+	o.Register(f.FlagSet, "run one worker with this instance id against -nats and -db; start several processes to divide one copy")
+	f.StringVar(&o.db, "db", "", "SQLite file holding the source table (default: generate one in a temporary directory)")
+	f.BoolVar(&o.init, "init", false, "create a generated table of -rows rows named -table in -db, then exit")
+	f.StringVar(&o.table, "table", sourceTable, "source table; its key column id must be the INTEGER PRIMARY KEY; the sink is <table>_copy in the same file (recreated by a run without -instance)")
+	f.Int64Var(&o.rows, "rows", 1_000_000, "rows to generate (without -db, or with -init)")
+	f.IntVar(&o.splits, "splits", 64, "key ranges to cut the table into")
+	f.IntVar(&o.page, "page", 1000, "rows per keyset page (one sink transaction each)")
+	f.IntVar(&o.workers, "workers", 3, "workers to start in this process (ignored with -instance)")
+	f.Float64Var(&o.joinAt, "join-at", 0.25, "start one more worker when this fraction of the rows is copied; 0 disables (not with -instance)")
+	f.Float64Var(&o.killAt, "kill-at", 0.5, "kill the busiest worker when this fraction of the rows is copied; 0 disables (not with -instance)")
+	f.BoolVar(&o.sinkResume, "sink-resume", true, "resume a split at the sink's watermark when it is ahead of the coordinator's (false: replay and let the sink absorb)")
+	f.BoolVar(&o.baseline, "baseline", true, "also time a plain single-process copy of the table for comparison (not with -instance)")
+	if err := f.Parse(args); err != nil {
 		return nil, err
 	}
-	bad := func(format string, a ...any) (*options, error) {
-		err := fmt.Errorf(format, a...)
-		fmt.Fprintf(stderr, "tablecopy: %v\n\n", err)
-		fs.Usage()
+	if err := o.Check(f); err != nil {
 		return nil, err
 	}
 	switch {
-	case fs.NArg() > 0:
-		return bad("unexpected argument %q (all settings are flags)", fs.Arg(0))
 	case o.init && o.db == "":
-		return bad("-init needs -db PATH: the file to create the table in")
+		return nil, f.Bad("-init needs -db PATH: the file to create the table in")
 	case o.table == "":
-		return bad("-table must name a table")
+		return nil, f.Bad("-table must name a table")
 	case o.rows < 0 || o.rows > 100_000_000:
-		return bad("-rows must be 0..100000000, got %d", o.rows)
+		return nil, f.Bad("-rows must be 0..100000000, got %d", o.rows)
 	case o.splits < 1 || o.splits > 100_000:
-		return bad("-splits must be 1..100000, got %d", o.splits)
+		return nil, f.Bad("-splits must be 1..100000, got %d", o.splits)
 	case o.page < 1 || o.page > 100_000:
-		return bad("-page must be 1..100000 rows, got %d", o.page)
+		return nil, f.Bad("-page must be 1..100000 rows, got %d", o.page)
 	case o.workers < 1 || o.workers > 64:
-		return bad("-workers must be 1..64, got %d", o.workers)
+		return nil, f.Bad("-workers must be 1..64, got %d", o.workers)
 	case o.joinAt < 0 || o.joinAt >= 1:
-		return bad("-join-at must be a fraction in [0, 1), got %g", o.joinAt)
+		return nil, f.Bad("-join-at must be a fraction in [0, 1), got %g", o.joinAt)
 	case o.killAt < 0 || o.killAt >= 1:
-		return bad("-kill-at must be a fraction in [0, 1), got %g", o.killAt)
+		return nil, f.Bad("-kill-at must be a fraction in [0, 1), got %g", o.killAt)
 	case o.killAt > 0 && o.workers < 2 && o.joinAt == 0:
-		return bad("-kill-at needs a second worker to take over (-workers 2, or -join-at); use -kill-at 0")
-	case o.timeout <= 0:
-		return bad("-timeout must be positive, got %s", o.timeout)
-	case (o.natsURL == "") != (o.instance == ""):
-		return bad("-nats and -instance go together: each process runs one worker against a shared NATS server")
-	case o.instance != "" && o.db == "":
-		return bad("-instance needs -db PATH: the processes of one job must copy the same database file")
-	case o.natsURL != "" && !strings.HasPrefix(o.natsURL, "nats://") && !strings.HasPrefix(o.natsURL, "tls://"):
-		return bad("-nats must be a nats:// or tls:// URL, got %q", o.natsURL)
-	}
-	if _, ok := logLevels[o.logLevel]; !ok {
-		return bad("-log must be debug, info, warn, error or off, got %q", o.logLevel)
-	}
-	if o.instance != "" {
-		cfg := coordination.DefaultConfig()
-		cfg.InstanceID = o.instance
-		if err := cfg.Validate(); err != nil {
-			return bad("-instance: %v", err)
-		}
+		return nil, f.Bad("-kill-at needs a second worker to take over (-workers 2, or -join-at); use -kill-at 0")
+	case (o.NATS == "") != (o.Instance == ""):
+		return nil, f.Bad("-nats and -instance go together: each process runs one worker against a shared NATS server")
+	case o.Instance != "" && o.db == "":
+		return nil, f.Bad("-instance needs -db PATH: the processes of one job must copy the same database file")
 	}
 	return o, nil
-}
-
-// logLevels maps -log to a level; "off" discards.
-var logLevels = map[string]slog.Level{
-	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError, "off": slog.LevelError + 100,
 }
 
 // run is the whole program behind main: parse, copy, verify, report. It
 // returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	o, err := parseFlags(args, stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
+	o, err := parseFlags(args, examplekit.NewFlags("tablecopy", usageText, stderr))
+	if code, done := examplekit.ParseStatus(err); done {
+		return code
 	}
-	if err != nil {
-		return 2
-	}
-	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	if o.init {
 		err = initDB(ctx, o, stdout)
@@ -206,13 +155,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if rep != nil {
 			rep.write(stdout)
 			if err == nil && !rep.ok() {
-				return 1
+				return examplekit.ExitFailed
 			}
 		}
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tablecopy: %v\n", err)
-		return 1
+		return examplekit.ExitFailed
 	}
-	return 0
+	return examplekit.ExitOK
 }

@@ -1,69 +1,43 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/spate-go/coordination/internal/examplekit"
+	"github.com/spate-go/coordination/internal/examplekit/exampletest"
 )
 
+func TestMain(m *testing.M) { exampletest.Main(m, main) }
+
 func TestBadFlagsExitTwoWithUsage(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{name: "unknown flag", args: []string{"-bogus"}, want: "flag provided but not defined: -bogus"},
-		{name: "stray argument", args: []string{"now"}, want: `unexpected argument "now"`},
-		{name: "init without db", args: []string{"-init"}, want: "-init needs -db PATH"},
-		{name: "no table", args: []string{"-table", ""}, want: "-table must name a table"},
-		{name: "negative rows", args: []string{"-rows", "-1"}, want: "-rows must be 0..100000000, got -1"},
-		{name: "no splits", args: []string{"-splits", "0"}, want: "-splits must be 1..100000, got 0"},
-		{name: "no page", args: []string{"-page", "0"}, want: "-page must be 1..100000 rows, got 0"},
-		{name: "no workers", args: []string{"-workers", "0"}, want: "-workers must be 1..64, got 0"},
-		{name: "join fraction of one", args: []string{"-join-at", "1"}, want: "-join-at must be a fraction in [0, 1), got 1"},
-		{name: "kill fraction of one", args: []string{"-kill-at", "1"}, want: "-kill-at must be a fraction in [0, 1), got 1"},
-		{name: "kill with nobody to take over", args: []string{"-workers", "1", "-join-at", "0"}, want: "-kill-at needs a second worker"},
-		{name: "no timeout", args: []string{"-timeout", "0s"}, want: "-timeout must be positive"},
-		{name: "nats without instance", args: []string{"-nats", "nats://127.0.0.1:1"}, want: "-nats and -instance go together"},
-		{name: "instance without nats", args: []string{"-instance", "a"}, want: "-nats and -instance go together"},
-		{name: "instance without db", args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a"}, want: "-instance needs -db PATH"},
-		{name: "bad instance", args: []string{"-db", "x.db", "-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, want: "InstanceID may only contain [A-Za-z0-9_-]"},
-		{name: "bad nats url", args: []string{"-db", "x.db", "-nats", "http://x", "-instance", "a"}, want: `-nats must be a nats:// or tls:// URL, got "http://x"`},
-		{name: "bad log level", args: []string{"-log", "loud"}, want: `-log must be debug, info, warn, error or off, got "loud"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			if code := run(t.Context(), tt.args, &stdout, &stderr); code != 2 {
-				t.Fatalf("exit %d, want 2; stderr:\n%s", code, stderr.String())
-			}
-			if !strings.Contains(stderr.String(), tt.want) || !strings.Contains(stderr.String(), "usage: tablecopy") {
-				t.Fatalf("stderr lacks %q and the usage:\n%s", tt.want, stderr.String())
-			}
-			if stdout.Len() != 0 {
-				t.Fatalf("wrote to stdout: %s", stdout.String())
-			}
-		})
-	}
+	exampletest.CheckBadFlags(t, run, "tablecopy", []exampletest.BadFlag{
+		{Name: "unknown flag", Args: []string{"-bogus"}, Want: "flag provided but not defined: -bogus"},
+		{Name: "stray argument", Args: []string{"now"}, Want: `unexpected argument "now"`},
+		{Name: "init without db", Args: []string{"-init"}, Want: "-init needs -db PATH"},
+		{Name: "no table", Args: []string{"-table", ""}, Want: "-table must name a table"},
+		{Name: "negative rows", Args: []string{"-rows", "-1"}, Want: "-rows must be 0..100000000, got -1"},
+		{Name: "no splits", Args: []string{"-splits", "0"}, Want: "-splits must be 1..100000, got 0"},
+		{Name: "no page", Args: []string{"-page", "0"}, Want: "-page must be 1..100000 rows, got 0"},
+		{Name: "no workers", Args: []string{"-workers", "0"}, Want: "-workers must be 1..64, got 0"},
+		{Name: "join fraction of one", Args: []string{"-join-at", "1"}, Want: "-join-at must be a fraction in [0, 1), got 1"},
+		{Name: "kill fraction of one", Args: []string{"-kill-at", "1"}, Want: "-kill-at must be a fraction in [0, 1), got 1"},
+		{Name: "kill with nobody to take over", Args: []string{"-workers", "1", "-join-at", "0"}, Want: "-kill-at needs a second worker"},
+		{Name: "no timeout", Args: []string{"-timeout", "0s"}, Want: "-timeout must be positive"},
+		{Name: "nats without instance", Args: []string{"-nats", "nats://127.0.0.1:1"}, Want: "-nats and -instance go together"},
+		{Name: "instance without nats", Args: []string{"-instance", "a"}, Want: "-nats and -instance go together"},
+		{Name: "instance without db", Args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a"}, Want: "-instance needs -db PATH"},
+		{Name: "bad instance", Args: []string{"-db", "x.db", "-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, Want: "InstanceID may only contain [A-Za-z0-9_-]"},
+		{Name: "bad nats url", Args: []string{"-db", "x.db", "-nats", "http://x", "-instance", "a"}, Want: `-nats must be a nats:// or tls:// URL, got "http://x"`},
+		{Name: "bad log level", Args: []string{"-log", "loud"}, Want: `-log must be debug, info, warn, error or off, got "loud"`},
+	})
 }
 
-func TestHelpExitsZero(t *testing.T) {
-	var stdout, stderr bytes.Buffer
-	if code := run(t.Context(), []string{"-h"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d, want 0", code)
-	}
-	if !strings.Contains(stderr.String(), "-sink-resume") {
-		t.Fatalf("help lacks the flags:\n%s", stderr.String())
-	}
-}
+func TestHelpExitsZero(t *testing.T) { exampletest.CheckHelp(t, run, "-sink-resume") }
 
 func TestMissingDatabaseSaysHowToCreateIt(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "none.db")
@@ -86,8 +60,8 @@ func TestFleetCopiesExactlyAcrossAKill(t *testing.T) {
 	for _, sinkResume := range []bool{true, false} {
 		t.Run(fmt.Sprintf("sink-resume=%v", sinkResume), func(t *testing.T) {
 			const rows = fleetRows
-			o := &options{table: sourceTable, rows: rows, splits: 16, page: 500, workers: 3, joinAt: 0.2, killAt: 0.4,
-				sinkResume: sinkResume, timeout: 90 * time.Second, logLevel: "off"}
+			o := &options{Common: examplekit.Common{Timeout: 90 * time.Second, Log: "off"}, table: sourceTable, rows: rows, splits: 16, page: 500, workers: 3, joinAt: 0.2, killAt: 0.4,
+				sinkResume: sinkResume}
 			var out bytes.Buffer
 			rep, err := tablecopy(t.Context(), o, &out)
 			if rep != nil {
@@ -125,24 +99,6 @@ func TestFleetCopiesExactlyAcrossAKill(t *testing.T) {
 	}
 }
 
-// runMainEnv, set to 1, makes the test binary run main instead of the tests,
-// so a test can start the program as a process without building it.
-const runMainEnv = "TABLECOPY_TEST_RUN_MAIN"
-
-func TestMain(m *testing.M) {
-	if os.Getenv(runMainEnv) == "1" {
-		main()
-	}
-	os.Exit(m.Run())
-}
-
-// program returns a command running the program with args.
-func program(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	return cmd
-}
-
 // TestProcessesDivideOneJob creates a database with
 // -init, then runs two processes (-instance a and b) against one NATS server:
 // both must exit 0 having verified the shared sink, and both must have
@@ -154,34 +110,24 @@ func TestProcessesDivideOneJob(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = srv.close() })
 	db := filepath.Join(t.TempDir(), "t.db")
-	if out, err := program(t.Context(), "-db", db, "-init", "-rows", "10000").CombinedOutput(); err != nil {
-		t.Fatalf("-init: %v\n%s", err, out)
+	if code, out := exampletest.Start(t, []string{"-db", db, "-init", "-rows", "10000"}).Wait(t); code != 0 {
+		t.Fatalf("-init: exit %d\n%s", code, out)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
-	defer cancel()
-	outs := make([]string, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i, name := range []string{"a", "b"} {
-		wg.Go(func() {
-			cmd := program(ctx, "-db", db, "-nats", srv.url(), "-instance", name, "-splits", "16", "-page", "200", "-log", "off")
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &out
-			errs[i] = cmd.Run()
-			outs[i] = out.String()
-		})
+	var procs []*exampletest.Process
+	for _, name := range []string{"a", "b"} {
+		procs = append(procs, exampletest.Start(t, []string{"-db", db, "-nats", srv.url(), "-instance", name, "-splits", "16", "-page", "200", "-log", "off", "-timeout", "90s"}))
 	}
-	wg.Wait()
 	for i, name := range []string{"a", "b"} {
-		t.Logf("instance %s:\n%s", name, outs[i])
-		if errs[i] != nil {
-			t.Fatalf("instance %s: %v", name, errs[i])
+		code, out := procs[i].Wait(t)
+		t.Logf("instance %s:\n%s", name, out)
+		if code != 0 {
+			t.Fatalf("instance %s exited %d", name, code)
 		}
-		if !strings.Contains(outs[i], "result: OK") {
+		if !strings.Contains(out, "result: OK") {
 			t.Fatalf("instance %s did not verify the sink", name)
 		}
 		var a, b int64
-		line := reportLine(t, outs[i], "  workers:")
+		line := exampletest.ReportLine(t, out, "  workers:")
 		format := map[string]string{
 			"a": "a completed (%d rows), b in another process (%d rows)",
 			"b": "a in another process (%d rows), b completed (%d rows)",
@@ -190,17 +136,4 @@ func TestProcessesDivideOneJob(t *testing.T) {
 			t.Fatalf("instance %s: workers line %q: %v; want both processes' rows, adding up to 10000", name, line, err)
 		}
 	}
-}
-
-// reportLine returns the value of the report line starting with key.
-func reportLine(t testing.TB, out, key string) string {
-	t.Helper()
-	sc := bufio.NewScanner(strings.NewReader(out))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), key); ok {
-			return strings.TrimSpace(v)
-		}
-	}
-	t.Fatalf("no %q line in the report", key)
-	return ""
 }

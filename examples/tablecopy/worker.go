@@ -8,26 +8,17 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/anthdm/hollywood/actor"
-
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/driver"
+	"github.com/spate-go/coordination/internal/examplekit"
 	"github.com/spate-go/coordination/store/natsstore"
 )
 
-// Timing of every worker. NATS expires keys with one-second granularity, so
-// the lease cannot go below 2s; 3s keeps the takeover after a kill quick
-// (RebalanceDelay 0 reassigns a dead worker's splits as soon as its leases
-// expire).
+// Timing of every worker: examplekit's, and a commit twice a second.
 const (
-	leaseDuration     = 3 * time.Second
-	opTimeout         = time.Second
-	replanInterval    = 3 * time.Second
-	reconcileInterval = 2 * time.Second
-	drainDeadline     = 2 * time.Second
-
-	commitEvery = 500 * time.Millisecond // the coordinator's watermark lags the sink's by at most this
+	leaseDuration = examplekit.LeaseDuration
+	commitEvery   = 500 * time.Millisecond // the coordinator's watermark lags the sink's by at most this
 )
 
 // Outcomes of a worker's run.
@@ -97,31 +88,13 @@ func newWorker(name string, ws workerSetup) (w *worker, err error) {
 		return nil, err
 	}
 	closers = append(closers, st.Close)
-	engine, err := actor.NewEngine(actor.NewEngineConfig())
-	if err != nil {
-		return nil, fmt.Errorf("hollywood engine: %w", err)
-	}
-	c, err := actors.Spawn(engine, st, workerConfig(name, ws.log))
+	c, err := examplekit.Spawn(st, examplekit.WorkerConfig(name, ws.log))
 	if err != nil {
 		return nil, err
 	}
 	log := ws.log.With("instance", name)
 	src := newSource(name, newPager(srcDB, ws.table, ws.page), newSink(sinkDB, ws.table, name), ws.sinkResume, ws.tally, log)
 	return &worker{name: name, coord: c, src: src, close: closeAll}, nil
-}
-
-// workerConfig returns the coordinator configuration of worker name.
-func workerConfig(name string, logger *slog.Logger) coordination.Config {
-	cfg := coordination.DefaultConfig()
-	cfg.InstanceID = name
-	cfg.LeaseDuration = leaseDuration
-	cfg.OpTimeout = opTimeout
-	cfg.ReplanInterval = replanInterval
-	cfg.ReconcileInterval = reconcileInterval
-	cfg.DrainDeadline = drainDeadline
-	cfg.RebalanceDelay = 0
-	cfg.Logger = logger
-	return cfg
 }
 
 // run runs the worker until the job is over for it, ctx ends, or it is

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/coordctl"
+	"github.com/spate-go/coordination/store/natsstore"
+)
+
+// jobOf returns the job name: -job, or one derived from the plan, so every
+// process started with the same -splits and -records joins the same job
+// and a rerun resumes it.
+func jobOf(o *options, plan planner) string {
+	if o.job != "" {
+		return o.job
+	}
+	return jobName(plan.Fingerprint())
+}
+
+// backfill runs the job and returns its report. An error means the run could
+// not start (no report).
+func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Writer) (*report, error) {
+	signals := ctx
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+
+	ds := newDataset(o.splits, o.records)
+	plan := planner{ds: ds}
+	job := jobOf(o, plan)
+	srv, err := openNATS(o, job)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close(stderr)
+	sink, err := openLedger(ctx, srv.url, job)
+	if err != nil {
+		return nil, err
+	}
+	defer sink.close()
+
+	disp := newDisplay(mode, stdout, sink, ds)
+	logger, logFile, err := libraryLogger(mode, o.Log, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if logFile != nil {
+		defer logFile.Close()
+	}
+	f := newFleet(disp.note)
+	reg, metricsAt, stopMetrics, err := startMetrics(o.metrics)
+	if err != nil {
+		return nil, err
+	}
+	defer stopMetrics()
+	workers, err := newWorkers(o, job, srv.url, sink, f, logger, reg)
+	if err != nil {
+		return nil, err
+	}
+
+	before := tallyOf(ds, sink.snapshot())
+	disp.note(fmt.Sprintf("backfill %s v%s: %s in %s, %s in this process, job %q on %s",
+		"github.com/spate-go/coordination", coordination.Version, count(o.records, "record"), count(o.splits, "split"), count(len(workers), "worker"), job, srv.where))
+	if before.deliveries > 0 {
+		disp.note(fmt.Sprintf("resuming: the ledger already holds %s of %s", count(before.delivered, "record"), human(before.planned)))
+	}
+	if logFile != nil {
+		disp.note("library logs: " + logFile.Name())
+	}
+	if metricsAt != "" {
+		disp.note("metrics at " + metricsAt)
+	}
+
+	start := time.Now()
+	errs := runFleet(ctx, o, plan, sink, workers, f, srv, disp, stderr)
+	elapsed := time.Since(start)
+	if err := sink.refresh(context.WithoutCancel(ctx)); err != nil {
+		errs = append(errs, err)
+	}
+	rep := newReport(o.Instance, ds, tallyOf(ds, sink.snapshot()), workers, f, elapsed, errs, signals.Err() != nil)
+	if ctx.Err() != nil && signals.Err() == nil {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("gave up after -timeout %s", o.Timeout))
+		rep.Outcome = outcomeFailed
+	}
+	if o.audit && rep.Outcome == outcomeOK {
+		auditJob(context.WithoutCancel(ctx), srv.url, job, rep)
+	}
+	if rep.Outcome == outcomeOK && o.Instance == "" {
+		srv.jobCompleted(context.WithoutCancel(ctx), job, stderr)
+	}
+	return rep, nil
+}
+
+// newWorkers builds this process's workers of job on the NATS server at url:
+// the one -instance names, or a fleet of -workers.
+func newWorkers(o *options, job, url string, sink *ledger, f *fleet, logger *slog.Logger, reg prometheus.Registerer) ([]*worker, error) {
+	// History 64: the state bucket keeps up to 64 revisions per key, so the
+	// final audit sees every write of a run of this size (a split's records
+	// are written a few dozen times at most).
+	natsCfg := natsstore.Config{Servers: []string{url}, Job: job, History: 64}
+	runID := randomHex(4)
+	var workers []*worker
+	for _, name := range o.Names(o.workers) {
+		w, err := newWorker(name, runID, natsCfg, sink, newReadPace(o.pace), o.pauseAt, f, logger, reg)
+		if err != nil {
+			return nil, err
+		}
+		workers = append(workers, w)
+	}
+	return workers, nil
+}
+
+// runFleet runs the workers, and the crash and the outage the flags ask for,
+// until every worker's run returned; it returns the workers' errors.
+func runFleet(ctx context.Context, o *options, plan planner, sink *ledger, workers []*worker, f *fleet, srv *natsServer, disp *display, stderr io.Writer) []error {
+	disp.run(workers)
+	defer disp.finish()
+	errs := make([]error, len(workers))
+	var wg sync.WaitGroup
+	for i, w := range workers {
+		wg.Go(func() { errs[i] = w.run(ctx, plan) })
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	var faults sync.WaitGroup
+	if o.Instance == "" && o.crashAt > 0 {
+		faults.Go(func() { crashAtFraction(ctx, done, o.crashAt, plan.ds, sink, workers, f, disp.note) })
+	}
+	if o.outage > 0 {
+		faults.Go(func() {
+			if err := outageAtFraction(ctx, done, o.outageAt, o.outage, plan.ds, sink, srv.embedded, disp.note); err != nil {
+				fmt.Fprintf(stderr, "backfill: %v\n", err)
+			}
+		})
+	}
+	faults.Wait()
+	wg.Wait()
+	return errs
+}
+
+// auditJob runs coordctl audit on the job and adds its lines to rep; a
+// violation, or an audit that could not run, fails the run.
+func auditJob(ctx context.Context, url, job string, rep *report) {
+	var out bytes.Buffer
+	code := coordctl.Run(ctx, []string{"audit", "-nats", url, "-job", job, "-lease", leaseDuration.String()}, &out, &out)
+	rep.Audit = strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	switch code {
+	case coordctl.ExitOK:
+	case coordctl.ExitViolations:
+		rep.Errors = append(rep.Errors, "the audit found fencing violations (see the audit lines)")
+		rep.Outcome = outcomeFailed
+	default:
+		rep.Errors = append(rep.Errors, "the audit could not run (see the audit lines)")
+		rep.Outcome = outcomeFailed
+	}
+}
+
+// randomHex returns 2n random lowercase hex characters.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
