@@ -162,17 +162,7 @@ func TestQuarantinesOnTakeoverShareTheClaimBudget(t *testing.T) {
 		crashed.c.Abort()
 
 		gated := &gatedSplitWrites{Store: r.st, gate: make(chan struct{})}
-		cfg := testConfig(t, r.clk, "taker")
-		oneAttempt(&cfg)
-		c, err := Spawn(r.e, gated, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Abort)
-		if err := c.Start(p); err != nil {
-			t.Fatal(err)
-		}
-		taker := &member{c: c, held: map[coordination.SplitID]coordination.Gained{}}
+		taker := r.startOn(gated, "taker", p, oneAttempt)
 		r.until("the quarantines begin", 10*time.Second, []*member{taker}, func() bool { return gated.peakHeld() > 0 })
 		settle()
 		if got := gated.peakHeld(); got > maxClaimsInFlight {

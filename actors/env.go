@@ -39,6 +39,8 @@ type env struct {
 	pid   pids
 	cap   int // the store's value cap, 0 = none
 
+	backlog backlog // the credit of the watch hand-off (backlog.go)
+
 	ctx    context.Context // cancelled at Depart's end or Abort
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -124,9 +124,15 @@ type faultyStore struct {
 	failGet     string // key: the next durable Get fails
 }
 
-func (r *rig) startOn(st store.Store, id string, p coordination.Planner) *member {
+// startOn starts worker id on st with the test configuration, changed by
+// mut.
+func (r *rig) startOn(st store.Store, id string, p coordination.Planner, mut ...func(*coordination.Config)) *member {
 	r.tb.Helper()
-	c, err := Spawn(r.e, st, testConfig(r.tb, r.clk, id))
+	cfg := testConfig(r.tb, r.clk, id)
+	for _, f := range mut {
+		f(&cfg)
+	}
+	c, err := Spawn(r.e, st, cfg)
 	if err != nil {
 		r.tb.Fatal(err)
 	}
@@ -182,21 +188,10 @@ type withAttrs struct {
 
 func ptr[T any](v T) *T { return &v }
 
+// start starts worker id on the rig's store; see startOn.
 func (r *rig) start(id string, p coordination.Planner, mut ...func(*coordination.Config)) *member {
 	r.tb.Helper()
-	cfg := testConfig(r.tb, r.clk, id)
-	for _, f := range mut {
-		f(&cfg)
-	}
-	c, err := Spawn(r.e, r.st, cfg)
-	if err != nil {
-		r.tb.Fatal(err)
-	}
-	r.tb.Cleanup(c.Abort)
-	if err := c.Start(p); err != nil {
-		r.tb.Fatal(err)
-	}
-	return &member{c: c, held: map[coordination.SplitID]coordination.Gained{}}
+	return r.startOn(r.st, id, p, mut...)
 }
 
 // pump polls m and folds its events.

@@ -138,9 +138,15 @@ func lookup(from role, msg any) *route {
 }
 
 // publish sends msg from role from to every subscriber its route names.
+// An observation of the watch actor takes one credit of the watch hand-off
+// per recipient (backlog.go).
 func (v *env) publish(from role, msg any) {
-	for _, to := range recipients(from, msg, v.id) {
-		v.send(v.pid.of(to), msg)
+	to := recipients(from, msg, v.id)
+	if from == roleWatch {
+		v.backlog.add(len(to))
+	}
+	for _, r := range to {
+		v.send(v.pid.of(r), msg)
 	}
 }
 

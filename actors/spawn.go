@@ -62,7 +62,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	name := id + "." + v.nonce[:12]
 	spawn := func(p actor.Producer, kind string) *actor.PID {
-		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind)), actor.WithMaxRestarts(0))
+		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), backlogMiddleware(v)), actor.WithMaxRestarts(0))
 	}
 	v.pid.watch = spawn(newWatch(v), "watch")
 	v.pid.lease = spawn(newLease(v), "lease")

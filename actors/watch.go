@@ -156,7 +156,9 @@ func (w *watch) Receive(c *actor.Context) {
 }
 
 // open establishes the watch of ks in the background; the goroutine pumps
-// its events into the actor until the watch ends.
+// its events into the actor until the watch ends, one credit of the watch
+// hand-off each (backlog.go): while the actors are behind it stops reading,
+// and the store's own lag limit breaks the watch.
 func (w *watch) open(ks store.Keyspace) {
 	k := w.ks[ks]
 	k.gen++
@@ -170,6 +172,9 @@ func (w *watch) open(ks store.Keyspace) {
 			return
 		}
 		for ev := range sw.Events() {
+			if !v.backlog.take(ctx) {
+				return
+			}
 			v.send(pid, watchEvent{ks: ks, gen: gen, ev: ev})
 		}
 		v.send(pid, watchEnded{ks: ks, gen: gen, err: sw.Err()})
@@ -199,7 +204,7 @@ func (w *watch) broken(ks store.Keyspace, err error) {
 	}
 	if !k.outage {
 		k.outage = true
-		w.log.Warn("store unreachable; re-establishing watch", "err", err)
+		w.log.Warn("watch broken; re-establishing it", "err", err)
 	}
 	k.gen++
 	gen, pid, v, d := k.gen, w.v.pid.watch, w.v, k.backoff

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -149,4 +151,210 @@ func TestBrokenWatchIsReestablished(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// tappedWatches counts the durable watches opened and the events their
+// consumer (the worker's pump) took from them.
+type tappedWatches struct {
+	*memstore.Store
+	mu     sync.Mutex
+	opened int
+	taken  int
+}
+
+func (s *tappedWatches) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
+	in, err := s.Store.Watch(ctx, ks, prefix)
+	if err != nil || ks != store.Durable {
+		return in, err
+	}
+	s.mu.Lock()
+	s.opened++
+	s.mu.Unlock()
+	out := &filteredWatcher{Watcher: in, ch: make(chan store.WatchEvent)} // closed when in's channel closes
+	go func() {
+		defer close(out.ch)
+		for ev := range in.Events() {
+			select {
+			case out.ch <- ev:
+				s.mu.Lock()
+				s.taken++
+				s.mu.Unlock()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out, nil
+}
+
+func (s *tappedWatches) counts() (opened, taken int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.opened, s.taken
+}
+
+// unknownKeyLog is the watch actor's Debug record for a key of no known
+// shape.
+const unknownKeyLog = "ignoring key of unknown shape"
+
+// stallingLog makes one actor slow through its log handler: while the gate
+// is shut, a record of actor stalls (the watch actor only on unknownKeyLog)
+// holds the actor until the gate opens. Records of unknown keys are dropped,
+// to keep the test's output small.
+type stallingLog struct {
+	slog.Handler
+	gate  *logGate
+	stall string // the actor to hold
+	actor string // the actor this handler logs for, from Logger.With
+}
+
+// logGate is shut by the test and opened again; opening an open gate does
+// nothing.
+type logGate struct {
+	mu   sync.Mutex
+	shut chan struct{} // nil while open; closed when opened again
+}
+
+func (g *logGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.shut = make(chan struct{})
+}
+
+func (g *logGate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut != nil {
+		close(g.shut)
+		g.shut = nil
+	}
+}
+
+func (g *logGate) pass() {
+	g.mu.Lock()
+	shut := g.shut
+	g.mu.Unlock()
+	if shut != nil {
+		<-shut
+	}
+}
+
+func (h stallingLog) Handle(ctx context.Context, r slog.Record) error {
+	if h.actor == h.stall && (h.stall != "watch" || r.Message == unknownKeyLog) {
+		h.gate.pass()
+	}
+	if r.Message == unknownKeyLog {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h stallingLog) WithAttrs(as []slog.Attr) slog.Handler {
+	out := h
+	out.Handler = h.Handler.WithAttrs(as)
+	for _, a := range as {
+		if a.Key == "actor" {
+			out.actor = a.Value.String()
+		}
+	}
+	return out
+}
+
+func (h stallingLog) WithGroup(name string) slog.Handler {
+	out := h
+	out.Handler = h.Handler.WithGroup(name)
+	return out
+}
+
+// A flood of watch events against a stalled actor, the watch actor itself
+// or one it fans out to: the pump stops taking events once the hand-off's
+// credit is spent, so what the worker holds stays bounded whatever the
+// flood's size, the store's lag limit breaks the watch, and once the actor
+// resumes the worker re-watches with a fresh snapshot and misses nothing
+// that happened meanwhile (a member that joined during the flood gets its
+// share of the splits).
+func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
+	// More than the hand-off's credit and memstore's lag limit (4096
+	// events) together, so the watch must break.
+	const flood = watchBacklog + 4096 + 1024
+	// paced lets the worker take what it will every 256 writes, so that a
+	// pump without a bound keeps up with the flood (and the store never
+	// breaks its watch) rather than losing the race to the writer.
+	paced := func(i int) {
+		if i%256 == 255 {
+			settle()
+		}
+	}
+	for _, tt := range []struct {
+		name  string
+		stall string
+		// flood writes the flood; the second worker is started before it
+		// when joinFirst (its arrival is what makes the leader log).
+		flood     func(t *testing.T, st store.Store)
+		joinFirst bool
+	}{
+		{name: "the watch actor", stall: "watch", flood: func(t *testing.T, st store.Store) {
+			for i := range flood {
+				put(t, st, fmt.Sprintf("%sflood.%05d", protocol.PrefixJob, i), []byte("x"), 0)
+				paced(i)
+			}
+		}},
+		{name: "the leader, a subscriber", stall: "leader", joinFirst: true, flood: func(t *testing.T, st store.Store) {
+			key := protocol.SplitKey("a")
+			e, _, err := st.Get(context.Background(), store.Durable, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rev := uint64(e.Revision)
+			for i := range flood {
+				rev = put(t, st, key, e.Value, rev) // the same record at a new revision
+				paced(i)
+			}
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t)
+				tw := &tappedWatches{Store: r.st}
+				gate := &logGate{}
+				slow := func(stall string) func(*coordination.Config) {
+					return func(cfg *coordination.Config) {
+						cfg.Logger = slog.New(stallingLog{Handler: cfg.Logger.Handler(), gate: gate, stall: stall})
+						cfg.StartupGrace = 0
+					}
+				}
+				p := finalPlan("a", "b")
+				w1 := r.startOn(tw, "w1", p, slow(tt.stall))
+				r.until("w1 holds both splits", 10*time.Second, []*member{w1}, func() bool { return len(w1.held) == 2 })
+				_, before := tw.counts()
+
+				gate.close()
+				t.Cleanup(gate.open) // a failed run must not leave the actor stalled
+				var w2 *member
+				if tt.joinFirst {
+					w2 = r.start("w2", p, slow(""))
+					settle()
+				}
+				tt.flood(t, r.st)
+				settle()
+				if _, taken := tw.counts(); taken-before > watchBacklog+1 {
+					t.Fatalf("the pump took %d of %d flood events while %s was stalled; want at most %d", taken-before, flood, tt.stall, watchBacklog+1)
+				}
+				if w2 == nil {
+					w2 = r.start("w2", p, slow(""))
+					settle()
+				}
+				gate.open()
+				r.until("the fleet shares the splits", 20*time.Second, []*member{w1, w2}, func() bool { return len(w1.held) == 1 && len(w2.held) == 1 })
+				if opened, _ := tw.counts(); opened < 2 {
+					t.Fatalf("%d durable watches opened; the flood should have broken the first", opened)
+				}
+				for _, m := range []*member{w1, w2} {
+					if err := m.c.Depart(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			})
+		})
+	}
 }
