@@ -247,7 +247,7 @@ func readLeader(ctx context.Context, v *env) (store.Entry, bool, protocol.Leader
 // a fresh bound, and reports the revision at which it found a renewal of
 // session nonce landed (readBackLanded, the presence's rule).
 func readBackLeader(ctx context.Context, v *env, nonce string, rev uint64) (uint64, bool) {
-	oc, cancel := v.opCtx(ctx)
+	oc, cancel := v.readBackCtx(ctx)
 	defer cancel()
 	e, found, lr, err := readLeader(oc, v)
 	return uint64(e.Revision), readBackLanded(nonce, rev, found, lr.Nonce, uint64(e.Revision), err)

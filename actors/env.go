@@ -104,6 +104,14 @@ func (v *env) opCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, v.cfg.OpTimeout)
 }
 
+// readBackCtx bounds the read that confirms a failed renewal: OpTimeout,
+// but at most the renewal retry delay (LeaseDuration/12), so that against a
+// store that hangs a renewal attempt costs OpTimeout plus a quarter
+// heartbeat, not 2 x OpTimeout (docs/protocol.md, "Sessions").
+func (v *env) readBackCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, min(v.cfg.OpTimeout, renewRetryDelay(v.cfg.LeaseDuration)))
+}
+
 // nowMs is the clock's wall time in ms since the Unix epoch.
 func (v *env) nowMs() int64 { return v.clk.Now().UnixMilli() }
 

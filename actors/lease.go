@@ -251,7 +251,7 @@ func (l *lease) renewPresence(c *actor.Context) {
 // so a worker whose writes all land keeps its session with its watch down;
 // it returns the revision found.
 func readBackRenewal(ctx context.Context, v *env, nonce string, rev uint64) (uint64, bool) {
-	oc, cancel := v.opCtx(ctx)
+	oc, cancel := v.readBackCtx(ctx)
 	defer cancel()
 	key := protocol.WorkerKey(v.id)
 	e, found, err := v.st.Get(oc, store.Ephemeral, key)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
@@ -203,6 +206,118 @@ func TestAnOutageOverTwoHeartbeatsKeepsTheSession(t *testing.T) {
 		// Not hammered: one try per retry delay, plus the two heartbeats.
 		if n, most := int(lr.st.refused.Load()), int((b3-b1)/renewRetryDelay(lease))+3; n > most {
 			t.Fatalf("%d renewals tried during an outage of %s, want at most %d", n, b3-b1, most)
+		}
+	})
+}
+
+// blackHoleStore is a memstore that stops answering for d from the armed
+// presence renewal on: every operation sent in that window waits out its
+// context and fails, as against a server that silently drops requests (a
+// store that hangs, not one that refuses).
+type blackHoleStore struct {
+	*memstore.Store
+	arm, d  time.Duration // the outage starts at the first presence renewal at least arm after the start
+	start   time.Time
+	mu      sync.Mutex
+	from    time.Time // the outage's start; zero until it began
+	blocked atomic.Int32
+}
+
+func (s *blackHoleStore) gate(ctx context.Context, presenceUpdate bool) error {
+	now := time.Now()
+	s.mu.Lock()
+	if presenceUpdate && s.from.IsZero() && now.Sub(s.start) >= s.arm {
+		s.from = now
+	}
+	hung := !s.from.IsZero() && !now.Before(s.from) && now.Before(s.from.Add(s.d))
+	s.mu.Unlock()
+	if !hung {
+		return nil
+	}
+	s.blocked.Add(1)
+	<-ctx.Done()
+	return coordination.Errorf(coordination.Retryable, "injected: no answer: %v", ctx.Err())
+}
+
+func (s *blackHoleStore) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
+	if err := s.gate(ctx, ks == store.Ephemeral && key == protocol.WorkerKey("w1")); err != nil {
+		return 0, false, err
+	}
+	return s.Store.Update(ctx, ks, key, v, rev)
+}
+
+func (s *blackHoleStore) Get(ctx context.Context, ks store.Keyspace, key string) (store.Entry, bool, error) {
+	if err := s.gate(ctx, false); err != nil {
+		return store.Entry{}, false, err
+	}
+	return s.Store.Get(ctx, ks, key)
+}
+
+// With the default lease (30s) and OpTimeout (10s), a session survives a
+// store that hangs for more than a third of its lease (12s here), starting
+// at the worst moment: just as a renewal is sent a long heartbeat after
+// the last landed one (docs/protocol.md, "Outage survival"). The write
+// waits out OpTimeout; the read that confirms it is bounded by a quarter
+// heartbeat, not by another OpTimeout (which, before, pushed the retry past
+// the lease: 12 + 10 + 10 + 2.5 > 30s). Real time throughout: the clock is
+// the bubble's.
+func TestTheDefaultsSurviveAHungStoreForAThirdOfTheLease(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		def := coordination.DefaultConfig()
+		lease, outage := def.LeaseDuration, def.LeaseDuration/3+2*time.Second
+		// A nonce whose second heartbeat comes late (at least 0.38 lease
+		// after the first): the renewal sent then starts the outage.
+		var nonce string
+		for i := range 1000 {
+			if n := fmt.Sprintf("nonce-%d", i); heartbeatInterval(lease, "w1", n, 2) >= lease*38/100 {
+				nonce = n
+				break
+			}
+		}
+		if nonce == "" {
+			t.Fatal("no nonce with a late second heartbeat among 1000")
+		}
+		clk := clock.New()
+		st := &blackHoleStore{Store: memstore.New(lease), arm: heartbeatInterval(lease, "w1", nonce, 1) + time.Second, d: outage, start: time.Now()}
+		e, err := actor.NewEngine(actor.NewEngineConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := testConfig(t, clk, "w1")
+		cfg.LeaseDuration, cfg.OpTimeout = def.LeaseDuration, def.OpTimeout
+		v := &env{e: e, raw: st, cfg: cfg, clk: clk, id: "w1", nonce: nonce, log: cfg.Logger, out: &outbox{}}
+		v.met = newMetrics(prometheus.NewPedanticRegistry(), "w1", discardLogger())
+		v.session.Store(&v.nonce)
+		v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
+		v.ctx, v.cancel = context.WithCancel(context.Background())
+		rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), v.presenceValue(nonce))
+		if err != nil || !ok {
+			t.Fatalf("create the presence key: %v %v", ok, err)
+		}
+		pid := e.Spawn(newLease(v), "lease")
+		v.pid.lease = pid
+		defer func() {
+			v.cancel()
+			<-e.Poison(pid).Done()
+			v.wg.Wait()
+			_ = st.Close()
+		}()
+		e.Send(pid, startupDone{rev: uint64(rev)})
+		for end := time.Now().Add(3 * lease); time.Now().Before(end); {
+			time.Sleep(100 * time.Millisecond)
+			synctest.Wait()
+			if !v.sessionLive.Load() || v.sessionNonce() != nonce {
+				st.mu.Lock()
+				from := st.from
+				st.mu.Unlock()
+				t.Fatalf("the session ended %s after the outage of %s began", time.Since(from), outage)
+			}
+		}
+		if st.blocked.Load() == 0 {
+			t.Fatal("the outage never blocked an operation")
+		}
+		if got, _, _ := st.Store.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1")); uint64(got.Revision) <= uint64(rev)+1 {
+			t.Fatalf("presence at revision %d, want renewals after the outage", got.Revision)
 		}
 	})
 }
