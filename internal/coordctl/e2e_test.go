@@ -87,6 +87,7 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 	if s.State != stateStalled || len(s.Workers) != 0 || s.Splits.Completed != 3 || s.Splits.Remaining != 1 || s.Splits.RemainingWeight != 20 {
 		t.Fatalf("status after run 1 = %+v, want stalled, no workers, 3 completed, s-1 (weight 20) remaining", s)
 	}
+	checkWatchOutputs(t, ctx, url, job)
 
 	// Requeue: a completed split is refused; the quarantined one turns
 	// runnable with fresh attempts.

@@ -36,7 +36,7 @@ func TestRenderWatchShowsBarWorkersAndMoves(t *testing.T) {
 	at := time.Date(2026, 1, 1, 12, 0, 5, 0, time.UTC)
 	moves := []move{{at: at.Add(-time.Second), split: "a", what: "claimed by w1"}, {at: at, split: "b", what: "completed by w1"}}
 	var b strings.Builder
-	renderWatch(&b, s, moves, at)
+	renderWatch(&b, s, moves, at, false)
 	out := b.String()
 	for _, want := range []string{
 		`job "j"  12:00:05`,
@@ -51,7 +51,8 @@ func TestRenderWatchShowsBarWorkersAndMoves(t *testing.T) {
 	}
 }
 
-// TestWatchLoopRefreshesUntilCancelled drives the loop with a manual tick:
+// TestWatchLoopRefreshesUntilCancelled drives the loop, redrawing as on a
+// terminal, with a manual tick:
 // one frame at once, one per tick, moves accumulated, a failed refresh shown
 // under the last good frame, and a return when ctx ends.
 func TestWatchLoopRefreshesUntilCancelled(t *testing.T) {
@@ -73,10 +74,11 @@ func TestWatchLoopRefreshesUntilCancelled(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watchLoop(ctx, read, tick, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, &out, true)
+		watchLoop(ctx, read, tick, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, &out, watchStyle{redraw: true})
 	}()
 	tick <- time.Time{}
-	tick <- time.Time{} // frame 3 is rendered after this send is taken, before the next select
+	tick <- time.Time{}
+	eventually(t, 10*time.Second, "the failed refresh", func() bool { return strings.Contains(out.String(), "store down") })
 	cancel()
 	<-done
 	frameTexts := strings.Split(out.String(), "\x1b[H\x1b[2J")[1:]
@@ -88,5 +90,62 @@ func TestWatchLoopRefreshesUntilCancelled(t *testing.T) {
 	}
 	if !strings.Contains(frameTexts[2], "a  claimed by w1") || !strings.Contains(frameTexts[2], "refresh failed: store down") {
 		t.Fatalf("frame 3 = %q, want the last good frame and the failure", frameTexts[2])
+	}
+}
+
+// TestWatchLoopWritesPlainLinesOffATerminal drives the loop as into a pipe:
+// no escape sequences, a line per move and one status line per refresh,
+// and a failed refresh as a line of its own.
+func TestWatchLoopWritesPlainLinesOffATerminal(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	tick := make(chan time.Time)
+	frames := []status{
+		{Job: "j", State: stateRunning, Splits: splitTotals{Total: 2, TotalWeight: 20}, owners: map[string]owner{"a": {"", splitRunnable}, "b": {"", splitRunnable}}},
+		{Job: "j", State: stateRunning, Leader: &leaderStatus{Instance: "w1"}, Workers: []workerStatus{{Instance: "w1"}},
+			Splits: splitTotals{Total: 2, Held: 1, Completed: 1, TotalWeight: 20, CompletedWeight: 5},
+			owners: map[string]owner{"a": {"w1", splitHeld}, "b": {"w1", splitCompleted}}},
+	}
+	n := 0
+	read := func() (status, error) {
+		n++
+		if n > len(frames) {
+			return status{}, errors.New("store down")
+		}
+		return frames[n-1], nil
+	}
+	var out syncBuffer
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		watchLoop(ctx, read, tick, func() time.Time { return time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC) }, &out, watchStyle{})
+	}()
+	tick <- time.Time{}
+	tick <- time.Time{}
+	eventually(t, 10*time.Second, "the failed refresh", func() bool { return strings.Contains(out.String(), "store down") })
+	cancel()
+	<-done
+	want := `12:00:00 running, leader none, 0 workers: 0.0% of the weight completed (0 of 2 splits), 0 held, 0 quarantined
+12:00:00   a claimed by w1
+12:00:00   b completed by w1
+12:00:00 running, leader w1, 1 workers: 25.0% of the weight completed (1 of 2 splits), 1 held, 0 quarantined
+12:00:00 refresh failed: store down
+`
+	if out.String() != want {
+		t.Fatalf("plain output\n got %q\nwant %q", out.String(), want)
+	}
+}
+
+func TestRenderWatchColoursOnlyWhenAsked(t *testing.T) {
+	s := status{Job: "j", Splits: splitTotals{Completed: 1, Quarantined: 1, Total: 2, TotalWeight: 10, CompletedWeight: 5}}
+	var plain, colored strings.Builder
+	renderWatch(&plain, s, nil, time.Time{}, false)
+	renderWatch(&colored, s, nil, time.Time{}, true)
+	if strings.Contains(plain.String(), "\x1b") {
+		t.Fatalf("uncoloured frame has escapes: %q", plain.String())
+	}
+	for _, want := range []string{"[\x1b[32m" + strings.Repeat("#", barWidth/2) + "\x1b[0m", "\x1b[31mquarantined 1\x1b[0m"} {
+		if !strings.Contains(colored.String(), want) {
+			t.Fatalf("coloured frame lacks %q: %q", want, colored.String())
+		}
 	}
 }
