@@ -16,6 +16,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/coordctl"
+	"github.com/spate-go/coordination/internal/examplekit"
 	"github.com/spate-go/coordination/store/natsstore"
 )
 
@@ -30,20 +31,22 @@ func jobOf(o *options, plan planner) string {
 }
 
 // backfill runs the job and returns its report. An error means the run could
-// not start (no report).
-func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Writer) (*report, error) {
-	signals := ctx
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+// not start (no report). It keeps stage up to date (see examplekit.Bounded);
+// the work ends examplekit.ShutdownReserve before -timeout, so that the
+// workers depart and the server stops within it.
+func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Writer, stage *examplekit.Stage) (*report, error) {
+	ctx, cancel := examplekit.WorkContext(ctx, o.Timeout)
 	defer cancel()
 
 	ds := newDataset(o.splits, o.records)
 	plan := planner{ds: ds}
 	job := jobOf(o, plan)
-	srv, err := openNATS(o, job)
+	srv, err := openNATS(o, job, stage, stderr)
 	if err != nil {
 		return nil, err
 	}
-	defer srv.close(stderr)
+	defer srv.close(stage, stderr)
+	stage.Set("opening the job's ledger")
 	sink, err := openLedger(ctx, srv.url, job)
 	if err != nil {
 		return nil, err
@@ -82,21 +85,27 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 		disp.note("metrics at " + metricsAt)
 	}
 
+	stage.Set("running the workers")
 	start := time.Now()
 	errs := runFleet(ctx, o, plan, sink, workers, f, srv, disp, stderr)
 	elapsed := time.Since(start)
+	stage.Set("reading the ledger")
 	if err := sink.refresh(context.WithoutCancel(ctx)); err != nil {
 		errs = append(errs, err)
 	}
-	rep := newReport(o.Instance, ds, tallyOf(ds, sink.snapshot()), workers, f, elapsed, errs, signals.Err() != nil)
-	if ctx.Err() != nil && signals.Err() == nil {
-		rep.Errors = append(rep.Errors, fmt.Sprintf("gave up after -timeout %s", o.Timeout))
+	timedOut := examplekit.TimedOut(ctx)
+	rep := newReport(o.Instance, ds, tallyOf(ds, sink.snapshot()), workers, f, elapsed, errs, ctx.Err() != nil && !timedOut)
+	rep.Resume = srv.resumeHint()
+	if timedOut {
+		rep.Errors = append(rep.Errors, fmt.Sprintf("gave up after -timeout %s (the work stops %s before it, to shut down within it)", o.Timeout, examplekit.ShutdownReserve(o.Timeout)))
 		rep.Outcome = outcomeFailed
 	}
 	if o.audit && rep.Outcome == outcomeOK {
+		stage.Set("auditing the job")
 		auditJob(context.WithoutCancel(ctx), srv.url, job, rep)
 	}
 	if rep.Outcome == outcomeOK && o.Instance == "" {
+		stage.Set("removing the completed job")
 		srv.jobCompleted(context.WithoutCancel(ctx), job, stderr)
 	}
 	return rep, nil

@@ -63,7 +63,7 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 	f.BoolVar(&o.plain, "plain", false, "plain progress lines instead of bars even on a terminal")
 	f.BoolVar(&o.verify, "verify", false, "only read the job's ledger on -nats and report whether every record was delivered (same -splits, -records or -job as the run)")
 	f.BoolVar(&o.audit, "audit", true, "after a completed run, audit the job's write history like coordctl audit (fencing invariants per split) and fail on a violation")
-	f.StringVar(&o.data, "data", "", "store directory of the embedded NATS server, kept until the job completes so a rerun resumes (default: a directory per job under the system temp dir)")
+	f.StringVar(&o.data, "data", "", "store directory of the embedded NATS server, held by one run at a time and kept until the job completes so a rerun resumes (default: the job's directory under the system temp dir, or one of this run's own while another run holds that)")
 	if err := f.Parse(args); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store/natsstore"
 )
 
 // ledgerTimeout bounds one ledger write or the initial read.
@@ -58,26 +60,54 @@ var errUnreachable = errors.New("unreachable")
 // openLedger connects to the NATS server at url, creates job's ledger bucket
 // if needed and returns once the mirror holds every entry already there.
 func openLedger(ctx context.Context, url, job string) (*ledger, error) {
+	return connectLedger(ctx, url, job, true)
+}
+
+// readLedger is openLedger for a job that must exist already: it creates
+// nothing, and a missing ledger is an error wrapping errNoSuchJob that
+// names the bucket it looked for and the jobs the server has.
+func readLedger(ctx context.Context, url, job string) (*ledger, error) {
+	return connectLedger(ctx, url, job, false)
+}
+
+// errNoSuchJob marks a job with no ledger on the server.
+var errNoSuchJob = errors.New("no such job")
+
+// connectLedger connects to url and opens job's ledger, creating it when
+// create is set.
+func connectLedger(ctx context.Context, url, job string, create bool) (*ledger, error) {
+	shown := natsstore.RedactURL(url)
 	nc, err := nats.Connect(url, nats.Timeout(ledgerTimeout), nats.MaxReconnects(-1), nats.Name("backfill ledger"))
 	if err != nil {
-		return nil, fmt.Errorf("NATS at %s is %w (%v): start a server with JetStream (nats-server -js), or omit -nats to run on an embedded one", url, errUnreachable, err)
+		return nil, fmt.Errorf("NATS at %s is %w (%v): start a server with JetStream (nats-server -js), or omit -nats to run on an embedded one", shown, errUnreachable, err)
 	}
-	l, err := newLedger(ctx, nc, job)
+	l, err := newLedger(ctx, nc, job, create)
 	if err != nil {
 		nc.Close()
-		return nil, fmt.Errorf("ledger of job %s on %s: %w", job, url, err)
+		if errors.Is(err, errNoSuchJob) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("ledger of job %s on %s: %w", job, shown, err)
 	}
 	return l, nil
 }
 
-func newLedger(ctx context.Context, nc *nats.Conn, job string) (*ledger, error) {
+func newLedger(ctx context.Context, nc *nats.Conn, job string, create bool) (*ledger, error) {
 	js, err := jetstream.New(nc)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ledgerBucket(job), History: 1})
+	var kv jetstream.KeyValue
+	if create {
+		kv, err = js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ledgerBucket(job), History: 1})
+	} else {
+		kv, err = js.KeyValue(ctx, ledgerBucket(job))
+		if errors.Is(err, jetstream.ErrBucketNotFound) {
+			err = noSuchJob(ctx, js, job, natsstore.RedactURL(nc.ConnectedUrl()))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +122,26 @@ func newLedger(ctx context.Context, nc *nats.Conn, job string) (*ledger, error) 
 	}
 	go l.mirror()
 	return l, nil
+}
+
+// noSuchJob is the error for a job whose ledger is not on the server at
+// url: it names the bucket and the jobs whose ledgers are there.
+func noSuchJob(ctx context.Context, js jetstream.JetStream, job, url string) error {
+	var jobs []string
+	names := js.KeyValueStoreNames(ctx)
+	for name := range names.Name() {
+		if j, ok := strings.CutPrefix(name, "backfill_"); ok {
+			if j, ok := strings.CutSuffix(j, "_ledger"); ok {
+				jobs = append(jobs, j)
+			}
+		}
+	}
+	slices.Sort(jobs)
+	there := "no backfill job has a ledger there"
+	if len(jobs) > 0 {
+		there = "jobs with a ledger there: " + strings.Join(jobs, ", ")
+	}
+	return fmt.Errorf("%w %q: NATS at %s has no ledger bucket %s (%s)", errNoSuchJob, job, url, ledgerBucket(job), there)
 }
 
 // initial applies w's initial values, up to the marker that ends them.

@@ -19,6 +19,14 @@
 // only when the job completed and no record was lost; 3 when SIGINT or
 // SIGTERM interrupted it (run again to resume).
 //
+// A run holds its embedded server's store directory (a lock the system
+// drops when the process ends): a second run of the same job started
+// meanwhile uses a store of its own and says so, and -data naming a held
+// directory is refused with the holder's pid. -timeout bounds the whole run,
+// shutdown included: the work stops a fifth of it (at most 15 s) early so
+// the workers depart and the server stops in time, and a shutdown that still
+// overruns ends the process with a message naming what it was stuck in.
+//
 // To divide one job among processes, start a NATS server (2.11 or later,
 // with JetStream) and run in several terminals; any of them, or a -verify
 // run afterwards, proves from the ledger that nothing was lost, even if one
@@ -55,17 +63,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	tty := stdout == io.Writer(os.Stdout) && isTerminal(os.Stdout)
-	var rep *report
-	if o.verify {
-		rep, err = verify(ctx, o)
-	} else {
-		rep, err = backfill(ctx, o, displayMode(o, tty), stdout, stderr)
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "backfill: %v\n", err)
-		return examplekit.ExitFailed
-	}
-	rep.Color = tty && colorOn(os.Stdout)
-	rep.write(stdout)
-	return exitStatus(rep.Outcome)
+	var stage examplekit.Stage
+	return examplekit.Bounded("backfill", o.Timeout, &stage, stderr, func() int {
+		var rep *report
+		if o.verify {
+			rep, err = verify(ctx, o)
+		} else {
+			rep, err = backfill(ctx, o, displayMode(o, tty), stdout, stderr, &stage)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "backfill: %v\n", err)
+			return examplekit.ExitFailed
+		}
+		rep.Color = tty && colorOn(os.Stdout)
+		rep.write(stdout)
+		return exitStatus(rep.Outcome)
+	})
 }

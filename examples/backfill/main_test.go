@@ -55,7 +55,7 @@ func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 	dir := t.TempDir()
 	o := &options{Common: quietCommon(90 * time.Second), workers: 3, splits: 8, records: 20_000, crashAt: 0.4, pace: 1000, data: dir, audit: true}
 	var out exampletest.Buffer
-	rep, err := backfill(t.Context(), o, modePlain, &out, &out)
+	rep, err := backfill(t.Context(), o, modePlain, &out, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestFleetLosesNothingAcrossANATSOutage(t *testing.T) {
 	o := &options{Common: quietCommon(90 * time.Second), workers: 3, splits: 8, records: 20_000, outage: 2 * time.Second, outageAt: 0.3, pace: 1000,
 		data: t.TempDir()}
 	var out exampletest.Buffer
-	rep, err := backfill(t.Context(), o, modePlain, &out, &out)
+	rep, err := backfill(t.Context(), o, modePlain, &out, &out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

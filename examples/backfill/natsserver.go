@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spate-go/coordination/internal/embednats"
+	"github.com/spate-go/coordination/internal/examplekit"
 	"github.com/spate-go/coordination/store/natsstore"
 )
 
@@ -56,32 +57,70 @@ func (e *embeddedServer) outage(ctx context.Context, d time.Duration) error {
 }
 
 // natsServer is the NATS server a run uses: the one -nats names, or an
-// embedded one over a store directory on this machine.
+// embedded one over a store directory this run holds (see ownStore).
 type natsServer struct {
 	url      string          // client URL
 	where    string          // how the start line describes it, with no secrets
 	embedded *embeddedServer // nil with -nats
-	dataDir  string          // the embedded server's store, "" with -nats
+	store    *storeLock      // the embedded server's store, nil with -nats
+	own      bool            // the store is this run's own, not the job's (another run holds that)
 
 	removeStore bool // set by jobCompleted: the embedded store goes once the server is down
 }
 
 // openNATS returns the server the run of job uses: -nats, or an embedded
-// server over -data (default: a directory per job under the system temp
-// dir, so a rerun resumes).
-func openNATS(o *options, job string) (*natsServer, error) {
+// server over the store ownStore picks, which it says on notice when it is
+// not the job's usual one.
+func openNATS(o *options, job string, stage *examplekit.Stage, notice io.Writer) (*natsServer, error) {
 	if o.NATS != "" {
 		return &natsServer{url: o.NATS, where: "NATS at " + natsstore.RedactURL(o.NATS)}, nil
 	}
-	dir := o.data
-	if dir == "" {
-		dir = filepath.Join(os.TempDir(), "spate-"+job)
-	}
-	srv, err := startEmbedded(dir)
+	stage.Set("locking the embedded NATS store")
+	lock, own, err := ownStore(o.data, job, notice)
 	if err != nil {
 		return nil, err
 	}
-	return &natsServer{url: srv.URL(), where: "embedded NATS at " + srv.URL() + " (store " + dir + ")", embedded: srv, dataDir: dir}, nil
+	stage.Set("starting the embedded NATS server")
+	srv, err := startEmbedded(lock.dir)
+	if err != nil {
+		return nil, errors.Join(err, lock.release(false))
+	}
+	return &natsServer{url: srv.URL(), where: "embedded NATS at " + srv.URL() + " (store " + lock.dir + ")", embedded: srv, store: lock, own: own}, nil
+}
+
+// ownStore locks the embedded server's store directory for this run, so no
+// two runs on this machine ever share one: -data when given (it must be
+// free), else the job's directory under the system temp dir (so a rerun
+// after an interruption resumes), else, while another run of the job holds
+// that, a fresh directory of this run's own (own), said on notice.
+func ownStore(data, job string, notice io.Writer) (lock *storeLock, own bool, err error) {
+	if data != "" {
+		lock, err := lockStore(data)
+		if errors.Is(err, errStoreInUse) {
+			return nil, false, fmt.Errorf("-data: %w; wait for that run to end, or give this one another -data directory", err)
+		}
+		return lock, false, err
+	}
+	lock, err = lockStore(filepath.Join(os.TempDir(), "spate-"+job))
+	if !errors.Is(err, errStoreInUse) {
+		return lock, false, err
+	}
+	dir, mkErr := os.MkdirTemp("", "spate-"+job+"-")
+	if mkErr != nil {
+		return nil, false, errors.Join(err, mkErr)
+	}
+	fmt.Fprintf(notice, "backfill: the job's %v; this run uses a store of its own, %s, removed when the job completes (to resume it after an interruption, pass -data %[2]s)\n", err, dir)
+	lock, err = lockStore(dir)
+	return lock, true, err
+}
+
+// resumeHint is what an interrupted run says to resume it: the flags again,
+// and -data when the store was this run's own.
+func (s *natsServer) resumeHint() string {
+	if s.own {
+		return "run again with -data " + s.store.dir + " to resume"
+	}
+	return "run again to resume"
 }
 
 // jobCompleted removes a job that a whole fleet of this process completed, so
@@ -99,17 +138,17 @@ func (s *natsServer) jobCompleted(ctx context.Context, job string, stderr io.Wri
 	}
 }
 
-// close stops the embedded server, if any, and removes its store when the
-// job completed.
-func (s *natsServer) close(stderr io.Writer) {
+// close stops the embedded server, if any, removes its store when the job
+// completed, and releases the store.
+func (s *natsServer) close(stage *examplekit.Stage, stderr io.Writer) {
 	if s.embedded == nil {
 		return
 	}
+	stage.Set("stopping the embedded NATS server")
 	s.embedded.Close()
-	if s.removeStore {
-		if err := os.RemoveAll(s.dataDir); err != nil {
-			fmt.Fprintf(stderr, "backfill: removing the embedded store: %v\n", err)
-		}
+	stage.Set("removing the embedded NATS store")
+	if err := s.store.release(s.removeStore); err != nil {
+		fmt.Fprintf(stderr, "backfill: releasing the embedded store %s: %v\n", s.store.dir, err)
 	}
 }
 

@@ -55,7 +55,8 @@ type report struct {
 	Errors     []string // worker failures
 	Audit      []string // the lines of the final audit (coordctl audit), nil without one
 	Outcome    int
-	Color      bool // colour the result line
+	Resume     string // how to resume an interrupted run ("run again to resume")
+	Color      bool   // colour the result line
 }
 
 // newReport builds the report from the ledger's tally and this process's
@@ -70,6 +71,7 @@ func newReport(instance string, ds *dataset, t tally, workers []*worker, f *flee
 		Duplicates: t.duplicates(),
 		Gaps:       t.gaps,
 		Elapsed:    elapsed,
+		Resume:     "run again to resume",
 	}
 	if f != nil {
 		r.Crash = f.crashSummary()
@@ -185,7 +187,7 @@ func (r *report) result() string {
 	case r.Outcome == outcomeOK:
 		return paint(r.Color, green, "OK") + ", every planned record was delivered at least once (checked against the job's ledger in NATS)"
 	case r.Outcome == outcomeInterrupted:
-		return paint(r.Color, yellow, "interrupted") + "; run again to resume"
+		return paint(r.Color, yellow, "interrupted") + "; " + r.Resume
 	case r.Verify:
 		return paint(r.Color, red, "FAILED") + fmt.Sprintf(", %s in no delivery of the ledger (is the job still running?)", count(r.Lost(), "record"))
 	case len(r.Errors) == 0 && r.Lost() > 0:

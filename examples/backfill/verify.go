@@ -1,11 +1,24 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+)
 
-// verify reads the job's ledger on -nats and reports on it alone.
+// verify reads the job's ledger on -nats and reports on it alone. It
+// creates nothing: a job with no ledger there is "no such job", naming the
+// job it looked for and how that name was chosen.
 func verify(ctx context.Context, o *options) (*report, error) {
 	ds := newDataset(o.splits, o.records)
-	sink, err := openLedger(ctx, o.NATS, jobOf(o, planner{ds: ds}))
+	sink, err := readLedger(ctx, o.NATS, jobOf(o, planner{ds: ds}))
+	if errors.Is(err, errNoSuchJob) {
+		how := "the -job given"
+		if o.job == "" {
+			how = fmt.Sprintf("the job of -splits %d -records %d; pass the -job, or the -splits and -records, of the run to verify", o.splits, o.records)
+		}
+		return nil, fmt.Errorf("-verify: %w; looked for %s", err, how)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -32,7 +32,8 @@ func initDB(ctx context.Context, o *options, stdout io.Writer) error {
 
 // tablecopy runs the job and returns its report. An error without a report
 // means the run could not start.
-func tablecopy(ctx context.Context, o *options, stdout io.Writer) (*report, error) {
+func tablecopy(ctx context.Context, o *options, stdout io.Writer, stage *examplekit.Stage) (*report, error) {
+	stage.Set("preparing the source table")
 	path, cleanup, err := sourceDB(ctx, o, stdout)
 	if err != nil {
 		return nil, err
@@ -74,7 +75,10 @@ func tablecopy(ctx context.Context, o *options, stdout io.Writer) (*report, erro
 		if err != nil {
 			return nil, err
 		}
-		defer srv.close()
+		defer func() {
+			stage.Set("stopping the embedded NATS server")
+			_ = srv.close()
+		}()
 		url, where = srv.url(), "embedded NATS at "+srv.url()
 	}
 	job, err := jobName(plan.Fingerprint(), path)
@@ -96,15 +100,18 @@ func tablecopy(ctx context.Context, o *options, stdout io.Writer) (*report, erro
 
 	f := &fleet{setup: setup, plan: plan, exits: make(chan workerExit, 64)}
 	start := time.Now()
+	stage.Set("copying")
 	if err := f.run(ctx, o, rep, tl); err != nil {
 		return nil, err
 	}
 	rep.elapsed = time.Since(start)
 	rep.skipped = tl.skipped.Load()
+	stage.Set("verifying the sink with SQL")
 	if rep.verdict, err = verify(context.WithoutCancel(ctx), db, t); err != nil {
 		return rep, err
 	}
 	if o.baseline && o.Instance == "" {
+		stage.Set("timing a plain copy")
 		rep.plainRows, rep.plainElapsed, err = plainCopy(context.WithoutCancel(ctx), path, t, o.page)
 		if err != nil {
 			return rep, err

@@ -145,23 +145,26 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := examplekit.ParseStatus(err); done {
 		return code
 	}
-	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
-	defer cancel()
-	if o.init {
-		err = initDB(ctx, o, stdout)
-	} else {
-		var rep *report
-		rep, err = tablecopy(ctx, o, stdout)
-		if rep != nil {
-			rep.write(stdout)
-			if err == nil && !rep.ok() {
-				return examplekit.ExitFailed
+	var stage examplekit.Stage
+	return examplekit.Bounded("tablecopy", o.Timeout, &stage, stderr, func() int {
+		ctx, cancel := examplekit.WorkContext(ctx, o.Timeout)
+		defer cancel()
+		if o.init {
+			err = initDB(ctx, o, stdout)
+		} else {
+			var rep *report
+			rep, err = tablecopy(ctx, o, stdout, &stage)
+			if rep != nil {
+				rep.write(stdout)
+				if err == nil && !rep.ok() {
+					return examplekit.ExitFailed
+				}
 			}
 		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "tablecopy: %v\n", err)
-		return examplekit.ExitFailed
-	}
-	return examplekit.ExitOK
+		if err != nil {
+			fmt.Fprintf(stderr, "tablecopy: %v\n", err)
+			return examplekit.ExitFailed
+		}
+		return examplekit.ExitOK
+	})
 }

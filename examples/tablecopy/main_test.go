@@ -63,7 +63,7 @@ func TestFleetCopiesExactlyAcrossAKill(t *testing.T) {
 			o := &options{Common: examplekit.Common{Timeout: 90 * time.Second, Log: "off"}, table: sourceTable, rows: rows, splits: 16, page: 500, workers: 3, joinAt: 0.2, killAt: 0.4,
 				sinkResume: sinkResume}
 			var out bytes.Buffer
-			rep, err := tablecopy(t.Context(), o, &out)
+			rep, err := tablecopy(t.Context(), o, &out, nil)
 			if rep != nil {
 				rep.write(&out)
 			}
