@@ -1,0 +1,127 @@
+package pgstore
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/spate-go/coordination"
+)
+
+// errClosed is the error of every operation after Close.
+func errClosed() error {
+	return coordination.Errorf(coordination.Fatal, "store is closed")
+}
+
+// ctxErr reports a done context as Retryable (or Fatal "store is closed"
+// after Close), keeping the cause.
+func (s *Store) ctxErr(what string, err error) error {
+	if s.isClosed() {
+		return errClosed()
+	}
+	if what == "" {
+		return coordination.Errorf(coordination.Retryable, "pgstore: %w", err)
+	}
+	return coordination.Errorf(coordination.Retryable, "pgstore: %s: %w", what, err)
+}
+
+// fail classifies err, the failure of what, as a *coordination.Error that
+// keeps it as the cause (and ctx's error too when ctx is done):
+//
+//   - Retryable: a done context, a timeout, a lost or refused connection,
+//     a server shutting down or starting up, a cancelled statement
+//     (statement_timeout), serialization failures and deadlocks, a
+//     read-only server (a standby during a failover), lack of resources.
+//   - Fatal: authentication, missing privileges, a missing database or
+//     schema, TLS verification, and every other server error.
+//
+// A write that failed with Retryable may have landed (its reply was lost).
+// Passwords never appear in the reason.
+func (s *Store) fail(ctx context.Context, what string, err error) error {
+	if s.isClosed() {
+		return errClosed()
+	}
+	reason := redactedReason(err, s.cfg)
+	if ctx.Err() != nil {
+		return &coordination.Error{Kind: coordination.Retryable, Reason: fmt.Sprintf("pgstore: %s: %v (%s)", what, ctx.Err(), reason), Err: errors.Join(ctx.Err(), err)}
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		kind, hint := classifyCode(pgErr.Code)
+		return &coordination.Error{Kind: kind, Reason: fmt.Sprintf("pgstore: %s in job %q: %s%s", what, s.cfg.Job, reason, hint), Err: err}
+	}
+	if isVerifyErr(err) {
+		return &coordination.Error{Kind: coordination.Fatal, Reason: fmt.Sprintf("pgstore: %s: TLS certificate verification failed: %s; check sslrootcert and sslmode in the DSN and the server's certificate", what, reason), Err: err}
+	}
+	// Everything else comes from the network or the driver's connection
+	// handling: lost connections, refused dials, timeouts, EOF.
+	lost := ""
+	if isConnErr(err) {
+		lost = "; the connection was lost or refused, a write may have landed"
+	}
+	return &coordination.Error{Kind: coordination.Retryable, Reason: fmt.Sprintf("pgstore: %s: %s%s", what, reason, lost), Err: err}
+}
+
+// classifyCode returns the kind of a server error by its SQLSTATE, and a
+// hint for the Fatal ones that an operator can fix.
+func classifyCode(code string) (coordination.ErrorKind, string) {
+	switch {
+	case strings.HasPrefix(code, "08"), // connection exception
+		strings.HasPrefix(code, "53"),                     // insufficient resources
+		code == "57P01", code == "57P02", code == "57P03", // shutdown, crash, starting up
+		code == "57014",                  // query_canceled: statement_timeout
+		code == "40001", code == "40P01", // serialization failure, deadlock
+		code == "55P03", // lock_not_available
+		code == "25006": // read_only_sql_transaction: a standby
+		return coordination.Retryable, ""
+	case strings.HasPrefix(code, "28"):
+		return coordination.Fatal, "; check the user and password (Config.Password, the DSN, PGPASSWORD or ~/.pgpass) and pg_hba.conf"
+	case code == "42501":
+		return coordination.Fatal, "; the role lacks a privilege on the job's schema (see \"Running on PostgreSQL\" in the README for the GRANTs)"
+	case code == "3D000":
+		return coordination.Fatal, "; the database does not exist: check the DSN"
+	case code == "3F000", code == "42P01", code == "42883":
+		return coordination.Fatal, "; the job's schema is missing or incomplete (removed by coordctl delete-job?)"
+	}
+	return coordination.Fatal, ""
+}
+
+// isUndefined reports whether err says a schema, table or function does
+// not exist.
+func isUndefined(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "3F000" || pgErr.Code == "42P01" || pgErr.Code == "42883")
+}
+
+// isPrivilegeErr reports whether err is insufficient_privilege.
+func isPrivilegeErr(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "42501"
+}
+
+// isConnErr reports whether err is a network or connection failure.
+func isConnErr(err error) bool {
+	var netErr net.Error
+	var connErr *pgconn.ConnectError
+	return errors.As(err, &netErr) || errors.As(err, &connErr) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || pgconn.SafeToRetry(err)
+}
+
+// isVerifyErr reports whether err is a failed verification of the server's
+// certificate.
+func isVerifyErr(err error) bool {
+	var (
+		verr *tls.CertificateVerificationError
+		uerr x509.UnknownAuthorityError
+		herr x509.HostnameError
+		ierr x509.CertificateInvalidError
+	)
+	return errors.As(err, &verr) || errors.As(err, &uerr) || errors.As(err, &herr) || errors.As(err, &ierr)
+}

@@ -1,0 +1,249 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
+)
+
+// maxValueSize is the value cap of both keyspaces: 512 KiB, natsstore's, so
+// that a job's records fit either production store. The change log keeps a
+// copy of every value written within the retention, so the cap also bounds
+// what one write adds to it.
+const maxValueSize = 512 << 10
+
+// Store is a [store.Store] on one PostgreSQL schema per job. It is safe for
+// concurrent use. Create one with [New]; it connects on its first
+// operation.
+type Store struct {
+	cfg      Config
+	leaseTTL time.Duration
+	sc       schema
+	q        queries
+	log      *slog.Logger
+	pool     *pgxpool.Pool
+	ownsPool bool
+
+	// life is cancelled by Close; it ends the listener and the sweeper.
+	life   context.Context
+	cancel context.CancelFunc
+	// done is closed by Close; watches end (Err nil) when it closes.
+	done chan struct{}
+	// wg counts the listener, sweeper and watch goroutines; Close waits.
+	wg sync.WaitGroup
+
+	// setupSem (capacity 1) serializes the first operation's setup, which
+	// waits for it within its own context.
+	setupSem chan struct{}
+	hub      *hub
+
+	mu       sync.Mutex
+	closed   bool
+	ready    bool // the schema is known to exist at this layout
+	sweeping bool // the sweeper runs
+}
+
+var (
+	_ store.Store        = (*Store)(nil)
+	_ store.ValueLimiter = (*Store)(nil)
+)
+
+// New validates cfg and leaseTTL and returns a store that connects and
+// creates the job's schema (unless Config.ExistingOnly) on its first
+// operation. It does no I/O. Invalid settings return a Fatal
+// *coordination.Error naming the field.
+func New(cfg Config, leaseTTL time.Duration) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if leaseTTL < MinLeaseTTL {
+		return nil, coordination.Errorf(coordination.Fatal, "pgstore: leaseTTL must be >= %s (coordination.Config's floor of LeaseDuration), got %s", MinLeaseTTL, leaseTTL)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{cfg: cfg, leaseTTL: leaseTTL, sc: newSchema(cfg.Job), log: log, setupSem: make(chan struct{}, 1), done: make(chan struct{})}
+	s.q = newQueries(s.sc)
+	s.hub = &hub{s: s, sem: make(chan struct{}, 1)}
+	if cfg.Pool != nil {
+		s.pool = cfg.Pool
+	} else {
+		pcfg, err := s.poolConfig()
+		if err != nil {
+			return nil, err
+		}
+		if s.pool, err = pgxpool.NewWithConfig(context.Background(), pcfg); err != nil {
+			return nil, coordination.Errorf(coordination.Fatal, "pgstore: DSN %s: %s", RedactDSN(cfg.DSN), redactedReason(err, cfg))
+		}
+		s.ownsPool = true
+	}
+	s.life, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// poolConfig builds the configuration of the pool the store opens: the
+// DSN's settings, Config.Password, MaxConns connections, and server-side
+// bounds derived from the lease: statement_timeout and
+// idle_in_transaction_session_timeout of LeaseTTL/2 (the longest OpTimeout
+// a coordinator with this lease may use), so that no statement holds the
+// job's write lock longer, even when its client is gone.
+func (s *Store) poolConfig() (*pgxpool.Config, error) {
+	pcfg, err := pgxpool.ParseConfig(s.cfg.DSN)
+	if err != nil {
+		return nil, coordination.Errorf(coordination.Fatal, "pgstore: DSN %s does not parse: %s", RedactDSN(s.cfg.DSN), redactedReason(err, s.cfg))
+	}
+	if s.cfg.Password != "" {
+		pcfg.ConnConfig.Password = s.cfg.Password
+	}
+	pcfg.MaxConns = s.cfg.maxConns()
+	bound := strconv.FormatInt(max(s.leaseTTL/2, time.Millisecond).Milliseconds(), 10)
+	rp := pcfg.ConnConfig.RuntimeParams
+	for k, v := range map[string]string{"statement_timeout": bound, "idle_in_transaction_session_timeout": bound, "application_name": "spate-coordination " + s.cfg.Job} {
+		if _, set := rp[k]; !set {
+			rp[k] = v
+		}
+	}
+	if pcfg.ConnConfig.ConnectTimeout == 0 {
+		pcfg.ConnConfig.ConnectTimeout = min(max(s.leaseTTL/3, time.Second), 10*time.Second)
+	}
+	return pcfg, nil
+}
+
+// LeaseTTL returns the lease TTL given to New.
+func (s *Store) LeaseTTL() time.Duration { return s.leaseTTL }
+
+// MaxValueSize returns 524288: values are capped at 512 KiB, like
+// natsstore's, so a job's records fit either production store; a larger
+// value is Fatal before anything is sent.
+func (s *Store) MaxValueSize() int { return maxValueSize }
+
+// ExpiryPrecision returns 0: an ephemeral key expires LeaseTTL after its
+// last winning write by the server's clock, read after the write took the
+// job's lock, never earlier. (It implements storetest.ExpiryPrecision.)
+// The expiry's Delete reaches watchers within one sweep interval,
+// min(LeaseTTL/4, 1s), of the expiry, plus a watch's wake-up.
+func (s *Store) ExpiryPrecision() time.Duration { return 0 }
+
+// String renders the store as its job and redacted DSN, so that %v of a
+// store never prints a password.
+func (s *Store) String() string {
+	return fmt.Sprintf("pgstore.Store{Job:%q DSN:%q LeaseTTL:%s}", s.cfg.Job, RedactDSN(s.cfg.DSN), s.leaseTTL)
+}
+
+// GoString renders the store like String, for %#v.
+func (s *Store) GoString() string { return s.String() }
+
+// LogValue renders the store for slog with its DSN redacted.
+func (s *Store) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("job", s.cfg.Job), slog.String("dsn", RedactDSN(s.cfg.DSN)), slog.Duration("lease_ttl", s.leaseTTL))
+}
+
+// Close ends every watch (their Err is nil), waits for the store's
+// goroutines and closes the pool it opened; a pool passed as Config.Pool is
+// left open for its owner to close. Later operations return Fatal "store
+// is closed". Close may be called more than once; it always returns nil.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.done)
+	s.cancel()
+	s.wg.Wait()
+	if s.ownsPool {
+		s.pool.Close()
+	}
+	return nil
+}
+
+// isClosed reports whether Close was called.
+func (s *Store) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// connect returns the pool, or Fatal after Close, or Retryable when ctx is
+// done.
+func (s *Store) connect(ctx context.Context) (*pgxpool.Pool, error) {
+	if s.isClosed() {
+		return nil, errClosed()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, s.ctxErr("", err)
+	}
+	return s.pool, nil
+}
+
+// open returns the pool once the job's schema is ready; the first call
+// sets it up (and starts the sweeper unless ExistingOnly).
+func (s *Store) open(ctx context.Context) (*pgxpool.Pool, error) {
+	pool, err := s.connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	ready := s.ready
+	s.mu.Unlock()
+	if ready {
+		return pool, nil
+	}
+	select {
+	case s.setupSem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, s.ctxErr("waiting for the schema setup", ctx.Err())
+	}
+	defer func() { <-s.setupSem }()
+	s.mu.Lock()
+	ready, closed := s.ready, s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, errClosed()
+	}
+	if ready {
+		return pool, nil
+	}
+	if err := s.setup(ctx, pool); err != nil {
+		return nil, err
+	}
+	s.checkDurability(ctx, pool)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed()
+	}
+	s.ready = true
+	if !s.cfg.ExistingOnly && !s.sweeping {
+		s.sweeping = true
+		s.wg.Go(s.sweep)
+	}
+	return pool, nil
+}
+
+// opBound is the longest a statement of the store's own (a watch's
+// catch-up, a sweep) may take: LeaseTTL/2, at least a second.
+func (s *Store) opBound() time.Duration { return max(s.leaseTTL/2, time.Second) }
+
+// checkDurability logs a warning when the server acknowledges commits
+// before they are durable (synchronous_commit = off): the store assumes
+// on (or stronger), under which a server crash or restart loses no write
+// it acknowledged; with off it may lose the last few hundred milliseconds
+// of them, and with them fences and commits a worker already acted on.
+func (s *Store) checkDurability(ctx context.Context, pool *pgxpool.Pool) {
+	var mode string
+	if err := pool.QueryRow(ctx, "SHOW synchronous_commit").Scan(&mode); err == nil && mode == "off" {
+		s.log.Warn("synchronous_commit is off: a server crash may lose writes the store acknowledged; set it to on for the store's role or database", "job", s.cfg.Job)
+	}
+}

@@ -1,0 +1,92 @@
+package pgstore
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/pgtest"
+	"github.com/spate-go/coordination/store"
+)
+
+func TestWatchBehindTheRetentionBreaks(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	st := newStore(t, s, Config{Retention: time.Millisecond}, testTTL)
+	w, err := st.Watch(opCtx(t), store.Durable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.SnapshotDone {
+		t.Fatalf("first event %v", ev.Kind)
+	}
+	// The consumer reads nothing while 20 changes are written and pruned.
+	var last store.Revision
+	for i := range 20 {
+		last = mustCreate(t, st, store.Durable, fmt.Sprintf("k%02d", i), "v")
+	}
+	waitFor(t, 10*time.Second, "the change log pruned", func() bool {
+		return count(t, st, "SELECT pruned_upto FROM {s}.meta") >= int64(last)
+	})
+	got := 0
+	for ev := range w.Events() {
+		if ev.Kind != store.Put {
+			t.Errorf("unexpected %v", ev.Kind)
+		}
+		got++
+	}
+	if got == 20 {
+		t.Fatal("the watch delivered every pruned change; the test did not fall behind")
+	}
+	wantKind(t, w.Err(), coordination.Retryable, "retention", "watch again")
+}
+
+func TestWatchBreaksWhenItsListenConnectionIsLost(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	st := newStore(t, s, Config{}, testTTL)
+	w, err := st.Watch(opCtx(t), store.Durable, "p.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.SnapshotDone {
+		t.Fatalf("first event %v", ev.Kind)
+	}
+	exec(t, s, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1 AND query LIKE 'LISTEN%'", "spate-coordination "+st.cfg.Job)
+	wantKind(t, endOf(t, w, 5*time.Second), coordination.Retryable, "LISTEN connection", "watch again")
+	// A new watch dials a new LISTEN connection and sees new writes.
+	w2, err := st.Watch(opCtx(t), store.Durable, "p.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Stop()
+	nextEvent(t, w2, 5*time.Second) // SnapshotDone
+	rev := mustCreate(t, st, store.Durable, "p.after", "v")
+	if ev := nextEvent(t, w2, 5*time.Second); ev.Kind != store.Put || ev.Entry.Revision != rev {
+		t.Errorf("after the rewatch: %v %q rev %d, want the put at %d", ev.Kind, ev.Entry.Key, ev.Entry.Revision, rev)
+	}
+}
+
+func TestWatchDeliversOnlyItsPrefix(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	st := newStore(t, s, Config{}, testTTL)
+	w, err := st.Watch(opCtx(t), store.Durable, "a.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	nextEvent(t, w, 5*time.Second) // SnapshotDone
+	// Writes outside the prefix wake the watch (their notifications name
+	// the key, so not even that) but never reach it.
+	for i := range 30 {
+		mustCreate(t, st, store.Durable, fmt.Sprintf("b.%02d", i), "v")
+	}
+	rev := mustCreate(t, st, store.Durable, "a.1", "v")
+	if ev := nextEvent(t, w, 5*time.Second); ev.Entry.Key != "a.1" || ev.Entry.Revision != rev {
+		t.Errorf("got %v %q, want the put of a.1", ev.Kind, ev.Entry.Key)
+	}
+}
