@@ -266,13 +266,29 @@ func (h stallingLog) WithGroup(name string) slog.Handler {
 	return out
 }
 
+// fenceByIntruder rewrites split id's record as claimed by a worker that
+// is not live, as a takeover would: its holder must see it and let go.
+func fenceByIntruder(t *testing.T, st store.Store, id coordination.SplitID) {
+	t.Helper()
+	key := protocol.SplitKey(id)
+	e, _, err := st.Get(context.Background(), store.Durable, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := protocol.DecodeSplit(key, e.Value, protocol.Fingerprint("job:v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, st, key, protocol.EncodeSplit(rec.Claim("intruder", "intruder-nonce", rec.Epoch+1, false, 0)), uint64(e.Revision))
+}
+
 // A flood of watch events against a stalled actor, the watch actor itself
 // or one it fans out to: the pump stops taking events once the hand-off's
 // credit is spent, so what the worker holds stays bounded whatever the
 // flood's size, the store's lag limit breaks the watch, and once the actor
 // resumes the worker re-watches with a fresh snapshot and misses nothing
-// that happened meanwhile (a member that joined during the flood gets its
-// share of the splits).
+// that happened meanwhile: it lets go of a split fenced after the flood, and
+// a member that joined during the stall gets its share of the splits.
 func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 	// More than the hand-off's credit and memstore's lag limit (4096
 	// events) together, so the watch must break.
@@ -321,6 +337,7 @@ func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 					return func(cfg *coordination.Config) {
 						cfg.Logger = slog.New(stallingLog{Handler: cfg.Logger.Handler(), gate: gate, stall: stall})
 						cfg.StartupGrace = 0
+						cfg.ReconcileInterval = time.Hour // only the re-watch's snapshot may heal the view
 					}
 				}
 				p := finalPlan("a", "b")
@@ -340,12 +357,21 @@ func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 				if _, taken := tw.counts(); taken-before > watchBacklog+1 {
 					t.Fatalf("the pump took %d of %d flood events while %s was stalled; want at most %d", taken-before, flood, tt.stall, watchBacklog+1)
 				}
+				fenceByIntruder(t, r.st, "a")
 				if w2 == nil {
 					w2 = r.start("w2", p, slow(""))
 					settle()
 				}
 				gate.open()
-				r.until("the fleet shares the splits", 20*time.Second, []*member{w1, w2}, func() bool { return len(w1.held) == 1 && len(w2.held) == 1 })
+				// Whoever holds a at the end claimed it after the intruder's
+				// epoch 2: w1 saw the fence.
+				r.until("w1 sees the fence and the fleet shares the splits", 20*time.Second, []*member{w1, w2}, func() bool {
+					a, ok := w1.held["a"]
+					if !ok {
+						a, ok = w2.held["a"]
+					}
+					return ok && a.Epoch > 2 && len(w1.held) == 1 && len(w2.held) == 1
+				})
 				if opened, _ := tw.counts(); opened < 2 {
 					t.Fatalf("%d durable watches opened; the flood should have broken the first", opened)
 				}
