@@ -73,8 +73,9 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	}
 
 	before := tallyOf(ds, sink.snapshot())
-	disp.note(fmt.Sprintf("backfill %s v%s: %s in %s, %s in this process, job %q on %s",
-		"github.com/spate-go/coordination", coordination.Version, count(o.records, "record"), count(o.splits, "split"), count(len(workers), "worker"), job, srv.where))
+	disp.note(fmt.Sprintf("backfill, spate coordination v%s: %s in %s, %s in this process", coordination.Version, count(o.records, "record"), count(o.splits, "split"), count(len(workers), "worker")))
+	disp.note(fmt.Sprintf("job %q on %s", job, srv.where))
+	disp.note(ds.describe())
 	if before.deliveries > 0 {
 		disp.note(fmt.Sprintf("resuming: the ledger already holds %s of %s", count(before.delivered, "record"), human(before.planned)))
 	}

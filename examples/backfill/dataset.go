@@ -89,6 +89,31 @@ func newDataset(n int, records int64) *dataset {
 	return ds
 }
 
+// describe says how the records are split and why the job's total weight
+// (what coordctl status shows) is not the record count: an empty split
+// weighs 1.
+func (ds *dataset) describe() string {
+	var empty int
+	var smallest, largest, weight int64
+	for i, s := range ds.splits {
+		weight += int64(ds.spec(i).Weight)
+		n := s.Range.Len()
+		if n == 0 {
+			empty++
+			continue
+		}
+		if smallest == 0 || n < smallest {
+			smallest = n
+		}
+		largest = max(largest, n)
+	}
+	d := fmt.Sprintf("splits of %s to %s records, each weighing its record count", human(smallest), human(largest))
+	if empty > 0 {
+		d += fmt.Sprintf("; %s at weight 1 (a weight of 0 counts as 1), so the job weighs %d", count(empty, "empty split"), weight)
+	}
+	return d
+}
+
 // encodeDescriptor renders a split's range as its descriptor.
 func encodeDescriptor(r recordRange) []byte {
 	b, err := json.Marshal(r)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/spate-go/coordination"
@@ -146,5 +147,13 @@ func TestDecodeDescriptorRejectsGarbage(t *testing.T) {
 	got, err := decodeDescriptor(encodeDescriptor(r))
 	if err != nil || got != r {
 		t.Fatalf("round trip of %v: %v, %v", r, got, err)
+	}
+}
+
+func TestDescribeSaysWhyTheWeightIsNotTheRecordCount(t *testing.T) {
+	got := newDataset(64, 1_000_000).describe()
+	want := "; 3 empty splits at weight 1 (a weight of 0 counts as 1), so the job weighs 1000003"
+	if !strings.HasSuffix(got, want) {
+		t.Fatalf("describe() = %q, want it to end %q", got, want)
 	}
 }

@@ -59,7 +59,7 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 	f.StringVar(&o.job, "job", "", "job name (NATS bucket suffix); default derived from -splits and -records")
 	f.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics at http://ADDR/metrics (for example 127.0.0.1:9100)")
 	f.Int64Var(&o.pace, "pace", 2000, "records per second each lane reads")
-	f.BoolVar(&o.quiet, "quiet", false, "print only the final report")
+	f.BoolVar(&o.quiet, "quiet", false, "print only the final report: no progress, no event log, and no library logs unless -log is given")
 	f.BoolVar(&o.plain, "plain", false, "plain progress lines instead of bars even on a terminal")
 	f.BoolVar(&o.verify, "verify", false, "only read the job's ledger on -nats and report whether every record was delivered (same -splits, -records or -job as the run)")
 	f.BoolVar(&o.audit, "audit", true, "after a completed run, audit the job's write history like coordctl audit (fencing invariants per split) and fail on a violation")
@@ -69,6 +69,9 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 	}
 	if err := o.Check(f); err != nil {
 		return nil, err
+	}
+	if o.quiet && !f.Given("log") {
+		o.Log = "off"
 	}
 	switch {
 	case o.workers < 1 || o.workers > 64:

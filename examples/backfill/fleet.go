@@ -26,7 +26,7 @@ type fleet struct {
 	orphaned    int                           // how many splits the victim held
 	recoveredBy map[string]int                // re-gained orphans per worker
 	recoveredIn time.Duration                 // crash to the last orphan re-gained
-	takeovers   int                           // gains that resumed another tenancy's split
+	takeovers   int                           // gains after a crash or a forced move (not the second half of a move)
 	moves       int                           // cooperative moves (drained hand-backs)
 	losses      int                           // involuntary ends (revoked lanes)
 }
@@ -48,7 +48,12 @@ func (f *fleet) gained(worker string, split coordination.SplitID, resume int64, 
 	defer f.mu.Unlock()
 	f.holder[split] = worker
 	if prev != nil {
-		f.takeovers++
+		// A split resumed exactly where a drain stopped is the second half
+		// of a move (counted by the drainer); a takeover follows a crash or
+		// a forced move, and replays what came after the last commit.
+		if prev.End > resume || f.orphans[split] {
+			f.takeovers++
+		}
 		f.note(takeoverLine(worker, split, resume, *prev))
 	}
 	if f.orphans[split] {

@@ -97,6 +97,11 @@ func TestFleetLosesNothingAcrossACrash(t *testing.T) {
 			t.Fatalf("output lacks %q", want)
 		}
 	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if len(l) > lineWidth {
+			t.Errorf("a -plain line is %d columns, over %d: %q", len(l), lineWidth, l)
+		}
+	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("the embedded store of a completed job was not removed: %v", err)
 	}

@@ -124,7 +124,8 @@ func newReport(instance string, ds *dataset, t tally, workers []*worker, f *flee
 func (r *report) Lost() int64 { return r.Planned - r.Delivered }
 
 // write prints the report, one "key: value" line per fact, so a script can
-// grep it (for example for "lost: 0").
+// grep it (for example for "lost: 0"); a long value wraps onto indented
+// lines, so no line passes lineWidth.
 func (r *report) write(w io.Writer) {
 	title := "backfill report"
 	switch {
@@ -134,58 +135,64 @@ func (r *report) write(w io.Writer) {
 		title += " (instance " + r.Instance + ")"
 	}
 	fmt.Fprintf(w, "\n== %s ==\n", title)
-	fmt.Fprintf(w, "planned:     %s in %s\n", count(r.Planned, "record"), count(r.Splits, "split"))
-	fmt.Fprintf(w, "delivered:   %s at least once, fleet-wide (%s in all)\n", count(r.Delivered, "record"), count(r.Deliveries, "delivery"))
+	line := func(key, format string, a ...any) {
+		head := fmt.Sprintf("%-12s ", key+":")
+		for _, l := range wrap(head, fmt.Sprintf(format, a...), len(head)) {
+			fmt.Fprintln(w, l)
+		}
+	}
+	line("planned", "%s in %s", count(r.Planned, "record"), count(r.Splits, "split"))
+	line("delivered", "%s at least once, fleet-wide (%s in all)", count(r.Delivered, "record"), count(r.Deliveries, "delivery"))
 	if !r.Verify {
-		fmt.Fprintf(w, "this process: %s\n", count(r.Local, "delivery"))
+		line("this process", "%s", count(r.Local, "delivery"))
 	}
 	if r.Duplicates > 0 {
-		fmt.Fprintf(w, "duplicates:  %d (replayed after a crash or forced move: at most one commit interval, %s, of reading per split; a NATS outage adds at most the -pause-after window and one OpTimeout, %s, as lanes pause while commits do not land)\n", r.Duplicates, commitEvery, opTimeout)
+		line("duplicates", "%d (replayed after a crash or a forced move: at most one commit interval, %s, of reading per split; a NATS outage adds at most -pause-after and one OpTimeout, %s, as lanes pause while commits do not land)", r.Duplicates, commitEvery, opTimeout)
 	} else {
-		fmt.Fprintf(w, "duplicates:  0\n")
+		line("duplicates", "0")
 	}
 	switch r.Outcome {
 	case outcomeInterrupted:
-		fmt.Fprintf(w, "remaining:   %s not delivered yet\n", count(r.Lost(), "record"))
+		line("remaining", "%s not delivered yet", count(r.Lost(), "record"))
 	default:
-		fmt.Fprintf(w, "lost:        %d\n", r.Lost())
+		line("lost", "%d", r.Lost())
 		if len(r.Gaps) > 0 {
-			fmt.Fprintf(w, "missing:     %s\n", formatRanges(r.Gaps, 8))
+			line("missing", "%s", formatRanges(r.Gaps, 8))
 		}
 	}
 	if !r.Verify {
-		fmt.Fprintf(w, "elapsed:     %.1fs\n", r.Elapsed.Seconds())
+		line("elapsed", "%.1fs", r.Elapsed.Seconds())
 	}
 	if r.Crash != "" {
-		fmt.Fprintf(w, "crash:       %s\n", r.Crash)
+		line("crash", "%s", r.Crash)
 	}
 	if r.Takeovers > 0 {
-		fmt.Fprintf(w, "takeovers:   %s resumed from another tenancy's last commit\n", count(r.Takeovers, "split"))
+		line("takeovers", "%s resumed from the last commit after a crash or a forced move", count(r.Takeovers, "split"))
 	}
 	if r.Moves > 0 {
-		fmt.Fprintf(w, "moves:       %s drained and handed off without replay\n", count(r.Moves, "split"))
+		line("moves", "%s drained and handed back, resumed by the next owner with no replay", count(r.Moves, "split"))
 	}
 	for _, s := range r.Workers {
-		line := fmt.Sprintf("worker:      %-6s %5.1f%%  %8d records", s.Name, 100*float64(s.Deliveries)/float64(max(1, r.Deliveries)), s.Deliveries)
+		share := fmt.Sprintf("%-6s %5.1f%%  %8d records", s.Name, 100*float64(s.Deliveries)/float64(max(1, r.Deliveries)), s.Deliveries)
 		if s.State != "other process" {
-			line += fmt.Sprintf("  %s completed", padLeft(count(s.Completed, "split"), 10))
+			share += fmt.Sprintf("  %s completed", padLeft(count(s.Completed, "split"), 10))
 		}
-		fmt.Fprintln(w, line+"  "+s.State)
+		fmt.Fprintf(w, "%-12s %s  %s\n", "worker:", share, s.State)
 	}
 	for _, a := range r.Audit {
-		fmt.Fprintf(w, "audit:       %s\n", a)
+		line("audit", "%s", a)
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintf(w, "error:       %s\n", e)
+		line("error", "%s", e)
 	}
-	fmt.Fprintf(w, "result:      %s\n", r.result())
+	line("result", "%s", r.result())
 }
 
 // result is the verdict line.
 func (r *report) result() string {
 	switch {
 	case r.Outcome == outcomeOK:
-		return paint(r.Color, green, "OK") + ", every planned record was delivered at least once (checked against the job's ledger in NATS)"
+		return paint(r.Color, green, "OK") + ", every planned record was delivered at least once (per the job's ledger in NATS)"
 	case r.Outcome == outcomeInterrupted:
 		return paint(r.Color, yellow, "interrupted") + "; " + r.Resume
 	case r.Verify:

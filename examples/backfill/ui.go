@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,18 +101,20 @@ func newDisplay(mode int, out io.Writer, sink *ledger, ds *dataset) *display {
 	return d
 }
 
-// note writes one event line, stamped with the time since start.
+// note writes one event line, stamped with the time since start and
+// wrapped to lineWidth.
 func (d *display) note(line string) {
 	stamp := ""
 	if !d.start.IsZero() {
 		stamp = fmt.Sprintf("[%5.1fs] ", time.Since(d.start).Seconds())
 	}
+	text := strings.Join(wrap(stamp, line, len(stamp)), "\n")
 	switch d.mode {
 	case modeBars:
-		fmt.Fprintln(d.p, stamp+line)
+		fmt.Fprintln(d.p, text)
 	case modePlain:
 		d.mu.Lock()
-		fmt.Fprintln(d.out, stamp+line)
+		fmt.Fprintln(d.out, text)
 		d.mu.Unlock()
 	}
 }
@@ -188,7 +191,7 @@ func (d *display) sample() {
 		if d.mode == modePlain && time.Since(lastPlain) >= plainEvery {
 			lastPlain = time.Now()
 			d.mu.Lock()
-			fmt.Fprintln(d.out, d.statusLine())
+			fmt.Fprintln(d.out, d.status())
 			d.mu.Unlock()
 		}
 	}
@@ -207,16 +210,21 @@ func (d *display) update(dt time.Duration) {
 	d.overall.EwmaSetCurrent(tallyOf(d.ds, d.sink.snapshot()).delivered, dt)
 }
 
-// statusLine is one plain-mode progress line.
-func (d *display) statusLine() string {
+// status is one plain-mode progress report: the fleet-wide count, then each
+// worker of this process (delivered of its share, and its splits while it
+// runs, else its state), wrapped to lineWidth.
+func (d *display) status() string {
 	t := tallyOf(d.ds, d.sink.snapshot())
-	line := fmt.Sprintf("[%5.1fs] job: %s of %s records (%s) fleet-wide |",
-		time.Since(d.start).Seconds(), human(t.delivered), human(t.planned), percent(t.delivered, t.planned))
+	items := []string{fmt.Sprintf("job %s of %s records (%s)", human(t.delivered), human(t.planned), percent(t.delivered, t.planned))}
 	for _, w := range d.workers {
-		line += fmt.Sprintf(" %s %s of %s, %s, %s |", w.name, human(w.src.delivered.Load()), human(w.src.share.Load()),
-			count(w.src.held.Load(), "split"), stateName(w.state.Load()))
+		now := count(w.src.held.Load(), "split")
+		if s := w.state.Load(); s != stateRunning {
+			now = stateName(s)
+		}
+		items = append(items, fmt.Sprintf("%s %s/%s %s", w.name, human(w.src.delivered.Load()), human(w.src.share.Load()), now))
 	}
-	return line
+	stamp := fmt.Sprintf("[%5.1fs] ", time.Since(d.start).Seconds())
+	return strings.Join(pack(stamp, items, " | ", len(stamp)), "\n")
 }
 
 // finish stops sampling, completes or aborts the bars, and waits for the
@@ -225,7 +233,7 @@ func (d *display) finish() {
 	close(d.quit)
 	<-d.done
 	if d.mode == modePlain {
-		fmt.Fprintln(d.out, d.statusLine())
+		fmt.Fprintln(d.out, d.status())
 	}
 	if d.mode != modeBars {
 		return
