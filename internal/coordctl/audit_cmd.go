@@ -12,7 +12,7 @@ import (
 
 var auditCommand = command{
 	name:  "audit",
-	about: "Reads the history the state bucket keeps of the job's records (natsstore.Config.History\nrevisions per key, 1 unless the job was created with more; at most 64) in revision order and\nchecks, per split: epochs never decrease, no write under a superseded epoch landed, the\nwatermark never decreased, terminal states never reverted (a requeue excepted). Prints each\nviolation with the revisions involved and exits 3 on any. With -follow it then watches every\nwrite live until interrupted, so a whole run is checked whatever the history depth.",
+	about: "Reads the history the store keeps of the job's records in revision order (NATS: the state\nbucket's natsstore.Config.History revisions per key, 1 unless the job was created with more, at\nmost 64; PostgreSQL: the change log, pgstore.Config.Retention of every write, 10m by default) and\nchecks, per split: epochs never decrease, no write under a superseded epoch landed, the\nwatermark never decreased, terminal states never reverted (a requeue excepted). Prints each\nviolation with the revisions involved and exits 3 on any. With -follow it then watches every\nwrite live until interrupted, so a whole run is checked whatever the history depth.",
 	flags: func(fs *flag.FlagSet) func(context.Context, *env) int {
 		follow := fs.Bool("follow", false, "after the history, check every write live until interrupted")
 		asJSON := fs.Bool("json", false, "print the report as JSON (violations included) at the end")
@@ -20,7 +20,7 @@ var auditCommand = command{
 			if len(e.args) > 0 {
 				return e.failf("audit takes no arguments, got %q", e.args[0])
 			}
-			st, err := e.conn.open()
+			st, err := e.conn.open(ctx)
 			if err != nil {
 				return e.failf("%v", err)
 			}
@@ -116,7 +116,7 @@ func (r auditReport) writeText(w io.Writer, printed int) {
 	fmt.Fprintf(w, "audit of job %q (%s): %d revisions of %d keys, %d splits, %d requeues; deepest key history %d revisions\n",
 		r.Job, what, r.Revisions, r.Keys, r.Splits, r.Requeues, r.Deepest)
 	if r.Truncated > 0 {
-		fmt.Fprintf(w, "note: the kept history of %d splits starts after their first write (the state bucket keeps natsstore.Config.History revisions per key, 1 unless set, at most 64), so their older writes were not checked; run audit -follow during a run to check every write\n", r.Truncated)
+		fmt.Fprintf(w, "note: the kept history of %d splits starts after their first write (NATS keeps natsstore.Config.History revisions per key, 1 unless set, at most 64; PostgreSQL keeps pgstore.Config.Retention of the change log), so their older writes were not checked; run audit -follow during a run to check every write\n", r.Truncated)
 	}
 	checks := "epochs never decrease, no write under a superseded epoch, watermarks never decrease, terminal states final"
 	if len(r.Violations) == 0 {

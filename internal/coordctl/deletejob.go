@@ -14,7 +14,7 @@ import (
 
 var deleteJobCommand = command{
 	name:  "delete-job",
-	about: "Removes the job's two buckets and with them every record of the job (plan, splits,\nprogress, assignments, sessions). It refuses without -yes, and while workers are live\n(presence keys exist) unless -force: live workers would fail on the missing buckets.",
+	about: "Removes the job's two buckets (NATS) or its schema (PostgreSQL) and with them every record of the job (plan, splits,\nprogress, assignments, sessions). It refuses without -yes, and while workers are live\n(presence keys exist) unless -force: live workers would fail on the missing buckets.",
 	flags: func(fs *flag.FlagSet) func(context.Context, *env) int {
 		yes := fs.Bool("yes", false, "confirm: the job's records are removed for good")
 		force := fs.Bool("force", false, "remove the job even while workers are live")
@@ -44,7 +44,7 @@ var deleteJobCommand = command{
 			if len(live) > 0 {
 				note = fmt.Sprintf(" (with %d live workers: they will fail)", len(live))
 			}
-			fmt.Fprintf(e.stdout, "deleted job %q: buckets coordination_%s_state and coordination_%s_lease removed%s\n", e.conn.job, e.conn.job, e.conn.job, note)
+			fmt.Fprintf(e.stdout, "deleted job %q: %s removed%s\n", e.conn.job, e.conn.storeKind(), note)
 			return ExitOK
 		}
 	},

@@ -15,7 +15,6 @@ import (
 	"github.com/spate-go/coordination/driver"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
-	"github.com/spate-go/coordination/store/natsstore"
 )
 
 // TestOperatingAJobEndToEnd runs real workers on an embedded NATS server
@@ -25,7 +24,14 @@ import (
 // audit -follow and audit catching a planted stale write, and delete-job
 // with -yes and -force.
 func TestOperatingAJobEndToEnd(t *testing.T) {
-	url := startNATS(t)
+	for name, setup := range backends() {
+		// Not parallel: the watch checks set environment variables.
+		t.Run(name, func(t *testing.T) { operateJob(t, setup(t)) })
+	}
+}
+
+// operateJob is TestOperatingAJobEndToEnd on one backend.
+func operateJob(t *testing.T, be backend) {
 	const job = "e2e"
 	ctx := t.Context()
 	plan := rangePlanner{splits: 4, poison: map[coordination.SplitID]bool{"s-1": true}}
@@ -33,7 +39,7 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 	// Run 1: s-1 is poison (quarantined at its first attempt); the other
 	// lanes wait for the gate, so the job is observed running.
 	gate := make(chan struct{})
-	f := newFleet(t, url, job)
+	f := newFleet(t, be, job)
 	for _, w := range []string{"w1", "w2"} {
 		f.start(ctx, w, plan, newGateSource(gate, plan.poison), 1)
 	}
@@ -45,7 +51,7 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 		}
 	})
 	eventually(t, 20*time.Second, "a running job with 3 held splits and 1 quarantined", func() bool {
-		code, out, errOut := ctl(t, ctx, url, job, "status", "-json")
+		code, out, errOut := ctl(t, ctx, be, job, "status", "-json")
 		last = out + errOut
 		s = status{}
 		return code == ExitOK && json.Unmarshal([]byte(out), &s) == nil && s.Splits.Held == 3 && s.Splits.Quarantined == 1 && len(s.Workers) == 2
@@ -62,13 +68,13 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 	if held := s.Workers[0].Held + s.Workers[1].Held; held != 3 {
 		t.Fatalf("workers hold %d splits, want 3: %+v", held, s.Workers)
 	}
-	code, table, _ := ctl(t, ctx, url, job, "status")
+	code, table, _ := ctl(t, ctx, be, job, "status")
 	for _, want := range []string{"state        running", "quarantined  1", "s-1          1         20", "WORKER"} {
 		if code != ExitOK || !strings.Contains(table, want) {
 			t.Fatalf("status table (exit %d) lacks %q:\n%s", code, want, table)
 		}
 	}
-	code, _, stderr := ctl(t, ctx, url, job, "delete-job", "-yes")
+	code, _, stderr := ctl(t, ctx, be, job, "delete-job", "-yes")
 	if code != ExitError || !strings.Contains(stderr, "live workers: w1, w2") || !strings.Contains(stderr, "-force") {
 		t.Fatalf("delete-job while live: exit %d, stderr %q; want a refusal naming w1, w2 and -force", code, stderr)
 	}
@@ -79,7 +85,7 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 			t.Fatalf("run 1: %s ended with %v, want a StalledError", w, err)
 		}
 	}
-	code, out, _ := ctl(t, ctx, url, job, "status", "-json")
+	code, out, _ := ctl(t, ctx, be, job, "status", "-json")
 	s = status{}
 	if code != ExitOK || json.Unmarshal([]byte(out), &s) != nil {
 		t.Fatalf("status after run 1: exit %d, %s", code, out)
@@ -87,29 +93,29 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 	if s.State != stateStalled || len(s.Workers) != 0 || s.Splits.Completed != 3 || s.Splits.Remaining != 1 || s.Splits.RemainingWeight != 20 {
 		t.Fatalf("status after run 1 = %+v, want stalled, no workers, 3 completed, s-1 (weight 20) remaining", s)
 	}
-	checkWatchOutputs(t, ctx, url, job)
+	checkWatchOutputs(t, ctx, be, job)
 
 	// Requeue: a completed split is refused; the quarantined one turns
 	// runnable with fresh attempts.
-	if code, _, stderr := ctl(t, ctx, url, job, "requeue", "s-0"); code != ExitError || !strings.Contains(stderr, "split s-0 is completed, not quarantined") {
+	if code, _, stderr := ctl(t, ctx, be, job, "requeue", "s-0"); code != ExitError || !strings.Contains(stderr, "split s-0 is completed, not quarantined") {
 		t.Fatalf("requeue of a completed split: exit %d, %q", code, stderr)
 	}
-	if code, out, stderr := ctl(t, ctx, url, job, "requeue", "-all-quarantined"); code != ExitOK || !strings.Contains(out, "requeued s-1") {
+	if code, out, stderr := ctl(t, ctx, be, job, "requeue", "-all-quarantined"); code != ExitOK || !strings.Contains(out, "requeued s-1") {
 		t.Fatalf("requeue -all-quarantined: exit %d, %q %q", code, out, stderr)
 	}
-	code, out, _ = ctl(t, ctx, url, job, "status", "-json", "-splits")
+	code, out, _ = ctl(t, ctx, be, job, "status", "-json", "-splits")
 	s = status{}
 	if code != ExitOK || json.Unmarshal([]byte(out), &s) != nil || s.State != stateRunning || s.Splits.Runnable != 1 || s.Splits.Quarantined != 0 {
 		t.Fatalf("status after the requeue (exit %d) = %+v, want running with s-1 runnable", code, s)
 	}
 
 	// Run 2: a new worker, for which s-1 is not poison, completes the job.
-	f2 := newFleet(t, url, job)
+	f2 := newFleet(t, be, job)
 	f2.start(ctx, "w3", plan, newGateSource(nil, nil), 1)
 	if errs := f2.wait(); errs["w3"] != nil {
 		t.Fatalf("run 2 after the requeue: %v, want AllComplete (nil)", errs["w3"])
 	}
-	code, out, _ = ctl(t, ctx, url, job, "status", "-json", "-splits")
+	code, out, _ = ctl(t, ctx, be, job, "status", "-json", "-splits")
 	s = status{}
 	if code != ExitOK || json.Unmarshal([]byte(out), &s) != nil || s.State != stateComplete || s.Splits.Remaining != 0 || s.Splits.RemainingWeight != 0 {
 		t.Fatalf("status after run 2 (exit %d) = %+v, want complete with nothing remaining", code, s)
@@ -120,7 +126,7 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 		}
 	}
 
-	code, out, _ = ctl(t, ctx, url, job, "audit")
+	code, out, _ = ctl(t, ctx, be, job, "audit")
 	if code != ExitOK || !strings.Contains(out, "violations: 0") || !strings.Contains(out, "4 splits, 1 requeues") {
 		t.Fatalf("audit of the clean job: exit %d\n%s", code, out)
 	}
@@ -131,7 +137,7 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 	var fout, ferr syncBuffer
 	followed := make(chan int, 1)
 	go func() {
-		followed <- Run(fctx, []string{"audit", "-follow", "-nats", url, "-job", job, "-lease", testLease.String()}, &fout, &ferr)
+		followed <- Run(fctx, append([]string{"audit", "-follow", "-job", job}, be.conn...), &fout, &ferr)
 	}()
 	eventually(t, 10*time.Second, "audit -follow to check the history and follow live writes", func() bool {
 		return strings.Contains(ferr.String(), "following every write live")
@@ -139,7 +145,7 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 	if fout.Len() != 0 {
 		t.Fatalf("audit -follow reported on the clean history: %s", fout.String())
 	}
-	raw := plainStore(t, url, job)
+	raw := be.open(t, job)
 	prev, stale := plantStaleWrite(t, raw, "s-2")
 	eventually(t, 10*time.Second, "audit -follow to report the stale write", func() bool {
 		return strings.Contains(fout.String(), "VIOLATION stale-write progress.s-2")
@@ -148,7 +154,7 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 	if code := <-followed; code != ExitViolations {
 		t.Fatalf("audit -follow exit = %d, want %d\n%s", code, ExitViolations, fout.String())
 	}
-	code, out, _ = ctl(t, ctx, url, job, "audit")
+	code, out, _ = ctl(t, ctx, be, job, "audit")
 	revs := fmt.Sprintf("(revs %d -> %d)", prev, stale)
 	for _, want := range []string{
 		"VIOLATION stale-write progress.s-2 " + revs + ": a write under epoch ",
@@ -170,33 +176,21 @@ func TestOperatingAJobEndToEnd(t *testing.T) {
 
 	// delete-job: -yes is required; a live presence key blocks it until
 	// -force; then the job is gone.
-	if code, _, stderr := ctl(t, ctx, url, job, "delete-job"); code != ExitError || !strings.Contains(stderr, "pass -yes") {
+	if code, _, stderr := ctl(t, ctx, be, job, "delete-job"); code != ExitError || !strings.Contains(stderr, "pass -yes") {
 		t.Fatalf("delete-job without -yes: exit %d, %q", code, stderr)
 	}
 	if _, ok, err := raw.Create(ctx, store.Ephemeral, protocol.WorkerKey("ghost"), protocol.EncodePresence(protocol.PresenceRecord{Nonce: "n"})); err != nil || !ok {
 		t.Fatalf("planting a presence key: %v %v", ok, err)
 	}
-	if code, _, stderr := ctl(t, ctx, url, job, "delete-job", "-yes"); code != ExitError || !strings.Contains(stderr, "live workers: ghost") {
+	if code, _, stderr := ctl(t, ctx, be, job, "delete-job", "-yes"); code != ExitError || !strings.Contains(stderr, "live workers: ghost") {
 		t.Fatalf("delete-job with a live worker: exit %d, %q", code, stderr)
 	}
-	if code, out, stderr := ctl(t, ctx, url, job, "delete-job", "-yes", "-force"); code != ExitOK || !strings.Contains(out, "deleted job") {
+	if code, out, stderr := ctl(t, ctx, be, job, "delete-job", "-yes", "-force"); code != ExitOK || !strings.Contains(out, "deleted job") {
 		t.Fatalf("delete-job -yes -force: exit %d, %q %q", code, out, stderr)
 	}
-	if code, _, stderr := ctl(t, ctx, url, job, "status"); code != ExitError || !strings.Contains(stderr, "does not exist") {
+	if code, _, stderr := ctl(t, ctx, be, job, "status"); code != ExitError || !strings.Contains(stderr, "does not exist") {
 		t.Fatalf("status of the deleted job: exit %d, %q", code, stderr)
 	}
-}
-
-// plainStore opens the job's buckets as a worker would, for planting
-// records; closed at cleanup.
-func plainStore(t testing.TB, url, job string) *natsstore.Store {
-	t.Helper()
-	st, err := natsstore.New(natsstore.Config{Servers: []string{url}, Job: job, History: 64}, testLease)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	return st
 }
 
 // plantStaleWrite rewrites split id's completed progress record as a

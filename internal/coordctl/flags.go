@@ -1,6 +1,7 @@
 package coordctl
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,13 +10,17 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/natsstore"
+	"github.com/spate-go/coordination/store/pgstore"
 )
 
 // connFlags are the connection flags every subcommand takes; they mirror
-// natsstore.Config.
+// natsstore.Config, and -store names a PostgreSQL database instead.
 type connFlags struct {
 	servers      []string
+	pgURL        string // -store postgres://...; "" for NATS
+	leaseGiven   bool   // -lease was on the command line
 	job          string
 	user         string
 	passwordFile string
@@ -30,6 +35,16 @@ type connFlags struct {
 
 // register adds the connection flags to fs.
 func (c *connFlags) register(fs *flag.FlagSet) {
+	fs.Func("store", "the job's store as a URL: nats://host:4222 or tls://... (NATS JetStream KV, as -nats), or postgres://user@host:5432/db?sslmode=verify-full (PostgreSQL; the password from -password-file, PGPASSWORD or ~/.pgpass)", func(v string) error {
+		if isPostgresURL(v) {
+			if c.pgURL != "" {
+				return errors.New("give one postgres:// URL")
+			}
+			c.pgURL = v
+			return nil
+		}
+		return fs.Lookup("nats").Value.Set(v)
+	})
 	fs.Func("nats", "NATS server URL, nats:// or tls://; repeat the flag or separate URLs with commas (required)", func(v string) error {
 		for u := range strings.SplitSeq(v, ",") {
 			if u = strings.TrimSpace(u); u != "" {
@@ -46,8 +61,54 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA bundle that verifies the servers")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM client certificate for mutual TLS; needs -tls-key")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM key of -tls-cert")
-	fs.DurationVar(&c.lease, "lease", coordination.DefaultConfig().LeaseDuration, "the job's LeaseDuration (its lease bucket's TTL)")
+	fs.DurationVar(&c.lease, "lease", coordination.DefaultConfig().LeaseDuration, "the job's LeaseDuration (its lease bucket's TTL); on PostgreSQL it is read from the job unless given")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound of the command's store operations (of each refresh for watch)")
+}
+
+// isPostgresURL reports whether v names a PostgreSQL database.
+func isPostgresURL(v string) bool {
+	return strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://")
+}
+
+// check checks the flags of either store. Errors name the flag and the
+// fix; secrets never appear in them.
+func (c *connFlags) check() error {
+	if c.pgURL == "" {
+		_, err := c.config()
+		return err
+	}
+	_, err := c.pgConfig()
+	return err
+}
+
+// pgConfig checks the flags for a PostgreSQL store and returns its
+// configuration: ExistingOnly, so a mistyped -job never creates a job (and
+// coordctl never sweeps or prunes).
+func (c *connFlags) pgConfig() (pgstore.Config, error) {
+	cfg := pgstore.Config{DSN: c.pgURL, Job: c.job, ExistingOnly: true}
+	switch {
+	case len(c.servers) > 0:
+		return cfg, errors.New("-store names a PostgreSQL database, so -nats must not be given; pass one store")
+	case c.job == "":
+		return cfg, errors.New("-job is required: the job's name, as in pgstore.Config.Job")
+	case c.user != "" || c.tokenFile != "" || c.creds != "" || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "":
+		return cfg, errors.New("-user, -token-file, -creds and -tls-* are NATS flags; on PostgreSQL put the user and TLS in the URL (postgres://user@host/db?sslmode=verify-full&sslrootcert=ca.pem) and the password in -password-file")
+	case c.leaseGiven && c.lease < pgstore.MinLeaseTTL:
+		return cfg, fmt.Errorf("-lease must be at least %s (the job's LeaseDuration), got %s", pgstore.MinLeaseTTL, c.lease)
+	case c.timeout <= 0:
+		return cfg, fmt.Errorf("-timeout must be positive, got %s", c.timeout)
+	}
+	if c.passwordFile != "" {
+		pw, err := readSecret("-password-file", c.passwordFile)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Password = pw
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("-job or -store: %w", err)
+	}
+	return cfg, nil
 }
 
 // config checks the flags and returns the store configuration: read-only
@@ -57,7 +118,7 @@ func (c *connFlags) config() (natsstore.Config, error) {
 	cfg := natsstore.Config{Servers: c.servers, Job: c.job, ExistingOnly: true}
 	switch {
 	case len(c.servers) == 0:
-		return cfg, errors.New("-nats is required: the URL of a NATS server of the job, for example -nats nats://127.0.0.1:4222")
+		return cfg, errors.New("-store or -nats is required: the URL of the job's store, for example -store nats://127.0.0.1:4222 or -store postgres://svc@db:5432/pipelines")
 	case c.job == "":
 		return cfg, errors.New("-job is required: the job's name, as in natsstore.Config.Job")
 	case (c.user == "") != (c.passwordFile == ""):
@@ -125,8 +186,30 @@ func readSecret(flagName, path string) (string, error) {
 	return s, nil
 }
 
-// open builds the store for the flags; it does no I/O.
-func (c *connFlags) open() (*natsstore.Store, error) {
+// jobStore is what coordctl needs of a job's store: the contract, the
+// kept history of its writes (audit) and removing the job (delete-job).
+// natsstore.Store and pgstore.Store both have them.
+type jobStore interface {
+	store.Store
+	// WatchHistory replays the kept writes in revision order, then
+	// SnapshotDone, then the live writes.
+	WatchHistory(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error)
+	// DeleteJob removes every record of the job.
+	DeleteJob(ctx context.Context) error
+}
+
+var (
+	_ jobStore = (*natsstore.Store)(nil)
+	_ jobStore = (*pgstore.Store)(nil)
+)
+
+// open builds the store for the flags. On NATS it does no I/O; on
+// PostgreSQL without -lease it reads the job's lease TTL first, within
+// ctx.
+func (c *connFlags) open(ctx context.Context) (jobStore, error) {
+	if c.pgURL != "" {
+		return c.openPostgres(ctx)
+	}
 	cfg, err := c.config()
 	if err != nil {
 		return nil, err
@@ -138,8 +221,46 @@ func (c *connFlags) open() (*natsstore.Store, error) {
 	return st, nil
 }
 
+// openPostgres builds the PostgreSQL store, with the job's own lease TTL
+// unless -lease was given (a mismatch is then the store's Fatal error).
+func (c *connFlags) openPostgres(ctx context.Context) (jobStore, error) {
+	cfg, err := c.pgConfig()
+	if err != nil {
+		return nil, err
+	}
+	lease := c.lease
+	if !c.leaseGiven {
+		ctx, cancel := context.WithTimeout(ctx, c.timeout)
+		defer cancel()
+		if lease, err = pgstore.JobLeaseTTL(ctx, cfg); err != nil {
+			return nil, fmt.Errorf("reading the lease TTL of %s: %w", c.where(), err)
+		}
+	}
+	st, err := pgstore.New(cfg, lease)
+	if err != nil {
+		return nil, fmt.Errorf("connection flags: %w", err)
+	}
+	return st, nil
+}
+
+// storeKind names what holds the job, for messages: its NATS buckets or its
+// PostgreSQL schema.
+func (c *connFlags) storeKind() string {
+	if c.pgURL != "" {
+		return "schema coordination_" + c.job
+	}
+	return "buckets coordination_" + c.job + "_state and coordination_" + c.job + "_lease"
+}
+
 // where names the job and its servers for messages, without secrets.
 func (c *connFlags) where() string {
+	if c.pgURL != "" {
+		lease := "lease from the job"
+		if c.leaseGiven {
+			lease = "-lease " + c.lease.String()
+		}
+		return fmt.Sprintf("job %q on %s (%s)", c.job, pgstore.RedactDSN(c.pgURL), lease)
+	}
 	urls := make([]string, len(c.servers))
 	for i, s := range c.servers {
 		urls[i] = natsstore.RedactURL(s)

@@ -40,6 +40,14 @@ func TestRunRejectsBadUsageNamingTheFlag(t *testing.T) {
 		{"requeue without splits", append([]string{"requeue"}, conn...), ExitUsage, "name the splits to requeue or pass -all-quarantined"},
 		{"requeue a bad id", append([]string{"requeue"}, append(conn, "a.b")...), ExitUsage, `argument "a.b"`},
 		{"watch with a zero interval", append([]string{"watch", "-interval", "0s"}, conn...), ExitUsage, "-interval must be positive"},
+		{"no store", []string{"status", "-job", "j"}, ExitUsage, "-store or -nats is required"},
+		{"two stores", []string{"status", "-store", "postgres://svc:s3cret@db/x", "-nats", "nats://h:1", "-job", "j"}, ExitUsage, "pass one store"},
+		{"a NATS flag on postgres", []string{"status", "-store", "postgres://svc@db/x", "-token-file", pw, "-job", "j"}, ExitUsage, "on PostgreSQL put the user and TLS in the URL"},
+		{"postgres without a job", []string{"status", "-store", "postgres://svc:s3cret@db/x"}, ExitUsage, "-job is required"},
+		{"postgres with a bad job", []string{"status", "-store", "postgres://svc@db/x", "-job", "a.b"}, ExitUsage, "Job must be 1..50 characters"},
+		{"postgres with a bad URL", []string{"status", "-store", "postgres://svc:s3cret@db:port/x", "-job", "j"}, ExitUsage, "postgres://<redacted>@db:port/x"},
+		{"unreachable postgres", []string{"status", "-store", "postgres://svc:s3cret@127.0.0.1:1/x?connect_timeout=1", "-password-file", pw, "-job", "j"}, ExitError, "postgres://svc:<redacted>@127.0.0.1:1/x"},
+		{"-store nats:// is -nats", []string{"status", "-store", "http://u:s3cret@h:1", "-job", "j"}, ExitUsage, "-nats: URL 1 must start with nats:// or tls://"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

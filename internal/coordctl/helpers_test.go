@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,11 +17,71 @@ import (
 	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/driver"
 	"github.com/spate-go/coordination/internal/embednats"
+	"github.com/spate-go/coordination/internal/pgtest"
+	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/natsstore"
+	"github.com/spate-go/coordination/store/pgstore"
 )
 
 // testLease is the workers' LeaseDuration (the natsstore minimum).
 const testLease = 2 * time.Second
+
+// pg is the package's shared PostgreSQL server; nil when no server
+// binaries exist (the PostgreSQL variants then skip).
+var pg *pgtest.Server
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &pg)) }
+
+// backend is a store a test job runs on, as workers and coordctl reach it.
+type backend struct {
+	name string
+	// conn are coordctl's connection flags of the job but -job.
+	conn []string
+	// open opens the job's store as a worker does; closed at cleanup.
+	open func(t testing.TB, job string) store.Store
+}
+
+// natsBackend runs an embedded JetStream server (127.0.0.1, random port,
+// store in a temporary directory) until cleanup; coordctl reaches it with
+// the classic flags -nats and -lease.
+func natsBackend(t testing.TB) backend {
+	t.Helper()
+	url := startNATS(t)
+	return backend{name: "nats", conn: []string{"-nats", url, "-lease", testLease.String()}, open: func(t testing.TB, job string) store.Store {
+		st, err := natsstore.New(natsstore.Config{Servers: []string{url}, Job: job, History: 64}, testLease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}}
+}
+
+// pgBackend is a database of its own on the shared PostgreSQL server;
+// coordctl reaches it with -store postgres://... and reads the lease TTL
+// from the job.
+func pgBackend(t testing.TB) backend {
+	t.Helper()
+	s := pgtest.Need(t, pg)
+	db := pgtest.UniqueName("ctl")
+	if err := s.CreateDatabase(t.Context(), db); err != nil {
+		t.Fatal(err)
+	}
+	dsn := s.DSN(db)
+	return backend{name: "postgres", conn: []string{"-store", dsn}, open: func(t testing.TB, job string) store.Store {
+		st, err := pgstore.New(pgstore.Config{DSN: dsn, Job: job}, testLease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return st
+	}}
+}
+
+// backends returns both backends, each as a subtest's setup.
+func backends() map[string]func(testing.TB) backend {
+	return map[string]func(testing.TB) backend{"nats": natsBackend, "postgres": pgBackend}
+}
 
 // startNATS runs an embedded JetStream server (127.0.0.1, random port,
 // store in a temporary directory) until cleanup and returns its URL.
@@ -205,7 +266,7 @@ func (s *gateSource) Acked() []driver.Watermark {
 // engine, store and coordinator, under driver.Run.
 type fleet struct {
 	t    testing.TB
-	url  string
+	be   backend
 	job  string
 	wg   sync.WaitGroup
 	mu   sync.Mutex
@@ -214,8 +275,8 @@ type fleet struct {
 
 // newFleet returns an empty fleet; cleanup waits for its workers (their
 // context, the test's, ends first), so none outlives the test.
-func newFleet(t testing.TB, url, job string) *fleet {
-	f := &fleet{t: t, url: url, job: job, errs: map[string]error{}}
+func newFleet(t testing.TB, be backend, job string) *fleet {
+	f := &fleet{t: t, be: be, job: job, errs: map[string]error{}}
 	t.Cleanup(f.wg.Wait)
 	return f
 }
@@ -239,10 +300,7 @@ func workerConfig(t testing.TB, name string, maxAttempts uint32) coordination.Co
 // start runs worker name until its job ends or ctx does.
 func (f *fleet) start(ctx context.Context, name string, p coordination.Planner, src *gateSource, maxAttempts uint32) {
 	f.t.Helper()
-	st, err := natsstore.New(natsstore.Config{Servers: []string{f.url}, Job: f.job, History: 64}, testLease)
-	if err != nil {
-		f.t.Fatal(err)
-	}
+	st := f.be.open(f.t, f.job)
 	e, err := actor.NewEngine(actor.NewEngineConfig())
 	if err != nil {
 		f.t.Fatal(err)
@@ -252,7 +310,6 @@ func (f *fleet) start(ctx context.Context, name string, p coordination.Planner, 
 		f.t.Fatal(err)
 	}
 	f.wg.Go(func() {
-		defer st.Close()
 		err := driver.Run(ctx, c, src, driver.WithPlanner(p), driver.WithCommitInterval(100*time.Millisecond))
 		src.wg.Wait()
 		f.t.Logf("worker %s ended: %v", name, err)
@@ -272,9 +329,9 @@ func (f *fleet) wait() map[string]error {
 
 // ctl runs coordctl with the connection flags of the job and returns its
 // exit status, standard output and standard error.
-func ctl(t testing.TB, ctx context.Context, url, job string, args ...string) (int, string, string) {
+func ctl(t testing.TB, ctx context.Context, be backend, job string, args ...string) (int, string, string) {
 	t.Helper()
-	full := append([]string{args[0], "-nats", url, "-job", job, "-lease", testLease.String(), "-timeout", "10s"}, args[1:]...)
+	full := append(append([]string{args[0], "-job", job, "-timeout", "10s"}, be.conn...), args[1:]...)
 	var out, errb bytes.Buffer
 	code := Run(ctx, full, &out, &errb)
 	return code, out.String(), errb.String()

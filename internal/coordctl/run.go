@@ -8,7 +8,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/spate-go/coordination/store/natsstore"
 )
 
 // Exit statuses of [Run].
@@ -26,10 +25,13 @@ const (
 // usageText is the top-level help.
 const usageText = `usage: coordctl <command> [flags] [args]
 
-Inspect and operate a job coordinated through NATS JetStream KV. Every
-command takes the connection flags -nats URL -job NAME (and -user with
--password-file, -token-file, -creds, -tls-ca, -tls-cert, -tls-key,
--lease, -timeout); coordctl never creates a job's buckets.
+Inspect and operate a job coordinated through NATS JetStream KV or
+PostgreSQL. Every command takes the store as a URL and the job's name:
+-store nats://HOST:4222 (or -nats URL) or -store postgres://USER@HOST/DB,
+then -job NAME; on NATS also -user with -password-file, -token-file,
+-creds, -tls-ca, -tls-cert, -tls-key and -lease; on PostgreSQL
+-password-file (TLS via sslmode in the URL); -timeout on both. coordctl
+never creates a job's buckets or schema.
 
 commands:
   status      the job: plan, leader, live workers, splits by status and weight
@@ -71,8 +73,8 @@ func (e *env) failf(format string, a ...any) int {
 
 // openBounded opens the job's store and bounds ctx by -timeout; release
 // cancels the bound and closes the store.
-func (e *env) openBounded(ctx context.Context) (*natsstore.Store, context.Context, func(), error) {
-	st, err := e.conn.open()
+func (e *env) openBounded(ctx context.Context) (jobStore, context.Context, func(), error) {
+	st, err := e.conn.open(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -120,7 +122,8 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	e.args = fs.Args()
-	if _, err := e.conn.config(); err != nil {
+	fs.Visit(func(f *flag.Flag) { e.conn.leaseGiven = e.conn.leaseGiven || f.Name == "lease" })
+	if err := e.conn.check(); err != nil {
 		fmt.Fprintf(stderr, "coordctl %s: %v\n", cmd.name, err)
 		return ExitUsage
 	}

@@ -27,7 +27,7 @@ var watchCommand = command{
 				fmt.Fprintf(e.stderr, "coordctl watch: -interval must be positive, got %s\n", *interval)
 				return ExitUsage
 			}
-			st, err := e.conn.open()
+			st, err := e.conn.open(ctx)
 			if err != nil {
 				return e.failf("%v", err)
 			}

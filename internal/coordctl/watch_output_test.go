@@ -16,7 +16,7 @@ import (
 // terminal, with and without NO_COLOR. Into a pipe it writes plain lines
 // with no escape sequence at all, whatever NO_COLOR says; on a terminal it
 // redraws the screen, coloured unless NO_COLOR is set.
-func checkWatchOutputs(t *testing.T, ctx context.Context, url, job string) {
+func checkWatchOutputs(t *testing.T, ctx context.Context, be backend, job string) {
 	t.Helper()
 	const clear, sgr = "\x1b[H\x1b[2J", "\x1b[3"
 	t.Setenv("TERM", "xterm")
@@ -26,13 +26,13 @@ func checkWatchOutputs(t *testing.T, ctx context.Context, url, job string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := watchInto(t, ctx, url, job, w, r, "stalled, leader none, 0 workers: 80.0% of the weight completed (3 of 4 splits), 0 held, 1 quarantined")
+		out := watchInto(t, ctx, be, job, w, r, "stalled, leader none, 0 workers: 80.0% of the weight completed (3 of 4 splits), 0 held, 1 quarantined")
 		if strings.Contains(out, "\x1b") || strings.Count(out, "\n") != strings.Count(out, " stalled, ") {
 			t.Fatalf("watch into a pipe (NO_COLOR=%q) wrote escapes or other lines than one per refresh:\n%q", noColor, out)
 		}
 
 		terminal, controller := ptytest.Open(t)
-		out = watchInto(t, ctx, url, job, terminal, controller, clear)
+		out = watchInto(t, ctx, be, job, terminal, controller, clear)
 		if !strings.Contains(out, "completed (3 of 4 splits)") {
 			t.Fatalf("watch on a terminal lacks the totals:\n%q", out)
 		}
@@ -45,7 +45,7 @@ func checkWatchOutputs(t *testing.T, ctx context.Context, url, job string) {
 // watchInto runs coordctl watch with stdout w until what it wrote, read
 // from r, holds two refreshes (two occurrences of each), then stops it and
 // returns what it wrote. It closes w and r.
-func watchInto(t *testing.T, ctx context.Context, url, job string, w, r *os.File, each string) string {
+func watchInto(t *testing.T, ctx context.Context, be backend, job string, w, r *os.File, each string) string {
 	t.Helper()
 	var got syncBuffer
 	read := make(chan struct{})
@@ -57,7 +57,7 @@ func watchInto(t *testing.T, ctx context.Context, url, job string, w, r *os.File
 	done := make(chan int, 1)
 	var stderr syncBuffer
 	go func() {
-		done <- Run(wctx, []string{"watch", "-interval", "20ms", "-nats", url, "-job", job, "-lease", testLease.String()}, w, &stderr)
+		done <- Run(wctx, append([]string{"watch", "-interval", "20ms", "-job", job}, be.conn...), w, &stderr)
 	}()
 	eventually(t, 10*time.Second, "two refreshes of watch", func() bool { return strings.Count(got.String(), each) >= 2 })
 	stop()

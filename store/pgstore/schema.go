@@ -219,7 +219,7 @@ func (s *Store) setup(ctx context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	if s.cfg.ExistingOnly {
-		return coordination.Errorf(coordination.Fatal, "pgstore: job %q has no schema %s in this database (ExistingOnly is set, so it is not created); check the job name and the database", s.cfg.Job, s.sc.name)
+		return coordination.Errorf(coordination.Fatal, "pgstore: job %q does not exist: no schema %s in this database (ExistingOnly is set, so it is not created); check the job name and the database", s.cfg.Job, s.sc.name)
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, s.sc.sql("SELECT pg_advisory_xact_lock({lock})")); err != nil {
@@ -286,7 +286,7 @@ func JobLeaseTTL(ctx context.Context, cfg Config) (time.Duration, error) {
 	err = pool.QueryRow(ctx, st.sc.sql("SELECT lease_ttl_us FROM {s}.meta")).Scan(&ttlUS)
 	if err != nil {
 		if isUndefined(err) || errors.Is(err, pgx.ErrNoRows) {
-			return 0, coordination.Errorf(coordination.Fatal, "pgstore: job %q has no schema %s in this database; check the job name and the database", cfg.Job, st.sc.name)
+			return 0, coordination.Errorf(coordination.Fatal, "pgstore: job %q does not exist: no schema %s in this database; check the job name and the database", cfg.Job, st.sc.name)
 		}
 		return 0, st.fail(ctx, "reading "+st.sc.name+".meta", err)
 	}

@@ -64,7 +64,7 @@ func TestExistingOnlyNeverCreatesTheSchema(t *testing.T) {
 	_, err := st.List(opCtx(t), store.Durable, "")
 	wantKind(t, err, coordination.Fatal, job, "coordination_"+job)
 	_, err = JobLeaseTTL(opCtx(t), Config{DSN: s.DSN("postgres"), Job: job, ExistingOnly: true})
-	wantKind(t, err, coordination.Fatal, "has no schema")
+	wantKind(t, err, coordination.Fatal, "does not exist: no schema")
 	if n := count(t, newStore(t, s, Config{Job: "probe"}, testTTL), "SELECT count(*) FROM pg_namespace WHERE nspname = $1", "coordination_"+job); n != 0 {
 		t.Errorf("schema coordination_%s exists after ExistingOnly use", job)
 	}
@@ -80,7 +80,7 @@ func TestDeleteJobDropsTheSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := newStore(t, s, Config{Job: job, ExistingOnly: true}, testTTL).List(opCtx(t), store.Durable, "")
-	wantKind(t, err, coordination.Fatal, "has no schema")
+	wantKind(t, err, coordination.Fatal, "does not exist: no schema")
 	// The handle that deleted it creates it afresh on its next write.
 	if _, ok, err := st.Get(opCtx(t), store.Durable, "k"); ok || err != nil {
 		t.Errorf("Get after DeleteJob = %v, %v; want absent", ok, err)
