@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -73,7 +74,8 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	}
 
 	before := tallyOf(ds, sink.snapshot())
-	disp.note(fmt.Sprintf("backfill, spate coordination v%s: %s in %s, %s in this process", coordination.Version, count(o.records, "record"), count(o.splits, "split"), count(len(workers), "worker")))
+	disp.note(fmt.Sprintf("backfill pid %d (spate coordination v%s): %s in %s, %s here", os.Getpid(), coordination.Version,
+		count(o.records, "record"), count(o.splits, "split"), count(len(workers), "worker")))
 	disp.note(fmt.Sprintf("job %q on %s", job, srv.where))
 	disp.note(ds.describe())
 	if before.deliveries > 0 {

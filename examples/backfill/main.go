@@ -28,13 +28,16 @@
 // overruns ends the process with a message naming what it was stuck in.
 //
 // To divide one job among processes, start a NATS server (2.11 or later,
-// with JetStream) and run in several terminals; any of them, or a -verify
-// run afterwards, proves from the ledger that nothing was lost, even if one
-// was killed with kill -9:
+// with JetStream; the README shows how with nothing but Go), build the
+// example (so that kill -9 reaches the worker, not the go tool that go run
+// leaves in front of it) and run it in several terminals; any of them, or a
+// -verify run afterwards, proves from the ledger that nothing was lost, even
+// if one was killed with kill -9 (each names its pid first):
 //
-//	go run ./examples/backfill -nats nats://127.0.0.1:4222 -instance a
-//	go run ./examples/backfill -nats nats://127.0.0.1:4222 -instance b
-//	go run ./examples/backfill -nats nats://127.0.0.1:4222 -verify
+//	go build -o backfill ./examples/backfill
+//	./backfill -nats nats://127.0.0.1:4222 -instance a
+//	./backfill -nats nats://127.0.0.1:4222 -instance b
+//	./backfill -nats nats://127.0.0.1:4222 -verify
 //
 // To see what a NATS outage costs, -outage 2s stops the embedded server
 // once -outage-at (half) of the records is delivered and restarts it on the

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -177,6 +178,11 @@ func TestKill9ThenVerifyProvesNoLoss(t *testing.T) {
 		by := tallyOf(ds, sink.snapshot()).byWorker
 		return by["a"] > 0 && by["b"] > 0
 	})
+	// Kill the process its start line names, as the README tells a user to.
+	pid := regexp.MustCompile(`^backfill pid ([0-9]+) `).FindStringSubmatch(a.Stdout.String())
+	if pid == nil || pid[1] != strconv.Itoa(a.Cmd.Process.Pid) {
+		t.Fatalf("a's start line names pid %v, want %d:\n%s", pid, a.Cmd.Process.Pid, a.Stdout.String())
+	}
 	a.Signal(t, syscall.SIGKILL)
 	if code, _ := a.Wait(t); code != -1 {
 		t.Fatalf("killed process exited %d, want -1 (killed by a signal)", code)
