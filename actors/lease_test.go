@@ -117,8 +117,17 @@ type leaseRig struct {
 func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 	r := newRig(t)
 	st := &outageStore{Store: r.st}
-	cfg := testConfig(t, r.clk, "w1")
-	v := &env{e: r.e, raw: st, cfg: cfg, clk: r.clk, id: "w1", nonce: nonce, log: cfg.Logger, out: &outbox{}}
+	v, rev := spawnLoneLease(t, r.e, st, testConfig(t, r.clk, "w1"), nonce)
+	synctest.Wait()
+	return &leaseRig{r: r, st: st, v: v, rev: rev}
+}
+
+// spawnLoneLease runs a lone lease actor of worker w1 (cfg's clock) with
+// session nonce over st on e, joined now: its presence key is written and
+// the first heartbeat is armed. It is stopped at the test's cleanup.
+func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*env, uint64) {
+	t.Helper()
+	v := &env{e: e, raw: st, cfg: cfg, clk: cfg.Clock, id: "w1", nonce: nonce, log: cfg.Logger, out: &outbox{}}
 	v.met = newMetrics(prometheus.NewPedanticRegistry(), "w1", discardLogger())
 	v.session.Store(&v.nonce)
 	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
@@ -127,16 +136,15 @@ func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 	if err != nil || !ok {
 		t.Fatalf("create the presence key: %v %v", ok, err)
 	}
-	pid := r.e.Spawn(newLease(v), "lease")
+	pid := e.Spawn(newLease(v), "lease")
 	v.pid.lease = pid
 	t.Cleanup(func() {
 		v.cancel()
-		<-r.e.Poison(pid).Done()
+		<-e.Poison(pid).Done()
 		v.wg.Wait()
 	})
-	r.e.Send(pid, startupDone{rev: uint64(rev)})
-	synctest.Wait()
-	return &leaseRig{r: r, st: st, v: v, rev: uint64(rev)}
+	e.Send(pid, startupDone{rev: uint64(rev)})
+	return v, uint64(rev)
 }
 
 // presence reads w1's presence key from the store underneath.
@@ -277,32 +285,15 @@ func TestTheDefaultsSurviveAHungStoreForAThirdOfTheLease(t *testing.T) {
 		if nonce == "" {
 			t.Fatal("no nonce with a late second heartbeat among 1000")
 		}
-		clk := clock.New()
 		st := &blackHoleStore{Store: memstore.New(lease), arm: heartbeatInterval(lease, "w1", nonce, 1) + time.Second, d: outage, start: time.Now()}
+		t.Cleanup(func() { _ = st.Close() })
 		e, err := actor.NewEngine(actor.NewEngineConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := testConfig(t, clk, "w1")
+		cfg := testConfig(t, clock.New(), "w1")
 		cfg.LeaseDuration, cfg.OpTimeout = def.LeaseDuration, def.OpTimeout
-		v := &env{e: e, raw: st, cfg: cfg, clk: clk, id: "w1", nonce: nonce, log: cfg.Logger, out: &outbox{}}
-		v.met = newMetrics(prometheus.NewPedanticRegistry(), "w1", discardLogger())
-		v.session.Store(&v.nonce)
-		v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
-		v.ctx, v.cancel = context.WithCancel(context.Background())
-		rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), v.presenceValue(nonce))
-		if err != nil || !ok {
-			t.Fatalf("create the presence key: %v %v", ok, err)
-		}
-		pid := e.Spawn(newLease(v), "lease")
-		v.pid.lease = pid
-		defer func() {
-			v.cancel()
-			<-e.Poison(pid).Done()
-			v.wg.Wait()
-			_ = st.Close()
-		}()
-		e.Send(pid, startupDone{rev: uint64(rev)})
+		v, rev := spawnLoneLease(t, e, st, cfg, nonce)
 		for end := time.Now().Add(3 * lease); time.Now().Before(end); {
 			time.Sleep(100 * time.Millisecond)
 			synctest.Wait()
@@ -316,7 +307,7 @@ func TestTheDefaultsSurviveAHungStoreForAThirdOfTheLease(t *testing.T) {
 		if st.blocked.Load() == 0 {
 			t.Fatal("the outage never blocked an operation")
 		}
-		if got, _, _ := st.Store.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1")); uint64(got.Revision) <= uint64(rev)+1 {
+		if got, _, _ := st.Store.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1")); uint64(got.Revision) <= rev+1 {
 			t.Fatalf("presence at revision %d, want renewals after the outage", got.Revision)
 		}
 	})
