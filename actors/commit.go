@@ -102,7 +102,6 @@ type commit struct {
 
 	plan      protocol.PlanRecord
 	hasPlan   bool
-	everLive  bool // both watches were live once: the joining snapshot is applied
 	verdict   bool
 	judging   bool
 	departing bool
@@ -140,7 +139,6 @@ func (cm *commit) Receive(c *actor.Context) {
 		cm.judge()
 	case messages.PlanDeleted:
 	case messages.WatchesChanged:
-		cm.joinedView(m.Live)
 	case messages.HeartbeatTicked:
 		cm.judge()
 	case messages.TenancyStarted:
@@ -166,6 +164,8 @@ func (cm *commit) Receive(c *actor.Context) {
 		cm.done(c, m)
 	case verdictListed:
 		cm.listed(m)
+	case recordChecked:
+		cm.checked(m)
 	default:
 		cm.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -214,7 +214,7 @@ func (cm *commit) tally(r protocol.SplitRecord, d int) {
 
 // deleted applies a split record's deletion. No write of the protocol
 // deletes one, so it was deleted outside the library: Fatal on every worker
-// that sees it (docs/protocol.md, "Missing records").
+// that sees it, once a read confirms it (missing.go).
 func (cm *commit) deleted(id coordination.SplitID) {
 	old, had := cm.records[id]
 	if !had {
@@ -222,22 +222,7 @@ func (cm *commit) deleted(id coordination.SplitID) {
 	}
 	delete(cm.records, id)
 	cm.tally(old.rec, -1)
-	cm.v.failNow(splitRecordDeleted(protocol.SplitKey(id)))
-}
-
-// joinedView checks the view once, when both watches first went live: the
-// joining snapshot of "job." is a consistent cut, and every split record the
-// plan counts was created before the plan write that counted it, so fewer
-// records than planned means some were deleted before this worker joined
-// (docs/protocol.md, "Missing records"). Later deletions arrive as deletes.
-func (cm *commit) joinedView(live bool) {
-	if !live || cm.everLive {
-		return
-	}
-	cm.everLive = true
-	if cm.hasPlan && uint64(len(cm.records)) < cm.plan.Planned {
-		cm.v.failNow(splitRecordsMissing(len(cm.records), cm.plan.Planned))
-	}
+	cm.confirmDeleted(id)
 }
 
 // fenceSeen asks the root to end split id's held tenancy when the view's

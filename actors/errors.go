@@ -74,13 +74,6 @@ func splitRecordDeleted(key string) error {
 		"%s: split record deleted outside the library (or lost by the store); the split can no longer be placed or judged: restore the record, or delete the job (coordctl delete-job) and run it again", key)
 }
 
-// splitRecordsMissing is the Fatal of a view that, on joining, holds fewer
-// split records than the plan counts (docs/protocol.md, "Missing records").
-func splitRecordsMissing(have int, planned uint64) error {
-	return coordination.Errorf(coordination.Fatal,
-		"job.plan counts %d split records but the store holds %d: split records were deleted outside the library (or lost by the store); restore them, or delete the job (coordctl delete-job) and run it again", planned, have)
-}
-
 // noAnswer is the Retryable result of a handle call the root did not
 // answer within d.
 func noAnswer(d time.Duration) error {

@@ -82,8 +82,14 @@ func seedOne(ctx context.Context, v *env, ps coordination.PlannedSplit, fp, gen 
 	id := ps.Spec.ID
 	oc, cancel := v.opCtx(ctx)
 	defer cancel()
-	if _, _, err := v.st.Create(oc, store.Durable, protocol.SpecKey(id), protocol.EncodeSpec(protocol.NewSpec(ps.Spec, fp, gen))); err != nil {
+	_, fresh, err := v.st.Create(oc, store.Durable, protocol.SpecKey(id), protocol.EncodeSpec(protocol.NewSpec(ps.Spec, fp, gen)))
+	if err != nil {
 		return false, err
+	}
+	if !fresh {
+		if err := checkNotDeleted(oc, v, id, fp); err != nil {
+			return false, err
+		}
 	}
 	now := v.nowMs()
 	if ps.Seed != nil {
@@ -93,4 +99,31 @@ func seedOne(ctx context.Context, v *env, ps coordination.PlannedSplit, fp, gen 
 	}
 	_, ok, err := v.st.Create(oc, store.Durable, protocol.SplitKey(id), protocol.EncodeSplit(protocol.SeedSplit(id, fp, ps.Spec.Weight, ps.Seed, now)))
 	return ok, err
+}
+
+// checkNotDeleted runs before seeding a split whose spec already existed
+// but whose split record is not in the leader's view: an earlier seeding
+// that stopped between the two writes left the spec, or the split record
+// was deleted outside the library (docs/protocol.md, "Missing records"). A
+// progress record above epoch 0 proves the split was owned, so its record
+// existed and was deleted: seeding it again at epoch 0 would restart its
+// epochs below its progress record's, and every claim would lose its fence.
+// That is Fatal; a split never owned is seeded again as it was.
+func checkNotDeleted(ctx context.Context, v *env, id coordination.SplitID, fp uint64) error {
+	if _, found, err := v.st.Get(ctx, store.Durable, protocol.SplitKey(id)); err != nil || found {
+		return err
+	}
+	key := protocol.ProgressKey(id)
+	e, found, err := v.st.Get(ctx, store.Durable, key)
+	if err != nil || !found {
+		return err
+	}
+	p, err := protocol.DecodeProgress(key, e.Value, fp)
+	if err != nil {
+		return err
+	}
+	if p.Epoch > 0 {
+		return splitRecordDeleted(protocol.SplitKey(id))
+	}
+	return nil
 }

@@ -155,8 +155,9 @@ func wantSameFatal(t *testing.T, key string, ms ...*Member) {
 
 // A split record deleted while workers run wedged the job (no verdict, no
 // error). Every worker that sees the deletion fails Fatal naming the key, and
-// a worker that joins afterwards fails the same way: the plan counts more
-// split records than the store holds.
+// a worker that joins afterwards fails the same way: as the new leader it
+// would seed the split again, but its progress record shows it was owned,
+// so a split record at epoch 0 would lose every fence.
 func TestFleetDeletedSplitRecordFailsEveryWorker(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
 		splits, p := newJob(4)
@@ -168,10 +169,9 @@ func TestFleetDeletedSplitRecordFailsEveryWorker(t *testing.T) {
 		f.Until("both failed", func() bool { return w1.Err() != nil && w2.Err() != nil })
 		wantSameFatal(t, key, w1, w2)
 		f.Advance(6 * f.Step()) // their presence expires
-		w3 := f.Start("w3", p)
-		w3.Policy.Work = WorkComplete
+		w3 := f.Start("w3", p) // holds what it gains: its commits would report the Fatal
 		f.Until("the late joiner failed", func() bool { return w3.Err() != nil })
-		wantSameFatal(t, "split records were deleted outside the library", w3)
+		wantSameFatal(t, key, w3)
 	})
 }
 
@@ -194,5 +194,32 @@ func TestFleetDeletedSpecRecordFailsEveryWorker(t *testing.T) {
 		w1.Policy.Work, w2.Policy.Work = WorkComplete, WorkComplete
 		f.Until("both failed", func() bool { return w1.Err() != nil && w2.Err() != nil })
 		wantSameFatal(t, key, w1, w2)
+	})
+}
+
+// The split record of a split never owned (epoch 0, no tenancy, no attempt)
+// holds nothing the planner cannot give again: after the fleet that saw its
+// deletion failed, the next leader seeds it again as it was and the job
+// completes.
+func TestFleetDeletedRecordOfANeverOwnedSplitIsSeededAgain(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits, p := newJob(2)
+		w1 := f.Start("w1", p, setMaxInFlight(1))
+		f.Until("w1 holds one split", func() bool { return len(w1.HeldIDs()) == 1 })
+		victim := splits[0]
+		if w1.Holds(victim) {
+			victim = splits[1]
+		}
+		key := protocol.SplitKey(victim)
+		deleteRecord(t, f, key)
+		f.Until("w1 failed", func() bool { return w1.Err() != nil })
+		wantSameFatal(t, key, w1)
+		f.Advance(6 * f.Step()) // its presence expires
+		w2 := f.Start("w2", p)
+		w2.Policy.Work = WorkComplete
+		f.Until("the verdict", func() bool { return w2.Verdict() != nil })
+		if _, ok := w2.Verdict().(coordination.AllComplete); !ok || w2.Err() != nil {
+			t.Fatalf("verdict = %#v, err %v; want AllComplete", w2.Verdict(), w2.Err())
+		}
 	})
 }
