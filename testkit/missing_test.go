@@ -165,11 +165,14 @@ func TestFleetDeletedSplitRecordFailsEveryWorker(t *testing.T) {
 		f.Until("both hold splits", func() bool { return allHeld(f, splits, "") && len(w1.HeldIDs()) > 0 && len(w2.HeldIDs()) > 0 })
 		key := protocol.SplitKey(splits[0])
 		deleteRecord(t, f, key)
-		w1.Policy.Work, w2.Policy.Work = WorkComplete, WorkComplete
+		for _, w := range []*Member{w1, w2} {
+			w.Policy.Work, w.Policy.ExpectFatal = WorkComplete, true
+		}
 		f.Until("both failed", func() bool { return w1.Err() != nil && w2.Err() != nil })
 		wantSameFatal(t, key, w1, w2)
 		f.Advance(6 * f.Step()) // their presence expires
-		w3 := f.Start("w3", p) // holds what it gains: its commits would report the Fatal
+		w3 := f.Start("w3", p)
+		w3.Policy.Work, w3.Policy.ExpectFatal = WorkComplete, true
 		f.Until("the late joiner failed", func() bool { return w3.Err() != nil })
 		wantSameFatal(t, key, w3)
 	})
@@ -191,7 +194,9 @@ func TestFleetDeletedSpecRecordFailsEveryWorker(t *testing.T) {
 			}
 		}
 		deleteRecord(t, f, key)
-		w1.Policy.Work, w2.Policy.Work = WorkComplete, WorkComplete
+		for _, w := range []*Member{w1, w2} {
+			w.Policy.Work, w.Policy.ExpectFatal = WorkComplete, true
+		}
 		f.Until("both failed", func() bool { return w1.Err() != nil && w2.Err() != nil })
 		wantSameFatal(t, key, w1, w2)
 	})
