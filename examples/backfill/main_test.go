@@ -39,8 +39,9 @@ func TestBadFlagsExitTwoWithUsage(t *testing.T) {
 		{Name: "instance without nats", Args: []string{"-instance", "a"}, Want: "-instance needs -nats"},
 		{Name: "verify without nats", Args: []string{"-verify"}, Want: "-verify needs -nats"},
 		{Name: "bad instance", Args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, Want: "InstanceID may only contain [A-Za-z0-9_-]"},
-		{Name: "bad nats url", Args: []string{"-nats", "http://x"}, Want: `-nats must be a nats:// or tls:// URL, got "http://x"`},
-		{Name: "bad nats url with a token", Args: []string{"-nats", "http://TOKEN@x"}, Want: `-nats must be a nats:// or tls:// URL, got "http://<redacted>@x"`},
+		{Name: "bad nats url", Args: []string{"-nats", "http://x"}, Want: `-nats: scheme must be nats:// or tls://, got "http://x"`},
+		{Name: "bad nats url with a token", Args: []string{"-nats", "http://TOKEN@x"}, Want: `-nats: scheme must be nats:// or tls://, got "http://<redacted>@x"`},
+		{Name: "comma in a password", Args: []string{"-nats", "nats://svc:pa,ss@x"}, Want: `-nats: the client splits it at commas into 2 URLs, and in URL 1 the URL does not parse (write a comma inside a password or token as %2C), got "nats://<redacted>@x"`},
 		{Name: "bad job", Args: []string{"-job", "a b"}, Want: "natsstore: Job must be 1..64 characters"},
 		{Name: "bad log level", Args: []string{"-log", "loud"}, Want: `-log must be debug, info, warn, error or off, got "loud"`},
 		{Name: "not a number", Args: []string{"-records", "many"}, Want: `invalid value "many" for flag -records`},
@@ -249,12 +250,15 @@ func TestSIGTERMThenRerunResumes(t *testing.T) {
 func TestUnreachableNATSSaysSo(t *testing.T) {
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"-nats", "nats://127.0.0.1:1", "-instance", "a", "-quiet"}, &stdout, &stderr)
+	code := run(t.Context(), []string{"-nats", "nats://svc:hunter2@127.0.0.1:1", "-instance", "a", "-quiet"}, &stdout, &stderr)
 	if code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	if want := "NATS at nats://127.0.0.1:1 is unreachable"; !strings.Contains(stderr.String(), want) {
+	if want := "NATS at nats://<redacted>@127.0.0.1:1 is unreachable"; !strings.Contains(stderr.String(), want) {
 		t.Fatalf("stderr lacks %q:\n%s", want, stderr.String())
+	}
+	if strings.Contains(stderr.String(), "hunter2") {
+		t.Fatalf("stderr shows the URL's password:\n%s", stderr.String())
 	}
 	if stdout.Len() != 0 {
 		t.Fatalf("printed a report for a run that never started:\n%s", stdout.String())

@@ -69,7 +69,7 @@ func tablecopy(ctx context.Context, o *options, stdout io.Writer, stage *example
 	}
 	rep.minWeight, rep.maxWeight = slices.Min(counts), slices.Max(counts)
 
-	url, where := o.NATS, "NATS at "+o.NATS
+	url, where := o.NATS, "NATS at "+natsstore.RedactURL(o.NATS)
 	if url == "" {
 		srv, err := startNATS()
 		if err != nil {

@@ -32,7 +32,7 @@ func TestBadFlagsExitTwoWithUsage(t *testing.T) {
 		{Name: "instance without nats", Args: []string{"-instance", "a"}, Want: "-nats and -instance go together"},
 		{Name: "instance without db", Args: []string{"-nats", "nats://127.0.0.1:1", "-instance", "a"}, Want: "-instance needs -db PATH"},
 		{Name: "bad instance", Args: []string{"-db", "x.db", "-nats", "nats://127.0.0.1:1", "-instance", "a.b"}, Want: "InstanceID may only contain [A-Za-z0-9_-]"},
-		{Name: "bad nats url", Args: []string{"-db", "x.db", "-nats", "http://x", "-instance", "a"}, Want: `-nats must be a nats:// or tls:// URL, got "http://x"`},
+		{Name: "bad nats url", Args: []string{"-db", "x.db", "-nats", "http://x", "-instance", "a"}, Want: `-nats: scheme must be nats:// or tls://, got "http://x"`},
 		{Name: "bad log level", Args: []string{"-log", "loud"}, Want: `-log must be debug, info, warn, error or off, got "loud"`},
 	})
 }
@@ -135,5 +135,29 @@ func TestProcessesDivideOneJob(t *testing.T) {
 		if _, err := fmt.Sscanf(line, format, &a, &b); err != nil || a == 0 || b == 0 || a+b != 10_000 {
 			t.Fatalf("instance %s: workers line %q: %v; want both processes' rows, adding up to 10000", name, line, err)
 		}
+	}
+}
+
+func TestURLPasswordIsNeverPrinted(t *testing.T) {
+	t.Parallel()
+	db := filepath.Join(t.TempDir(), "t.db")
+	var out, errb bytes.Buffer
+	if code := run(t.Context(), []string{"-db", db, "-init", "-rows", "100"}, &out, &errb); code != 0 {
+		t.Fatalf("-init: exit %d\n%s", code, errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	// Nothing listens on port 1: the run prints its start line, retries and
+	// gives up at -timeout.
+	args := []string{"-db", db, "-nats", "nats://svc:hunter2@127.0.0.1:1", "-instance", "a", "-timeout", "1s", "-log", "off"}
+	if code := run(t.Context(), args, &out, &errb); code == 0 {
+		t.Fatal("a run against an unreachable server exited 0")
+	}
+	text := out.String() + errb.String()
+	if !strings.Contains(text, "on NATS at nats://<redacted>@127.0.0.1:1") {
+		t.Errorf("the start line does not name the redacted URL:\n%s", text)
+	}
+	if strings.Contains(text, "hunter2") {
+		t.Errorf("the output shows the URL's password:\n%s", text)
 	}
 }

@@ -46,11 +46,9 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 		return fs.Lookup("nats").Value.Set(v)
 	})
 	fs.Func("nats", "NATS server URL, nats:// or tls://; repeat the flag or separate URLs with commas (required)", func(v string) error {
-		for u := range strings.SplitSeq(v, ",") {
-			if u = strings.TrimSpace(u); u != "" {
-				c.servers = append(c.servers, u)
-			}
-		}
+		// Kept whole: natsstore splits it at commas as the client does and
+		// can then redact a password a comma cut.
+		c.servers = append(c.servers, v)
 		return nil
 	})
 	fs.StringVar(&c.job, "job", "", "the job's name, natsstore.Config.Job (required)")
@@ -159,11 +157,6 @@ func (c *connFlags) config() (natsstore.Config, error) {
 	}
 	if c.tlsCA != "" || c.tlsCert != "" {
 		cfg.TLS = &natsstore.TLS{RootCA: c.tlsCA, ClientCert: c.tlsCert, ClientKey: c.tlsKey}
-	}
-	for i, s := range c.servers {
-		if !strings.HasPrefix(s, "nats://") && !strings.HasPrefix(s, "tls://") {
-			return cfg, fmt.Errorf("-nats: URL %d must start with nats:// or tls://, got %q", i+1, natsstore.RedactURL(s))
-		}
 	}
 	if err := cfg.Validate(); err != nil {
 		// The flags checked above leave only -job and -nats to Validate.

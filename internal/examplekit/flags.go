@@ -98,8 +98,13 @@ func (c *Common) Check(f *Flags) error {
 	switch {
 	case c.Timeout <= 0:
 		return f.Bad("-timeout must be positive, got %s", c.Timeout)
-	case c.NATS != "" && !strings.HasPrefix(c.NATS, "nats://") && !strings.HasPrefix(c.NATS, "tls://"):
-		return f.Bad("-nats must be a nats:// or tls:// URL, got %q", natsstore.RedactURL(c.NATS))
+	}
+	if c.NATS != "" {
+		// As the store will check it: the client splits it at commas.
+		var bad *coordination.Error
+		if err := (natsstore.Config{Servers: []string{c.NATS}, Job: "j"}).Validate(); errors.As(err, &bad) {
+			return f.Bad("-nats: %s", strings.TrimPrefix(bad.Reason, "natsstore: Servers[0]: "))
+		}
 	}
 	if _, ok := logLevels[c.Log]; !ok {
 		return f.Bad("-log must be %s, got %q", levelNames, c.Log)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,9 +115,6 @@ type TLS struct {
 	ClientCert, ClientKey string
 }
 
-// redacted replaces a secret in every rendering of a Config.
-const redacted = "<redacted>"
-
 // Validate checks the configuration rules of New (everything but the lease
 // TTL) and returns the first violation as a Fatal *coordination.Error
 // naming the field. It does no I/O and never mutates c.
@@ -133,9 +131,8 @@ func (c Config) Validate() error {
 		}
 	}
 	for i, s := range c.Servers {
-		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "nats" && u.Scheme != "tls") || u.Host == "" {
-			return coordination.Errorf(coordination.Fatal, "natsstore: Servers[%d]: scheme must be nats:// or tls://, got %q", i, RedactURL(s))
+		if err := checkServer(s); err != "" {
+			return coordination.Errorf(coordination.Fatal, "natsstore: Servers[%d]: %s, got %q", i, err, RedactURL(s))
 		}
 	}
 	if !validJob(c.Job) {
@@ -156,6 +153,66 @@ func (c Config) Validate() error {
 		return coordination.Errorf(coordination.Fatal, "natsstore: TLS: ClientCert and ClientKey must be set together")
 	}
 	return nil
+}
+
+// serverURLs splits a Servers entry as nats.go does: at every ",", each
+// piece trimmed of spaces, empty pieces dropped.
+func serverURLs(entry string) []string {
+	var urls []string
+	for u := range strings.SplitSeq(entry, ",") {
+		if u = strings.TrimSpace(u); u != "" {
+			urls = append(urls, u)
+		}
+	}
+	return urls
+}
+
+// checkServer returns what is wrong with a Servers entry, or "". The client
+// splits an entry at commas (serverURLs), so each piece must be a URL: a
+// comma inside a password would otherwise cut it in two, and the client's
+// parse error would quote the first half. The text returned never quotes
+// the entry; the caller prints it through RedactURL.
+func checkServer(entry string) string {
+	urls := serverURLs(entry)
+	if len(urls) == 0 {
+		return "no server URL in it; remove the entry"
+	}
+	for n, s := range urls {
+		problem := urlProblem(s)
+		switch {
+		case problem == "":
+			continue
+		case len(urls) == 1:
+			return problem
+		}
+		// The piece is named by its place, not its text: it may be half of
+		// a password.
+		msg := fmt.Sprintf("the client splits it at commas into %d URLs, and in URL %d %s", len(urls), n+1, problem)
+		if strings.Contains(entry, "@") {
+			msg += " (write a comma inside a password or token as %2C)"
+		}
+		return msg
+	}
+	return ""
+}
+
+// urlProblem returns what is wrong with one server URL, or "".
+func urlProblem(s string) string {
+	u, err := url.Parse(s)
+	switch {
+	case err != nil:
+		return "the URL does not parse"
+	case u.Scheme != "nats" && u.Scheme != "tls":
+		return "scheme must be nats:// or tls://"
+	case u.Hostname() == "":
+		return "a host is required"
+	}
+	if p := u.Port(); p != "" {
+		if port, err := strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+			return "the port must be 1..65535"
+		}
+	}
+	return ""
 }
 
 // validJob reports whether job is 1..64 bytes of [A-Za-z0-9_-].
@@ -214,43 +271,6 @@ func (c Config) credentialsText() string {
 		}
 	}
 	return c.Credentials.describe()
-}
-
-// secret returns s, or <redacted> when s is set.
-func secret(s string) string {
-	if s == "" {
-		return ""
-	}
-	return redacted
-}
-
-// RedactURL returns the server URL s with any userinfo replaced by
-// <redacted>: a user and password ("nats://svc:pw@host" becomes
-// "nats://<redacted>@host") as well as a bare token or user
-// ("nats://TOKEN@host"), which a URL cannot tell apart. It works on the
-// text, so a URL that does not parse is masked too: everything between the
-// scheme and the last "@" goes. A string without "@" is returned as it is.
-// The store prints server URLs only through it (errors, log lines,
-// [Config.String]); use it to print the URLs you pass in [Config.Servers].
-func RedactURL(s string) string {
-	rest, scheme := s, ""
-	if i := strings.Index(s, "://"); i >= 0 {
-		scheme, rest = s[:i+len("://")], s[i+len("://"):]
-	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return s
-	}
-	return scheme + redacted + rest[at:]
-}
-
-// redactedServers returns the server URLs with their userinfo hidden.
-func (c Config) redactedServers() []string {
-	out := make([]string, len(c.Servers))
-	for i, s := range c.Servers {
-		out[i] = RedactURL(s)
-	}
-	return out
 }
 
 // String renders the credentials with the password and token redacted.

@@ -47,7 +47,7 @@ func TestNewValidates(t *testing.T) {
 		{"url token hidden", with(func(c *Config) { c.Servers = []string{"ws://TOKEN@b:4222"} }), 2 * time.Second,
 			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "ws://<redacted>@b:4222"`},
 		{"unparsable url hidden", with(func(c *Config) { c.Servers = []string{"nats://TOK EN@b:%zz"} }), 2 * time.Second,
-			`natsstore: Servers[0]: scheme must be nats:// or tls://, got "nats://<redacted>@b:%zz"`},
+			`natsstore: Servers[0]: the URL does not parse, got "nats://<redacted>@b:%zz"`},
 		{"valid conn", Config{Conn: &nats.Conn{}, Job: "j"}, 2 * time.Second, ""},
 		{"valid options", with(func(c *Config) { c.Options = []nats.Option{nats.Name("n")} }), 2 * time.Second, ""},
 		{"conn and servers", with(func(c *Config) { c.Conn = &nats.Conn{} }), 2 * time.Second,

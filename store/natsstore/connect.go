@@ -329,26 +329,28 @@ func checkRootCA(path string) error {
 
 // classifyConnectErr maps a failed nats.Connect to an error class: Fatal
 // for credentials and TLS problems (no retry can succeed), Retryable for
-// the rest.
-func (s *Store) classifyConnectErr(ctx context.Context, err error, addr string) error {
+// the rest. The client's error is wrapped with the server URLs scrubbed
+// from its text.
+func (s *Store) classifyConnectErr(ctx context.Context, raw error, addr string) error {
 	server := addr
 	if server == "" {
 		server = strings.Join(s.cfg.redactedServers(), ",")
 	}
+	err := s.cfg.scrub(raw)
 	switch {
-	case isAuthErr(err):
+	case isAuthErr(raw):
 		return coordination.Errorf(coordination.Fatal, "natsstore: authorization failed for %s: %w; check Config.Credentials", s.cfg.credentialsText(), err)
-	case isVerifyErr(err):
+	case isVerifyErr(raw):
 		return coordination.Errorf(coordination.Fatal, "natsstore: TLS certificate verification failed for server %s: %w; check Config.TLS.RootCA and the server's certificate", server, err)
-	case strings.Contains(err.Error(), "remote error: tls: ") ||
-		errors.Is(err, nats.ErrTLS) && strings.Contains(err.Error(), "connection closed by remote after TLS handshake"):
+	case strings.Contains(raw.Error(), "remote error: tls: ") ||
+		errors.Is(raw, nats.ErrTLS) && strings.Contains(raw.Error(), "connection closed by remote after TLS handshake"):
 		// The server refused the client certificate: with TLS 1.3 the
 		// client learns it from an alert or, depending on timing, from the
 		// connection closing right after the handshake.
 		return coordination.Errorf(coordination.Fatal, "natsstore: server %s rejected the TLS handshake: %w; check Config.TLS.ClientCert and Config.TLS.ClientKey", server, err)
-	case errors.Is(err, nats.ErrSecureConnWanted):
+	case errors.Is(raw, nats.ErrSecureConnWanted):
 		return coordination.Errorf(coordination.Fatal, "natsstore: server %s does not offer TLS, but Config.TLS is set: %w", server, err)
-	case errors.Is(err, nats.ErrSecureConnRequired):
+	case errors.Is(raw, nats.ErrSecureConnRequired):
 		return coordination.Errorf(coordination.Fatal, "natsstore: server %s requires TLS: %w; set Config.TLS or use tls:// URLs", server, err)
 	}
 	if ctx.Err() != nil && s.isClosed() {

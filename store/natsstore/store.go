@@ -2,6 +2,7 @@ package natsstore
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -107,6 +108,33 @@ func (s *Store) Close() error {
 		c.release()
 	}
 	return nil
+}
+
+// String renders the store as its configuration (see [Config.String]:
+// passwords, tokens and URL userinfo redacted) and lease TTL. fmt's %v and
+// %+v use it, so printing a *Store never shows a secret.
+func (s *Store) String() string {
+	if s == nil {
+		return "natsstore.Store(nil)"
+	}
+	return fmt.Sprintf("natsstore.Store{Config:%s LeaseTTL:%s}", s.cfg.String(), s.leaseTTL)
+}
+
+// GoString renders the store for %#v like String, as Go syntax.
+func (s *Store) GoString() string {
+	if s == nil {
+		return "(*natsstore.Store)(nil)"
+	}
+	return fmt.Sprintf("&natsstore.Store{Config:%s, LeaseTTL:%d /* %s */}", s.cfg.GoString(), s.leaseTTL, s.leaseTTL)
+}
+
+// LogValue renders the store as a slog group of its configuration (see
+// [Config.LogValue]) and lease TTL, secrets redacted.
+func (s *Store) LogValue() slog.Value {
+	if s == nil {
+		return slog.StringValue("<nil>")
+	}
+	return slog.GroupValue(slog.Any("config", s.cfg), slog.String("lease_ttl", s.leaseTTL.String()))
 }
 
 // isClosed reports whether Close was called.
