@@ -49,7 +49,7 @@ func TestRunRejectsBadUsageNamingTheFlag(t *testing.T) {
 		{"postgres with a bad job", []string{"status", "-store", "postgres://svc@db/x", "-job", "a.b"}, ExitUsage, "Job must be 1..50 characters"},
 		{"postgres with a bad URL", []string{"status", "-store", "postgres://svc:s3cret@db:port/x", "-job", "j"}, ExitUsage, "postgres://<redacted>@db:port/x"},
 		{"unreachable postgres", []string{"status", "-store", "postgres://svc:s3cret@127.0.0.1:1/x?connect_timeout=1", "-password-file", pw, "-job", "j"}, ExitError, "postgres://svc:<redacted>@127.0.0.1:1/x"},
-		{"-store nats:// is -nats", []string{"status", "-store", "http://u:s3cret@h:1", "-job", "j"}, ExitUsage, "-nats: URL 1 must start with nats:// or tls://"},
+		{"-store nats:// is -nats", []string{"status", "-store", "http://u:s3cret@h:1", "-job", "j"}, ExitUsage, `-job or -nats: coordination error (fatal): natsstore: Servers[0]: scheme must be nats:// or tls://, got "http://<redacted>@h:1"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
