@@ -63,7 +63,11 @@ type Config struct {
 	// from its owner within StartupGrace of the leader starting to lead (so
 	// workers that start together all join before anything moves), of the
 	// owner joining, or of the owner claiming the split (so a split does not
-	// bounce). Unowned splits are still assigned at once. Default 3s; 0
+	// bounce). A leader of a fleet that is starting (no live member holds a
+	// split: a new job, or every worker restarted) also places no split that
+	// no live member owns until StartupGrace after it started leading, so
+	// workers that start within the window are placed once, balanced; in a
+	// running fleet unowned splits are assigned at once. Default 3s; 0
 	// disables it; negative is rejected.
 	StartupGrace time.Duration
 	// DrainDeadline is the deadline of a live revocation and the silence

@@ -353,6 +353,8 @@ func (l *leader) stopWorking() {
 func (l *leader) workEnded() {
 	l.view.unindexPublished()
 	l.run.reset()
+	stopTimer(l.pub.hold)
+	l.pub.hold = nil
 }
 
 // resign ends this leadership and deletes the leader key guarded by its

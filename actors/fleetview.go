@@ -18,9 +18,12 @@ type assignCache struct {
 	rev  uint64
 }
 
-// splitFacts is what the assignment function reads of one split record.
+// splitFacts is what the assignment function reads of one split record,
+// and the session its owner claimed it in (the startup hold asks whether a
+// live member holds a split).
 type splitFacts struct {
 	owner  string
+	nonce  string
 	status protocol.Status
 	weight uint64
 	seen   bool
@@ -31,6 +34,7 @@ type splitFacts struct {
 // kept whether or not this worker leads. Written by the leader actor only.
 type fleetView struct {
 	members    map[string]uint32 // live member → its MaxInFlight (0: the default)
+	sessions   map[string]string // live member → its session nonce
 	departedAt map[string]time.Time
 	records    map[coordination.SplitID]splitFacts
 	assigns    map[string]assignCache
@@ -44,6 +48,7 @@ type fleetView struct {
 func newFleetView(startupGrace time.Duration) fleetView {
 	return fleetView{
 		members:    map[string]uint32{},
+		sessions:   map[string]string{},
 		departedAt: map[string]time.Time{},
 		records:    map[coordination.SplitID]splitFacts{},
 		assigns:    map[string]assignCache{},
@@ -63,6 +68,7 @@ func (l *leader) observeFleet(c *actor.Context, msg any) {
 		}
 		l.pub.dirty = l.pub.dirty || !ok || old != m.MaxInFlight
 		f.members[m.Instance] = m.MaxInFlight
+		f.sessions[m.Instance] = m.Nonce
 		f.grace.Join(m.Instance, now)
 		delete(f.departedAt, m.Instance)
 	case messages.PresenceDeleted:
@@ -70,6 +76,7 @@ func (l *leader) observeFleet(c *actor.Context, msg any) {
 			return
 		}
 		delete(f.members, m.Instance)
+		delete(f.sessions, m.Instance)
 		f.grace.Leave(m.Instance)
 		if m.Instance != l.v.id {
 			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
@@ -109,7 +116,7 @@ func (l *leader) observeFleet(c *actor.Context, msg any) {
 func (l *leader) recordObserved(c *actor.Context, m messages.RecordObserved, now time.Time) {
 	f := &l.view
 	old := f.records[m.Split]
-	facts := splitFacts{owner: m.Record.Owner, status: m.Record.Status, weight: m.Record.Weight, seen: true}
+	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true}
 	f.grace.Claim(m.Split, m.Record.Owner, now)
 	if old == facts {
 		return
@@ -133,6 +140,18 @@ func (l *leader) gauges() {
 		n++
 	}
 	l.v.met.workers(n)
+}
+
+// running reports whether a live member holds a split in its current
+// session, as the view's split records show: the fleet is running, not
+// starting (protocol.Grace.Hold). O(splits); asked once per leadership.
+func (f *fleetView) running() bool {
+	for _, s := range f.records {
+		if n, live := f.sessions[s.owner]; live && n == s.nonce && s.status == protocol.StatusRunnable {
+			return true
+		}
+	}
+	return false
 }
 
 // expireDepartures closes the rebalance windows that lasted delay and

@@ -134,6 +134,8 @@ func (l *leader) fromLead(c *actor.Context, m leadResult) {
 		l.runPlan(c)
 	case publishDone:
 		l.published(c, r)
+	case holdEnded:
+		l.holdEnded(c)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", r))
 	}

@@ -174,10 +174,17 @@ type leaderRig struct {
 	planRev uint64
 }
 
-func newLeaderRig(t *testing.T, p coordination.Planner) *leaderRig {
+// newLeaderRig runs the leader actor of worker w1 alone. The rig leaves the
+// startup grace window out (StartupGrace 0), so an assignment is published
+// as soon as the plan is; a test of the window sets it with mut.
+func newLeaderRig(t *testing.T, p coordination.Planner, mut ...func(*coordination.Config)) *leaderRig {
 	r := newRig(t)
 	lr := &leaderRig{t: t, r: r, st: &scriptStore{Store: r.st}, reg: prometheus.NewPedanticRegistry()}
 	cfg := testConfig(t, r.clk, "w1")
+	cfg.StartupGrace = 0
+	for _, f := range mut {
+		f(&cfg)
+	}
 	v := &env{e: r.e, raw: lr.st, cfg: cfg, clk: r.clk, id: "w1", nonce: "nonce-w1", log: cfg.Logger, out: &outbox{}}
 	v.met = newMetrics(lr.reg, "w1", discardLogger())
 	v.session.Store(&v.nonce)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -15,6 +16,9 @@ import (
 type (
 	// publishDue is the publisher's queued evaluation.
 	publishDue struct{}
+	// holdEnded is the end of the startup hold (protocol.Grace.Hold),
+	// delivered under the work lead.
+	holdEnded struct{}
 	// publishDone is one publish's result, delivered under the work lead.
 	publishDone struct {
 		written []assignCache
@@ -31,12 +35,13 @@ type (
 // evaluation in flight, triggers coalesced into the next. Written by the
 // leader actor only.
 type publisher struct {
-	dirty      bool   // an input of the assignment function changed
-	soon       bool   // a publishDue is queued
-	busy       bool   // a publish's goroutine is in flight
-	retry      bool   // evaluate again at the next heartbeat
-	lostStreak int    // consecutive publishes with a lost write
-	announced  string // member set of the last "assignment published" log
+	dirty      bool         // an input of the assignment function changed
+	soon       bool         // a publishDue is queued
+	busy       bool         // a publish's goroutine is in flight
+	retry      bool         // evaluate again at the next heartbeat
+	lostStreak int          // consecutive publishes with a lost write
+	announced  string       // member set of the last "assignment published" log
+	hold       *clock.Timer // fires holdEnded when the startup hold ends; nil when none is armed
 }
 
 // schedulePublish queues one evaluation behind the messages already in the
@@ -57,8 +62,12 @@ func (l *leader) publish(c *actor.Context) {
 		return
 	}
 	l.pub.dirty, l.pub.busy = false, true
-	in := l.view.assignInput(l.v.cfg, l.fingerprint, l.v.cap)
-	pinned := l.view.grace.Pinned(l.v.clk.Now(), in.Splits)
+	now := l.v.clk.Now()
+	in, holdEnd := l.view.grace.Hold(now, l.view.assignInput(l.v.cfg, l.fingerprint, l.v.cap), l.view.running)
+	if !holdEnd.IsZero() && l.pub.hold == nil {
+		l.pub.hold = w.after(l.v, holdEnd.Sub(now), c.PID(), holdEnded{})
+	}
+	pinned := l.view.grace.Pinned(now, in.Splits)
 	cache, members, windows := l.view.snapshot()
 	v := l.v
 	w.goFunc(v, c.PID(), func(ctx context.Context) any {
@@ -136,6 +145,14 @@ func writeAssignment(ctx context.Context, v *env, inst string, b []byte, old ass
 		return v.st.Update(oc, store.Durable, protocol.AssignKey(inst), b, store.Revision(old.rev))
 	}
 	return v.st.Create(oc, store.Durable, protocol.AssignKey(inst), b)
+}
+
+// holdEnded evaluates the assignment once the startup hold is over, so the
+// splits it kept back are placed at once rather than at the next heartbeat.
+func (l *leader) holdEnded(c *actor.Context) {
+	l.pub.hold = nil
+	l.pub.dirty = true
+	l.tick(c)
 }
 
 // published folds a publish's result into the cache; its lead still lasts.

@@ -3,8 +3,10 @@ package actors
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -156,4 +158,73 @@ func TestAHugeAdvertisedBudgetCannotOutgrowTheValueCap(t *testing.T) {
 			t.Fatalf("w2 is given %d splits, want %d: its budget clamped to what its record can carry", len(a.Splits), want)
 		}
 	})
+}
+
+// withGrace gives a leader rig the default startup grace window (3s).
+func withGrace(c *coordination.Config) { c.StartupGrace = coordination.DefaultConfig().StartupGrace }
+
+// A leader that starts leading a fleet in which no live member holds a
+// split places nothing that no live member owns until StartupGrace after it
+// started leading, then places every split over every member that joined
+// by then, balanced (docs/protocol.md, "Assignment and the rebalance
+// delay"). Before, w1 got all four splits at once and w2, joining a second
+// later, got none until the pins ended.
+func TestAStartingFleetIsPlacedWhenTheStartupHoldEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a", "b", "c", "d"), withGrace)
+		grace := lr.v.cfg.StartupGrace
+		lr.goLive()
+		lr.mustLead(1)
+		lr.observeSplits()
+		placed := func() (int, int) {
+			a1, _, _ := lr.assignment("w1")
+			a2, _, _ := lr.assignment("w2")
+			return len(a1.Splits), len(a2.Splits)
+		}
+		if n1, n2 := placed(); n1+n2 != 0 {
+			t.Fatalf("placed %d and %d splits during the startup hold, want none", n1, n2)
+		}
+		lr.r.clk.Add(time.Second)
+		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 2})
+		lr.r.clk.Add(grace - time.Second - time.Millisecond)
+		synctest.Wait()
+		if n1, n2 := placed(); n1+n2 != 0 {
+			t.Fatalf("placed %d and %d splits before the hold ended, want none", n1, n2)
+		}
+		lr.r.clk.Add(time.Millisecond) // the hold ends: no heartbeat needed
+		synctest.Wait()
+		if n1, n2 := placed(); n1 != 2 || n2 != 2 {
+			t.Fatalf("placed %d and %d splits when the hold ended, want 2 and 2", n1, n2)
+		}
+	})
+}
+
+// A leader of a running fleet (a live member holds a split in its current
+// session: a failover) places unowned splits at once; a restart under the
+// same instance id gets its own splits back at once while the rest wait for
+// the hold.
+func TestTheStartupHoldKeepsBackOnlyWhatNoLiveMemberOwns(t *testing.T) {
+	tests := []struct {
+		name  string
+		nonce string // of the record naming w1 as the owner of split a
+		want  []coordination.SplitID
+	}{
+		{name: "running: a is held in w1's session", nonce: "nonce-w1", want: []coordination.SplitID{"a", "b"}},
+		{name: "starting: a names an earlier session of w1", nonce: "nonce-old", want: []coordination.SplitID{"a"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lr := newLeaderRig(t, finalPlan("a", "b"), withGrace)
+				rec := protocol.SplitRecord{ID: "a", FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Owner: "w1", Nonce: tt.nonce}
+				lr.send(messages.RecordObserved{Split: "a", Record: rec, Rev: 1})
+				lr.goLive()
+				lr.mustLead(1)
+				lr.observeSplits()
+				if a, _, _ := lr.assignment("w1"); !slices.Equal(a.Splits, tt.want) {
+					t.Fatalf("w1 is assigned %v at once, want %v", a.Splits, tt.want)
+				}
+			})
+		})
+	}
 }

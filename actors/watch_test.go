@@ -66,7 +66,9 @@ func TestReconcileHealsAMissedWatchEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		ds := &droppingStore{Store: r.st, drop: protocol.AssignKey("w1")}
-		w := r.startOn(ds, "w1", finalPlan("a"))
+		// No startup hold: the assignment (whose event is dropped) is
+		// published as soon as the plan is, so the clock runs from there.
+		w := r.startOn(ds, "w1", finalPlan("a"), func(c *coordination.Config) { c.StartupGrace = 0 })
 		start := r.clk.Now()
 		r.until("gained through the reconcile", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
 		ds.mu.Lock()

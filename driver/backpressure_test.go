@@ -297,7 +297,7 @@ func runOutage(t *testing.T, pausable bool, outage func(*testkit.FaultStore) (re
 			done <- driver.Run(t.Context(), c, reader, append([]driver.Option{driver.WithPlanner(pacePlanner{}),
 				driver.WithCommitInterval(paceCommit), driver.WithLogger(log)}, opts...)...)
 		}()
-		time.Sleep(2 * time.Second) // fake time: every lane is reading by now
+		time.Sleep(cfg.StartupGrace + 2*time.Second) // fake time: past the startup hold, every lane is reading by now
 		synctest.Wait()
 		if n := len(src.acked()); n != paceSplits {
 			t.Fatalf("%d lanes open before the outage, want %d", n, paceSplits)

@@ -20,7 +20,7 @@ func TestEveryFigure(t *testing.T) {
 	c, err := parseFlags([]string{
 		"-splits", "30", "-workers", "2", "-maxinflight", "100", "-lease", "3s", "-idle", "2s",
 		"-f4few", "3", "-f4many", "12", "-f4window", "1s", "-samples", "40", "-timeout", "90s",
-		"-f8runs", "1", "-f8splits", "20",
+		"-f8runs", "1", "-f8splits", "20", "-grace", "1s",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -48,8 +48,8 @@ func TestEveryFigure(t *testing.T) {
 		{"F4", `-> ([0-9.]+)/s .*-> ([0-9.]+)/s .*ratio ([0-9.]+)`},
 		{"F5", `p50 ([0-9.]+) ms p99 ([0-9.]+) ms; raw KV Update p50 ([0-9.]+) ms p99 ([0-9.]+) ms; ratio p50 ([0-9.]+)`},
 		{"F6", `: (-?[0-9.]+) B \(heap`},
-		{"F7", `Start -> all held ([0-9.]+) s.*rate ratio raw/claims ([0-9.]+) from Start`},
-		{"F8", `balanced at first hold and 0 moves in [0-9]+ of 1 .*Start -> all held median ([0-9.]+) s`},
+		{"F7", `Start -> all held ([0-9.]+) s, first Gained -> all held ([0-9.]+) s.*: ([0-9.]+) s; rate ratio`},
+		{"F8", `balanced at first hold and 0 moves in (1) of 1 .*Start -> all held median ([0-9.]+) s`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, ok := lines[tc.name]

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -17,18 +18,37 @@ import (
 //   - the owner joined, as first observed here;
 //   - the owner claimed the split, as first observed here.
 //
-// The last rule also stops a split from bouncing between members. Fill is
-// never delayed: unowned splits are assigned at once. Grace holds only
-// observation times; it does no I/O and is not safe for concurrent use (the
-// leader actor owns it). A zero or negative window pins nothing. See
-// docs/protocol.md, "Assignment and the rebalance delay".
+// The last rule also stops a split from bouncing between members.
+//
+// Fill is delayed only while the fleet starts (see [Grace.Hold]): when the
+// leader started leading a fleet in which no live member held a split, it
+// places no split that no live member owns until the window since it
+// started leading ends, so the members that start within the window are
+// all placed by the first assignment, balanced, and nothing moves after.
+// In a running fleet (a failover) unowned splits are assigned at once.
+//
+// Grace holds only observation times; it does no I/O and is not safe for
+// concurrent use (the leader actor owns it). A zero or negative window pins
+// and holds nothing. See docs/protocol.md, "Assignment and the rebalance
+// delay".
 type Grace struct {
 	window  time.Duration
 	since   time.Time // the leader started leading; zero when not leading
 	joined  map[string]time.Time
 	claimed map[coordination.SplitID]graceClaim
 	next    time.Time // the earliest pin end of the last Pinned, zero if none
+	fleet   fleetState
 }
+
+// fleetState is what a leadership found the fleet doing when it first
+// evaluated the assignment.
+type fleetState int
+
+const (
+	fleetUnknown  fleetState = iota // not asked yet in this leadership
+	fleetStarting                   // no live member held a split: hold the fill
+	fleetRunning                    // a live member held a split: place at once
+)
 
 // graceClaim is the owner a split's record names and when it was first
 // observed.
@@ -42,8 +62,53 @@ func NewGrace(window time.Duration) *Grace {
 	return &Grace{window: window, joined: map[string]time.Time{}, claimed: map[coordination.SplitID]graceClaim{}}
 }
 
-// Lead records that this worker started leading at now.
-func (g *Grace) Lead(now time.Time) { g.since = now }
+// Lead records that this worker started leading at now; the next Hold
+// asks afresh whether the fleet is starting.
+func (g *Grace) Lead(now time.Time) { g.since, g.fleet = now, fleetUnknown }
+
+// Hold returns in with the splits the startup hold keeps unplaced at now
+// added to in.Reserved, and when the hold ends; the zero time (and in
+// unchanged) when no hold applies. The hold applies while the window since
+// this worker started leading is open, when the fleet was starting: at
+// the first Hold of the leadership, running reported that no live member
+// holds a split in its current session (running is called once per
+// leadership). It keeps back every split whose Owner is not one of
+// in.Members, so a member's own splits (a restart under the same instance
+// id) go back to it at once, and everything else is placed when the hold
+// ends, over every member that joined by then.
+func (g *Grace) Hold(now time.Time, in AssignInput, running func() bool) (AssignInput, time.Time) {
+	if g.window <= 0 || g.since.IsZero() {
+		return in, time.Time{}
+	}
+	end := g.since.Add(g.window)
+	if !now.Before(end) {
+		return in, time.Time{}
+	}
+	if g.fleet == fleetUnknown {
+		g.fleet = fleetStarting
+		if running() {
+			g.fleet = fleetRunning
+		}
+	}
+	if g.fleet != fleetStarting {
+		return in, time.Time{}
+	}
+	members := make(map[string]bool, len(in.Members))
+	for _, m := range in.Members {
+		members[m] = true
+	}
+	reserved := maps.Clone(in.Reserved)
+	for _, s := range in.Splits {
+		if !members[s.Owner] {
+			if reserved == nil {
+				reserved = map[coordination.SplitID]bool{}
+			}
+			reserved[s.ID] = true
+		}
+	}
+	in.Reserved = reserved
+	return in, end
+}
 
 // Join records that member inst was observed at now; only the first
 // observation since it was last seen leaving counts.

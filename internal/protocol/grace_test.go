@@ -79,6 +79,77 @@ func TestGracePinned(t *testing.T) {
 	}
 }
 
+func TestGraceHold(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const window = 3 * time.Second
+	in := AssignInput{
+		Members:  []string{"w1", "w2"},
+		Splits:   []AssignSplit{{ID: "mine", Owner: "w1"}, {ID: "dead", Owner: "gone"}, {ID: "free"}, {ID: "kept", Owner: "gone"}},
+		Reserved: map[coordination.SplitID]bool{"kept": true},
+	}
+	tests := []struct {
+		name     string
+		window   time.Duration
+		lead     bool
+		running  bool
+		at       time.Duration // after t0
+		wantHeld []coordination.SplitID
+		wantEnd  time.Duration // after t0; 0: no hold
+	}{
+		{name: "a starting fleet keeps back what no live member owns", window: window, lead: true, at: time.Second,
+			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: window},
+		{name: "a running fleet holds nothing", window: window, lead: true, running: true, at: time.Second},
+		{name: "the window since leading began is over", window: window, lead: true, at: window},
+		{name: "not leading", window: window, at: time.Second},
+		{name: "a zero window holds nothing", window: 0, lead: true, at: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewGrace(tt.window)
+			if tt.lead {
+				g.Lead(t0)
+			}
+			asked := 0
+			running := func() bool { asked++; return tt.running }
+			for range 2 { // the second call must not ask again
+				out, end := g.Hold(t0.Add(tt.at), in, running)
+				held := slices.Sorted(maps.Keys(out.Reserved))
+				if tt.wantEnd == 0 {
+					if !end.IsZero() || !maps.Equal(out.Reserved, in.Reserved) {
+						t.Fatalf("Hold = %v until %v, want no hold", held, end)
+					}
+					continue
+				}
+				if !slices.Equal(held, tt.wantHeld) || !end.Equal(t0.Add(tt.wantEnd)) {
+					t.Fatalf("Hold = %v until %v, want %v until %v", held, end, tt.wantHeld, t0.Add(tt.wantEnd))
+				}
+			}
+			if asked > 1 {
+				t.Fatalf("running asked %d times in one leadership, want at most once", asked)
+			}
+			if len(in.Reserved) != 1 {
+				t.Fatalf("Hold changed its input's Reserved: %v", in.Reserved)
+			}
+		})
+	}
+}
+
+// TestGraceHoldAsksAgainPerLeadership checks that a new leadership decides
+// afresh whether the fleet is starting.
+func TestGraceHoldAsksAgainPerLeadership(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	g := NewGrace(3 * time.Second)
+	in := AssignInput{Members: []string{"w1"}, Splits: []AssignSplit{{ID: "free"}}}
+	g.Lead(t0)
+	if _, end := g.Hold(t0, in, func() bool { return true }); !end.IsZero() {
+		t.Fatal("held while running")
+	}
+	g.Lead(t0.Add(time.Minute))
+	if _, end := g.Hold(t0.Add(time.Minute), in, func() bool { return false }); !end.Equal(t0.Add(time.Minute + 3*time.Second)) {
+		t.Fatalf("a new leadership of a starting fleet holds until %v", end)
+	}
+}
+
 func TestKeepPinnedTable(t *testing.T) {
 	split := func(id, owner string) AssignSplit {
 		return AssignSplit{ID: coordination.SplitID(id), Weight: 1, HasSpec: true, Owner: owner}
