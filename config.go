@@ -15,9 +15,10 @@ import (
 // assignment record names every split it is given, so its size grows with
 // the budget; the leader also clamps each member's budget to what that
 // record can carry under the store's value cap (docs/protocol.md, "Size
-// limits"): with NATS's 512 KiB cap, all 4096 fit with split ids of up to
-// 124 bytes, 4001 with ids of 128.
-const MaxInFlightLimit = 4096
+// limits"): with NATS's 512 KiB cap, all 65536 fit with split ids of up to
+// 4 bytes, 40325 with ids of 10 bytes, 4001 with ids of 128. The bound is
+// high enough for 100,000 splits over 8 workers (12,500 each).
+const MaxInFlightLimit = 1 << 16
 
 // InstanceIDMaxLen is the longest a Config.InstanceID may be, in bytes.
 const InstanceIDMaxLen = 128

@@ -49,11 +49,11 @@ func TestValidateRules(t *testing.T) {
 			c.OpTimeout, c.DrainDeadline = math.MaxInt64/2+1, math.MaxInt64
 		}, "LeaseDuration (1s) must be >= 2 x OpTimeout (1281023h53m38.427387904s) so that one slow store write cannot outlast the lease it is renewing"},
 		{"V5 MaxInFlight", func(c *Config) { c.MaxInFlight = -2 },
-			"MaxInFlight must be 1..4096, got -2; a worker's assignment record names every split it holds and must fit the store's value cap"},
+			"MaxInFlight must be 1..65536, got -2; a worker's assignment record names every split it holds and must fit the store's value cap"},
 		// Unbounded, it was announced truncated to uint32 and could make the
 		// leader's assignment record outgrow the value cap.
 		{"V5 MaxInFlight above the limit", func(c *Config) { c.MaxInFlight = 1 << 32 },
-			"MaxInFlight must be 1..4096, got 4294967296; a worker's assignment record names every split it holds and must fit the store's value cap"},
+			"MaxInFlight must be 1..65536, got 4294967296; a worker's assignment record names every split it holds and must fit the store's value cap"},
 		{"V6 ReplanInterval", func(c *Config) { c.ReplanInterval = 29 * time.Second },
 			"ReplanInterval (29s) must be >= LeaseDuration (30s); a shorter replan cadence only adds load"},
 		{"V7 ReconcileInterval", func(c *Config) { c.ReconcileInterval = 19 * time.Second },
