@@ -17,7 +17,10 @@
 # Every argument goes to the program (see `go run ./fleet -h` in bench/):
 # -splits (default 100000), -workers (8), -idle (1m), -lease (30s), -grace
 # (StartupGrace, 3s), -f8runs (20), -f8splits (1000), -cpuprofile FILE,
-# -timeout (15m per figure), -only F1,F5, ... A figure that does not finish
+# -timeout (15m per figure), -only F1,F5, -store nats|postgres|nats,postgres
+# (postgres: a throwaway PostgreSQL server; F3 then adds the server's CPU
+# and the rows its sweeps and change log write and remove per hour; F5's
+# baseline is a raw UPDATE ... WHERE rev = $1), ... A figure that does not finish
 # in time prints "timeout after X"; the run goes on.
 #
 # Runs from a clean clone; the program lives in the nested module bench/,

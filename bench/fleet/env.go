@@ -12,23 +12,35 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spate-go/coordination/internal/embednats"
+	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/natsstore"
 )
 
-// env is the run's embedded NATS server (loopback, random port, JetStream
-// in a temporary directory removed by close) and one raw client connection
-// for the baselines and for removing a figure's buckets.
+// env is the run's store server, NATS or PostgreSQL. On NATS: an embedded
+// server (loopback, random port, JetStream in a temporary directory removed
+// by close) and one raw client connection for the baselines and for
+// removing a figure's buckets. On PostgreSQL: a throwaway server (see
+// pgEnv).
 type env struct {
 	srv   *server.Server
 	dir   string
 	nc    *nats.Conn
 	js    jetstream.JetStream
+	pg    *pgEnv // nil on NATS
 	lease time.Duration
 	grace time.Duration // every worker's StartupGrace
 }
 
-// startEnv starts the server and connects the raw client.
-func startEnv(lease, grace time.Duration) (*env, error) {
+// startEnv starts the server of kind ("nats" or "postgres") and connects
+// the raw client.
+func startEnv(kind string, lease, grace time.Duration) (*env, error) {
+	if kind == storePostgres {
+		pg, err := startPG()
+		if err != nil {
+			return nil, err
+		}
+		return &env{pg: pg, lease: lease, grace: grace}, nil
+	}
 	dir, err := os.MkdirTemp("", "bench-fleet-nats-")
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)
@@ -47,10 +59,44 @@ func startEnv(lease, grace time.Duration) (*env, error) {
 	return e, nil
 }
 
-// store returns a natsstore for job on the embedded server, with the run's
-// lease TTL.
-func (e *env) store(job string) (*natsstore.Store, error) {
+// store returns a store for job on the run's server, with the run's lease
+// TTL: a natsstore, or a pgstore with its own pool.
+func (e *env) store(job string) (store.Store, error) {
+	if e.pg != nil {
+		return e.pg.store(job, e.lease)
+	}
 	return natsstore.New(natsstore.Config{Servers: []string{e.srv.ClientURL()}, Job: job}, e.lease)
+}
+
+// rawKV is the raw baseline of F5: one key rewritten by compare-and-swap
+// with nothing else, a plain KV bucket on NATS, a plain table's
+// UPDATE ... WHERE rev = $1 on PostgreSQL.
+type rawKV interface {
+	create(ctx context.Context, val []byte) (uint64, error)
+	update(ctx context.Context, val []byte, rev uint64) (uint64, error)
+	name() string
+}
+
+// natsKV is rawKV on a plain KV bucket.
+type natsKV struct{ kv jetstream.KeyValue }
+
+func (k natsKV) create(ctx context.Context, val []byte) (uint64, error) {
+	return k.kv.Create(ctx, "raw", val)
+}
+
+func (k natsKV) update(ctx context.Context, val []byte, rev uint64) (uint64, error) {
+	return k.kv.Update(ctx, "raw", val, rev)
+}
+
+func (natsKV) name() string { return "raw KV Update" }
+
+// rawStore returns F5's raw baseline named name.
+func (e *env) rawStore(ctx context.Context, name string) (rawKV, error) {
+	if e.pg != nil {
+		return e.pg.rawTable(ctx, name)
+	}
+	kv, err := e.rawBucket(ctx, name)
+	return natsKV{kv}, err
 }
 
 // rawBucket creates a plain KV bucket configured like natsstore's durable
@@ -73,6 +119,9 @@ func (e *env) rawBucket(ctx context.Context, name string) (jetstream.KeyValue, e
 func (e *env) dropJob(job string, raw ...string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if e.pg != nil {
+		return e.pg.drop(ctx, job, raw...)
+	}
 	names := append([]string{"coordination_" + job + "_state", "coordination_" + job + "_lease"}, raw...)
 	var errs []error
 	for _, b := range names {
@@ -87,6 +136,10 @@ func (e *env) dropJob(job string, raw ...string) error {
 // retrying the removal a few times: the server's store may still be
 // flushing files just after shutdown.
 func (e *env) close() error {
+	if e.pg != nil {
+		e.pg.close()
+		return nil
+	}
 	if e.nc != nil {
 		e.nc.Close()
 	}

@@ -53,12 +53,12 @@ func figureF5(ctx context.Context, e *env, c config) (string, error) {
 	}
 	val := make([]byte, size.Load())
 
-	kv, err := e.rawBucket(ctx, f5Bucket)
+	kv, err := e.rawStore(ctx, f5Bucket)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = e.dropJob("f5raw", f5Bucket) }()
-	kvRev, err := kv.Create(ctx, "raw", val)
+	kvRev, err := kv.create(ctx, val)
 	if err != nil {
 		return "", fmt.Errorf("raw kv create: %w", err)
 	}
@@ -85,7 +85,7 @@ func figureF5(ctx context.Context, e *env, c config) (string, error) {
 			}
 			a = append(a, d)
 			t := time.Now()
-			if kvRev, err = kv.Update(ctx, "raw", val, kvRev); err != nil {
+			if kvRev, err = kv.update(ctx, val, kvRev); err != nil {
 				werr = fmt.Errorf("raw kv update: %w", err)
 				return
 			}
@@ -111,6 +111,6 @@ func figureF5(ctx context.Context, e *env, c config) (string, error) {
 	a50, a99 := percentile(a, 0.50), percentile(a, 0.99)
 	b50, b99 := percentile(b, 0.50), percentile(b, 0.99)
 	s50, s99 := percentile(s, 0.50), percentile(s, 0.99)
-	return fmt.Sprintf("F5 Commit (%d B record, %d samples) p50 %s p99 %s; raw KV Update p50 %s p99 %s; ratio p50 %.2f (target <= 1.3) p99 %.2f (target <= 2); natsstore Update p50 %s p99 %s",
-		len(val), len(a), millis(a50), millis(a99), millis(b50), millis(b99), ratio(a50, b50), ratio(a99, b99), millis(s50), millis(s99)), nil
+	return fmt.Sprintf("F5 Commit (%d B record, %d samples) p50 %s p99 %s; %s p50 %s p99 %s; ratio p50 %.2f (target <= 1.3) p99 %.2f (target <= 2); store Update p50 %s p99 %s",
+		len(val), len(a), millis(a50), millis(a99), kv.name(), millis(b50), millis(b99), ratio(a50, b50), ratio(a99, b99), millis(s50), millis(s99)), nil
 }

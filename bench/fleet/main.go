@@ -17,6 +17,12 @@
 //	F8 W workers started together on a new job, -f8runs times: balanced
 //	   when every split is first held, and nothing moves afterwards
 //
+// -store postgres runs the same figures on pgstore against a throwaway
+// PostgreSQL server (F5's baseline is then a raw UPDATE ... WHERE rev = $1
+// on a plain table, and F3 adds the server's CPU and the rows of the job's
+// tables written and removed per hour); -store nats,postgres runs both in
+// one run, one after the other.
+//
 // Every store call is counted by a decorator around each worker's store, so
 // the figures do not depend on the protocol's internals; the only key name
 // the program knows is the plan record's ("plan" or "<family>.plan"), whose
@@ -60,6 +66,7 @@ type config struct {
 	f8splits    int
 	cpuprofile  string
 	only        map[string]bool // nil: every figure
+	stores      []string        // storeNATS, storePostgres, in run order
 }
 
 // figures names every figure in run order.
@@ -72,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.IntVar(&c.splits, "splits", 100_000, "splits of F1, F2, F3, F6 and F7")
 	fs.IntVar(&c.workers, "workers", 8, "workers of F2, F3, F7 and F8")
-	fs.IntVar(&c.maxInFlight, "maxinflight", 20_000, "MaxInFlight of every F2/F3/F7/F8 worker")
+	fs.IntVar(&c.maxInFlight, "maxinflight", coordination.MaxInFlightLimit, "MaxInFlight of every F2/F3/F7/F8 worker")
 	fs.DurationVar(&c.idle, "idle", time.Minute, "F3's idle window")
 	fs.DurationVar(&c.lease, "lease", 30*time.Second, "LeaseDuration (and the store's lease TTL); heartbeats run every lease/3")
 	fs.DurationVar(&c.grace, "grace", coordination.DefaultConfig().StartupGrace, "StartupGrace of every worker (0 disables the startup grace window)")
@@ -86,8 +93,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.f8splits, "f8splits", 1000, "F8: splits of each run")
 	fs.StringVar(&c.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole run to this file")
 	only := fs.String("only", "", "comma-separated figures to run, for example F1,F5 (default all)")
+	stores := fs.String("store", storeNATS, "the stores to run every figure on, in order: nats (an embedded server), postgres (a throwaway PostgreSQL server) or nats,postgres")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	for st := range strings.SplitSeq(*stores, ",") {
+		if st != storeNATS && st != storePostgres {
+			return c, fmt.Errorf("-store: unknown store %q; use nats, postgres or nats,postgres", st)
+		}
+		c.stores = append(c.stores, st)
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q; every setting is a flag (see -h)", fs.Arg(0))
@@ -182,7 +196,16 @@ func startProfile(path string) (func(), error) {
 // goes on; any other failure is printed, the run goes on, and run returns
 // every such failure joined.
 func run(ctx context.Context, c config, out io.Writer) error {
-	e, err := startEnv(c.lease, c.grace)
+	var errs []error
+	for _, kind := range c.stores {
+		errs = append(errs, runOn(ctx, kind, c, out))
+	}
+	return errors.Join(errs...)
+}
+
+// runOn runs the wanted figures on one kind of store.
+func runOn(ctx context.Context, kind string, c config, out io.Writer) error {
+	e, err := startEnv(kind, c.lease, c.grace)
 	if err != nil {
 		return err
 	}
@@ -191,8 +214,8 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			fmt.Fprintln(os.Stderr, "bench-fleet:", err)
 		}
 	}()
-	fmt.Fprintf(out, "bench-fleet: splits %d, workers %d, lease %s, StartupGrace %s, reconcile %s, timeout %s per figure\n",
-		c.splits, c.workers, c.lease, c.grace, c.reconcile, c.timeout)
+	fmt.Fprintf(out, "bench-fleet: store %s, splits %d, workers %d, lease %s, StartupGrace %s, reconcile %s, timeout %s per figure\n",
+		kind, c.splits, c.workers, c.lease, c.grace, c.reconcile, c.timeout)
 	r := &reporter{out: out}
 	bounded := func() (context.Context, context.CancelFunc) { return context.WithTimeout(ctx, c.timeout) }
 
@@ -226,7 +249,7 @@ func run(ctx context.Context, c config, out io.Writer) error {
 			if c.want("F3") {
 				cancel()
 				fctx, cancel = bounded()
-				r.of("F3")(figureF3(fctx, c, cl))
+				r.of("F3")(figureF3(fctx, e, c, cl))
 			}
 		}
 		cancel()

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spate-go/coordination/internal/pgtest"
 )
 
 // TestEveryFigure runs every figure once at a tiny size on the embedded
@@ -78,6 +81,33 @@ func TestEveryFigure(t *testing.T) {
 
 // TestOnlyRunsTheNamedFigures checks -only selects figures and runs nothing
 // else.
+// TestFiguresOnPostgres runs the figures the PostgreSQL store is judged by
+// (claims, idle cost, commit latency) on a throwaway server, tiny.
+func TestFiguresOnPostgres(t *testing.T) {
+	if _, err := pgtest.FindBinaries(); err != nil && os.Getenv(pgtest.RequireEnv) == "" {
+		t.Skip(err)
+	}
+	c, err := parseFlags([]string{"-store", "postgres", "-only", "F2,F3,F5", "-splits", "30", "-workers", "2", "-maxinflight", "100",
+		"-lease", "3s", "-idle", "2s", "-samples", "40", "-timeout", "90s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := run(t.Context(), c, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	t.Log("\n" + out.String())
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^F2 2 workers claim 30 splits .*ratio [0-9.]+`),
+		regexp.MustCompile(`(?m)^F3 .*PostgreSQL server CPU [0-9.]+ % .*: [0-9]+ written .*, [0-9]+ removed`),
+		regexp.MustCompile(`(?m)^F5 .*raw UPDATE \.\.\. WHERE rev = \$1 p50 [0-9.]+ ms`),
+	} {
+		if !want.MatchString(out.String()) {
+			t.Errorf("no line matching %s in:\n%s", want, out.String())
+		}
+	}
+}
+
 func TestOnlyRunsTheNamedFigures(t *testing.T) {
 	c, err := parseFlags([]string{"-only", "f5", "-samples", "5", "-lease", "3s", "-timeout", "60s"}, io.Discard)
 	if err != nil {
@@ -113,6 +143,7 @@ func TestParseFlagsRejects(t *testing.T) {
 		{"zero f8runs", []string{"-f8runs", "0"}, "-f8runs must be at least 1"},
 		{"zero timeout", []string{"-timeout", "0s"}, "-timeout must be positive"},
 		{"argument", []string{"extra"}, `unexpected argument "extra"`},
+		{"unknown store", []string{"-store", "nats,redis"}, `-store: unknown store "redis"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := parseFlags(tc.args, io.Discard)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors"
-	"github.com/spate-go/coordination/store/natsstore"
+	"github.com/spate-go/coordination/store"
 )
 
 // commitPeriod is how often a committing worker commits every held split.
@@ -31,7 +31,7 @@ type workerSpec struct {
 // call on the coordinator happens on the loop.
 type worker struct {
 	id    string
-	raw   *natsstore.Store
+	raw   store.Store
 	st    *countingStore
 	c     *actors.Coordinator
 	waker *coordination.Waker

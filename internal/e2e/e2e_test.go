@@ -70,10 +70,26 @@ func workerConfig(name string, log *slog.Logger) coordination.Config {
 	return cfg
 }
 
-// job is one run of the job against a NATS deployment.
+// deployment is the store a job runs on: how a worker opens it (each
+// worker and the progress watch open their own handle, with their own
+// connections) and coordctl's connection flags for it.
+type deployment struct {
+	open func() (store.Store, error)
+	ctl  []string // coordctl's flags naming the store and the job
+}
+
+// natsDeployment runs the job on the NATS servers of cfg.
+func natsDeployment(cfg natsstore.Config) deployment {
+	return deployment{
+		open: func() (store.Store, error) { return natsstore.New(cfg, leaseDuration) },
+		ctl:  []string{"-nats", strings.Join(cfg.Servers, ","), "-job", cfg.Job, "-lease", leaseDuration.String()},
+	}
+}
+
+// job is one run of the job against a deployment.
 type job struct {
 	t       *testing.T
-	natsCfg natsstore.Config
+	dep     deployment
 	out     *ledger
 	log     *slog.Logger
 	logs    *syncBuffer
@@ -101,13 +117,14 @@ func (b *syncBuffer) String() string {
 	return b.buf.String()
 }
 
-// startJob starts the workers, each with its own NATS connection, engine and
-// coordinator, run by driver.Run until the job completes.
-func startJob(t *testing.T, natsCfg natsstore.Config) *job {
+// startJob starts the workers, each with its own store handle (its own
+// connections), engine and coordinator, run by driver.Run until the job
+// completes.
+func startJob(t *testing.T, dep deployment) *job {
 	t.Helper()
 	logs := &syncBuffer{}
 	p := rangePlanner{splits: splits, rows: rowsPerSplit}
-	j := &job{t: t, natsCfg: natsCfg, out: newLedger(), logs: logs, fp: protocol.Fingerprint(p.Fingerprint()),
+	j := &job{t: t, dep: dep, out: newLedger(), logs: logs, fp: protocol.Fingerprint(p.Fingerprint()),
 		log: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})), results: make(chan error, workers)}
 	var wg sync.WaitGroup
 	t.Cleanup(wg.Wait) // after cancel: every worker has returned
@@ -115,7 +132,7 @@ func startJob(t *testing.T, natsCfg natsstore.Config) *job {
 	t.Cleanup(cancel)
 	for i := range workers {
 		name := fmt.Sprintf("w%d", i)
-		st, err := natsstore.New(natsCfg, leaseDuration)
+		st, err := dep.open()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -208,7 +225,7 @@ const watchReady = 3 * time.Second
 // watchProgress starts the watch and returns once its first snapshot is
 // in; stop it with finish.
 func (j *job) watchProgress() *progressWatch {
-	st, err := natsstore.New(j.natsCfg, leaseDuration)
+	st, err := j.dep.open()
 	if err != nil {
 		j.t.Fatal(err)
 	}
@@ -351,7 +368,7 @@ func (j *job) judge() {
 func (j *job) audit() {
 	j.t.Helper()
 	var out strings.Builder
-	args := []string{"audit", "-nats", strings.Join(j.natsCfg.Servers, ","), "-job", j.natsCfg.Job, "-lease", leaseDuration.String()}
+	args := append([]string{"audit"}, j.dep.ctl...)
 	if code := coordctl.Run(j.t.Context(), args, &out, &out); code != coordctl.ExitOK {
 		j.t.Errorf("coordctl audit exited %d:\n%s", code, out.String())
 		return
@@ -366,7 +383,7 @@ func TestJobSurvivesServerRestartOnTheSameStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	j := startJob(t, natsstore.Config{Servers: []string{srv.URL()}, Job: "e2e-single", History: auditHistory})
+	j := startJob(t, natsDeployment(natsstore.Config{Servers: []string{srv.URL()}, Job: "e2e-single", History: auditHistory}))
 	pw := j.watchProgress()
 	j.waitDelivered(0.3)
 	srv.Stop()
@@ -391,7 +408,7 @@ func TestJobSurvivesAClusterNodeRestart(t *testing.T) {
 	for _, n := range nodes {
 		cfg.Servers = append(cfg.Servers, n.URL())
 	}
-	j := startJob(t, cfg)
+	j := startJob(t, natsDeployment(cfg))
 	pw := j.watchProgress()
 	j.waitDelivered(0.3)
 	victim := streamLeader(t, nodes, "KV_coordination_e2e-r3_state")

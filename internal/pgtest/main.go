@@ -45,3 +45,19 @@ var names atomic.Int64
 func UniqueName(prefix string) string {
 	return fmt.Sprintf("%s%d", prefix, names.Add(1))
 }
+
+// StartT starts a server of t's own (for a test that stops or kills it)
+// and removes it when t ends. When no server binaries are found it skips t
+// naming what to install, or fails it when RequireEnv is set.
+func StartT(t testing.TB, settings ...string) *Server {
+	t.Helper()
+	s, err := Start(settings...)
+	switch {
+	case errors.Is(err, ErrNoBinaries) && os.Getenv(RequireEnv) == "":
+		t.Skip("no PostgreSQL server binaries found; " + InstallHint)
+	case err != nil:
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Remove)
+	return s
+}

@@ -310,3 +310,74 @@ func (s *Server) Exec(ctx context.Context, sql string, args ...any) error {
 	}
 	return nil
 }
+
+// clockTick is the kernel's accounting unit of /proc/<pid>/stat times
+// (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// CPUTime returns the processor time the server has used so far: its
+// postmaster's, its live backends' and that of the backends that exited
+// (Linux /proc accounting, 10ms resolution). 0 when it is not running.
+func (s *Server) CPUTime() time.Duration {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return 0
+	}
+	pm := cmd.Process.Pid
+	total := procTicks(pm, true)
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == pm {
+			continue
+		}
+		if parentOf(pid) == pm {
+			total += procTicks(pid, false)
+		}
+	}
+	return time.Duration(total) * clockTick
+}
+
+// statFields returns the fields of /proc/pid/stat after the command name.
+func statFields(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+// parentOf returns pid's parent, or 0.
+func parentOf(pid int) int {
+	f := statFields(pid)
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+// procTicks returns pid's user and system time in clock ticks, plus its
+// waited-for children's when children is set.
+func procTicks(pid int, children bool) int64 {
+	f := statFields(pid) // f[11..14]: utime stime cutime cstime
+	if len(f) < 15 {
+		return 0
+	}
+	n := 2
+	if children {
+		n = 4
+	}
+	var t int64
+	for _, v := range f[11 : 11+n] {
+		x, _ := strconv.ParseInt(v, 10, 64)
+		t += x
+	}
+	return t
+}

@@ -16,16 +16,7 @@ import (
 )
 
 // ownServer starts a server of the test's own, for tests that stop it.
-func ownServer(t *testing.T) *pgtest.Server {
-	t.Helper()
-	pgtest.Need(t, srv)
-	s, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Remove)
-	return s
-}
+func ownServer(t *testing.T) *pgtest.Server { return pgtest.StartT(t) }
 
 func TestStatementTimeoutBoundsEveryCall(t *testing.T) {
 	s := pgtest.Need(t, srv)

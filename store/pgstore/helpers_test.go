@@ -13,7 +13,7 @@ import (
 
 // testTTL is the lease TTL of the package's own tests: short, so that
 // expiries and sweeps happen within a second.
-const testTTL = 600 * time.Millisecond
+const testTTL = time.Second
 
 // newStore opens a store on server s with cfg (DSN and Job filled in when
 // empty) and closes it when t ends.

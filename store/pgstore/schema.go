@@ -222,6 +222,12 @@ func (s *Store) setup(ctx context.Context, pool *pgxpool.Pool) error {
 		return coordination.Errorf(coordination.Fatal, "pgstore: job %q does not exist: no schema %s in this database (ExistingOnly is set, so it is not created); check the job name and the database", s.cfg.Job, s.sc.name)
 	}
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		// Concurrent first starts queue on the lock behind each other's
+		// DDL, longer than the store's statement timeout on a loaded
+		// server: only ctx bounds the setup.
+		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+			return err
+		}
 		if _, err := tx.Exec(ctx, s.sc.sql("SELECT pg_advisory_xact_lock({lock})")); err != nil {
 			return err
 		}

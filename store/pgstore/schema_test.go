@@ -49,7 +49,7 @@ func TestJobLeaseTTLIsFixed(t *testing.T) {
 	mustCreate(t, newStore(t, s, Config{Job: job}, testTTL), store.Durable, "k", "v")
 	other := newStore(t, s, Config{Job: job}, 2*testTTL)
 	_, _, err := other.Create(opCtx(t), store.Durable, "k2", nil)
-	wantKind(t, err, coordination.Fatal, "lease TTL of 600ms", "1.2s")
+	wantKind(t, err, coordination.Fatal, "lease TTL of 1s", "2s")
 	ttl, err := JobLeaseTTL(opCtx(t), Config{DSN: s.DSN("postgres"), Job: job, ExistingOnly: true})
 	if err != nil || ttl != testTTL {
 		t.Errorf("JobLeaseTTL = %v, %v; want %v", ttl, err, testTTL)
