@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-
 )
 
 // Exit statuses of [Run].

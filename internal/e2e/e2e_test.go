@@ -88,12 +88,12 @@ func natsDeployment(cfg natsstore.Config) deployment {
 
 // job is one run of the job against a deployment.
 type job struct {
-	t       *testing.T
-	dep     deployment
-	out     *ledger
-	log     *slog.Logger
-	logs    *syncBuffer
-	fp      uint64
+	t    *testing.T
+	dep  deployment
+	out  *ledger
+	log  *slog.Logger
+	logs *syncBuffer
+	fp   uint64
 
 	results chan error // one per worker
 	srcs    []*source
