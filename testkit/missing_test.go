@@ -17,14 +17,7 @@ import (
 // deleteProgress deletes split's progress record as an operator would.
 func deleteProgress(t *testing.T, f *Fleet, split coordination.SplitID) {
 	t.Helper()
-	key := protocol.ProgressKey(split)
-	e, ok, err := f.Store().Get(t.Context(), store.Durable, key)
-	if err != nil || !ok {
-		t.Fatalf("read %s: found=%v err=%v", key, ok, err)
-	}
-	if ok, err := f.Store().Delete(t.Context(), store.Durable, key, e.Revision); !ok || err != nil {
-		t.Fatalf("delete %s: ok=%v err=%v", key, ok, err)
-	}
+	deleteRecord(t, f, protocol.ProgressKey(split))
 }
 
 // readProgress returns split's stored progress record; false if absent.
