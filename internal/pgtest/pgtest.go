@@ -300,7 +300,12 @@ func (s *Server) CreateDatabase(ctx context.Context, name string) error {
 
 // Exec runs sql as the superuser on database postgres.
 func (s *Server) Exec(ctx context.Context, sql string, args ...any) error {
-	c, err := pgx.Connect(ctx, s.DSN("postgres"))
+	return s.ExecOn(ctx, "postgres", sql, args...)
+}
+
+// ExecOn runs sql as the superuser on database db.
+func (s *Server) ExecOn(ctx context.Context, db, sql string, args ...any) error {
+	c, err := pgx.Connect(ctx, s.DSN(db))
 	if err != nil {
 		return fmt.Errorf("pgtest: %w", err)
 	}
