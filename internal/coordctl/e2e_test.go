@@ -68,7 +68,10 @@ func operateJob(t *testing.T, be backend) {
 	if held := s.Workers[0].Held + s.Workers[1].Held; held != 3 {
 		t.Fatalf("workers hold %d splits, want 3: %+v", held, s.Workers)
 	}
-	code, table, _ := ctl(t, ctx, be, job, "status")
+	// The connection flags before the command, as operators type them.
+	var tableOut, tableErr bytes.Buffer
+	code := Run(ctx, append(append([]string{"-job", job}, be.conn...), "status"), &tableOut, &tableErr)
+	table := tableOut.String() + tableErr.String()
 	for _, want := range []string{"state        running", "quarantined  1", "s-1          1         20", "WORKER"} {
 		if code != ExitOK || !strings.Contains(table, want) {
 			t.Fatalf("status table (exit %d) lacks %q:\n%s", code, want, table)
@@ -97,7 +100,10 @@ func operateJob(t *testing.T, be backend) {
 
 	// Requeue: a completed split is refused; the quarantined one turns
 	// runnable with fresh attempts.
-	if code, _, stderr := ctl(t, ctx, be, job, "requeue", "s-0"); code != ExitError || !strings.Contains(stderr, "split s-0 is completed, not quarantined") {
+	// Flags after the split ids.
+	var reqOut, reqErr bytes.Buffer
+	code = Run(ctx, append([]string{"requeue", "s-0", "-job", job}, be.conn...), &reqOut, &reqErr)
+	if stderr := reqErr.String(); code != ExitError || !strings.Contains(stderr, "split s-0 is completed, not quarantined") {
 		t.Fatalf("requeue of a completed split: exit %d, %q", code, stderr)
 	}
 	if code, out, stderr := ctl(t, ctx, be, job, "requeue", "-all-quarantined"); code != ExitOK || !strings.Contains(out, "requeued s-1") {

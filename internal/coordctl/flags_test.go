@@ -25,7 +25,7 @@ func TestRunRejectsBadUsageNamingTheFlag(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no command", nil, ExitUsage, "usage: coordctl <command>"},
+		{"no command", nil, ExitUsage, "usage: coordctl [connection flags] <command>"},
 		{"unknown command", []string{"stats"}, ExitUsage, `unknown command "stats"; the commands are status, watch, requeue, delete-job, audit`},
 		{"no -nats", []string{"status", "-job", "j"}, ExitUsage, "-nats is required"},
 		{"no -job", []string{"status", "-nats", "nats://h:1"}, ExitUsage, "-job is required"},
@@ -62,6 +62,41 @@ func TestRunRejectsBadUsageNamingTheFlag(t *testing.T) {
 				t.Fatalf("a secret was printed: %q", errb.String())
 			}
 		})
+	}
+}
+
+func TestFlagsGoBeforeOrAfterTheCommand(t *testing.T) {
+	// A job name that Validate refuses stops each run before any I/O, so
+	// the error shows which flags were read: every placement must read
+	// -job (and -nats: without it the error would be "-store or -nats is
+	// required").
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"before", []string{"-nats", "nats://h:1", "-job", "a.b", "status"}, "Job must be 1..64 characters"},
+		{"both sides", []string{"-nats", "nats://h:1", "status", "-json", "-job", "a.b"}, "Job must be 1..64 characters"},
+		{"after the ids", []string{"requeue", "s-1", "s-2", "-nats", "nats://h:1", "-job", "a.b"}, "Job must be 1..64 characters"},
+		{"between the ids", []string{"requeue", "s-1", "-nats", "nats://h:1", "s-2", "-job", "a.b"}, "Job must be 1..64 characters"},
+		{"ids after --", []string{"-nats", "nats://h:1", "-job", "j", "requeue", "--", "-x", "a.b"}, `argument "a.b"`},
+		{"a command flag before the command", []string{"-json", "status"}, "before the command only the connection flags are accepted"},
+		{"flags but no command", []string{"-nats", "nats://h:1", "-job", "j"}, "usage: coordctl [connection flags] <command>"},
+		{"unknown command after flags", []string{"-nats", "nats://h:1", "stats"}, `unknown command "stats"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			if code := Run(t.Context(), tt.args, &out, &errb); code != ExitUsage || !strings.Contains(errb.String(), tt.want) {
+				t.Fatalf("Run(%q) = %d, stderr %q; want %d containing %q", tt.args, code, errb.String(), ExitUsage, tt.want)
+			}
+		})
+	}
+	for _, help := range [][]string{{"-h"}, {"help"}, {"-nats", "nats://h:1", "-h"}, {"-nats", "nats://h:1", "status", "-h"}} {
+		var out, errb bytes.Buffer
+		if code := Run(t.Context(), help, &out, &errb); code != ExitOK || !strings.Contains(errb.String(), "usage: coordctl") {
+			t.Fatalf("Run(%q) = %d, stderr %q; want the usage and exit 0", help, code, errb.String())
+		}
 	}
 }
 
