@@ -18,7 +18,7 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/coordctl"
 	"github.com/spate-go/coordination/internal/examplekit"
-	"github.com/spate-go/coordination/store/natsstore"
+	"github.com/spate-go/coordination/store"
 )
 
 // jobOf returns the job name: -job, or one derived from the plan, so every
@@ -48,7 +48,7 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	}
 	defer srv.close(stage, stderr)
 	stage.Set("opening the job's ledger")
-	sink, err := openLedger(ctx, srv.url, job)
+	sink, err := srv.openLedger(ctx, job)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 		return nil, err
 	}
 	defer stopMetrics()
-	workers, err := newWorkers(o, job, srv.url, sink, f, logger, reg)
+	workers, err := newWorkers(o, srv.storeOpener(job), sink, f, logger, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	}
 	if o.audit && rep.Outcome == outcomeOK {
 		stage.Set("auditing the job")
-		auditJob(context.WithoutCancel(ctx), srv.url, job, rep)
+		auditJob(context.WithoutCancel(ctx), srv.ctlFlags(job), rep)
 	}
 	if rep.Outcome == outcomeOK && o.Instance == "" {
 		stage.Set("removing the completed job")
@@ -114,17 +114,13 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	return rep, nil
 }
 
-// newWorkers builds this process's workers of job on the NATS server at url:
-// the one -instance names, or a fleet of -workers.
-func newWorkers(o *options, job, url string, sink *ledger, f *fleet, logger *slog.Logger, reg prometheus.Registerer) ([]*worker, error) {
-	// History 64: the state bucket keeps up to 64 revisions per key, so the
-	// final audit sees every write of a run of this size (a split's records
-	// are written a few dozen times at most).
-	natsCfg := natsstore.Config{Servers: []string{url}, Job: job, History: 64}
+// newWorkers builds this process's workers of the job, each with a store of
+// its own from open: the one -instance names, or a fleet of -workers.
+func newWorkers(o *options, open func() (store.Store, error), sink *ledger, f *fleet, logger *slog.Logger, reg prometheus.Registerer) ([]*worker, error) {
 	runID := randomHex(4)
 	var workers []*worker
 	for _, name := range o.Names(o.workers) {
-		w, err := newWorker(name, runID, natsCfg, sink, newReadPace(o.pace), o.pauseAt, f, logger, reg)
+		w, err := newWorker(name, runID, open, sink, newReadPace(o.pace), o.pauseAt, f, logger, reg)
 		if err != nil {
 			return nil, err
 		}
@@ -163,9 +159,9 @@ func runFleet(ctx context.Context, o *options, plan planner, sink *ledger, worke
 
 // auditJob runs coordctl audit on the job and adds its lines to rep; a
 // violation, or an audit that could not run, fails the run.
-func auditJob(ctx context.Context, url, job string, rep *report) {
+func auditJob(ctx context.Context, conn []string, rep *report) {
 	var out bytes.Buffer
-	code := coordctl.Run(ctx, []string{"audit", "-nats", url, "-job", job, "-lease", leaseDuration.String()}, &out, &out)
+	code := coordctl.Run(ctx, append([]string{"audit"}, conn...), &out, &out)
 	rep.Audit = strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	switch code {
 	case coordctl.ExitOK:

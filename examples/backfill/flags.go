@@ -1,15 +1,19 @@
 package main
 
 import (
+	"strings"
 	"time"
 
 	"github.com/spate-go/coordination/internal/examplekit"
 	"github.com/spate-go/coordination/store/natsstore"
+	"github.com/spate-go/coordination/store/pgstore"
 )
 
 // options are the parsed flags.
 type options struct {
 	examplekit.Common // -nats, -instance, -timeout, -log
+
+	postgres string // -postgres: the DSN of a PostgreSQL database instead of NATS
 
 	workers  int
 	splits   int
@@ -33,7 +37,8 @@ const usageText = `usage: backfill [flags]
 
 Backfills a generated data set with several coordinated workers and reports
 records planned, delivered, duplicated and lost, for the whole job: every
-delivery is recorded in the job's ledger in NATS before it is acknowledged.
+delivery is recorded in the job's ledger in its store (NATS, or PostgreSQL
+with -postgres) before it is acknowledged.
 With no flags it runs 4 workers against an embedded NATS server and crashes
 one of them at 40%. An interrupted run (SIGINT, SIGTERM, kill -9) resumes
 when run again with the same flags.
@@ -48,7 +53,8 @@ flags:
 // parseFlags parses args. Errors have already been printed with the usage.
 func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 	o := &options{}
-	o.Register(f.FlagSet, "run one worker with this instance id against -nats; start several processes to divide one job")
+	o.Register(f.FlagSet, "run one worker with this instance id against -nats or -postgres; start several processes to divide one job")
+	f.StringVar(&o.postgres, "postgres", "", "PostgreSQL DSN (postgres://user@host:5432/db?sslmode=...) to coordinate and keep the ledger in, instead of NATS; the password from PGPASSWORD or ~/.pgpass")
 	f.IntVar(&o.workers, "workers", 4, "workers to run in this process (ignored with -instance)")
 	f.IntVar(&o.splits, "splits", 64, "splits to cut the data set into")
 	f.Int64Var(&o.records, "records", 1_000_000, "records in the data set")
@@ -61,7 +67,7 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 	f.Int64Var(&o.pace, "pace", 2000, "records per second each lane reads")
 	f.BoolVar(&o.quiet, "quiet", false, "print only the final report: no progress, no event log, and no library logs unless -log is given")
 	f.BoolVar(&o.plain, "plain", false, "plain progress lines instead of bars even on a terminal")
-	f.BoolVar(&o.verify, "verify", false, "only read the job's ledger on -nats and report whether every record was delivered (same -splits, -records or -job as the run)")
+	f.BoolVar(&o.verify, "verify", false, "only read the job's ledger on -nats or -postgres and report whether every record was delivered (same -splits, -records or -job as the run)")
 	f.BoolVar(&o.audit, "audit", true, "after a completed run, audit the job's write history like coordctl audit (fencing invariants per split) and fail on a violation")
 	f.StringVar(&o.data, "data", "", "store directory of the embedded NATS server, held by one run at a time and kept until the job completes so a rerun resumes (default: the job's directory under the system temp dir, or one of this run's own while another run holds that)")
 	if err := f.Parse(args); err != nil {
@@ -84,6 +90,14 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 		return nil, f.Bad("-crash-at must be a fraction in [0, 1), got %g", o.crashAt)
 	case o.outage < 0:
 		return nil, f.Bad("-outage must not be negative, got %s", o.outage)
+	case o.postgres != "" && o.NATS != "":
+		return nil, f.Bad("-postgres and -nats name two stores; pass one")
+	case o.postgres != "" && !strings.HasPrefix(o.postgres, "postgres://") && !strings.HasPrefix(o.postgres, "postgresql://"):
+		return nil, f.Bad("-postgres must be a postgres:// URL, got %q", pgstore.RedactDSN(o.postgres))
+	case o.outage > 0 && o.postgres != "":
+		return nil, f.Bad("-outage stops the embedded NATS server; it cannot be used with -postgres")
+	case o.postgres != "" && len(o.job) > maxPostgresJob:
+		return nil, f.Bad("-job must be at most %d characters on PostgreSQL (its ledger's schema name must fit), got %d", maxPostgresJob, len(o.job))
 	case o.outage > 0 && o.NATS != "":
 		return nil, f.Bad("-outage stops the embedded NATS server; it cannot be used with -nats")
 	case o.outageAt <= 0 || o.outageAt >= 1:
@@ -92,10 +106,10 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 		return nil, f.Bad("-pause-after must not be negative, got %s", o.pauseAt)
 	case o.pace < 1:
 		return nil, f.Bad("-pace must be at least 1 record per second, got %d", o.pace)
-	case o.verify && o.NATS == "":
-		return nil, f.Bad("-verify needs -nats: it reads the job's ledger on that server")
-	case o.Instance != "" && o.NATS == "":
-		return nil, f.Bad("-instance needs -nats: the processes of one job must share a NATS server")
+	case o.verify && o.NATS == "" && o.postgres == "":
+		return nil, f.Bad("-verify needs -nats or -postgres: it reads the job's ledger there")
+	case o.Instance != "" && o.NATS == "" && o.postgres == "":
+		return nil, f.Bad("-instance needs -nats or -postgres: the processes of one job must share a store")
 	case o.Instance == "" && o.crashAt > 0 && o.workers < 2:
 		return nil, f.Bad("-crash-at needs at least 2 workers (someone must recover the crashed worker's splits); use -crash-at 0")
 	}

@@ -41,13 +41,31 @@ type delivery struct {
 // lost. A watch keeps a local mirror of the whole bucket for the progress
 // display, the takeover notes and the report. Safe for concurrent use.
 type ledger struct {
-	nc *nats.Conn
-	kv jetstream.KeyValue
-	w  jetstream.KeyWatcher
+	b ledgerBackend
 
 	mu      sync.Mutex
 	entries map[string]delivery // the mirror, by key
+}
 
+// ledgerBackend is where a ledger lives: a KV bucket of the job's NATS
+// server (natsLedger), or a store of its own in the job's PostgreSQL
+// database (pgLedger, see pgledger.go). Each keeps the ledger's mirror
+// current with every entry, whichever process wrote it, until close.
+type ledgerBackend interface {
+	// put writes key durably.
+	put(ctx context.Context, key string, value []byte) error
+	// readAll applies every entry there now to the ledger's mirror.
+	readAll(ctx context.Context) error
+	// close stops following the entries and drops the connection.
+	close()
+}
+
+// natsLedger is a ledger's KV bucket and the watch that mirrors it.
+type natsLedger struct {
+	l    *ledger
+	nc   *nats.Conn
+	kv   jetstream.KeyValue
+	w    jetstream.KeyWatcher
 	done chan struct{} // closed when the mirror goroutine has exited
 }
 
@@ -115,12 +133,14 @@ func newLedger(ctx context.Context, nc *nats.Conn, job string, create bool) (*le
 	if err != nil {
 		return nil, err
 	}
-	l := &ledger{nc: nc, kv: kv, w: w, entries: map[string]delivery{}, done: make(chan struct{})}
-	if err := l.initial(ctx, w); err != nil {
+	l := &ledger{entries: map[string]delivery{}}
+	n := &natsLedger{l: l, nc: nc, kv: kv, w: w, done: make(chan struct{})}
+	l.b = n
+	if err := n.initial(ctx, w); err != nil {
 		_ = w.Stop()
 		return nil, err
 	}
-	go l.mirror()
+	go n.mirror()
 	return l, nil
 }
 
@@ -145,7 +165,7 @@ func noSuchJob(ctx context.Context, js jetstream.JetStream, job, url string) err
 }
 
 // initial applies w's initial values, up to the marker that ends them.
-func (l *ledger) initial(ctx context.Context, w jetstream.KeyWatcher) error {
+func (n *natsLedger) initial(ctx context.Context, w jetstream.KeyWatcher) error {
 	for {
 		select {
 		case u, ok := <-w.Updates():
@@ -155,47 +175,68 @@ func (l *ledger) initial(ctx context.Context, w jetstream.KeyWatcher) error {
 			if u == nil { // every existing entry is in
 				return nil
 			}
-			l.apply(u)
+			n.apply(u)
 		case <-ctx.Done():
 			return fmt.Errorf("reading the ledger: %w", ctx.Err())
 		}
 	}
 }
 
-// refresh reads the whole bucket again, so the mirror holds at least every
+// refresh reads the whole ledger again, so the mirror holds at least every
 // entry written before the call, whichever process wrote it.
 func (l *ledger) refresh(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, ledgerTimeout)
 	defer cancel()
-	w, err := l.kv.WatchAll(ctx)
+	return l.b.readAll(ctx)
+}
+
+// readAll reads the whole bucket again.
+func (n *natsLedger) readAll(ctx context.Context) error {
+	w, err := n.kv.WatchAll(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the ledger: %w", err)
 	}
 	defer func() { _ = w.Stop() }()
-	return l.initial(ctx, w)
+	return n.initial(ctx, w)
 }
 
 // mirror applies the watch's live updates until it is stopped.
-func (l *ledger) mirror() {
-	defer close(l.done)
-	for u := range l.w.Updates() {
+func (n *natsLedger) mirror() {
+	defer close(n.done)
+	for u := range n.w.Updates() {
 		if u != nil {
-			l.apply(u)
+			n.apply(u)
 		}
 	}
 }
 
-// apply folds one KV entry into the mirror; an entry that does not decode is
+// apply folds one KV entry into the mirror.
+func (n *natsLedger) apply(u jetstream.KeyValueEntry) {
+	if u.Operation() == jetstream.KeyValuePut {
+		n.l.apply(u.Key(), u.Value())
+	}
+}
+
+func (n *natsLedger) put(ctx context.Context, key string, value []byte) error {
+	_, err := n.kv.Put(ctx, key, value)
+	return err
+}
+
+// close stops the mirror and drops the connection.
+func (n *natsLedger) close() {
+	_ = n.w.Stop()
+	<-n.done
+	n.nc.Close()
+}
+
+// apply folds one entry into the mirror; an entry that does not decode is
 // not one of ours and is skipped.
-func (l *ledger) apply(u jetstream.KeyValueEntry) {
-	if u.Operation() != jetstream.KeyValuePut {
-		return
-	}
+func (l *ledger) apply(key string, value []byte) {
 	var d delivery
-	if err := json.Unmarshal(u.Value(), &d); err != nil {
+	if err := json.Unmarshal(value, &d); err != nil {
 		return
 	}
-	l.put(u.Key(), d)
+	l.put(key, d)
 }
 
 // put keeps the larger of two versions of one key (a watch may deliver an
@@ -216,7 +257,7 @@ func (l *ledger) record(key string, d delivery) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ledgerTimeout)
 	defer cancel()
-	if _, err := l.kv.Put(ctx, key, b); err != nil {
+	if err := l.b.put(ctx, key, b); err != nil {
 		return fmt.Errorf("recording %s %d-%d in the ledger: %w", d.Split, d.Start, d.End, err)
 	}
 	l.put(key, d)
@@ -250,11 +291,7 @@ func (l *ledger) snapshot() []delivery {
 }
 
 // close stops the mirror and drops the connection.
-func (l *ledger) close() {
-	_ = l.w.Stop()
-	<-l.done
-	l.nc.Close()
-}
+func (l *ledger) close() { l.b.close() }
 
 // tally is what the ledger says about a job.
 type tally struct {

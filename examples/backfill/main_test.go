@@ -43,6 +43,10 @@ func TestBadFlagsExitTwoWithUsage(t *testing.T) {
 		{Name: "bad nats url with a token", Args: []string{"-nats", "http://TOKEN@x"}, Want: `-nats: scheme must be nats:// or tls://, got "http://<redacted>@x"`},
 		{Name: "comma in a password", Args: []string{"-nats", "nats://svc:pa,ss@x"}, Want: `-nats: the client splits it at commas into 2 URLs, and in URL 1 the URL does not parse (write a comma inside a password or token as %2C), got "nats://<redacted>@x"`},
 		{Name: "bad job", Args: []string{"-job", "a b"}, Want: "natsstore: Job must be 1..64 characters"},
+		{Name: "two stores", Args: []string{"-postgres", "postgres://svc@db/x", "-nats", "nats://127.0.0.1:1"}, Want: "-postgres and -nats name two stores; pass one"},
+		{Name: "bad postgres url", Args: []string{"-postgres", "mysql://svc:hunter2@db/x"}, Want: "-postgres must be a postgres:// URL"},
+		{Name: "outage on postgres", Args: []string{"-postgres", "postgres://svc@db/x", "-outage", "2s"}, Want: "cannot be used with -postgres"},
+		{Name: "long job on postgres", Args: []string{"-postgres", "postgres://svc@db/x", "-job", strings.Repeat("j", 44)}, Want: "-job must be at most 43 characters on PostgreSQL"},
 		{Name: "bad log level", Args: []string{"-log", "loud"}, Want: `-log must be debug, info, warn, error or off, got "loud"`},
 		{Name: "not a number", Args: []string{"-records", "many"}, Want: `invalid value "many" for flag -records`},
 	})

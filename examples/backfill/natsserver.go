@@ -14,7 +14,9 @@ import (
 
 	"github.com/spate-go/coordination/internal/embednats"
 	"github.com/spate-go/coordination/internal/examplekit"
+	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/natsstore"
+	"github.com/spate-go/coordination/store/pgstore"
 )
 
 // embeddedServer is an in-process NATS server with JetStream, listening on a
@@ -56,9 +58,11 @@ func (e *embeddedServer) outage(ctx context.Context, d time.Duration) error {
 	return e.srv.Restart()
 }
 
-// natsServer is the NATS server a run uses: the one -nats names, or an
-// embedded one over a store directory this run holds (see ownStore).
+// natsServer is the store server a run uses: the NATS server -nats names,
+// an embedded one over a store directory this run holds (see ownStore), or
+// the PostgreSQL database -postgres names (pg).
 type natsServer struct {
+	pg       string          // the -postgres DSN; "" on NATS
 	url      string          // client URL
 	where    string          // how the start line describes it, with no secrets
 	embedded *embeddedServer // nil with -nats
@@ -72,6 +76,9 @@ type natsServer struct {
 // server over the store ownStore picks, which it says on notice when it is
 // not the job's usual one.
 func openNATS(o *options, job string, stage *examplekit.Stage, notice io.Writer) (*natsServer, error) {
+	if o.postgres != "" {
+		return &natsServer{pg: o.postgres, where: "PostgreSQL at " + pgstore.RedactDSN(o.postgres)}, nil
+	}
 	if o.NATS != "" {
 		return &natsServer{url: o.NATS, where: "NATS at " + natsstore.RedactURL(o.NATS)}, nil
 	}
@@ -129,6 +136,12 @@ func (s *natsServer) resumeHint() string {
 // processes (-instance) is left for -verify, an interrupted one for the rerun
 // that resumes it: the caller does not call jobCompleted for those.
 func (s *natsServer) jobCompleted(ctx context.Context, job string, stderr io.Writer) {
+	if s.pg != "" {
+		if err := removePGJob(ctx, s.pg, job); err != nil {
+			fmt.Fprintf(stderr, "backfill: %v\n", err)
+		}
+		return
+	}
 	if s.embedded != nil {
 		s.removeStore = true
 		return
@@ -181,4 +194,53 @@ func removeJob(ctx context.Context, url, job string) error {
 // production notes) and the ledger.
 func jobBuckets(job string) []string {
 	return []string{"coordination_" + job + "_state", "coordination_" + job + "_lease", ledgerBucket(job)}
+}
+
+// openLedger opens job's ledger on the run's store, creating it if needed.
+func (s *natsServer) openLedger(ctx context.Context, job string) (*ledger, error) {
+	if s.pg != "" {
+		return openPGLedger(ctx, s.pg, job, true)
+	}
+	return openLedger(ctx, s.url, job)
+}
+
+// storeOpener returns how a worker opens job's coordination store: a
+// natsstore whose state bucket keeps 64 revisions per key (so the final
+// audit sees every write of a run of this size: a split's records are
+// written a few dozen times at most), or a pgstore (whose change log keeps
+// every write of the last 10 minutes).
+func (s *natsServer) storeOpener(job string) func() (store.Store, error) {
+	if s.pg != "" {
+		cfg := pgstore.Config{DSN: s.pg, Job: job}
+		return func() (store.Store, error) { return pgstore.New(cfg, leaseDuration) }
+	}
+	cfg := natsstore.Config{Servers: []string{s.url}, Job: job, History: 64}
+	return func() (store.Store, error) { return natsstore.New(cfg, leaseDuration) }
+}
+
+// ctlFlags are coordctl's flags naming the run's store and job.
+func (s *natsServer) ctlFlags(job string) []string {
+	if s.pg != "" {
+		return []string{"-store", s.pg, "-job", job}
+	}
+	return []string{"-nats", s.url, "-job", job, "-lease", leaseDuration.String()}
+}
+
+// removePGJob drops the schemas of job and of its ledger on the database
+// at dsn, so a rerun starts afresh.
+func removePGJob(ctx context.Context, dsn, job string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var errs []error
+	for _, j := range []string{job, ledgerJob(job)} {
+		st, err := pgstore.New(pgstore.Config{DSN: dsn, Job: j, ExistingOnly: true}, leaseDuration)
+		if err == nil {
+			err = st.DeleteJob(ctx)
+			_ = st.Close()
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("removing job %s: %w", j, err))
+		}
+	}
+	return errors.Join(errs...)
 }

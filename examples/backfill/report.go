@@ -36,7 +36,7 @@ type workerShare struct {
 }
 
 // report is the outcome of a run, for the whole job: the record counts come
-// from the job's ledger in NATS, so they include every process's deliveries.
+// from the job's ledger in its store, so they include every process's deliveries.
 type report struct {
 	Instance   string // "" when this process ran a whole fleet
 	Verify     bool   // a -verify run: the ledger only, no workers
@@ -192,7 +192,7 @@ func (r *report) write(w io.Writer) {
 func (r *report) result() string {
 	switch {
 	case r.Outcome == outcomeOK:
-		return paint(r.Color, green, "OK") + ", every planned record was delivered at least once (per the job's ledger in NATS)"
+		return paint(r.Color, green, "OK") + ", every planned record was delivered at least once (per the job's ledger in its store)"
 	case r.Outcome == outcomeInterrupted:
 		return paint(r.Color, yellow, "interrupted") + "; " + r.Resume
 	case r.Verify:

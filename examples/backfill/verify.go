@@ -6,12 +6,18 @@ import (
 	"fmt"
 )
 
-// verify reads the job's ledger on -nats and reports on it alone. It
+// verify reads the job's ledger on -nats or -postgres and reports on it alone. It
 // creates nothing: a job with no ledger there is "no such job", naming the
 // job it looked for and how that name was chosen.
 func verify(ctx context.Context, o *options) (*report, error) {
 	ds := newDataset(o.splits, o.records)
-	sink, err := readLedger(ctx, o.NATS, jobOf(o, planner{ds: ds}))
+	var sink *ledger
+	var err error
+	if o.postgres != "" {
+		sink, err = openPGLedger(ctx, o.postgres, jobOf(o, planner{ds: ds}), false)
+	} else {
+		sink, err = readLedger(ctx, o.NATS, jobOf(o, planner{ds: ds}))
+	}
 	if errors.Is(err, errNoSuchJob) {
 		how := "the -job given"
 		if o.job == "" {

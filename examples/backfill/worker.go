@@ -14,7 +14,7 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/driver"
 	"github.com/spate-go/coordination/internal/examplekit"
-	"github.com/spate-go/coordination/store/natsstore"
+	"github.com/spate-go/coordination/store"
 )
 
 // Timing of every worker: examplekit's, and a commit twice a second.
@@ -58,7 +58,7 @@ func stateName(s int32) string {
 }
 
 // worker is one member of the job: its own hollywood engine, NATS connection
-// (a natsstore.Store), coordinator and source, run by driver.Run. In a real
+// (a natsstore.Store or a pgstore.Store), coordinator and source, run by driver.Run. In a real
 // deployment each worker is a process; here several may run in one process
 // and share nothing but the ledger's connection.
 type worker struct {
@@ -80,11 +80,11 @@ type worker struct {
 	state atomic.Int32 // stateRunning etc.
 }
 
-// newWorker builds worker name against the NATS servers of job. No I/O
+// newWorker builds worker name on a store of its own from open. No I/O
 // happens until run.
-func newWorker(name, run string, natsCfg natsstore.Config, sink *ledger, pace readPace, pauseAfter time.Duration, f *fleet,
+func newWorker(name, run string, open func() (store.Store, error), sink *ledger, pace readPace, pauseAfter time.Duration, f *fleet,
 	logger *slog.Logger, reg prometheus.Registerer) (*worker, error) {
-	st, err := natsstore.New(natsCfg, leaseDuration)
+	st, err := open()
 	if err != nil {
 		return nil, err
 	}
