@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/examplekit"
 )
 
 // fleet turns the lanes' gains and ends into the event log: takeovers (told
@@ -171,12 +172,4 @@ func victimHolding(workers []*worker) *worker {
 
 // count renders n things with the noun in the right number: "1 split",
 // "2 splits".
-func count[N int | int64](n N, noun string) string {
-	switch {
-	case n == 1:
-		return "1 " + noun
-	case strings.HasSuffix(noun, "y"):
-		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
-}
+func count[N int | int64](n N, noun string) string { return examplekit.Count(n, noun) }

@@ -39,9 +39,9 @@ func (f *fleet) start(ctx context.Context, name string) error {
 	return nil
 }
 
-// run starts the workers, adds the late one and kills the busiest at their
-// thresholds, prints progress, and returns once every worker has ended,
-// with the failures of the workers that were not killed.
+// run starts the workers, adds the late one at its threshold and kills one
+// once past its threshold (see victim), prints progress, and returns once
+// every worker has ended, with the failures of the workers not killed.
 func (f *fleet) run(ctx context.Context, o *options, rep *report, tl *tally) error {
 	var errs []error
 	for _, name := range o.Names(o.workers) {
@@ -76,13 +76,13 @@ func (f *fleet) run(ctx context.Context, o *options, rep *report, tl *tally) err
 			}
 		}
 		if !killed && written >= killAt {
-			if v := f.busiest(); v != nil {
+			if v, ahead := f.victim(); v != nil {
 				killed = true
 				lanes := v.src.open.Load()
 				v.kill()
 				rep.killed = v.name
-				tl.note(fmt.Sprintf("KILL: %s aborted at %s copied, holding %d splits; its leases expire within %s",
-					v.name, percent(written, rep.rows), lanes, leaseDuration))
+				tl.note(fmt.Sprintf("KILL: %s aborted at %s copied, holding %s, %d with pages in the sink past their last commit; its leases expire within %s",
+					v.name, percent(written, rep.rows), examplekit.Count(lanes, "split"), ahead, leaseDuration))
 			}
 		}
 		if now := time.Now(); now.Sub(lastLine) >= progressEvery {
@@ -97,22 +97,28 @@ func (f *fleet) run(ctx context.Context, o *options, rep *report, tl *tally) err
 	return errors.Join(errs...)
 }
 
-// busiest returns the running worker with the most open lanes, nil when none
-// holds any.
-func (f *fleet) busiest() *worker {
-	var best *worker
+// killWindow is where in the commit interval a kill leaves a worker's sink
+// ahead of what its coordinator holds: after the last commit round's writes
+// have landed (they take milliseconds) and before the next round starts.
+const killWindowStart, killWindowEnd = commitEvery * 3 / 10, commitEvery * 8 / 10
+
+// victim returns the running worker to kill now: the one with the most
+// lanes whose sink is ahead of their last commit, in the middle of its
+// commit interval, so the kill shows what the sink's watermark is for (its
+// successors skip those rows, or the sink absorbs them). It returns nil
+// while no worker is at such a point; ahead is the victim's count of such
+// lanes.
+func (f *fleet) victim() (v *worker, ahead int) {
 	for _, w := range f.workers {
 		if w.state.Load() != stateRunning {
 			continue
 		}
-		if best == nil || w.src.open.Load() > best.src.open.Load() {
-			best = w
+		lanes, since := w.src.sinkAhead()
+		if since >= killWindowStart && since < killWindowEnd && lanes > ahead {
+			v, ahead = w, lanes
 		}
 	}
-	if best == nil || best.src.open.Load() == 0 {
-		return nil
-	}
-	return best
+	return v, ahead
 }
 
 // percent renders n/of as a percentage.

@@ -1,7 +1,8 @@
 // Command tablecopy is the library's second example, on a real database: a
 // bounded job that copies a SQLite table of about a million rows into a sink
 // table, divided among several workers coordinated through NATS JetStream.
-// One worker is killed midway and another joins late; at the end SQL proves
+// One worker is killed midway, at a moment its sink is ahead of its last
+// commit to the coordinator, and another joins late; at the end SQL proves
 // that the sink equals the source.
 //
 // Run it with no arguments (it creates its source database in a temporary
@@ -82,7 +83,7 @@ const usageText = `usage: tablecopy [flags]
 Copies a SQLite table into a sink table with several coordinated workers,
 then checks with SQL that the sink equals the source. With no flags it
 generates a 1,000,000-row table in a temporary directory, runs 3 workers
-against an embedded NATS server, adds a 4th at 25%, kills one at 50%, and
+against an embedded NATS server, adds a 4th at 25%, kills one past 50%, and
 compares the throughput with a plain single-process copy.
 Exit status: 0 when the sink equals the source, 1 when not or on failure,
 2 on bad flags.
@@ -102,7 +103,7 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 	f.IntVar(&o.page, "page", 1000, "rows per keyset page (one sink transaction each)")
 	f.IntVar(&o.workers, "workers", 3, "workers to start in this process (ignored with -instance)")
 	f.Float64Var(&o.joinAt, "join-at", 0.25, "start one more worker when this fraction of the rows is copied; 0 disables (not with -instance)")
-	f.Float64Var(&o.killAt, "kill-at", 0.5, "kill the busiest worker when this fraction of the rows is copied; 0 disables (not with -instance)")
+	f.Float64Var(&o.killAt, "kill-at", 0.5, "kill a worker once this fraction of the rows is copied, at a moment its sink is ahead of its last commit (so the sink's watermark has replay to avoid); 0 disables (not with -instance)")
 	f.BoolVar(&o.sinkResume, "sink-resume", true, "resume a split at the sink's watermark when it is ahead of the coordinator's (false: replay and let the sink absorb)")
 	f.BoolVar(&o.baseline, "baseline", true, "also time a plain single-process copy of the table for comparison (not with -instance)")
 	if err := f.Parse(args); err != nil {

@@ -43,9 +43,11 @@ type source struct {
 	byID    map[driver.LaneID]*lane        // lanes not yet stopped; Run's goroutine only
 	readers sync.WaitGroup                 // one per started lane
 	open    atomic.Int64                   // len(lanes), for the kill's choice of victim
+	roundAt atomic.Int64                   // unix nanoseconds of Run's last Acked call: the start of a commit round
 
 	mu        sync.Mutex
 	finishing []coordination.SplitID // lanes that reached end of input since TakeFinishing
+	reading   map[*lane]bool         // started lanes not yet stopped, for the kill's choice of moment
 }
 
 // lane is the state of one tenancy of one split.
@@ -58,6 +60,8 @@ type lane struct {
 	waker     *coordination.Waker
 
 	acked    atomic.Int64  // one past the last key whose page committed in the sink
+	encoded  atomic.Int64  // the last watermark handed to the coordinator to commit (at most what it holds)
+	filled   atomic.Int64  // one past the last key of this lane's last page that held rows
 	draining atomic.Bool   // intake stopped for a revocation
 	stop     chan struct{} // closed once by halt
 	halted   sync.Once
@@ -95,6 +99,7 @@ func newSource(worker string, p *pager, s *sink, sinkResume bool, t *tally, log 
 		kill:       kill,
 		lanes:      make(map[coordination.SplitID]*lane),
 		byID:       make(map[driver.LaneID]*lane),
+		reading:    make(map[*lane]bool),
 	}
 }
 
@@ -121,6 +126,8 @@ func (s *source) OpenSplit(o driver.Opening) error {
 	if o.Resume != nil {
 		l.acked.Store(o.Resume.Watermark)
 	}
+	l.encoded.Store(l.acked.Load())
+	l.filled.Store(l.acked.Load())
 	s.lanes[o.Split.ID] = l
 	s.byID[l.id] = l
 	s.open.Store(int64(len(s.lanes)))
@@ -135,6 +142,9 @@ func (s *source) StartLanes(lanes []driver.Lane) {
 			continue
 		}
 		l.done = make(chan struct{})
+		s.mu.Lock()
+		s.reading[l] = true
+		s.mu.Unlock()
 		s.readers.Go(func() { s.read(l) })
 	}
 }
@@ -155,12 +165,17 @@ func (s *source) StopLanes(ids []driver.LaneID) {
 		if l.done != nil {
 			<-l.done
 		}
+		s.mu.Lock()
+		delete(s.reading, l)
+		s.mu.Unlock()
 		delete(s.byID, id)
 	}
 }
 
 // Acked returns the acknowledged watermark of every lane not yet stopped.
+// Run calls it at the start of every commit round.
 func (s *source) Acked() []driver.Watermark {
+	s.roundAt.Store(time.Now().UnixNano())
 	ws := make([]driver.Watermark, 0, len(s.byID))
 	for _, l := range s.byID {
 		ws = append(ws, driver.Watermark{Partition: l.partition, Value: l.acked.Load()})
@@ -204,6 +219,9 @@ func (s *source) read(l *lane) {
 		s.tally.absorbed.Add(absorbed)
 		pos = next
 		l.acked.Store(pos)
+		if len(rows) > 0 {
+			l.filled.Store(pos)
+		}
 	}
 	s.mu.Lock()
 	s.finishing = append(s.finishing, l.split)
@@ -242,6 +260,9 @@ func (s *source) wait(l *lane, d time.Duration) bool {
 // replayed.
 func (s *source) skipToSink(l *lane, pos int64) int64 {
 	mark, ok, err := s.sink.watermark(s.ctx, string(l.split))
+	if err != nil && s.ctx.Err() != nil {
+		return pos // killed: the lane stops before its first page anyway
+	}
 	if err != nil {
 		s.log.Warn("sink watermark unreadable; replaying from the coordinator's", "split", l.split, "err", err)
 		return pos
@@ -283,7 +304,24 @@ func (s *source) EncodeCommit(split coordination.SplitID, watermark int64) (coor
 	if watermark < l.keys.Lo || watermark > l.keys.Hi {
 		return coordination.SplitProgress{}, fmt.Errorf("split %s: watermark %d is outside its ids %s", split, watermark, l.keys)
 	}
+	l.encoded.Store(watermark)
 	return coordination.SplitProgress{Watermark: watermark, Completed: watermark == l.keys.Hi && !l.draining.Load()}, nil
+}
+
+// sinkAhead returns how many of the lanes still reading have pages with
+// rows in the sink beyond the last watermark handed to the coordinator (a
+// page of ids with no rows spares a successor nothing), and how long ago
+// the last commit round started: a worker killed then leaves its successors
+// rows the sink's watermark spares them. Safe from any goroutine.
+func (s *source) sinkAhead() (lanes int, sinceRound time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for l := range s.reading {
+		if l.filled.Load() > l.encoded.Load() && !l.draining.Load() {
+			lanes++ // a page with rows lies past the last commit
+		}
+	}
+	return lanes, time.Since(time.Unix(0, s.roundAt.Load()))
 }
 
 // Sweep returns completed progress for an open lane whose whole range is
@@ -304,6 +342,9 @@ func (s *source) CloseSplit(split coordination.SplitID) {
 		l.halt()
 		delete(s.lanes, split)
 		s.open.Store(int64(len(s.lanes)))
+		s.mu.Lock()
+		delete(s.reading, l) // its tenancy is over: a kill now spares no successor anything
+		s.mu.Unlock()
 	}
 }
 

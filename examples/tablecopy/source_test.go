@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -210,5 +211,22 @@ func TestRevokedLaneHandsOverAtItsSinkWatermark(t *testing.T) {
 	script.AllComplete()
 	if err := wait(); err != nil {
 		t.Fatalf("Run = %v, want nil", err)
+	}
+}
+
+// TestAKilledLaneDoesNotWarnOfTheSinkWatermark kills the worker before a
+// resumed lane reads the sink's watermark: the read fails with the
+// cancelled context, which is the kill, not something to warn about.
+func TestAKilledLaneDoesNotWarnOfTheSinkWatermark(t *testing.T) {
+	f := newLaneFixture(t, 100)
+	var logs bytes.Buffer
+	s := newSource("w1", newPager(f.db, f.tb, 10), newSink(f.db, f.tb, "w1"), true, f.tally, slog.New(slog.NewTextHandler(&logs, nil)))
+	s.crash()
+	l := &lane{split: f.spec.ID, keys: f.keys}
+	if got := s.skipToSink(l, f.keys.Lo); got != f.keys.Lo {
+		t.Fatalf("skipToSink = %d, want %d (nothing skipped)", got, f.keys.Lo)
+	}
+	if logs.Len() != 0 {
+		t.Fatalf("a killed lane logged:\n%s", logs.String())
 	}
 }

@@ -3,6 +3,7 @@ package examplekit
 import (
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -49,6 +50,18 @@ func Spawn(st store.Store, cfg coordination.Config) (*actors.Coordinator, error)
 		return nil, fmt.Errorf("worker %s: hollywood engine: %w", cfg.InstanceID, err)
 	}
 	return actors.Spawn(engine, st, cfg)
+}
+
+// Count renders n things with the noun in the right number: "1 split",
+// "2 splits", "3 deliveries".
+func Count[N int | int64](n N, noun string) string {
+	switch {
+	case n == 1:
+		return "1 " + noun
+	case strings.HasSuffix(noun, "y"):
+		return fmt.Sprintf("%d %sies", n, strings.TrimSuffix(noun, "y"))
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // Percent renders part of whole as a whole percentage ("100%" of nothing).
