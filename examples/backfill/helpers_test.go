@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/driver"
 	"github.com/spate-go/coordination/internal/examplekit"
@@ -173,4 +176,23 @@ func contextWithCancel(t testing.TB) (context.Context, context.CancelFunc) {
 // -instance, the given -timeout and no library logs.
 func quietCommon(timeout time.Duration) examplekit.Common {
 	return examplekit.Common{Timeout: timeout, Log: "off"}
+}
+
+// bucketNames returns the names of the KV buckets on srv.
+func bucketNames(t testing.TB, srv *embeddedServer) []string {
+	t.Helper()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for name := range js.KeyValueStoreNames(t.Context()).Name() {
+		names = append(names, name)
+	}
+	return names
 }

@@ -12,8 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination/internal/examplekit/exampletest"
@@ -285,16 +283,7 @@ func TestFleetOnAnExternalServerCleansUp(t *testing.T) {
 	if strings.Contains(stdout.String(), "[") {
 		t.Fatalf("-quiet printed progress:\n%s", stdout.String())
 	}
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name := range js.KeyValueStoreNames(t.Context()).Name() {
+	for _, name := range bucketNames(t, srv) {
 		t.Errorf("bucket %s left behind", name)
 	}
 }

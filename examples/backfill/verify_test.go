@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/spate-go/coordination/internal/examplekit/exampletest"
 )
 
@@ -47,19 +44,7 @@ func TestVerifyOfAMissingJobCreatesNothing(t *testing.T) {
 			}
 		})
 	}
-	nc, err := nats.Connect(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var buckets []string
-	for name := range js.KeyValueStoreNames(t.Context()).Name() {
-		buckets = append(buckets, name)
-	}
+	buckets := bucketNames(t, srv)
 	if !slices.Equal(buckets, []string{"backfill_other_ledger"}) {
 		t.Fatalf("buckets after -verify: %v, want only backfill_other_ledger", buckets)
 	}
