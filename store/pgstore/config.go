@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/naming"
 )
 
 // MinLeaseTTL is the shortest lease TTL [New] accepts, the floor of
@@ -109,18 +110,7 @@ func (c Config) Validate() error {
 }
 
 // validJob reports whether job is 1..maxJobLen bytes of [A-Za-z0-9_-].
-func validJob(job string) bool {
-	if len(job) == 0 || len(job) > maxJobLen {
-		return false
-	}
-	for i := 0; i < len(job); i++ {
-		c := job[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+func validJob(job string) bool { return naming.Check("Job", job, maxJobLen) == "" }
 
 // retention returns the effective change-log retention.
 func (c Config) retention() time.Duration {

@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -276,7 +277,7 @@ func (w *watcher) send(ctx context.Context, ev store.WatchEvent) bool {
 // "<keyspace>:<key>") may concern it. It never blocks.
 func (w *watcher) notify(payload string) {
 	ks, key, hasKey := cutPayload(payload)
-	if ks != int(w.ks) || (hasKey && !hasPrefix(key, w.prefix)) {
+	if ks != int(w.ks) || (hasKey && !strings.HasPrefix(key, w.prefix)) {
 		return
 	}
 	select {
@@ -297,8 +298,6 @@ func cutPayload(p string) (ks int, key string, hasKey bool) {
 	}
 	return ks, "", false
 }
-
-func hasPrefix(s, prefix string) bool { return len(s) >= len(prefix) && s[:len(prefix)] == prefix }
 
 // Events returns the watch's events; the channel is closed when the watch
 // ends.
