@@ -78,7 +78,10 @@ type Config struct {
 	// Clock governs every protocol timer. nil means the real clock. A mock
 	// clock is supported only with memstore sharing the same clock.
 	Clock clock.Clock
-	// Logger receives the coordinator's logs. nil discards them.
+	// Logger receives the coordinator's logs, each record with the
+	// worker's "instance". nil means slog.Default(), so warnings are seen
+	// unless asked otherwise; slog.New(slog.DiscardHandler) discards them.
+	// driver.Run and driver.New log to the same logger by default.
 	Logger *slog.Logger
 	// Metrics registers the coordination_* metric families. nil records no
 	// metrics.

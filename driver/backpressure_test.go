@@ -229,7 +229,9 @@ func (s pausableSource) ResumeLanes(ids []driver.LaneID) {
 // landingCoordinator records, per split, the watermark of the last commit
 // that landed (returned nil).
 type landingCoordinator struct {
-	coordination.Coordinator
+	// Embedded whole, so its Logger and InstanceID reach the driver.
+	*actors.Coordinator
+
 	mu     sync.Mutex
 	landed map[coordination.SplitID]int64
 }
@@ -294,8 +296,9 @@ func runOutage(t *testing.T, pausable bool, outage func(*testkit.FaultStore) (re
 		}
 		done := make(chan error, 1)
 		go func() {
+			// No WithLogger: Run logs to the coordinator's logger.
 			done <- driver.Run(t.Context(), c, reader, append([]driver.Option{driver.WithPlanner(pacePlanner{}),
-				driver.WithCommitInterval(paceCommit), driver.WithLogger(log)}, opts...)...)
+				driver.WithCommitInterval(paceCommit)}, opts...)...)
 		}()
 		time.Sleep(cfg.StartupGrace + 2*time.Second) // fake time: past the startup hold, every lane is reading by now
 		synctest.Wait()
@@ -362,6 +365,13 @@ func TestRunPausesIntakeWhileCommitsDoNotLand(t *testing.T) {
 			}
 			if res.pauses == 0 || !strings.Contains(res.logs, "intake paused") || !strings.Contains(res.logs, "intake resumed") {
 				t.Errorf("PauseLanes calls %d; want intake paused and resumed in the log:\n%s", res.pauses, res.logs)
+			}
+			// The driver's records reach the coordinator's logger (Run was
+			// given none) and name the worker.
+			for line := range strings.Lines(res.logs) {
+				if strings.Contains(line, "intake paused") && !strings.Contains(line, " instance=w1") {
+					t.Errorf("the driver's warning does not name the worker: %s", line)
+				}
 			}
 			t.Logf("uncommitted tail at the end of the outage: %d rows (bound %d); %d PauseLanes calls", res.tail, paceBound, res.pauses)
 		})

@@ -54,13 +54,10 @@ func New(c coordination.Coordinator, src Source, opts ...Option) *Driver {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.logger == nil {
-		o.logger = slog.New(slog.DiscardHandler)
-	}
 	d := &Driver{
 		c:            c,
 		src:          src,
-		log:          o.logger,
+		log:          loggerFor(c, o.logger),
 		waker:        coordination.NewWaker(),
 		drainOnStall: o.drainOnStall,
 		held:         make(map[coordination.SplitID]*tenancy),

@@ -36,8 +36,13 @@ func WithStop(stop <-chan struct{}) Option {
 	return func(o *options) { o.stop = stop }
 }
 
-// WithLogger sets the logger for the driver's warnings. nil (the default)
-// discards them.
+// WithLogger sets the logger of the driver's records; the driver adds the
+// coordinator's "instance" to each when the coordinator has an InstanceID
+// method (as *actors.Coordinator does), so pass a logger without one. By
+// default (and with nil) the driver logs to the coordinator's own logger
+// when it has a Logger method (*actors.Coordinator: its Config.Logger, or
+// slog.Default()), else to slog.Default(). Discard with
+// WithLogger(slog.New(slog.DiscardHandler)).
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) { o.logger = l }
 }

@@ -198,6 +198,12 @@ func NewFleet(t testing.TB, opts ...Option) *Fleet {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.logger == nil {
+		// Members discard their logs unless asked (a coordinator's nil
+		// Logger would mean slog.Default(): a property run would flood the
+		// test's output).
+		o.logger = slog.New(slog.DiscardHandler)
+	}
 	if o.failureLogs {
 		buf := &logBuffer{}
 		o.logger = slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -335,9 +341,7 @@ func (f *Fleet) startAs(name, instance string, p coordination.Planner, mutators 
 	}
 	reg := prometheus.NewRegistry()
 	cfg.Metrics = reg
-	if f.opts.logger != nil {
-		cfg.Logger = f.opts.logger
-	}
+	cfg.Logger = f.opts.logger
 	for _, mut := range mutators {
 		mut(&cfg)
 	}

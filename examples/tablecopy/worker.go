@@ -104,7 +104,8 @@ func (w *worker) run(ctx context.Context, p coordination.Planner) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(w.src.ctx, cancel)() // kill ends the run
-	err := driver.Run(ctx, w.coord, w.src, driver.WithPlanner(p), driver.WithCommitInterval(commitEvery), driver.WithLogger(w.src.log))
+	// The driver logs to the coordinator's logger, with the instance.
+	err := driver.Run(ctx, w.coord, w.src, driver.WithPlanner(p), driver.WithCommitInterval(commitEvery))
 	w.src.waitReaders()
 	closeErr := w.close()
 	switch {
