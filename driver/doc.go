@@ -27,6 +27,35 @@
 //	}
 //	err := d.Shutdown(lastAcked)
 //
+// # Lanes, their two ids and their readers
+//
+// A lane is one held split being read. The driver names it two ways, and
+// a source keeps both:
+//
+//   - a [LaneID] names one open attempt: [Opening].Lane, [Lane].ID, and the
+//     lanes of StopLanes, PauseLanes and ResumeLanes (and of [LanesRevoked]
+//     and [LanesRetired]);
+//   - a [PartitionID] names the tenancy's stream of watermarks:
+//     [Opening].Partition, [Lane].Partition, and every [Watermark] (what
+//     Acked returns, what [Driver.Commit] takes, [CommitReady]).
+//
+// They differ only across a failed OpenSplit, which is retried with a fresh
+// LaneID in the same tenancy, so watermarks stay keyed by the partition.
+// Run starts only opened lanes, so from StartLanes to StopLanes the two
+// name one lane one-to-one: keep the lane's PartitionID in its state and
+// index the lanes by LaneID for StopLanes, PauseLanes and ResumeLanes.
+//
+// With [Run], StartLanes starts a reader goroutine per lane, from the
+// lane's resume point; the reader advances the lane's acknowledged
+// watermark and, at the end of its input, records the split for
+// TakeFinishing and wakes the [Opening]'s Waker. StopLanes stops the
+// readers and returns only once each has returned (a row in hand may be
+// finished first), so the lanes acknowledge nothing more. Acked reports
+// every lane still open, stopped ones included, under its PartitionID:
+// Run's final commit reads it after the last StopLanes. A [Pauser] gates
+// the readers at their next row and lets them read on; a paused lane may be
+// stopped without being resumed. ExampleSourceReader shows such a source.
+//
 // # Rules of use
 //
 // A Driver is used by one goroutine, the embedder's control loop. It does no

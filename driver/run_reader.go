@@ -19,7 +19,9 @@ type SourceReader interface {
 // resume point); reading begins in StartLanes, once the driver has announced
 // the lane. A lane that reaches the end of its input wakes the [Opening]'s
 // Waker after making that visible to TakeFinishing, so Run commits it at
-// once instead of at the next commit interval.
+// once instead of at the next commit interval. The package doc's "Lanes,
+// their two ids and their readers" says which id each method uses, and
+// ExampleSourceReader shows a reader goroutine per lane.
 type Reader interface {
 	// StartLanes begins reading the newly opened lanes (from each lane's
 	// resume point, as passed to OpenSplit). It must not block on data.
