@@ -1,5 +1,6 @@
 // Command coordctl inspects and operates a job coordinated by
-// github.com/spate-go/coordination through NATS JetStream KV:
+// github.com/spate-go/coordination through NATS JetStream KV or
+// PostgreSQL:
 //
 //	go run ./cmd/coordctl status -nats nats://127.0.0.1:4222 -job orders-backfill-2026
 //	go run ./cmd/coordctl status -splits -json ...   # one row per split, as JSON
@@ -8,12 +9,14 @@
 //	go run ./cmd/coordctl delete-job -yes ...
 //	go run ./cmd/coordctl audit [-follow] ...        # exits 3 on a fencing violation
 //
-// The connection flags mirror natsstore.Config: -nats URL (repeated or
-// comma-separated), -job NAME, -user with -password-file, -token-file,
-// -creds, -tls-ca, -tls-cert, -tls-key, plus -lease (the job's
-// LeaseDuration, default 30s) and -timeout. Secrets are read from files and
-// never printed. coordctl never creates a job's buckets. Run "coordctl -h"
-// for the commands and "coordctl <command> -h" for their flags.
+// The connection flags, before or after the command, name the store and
+// the job: -store URL (nats:// or postgres://) or -nats URL (repeated or
+// comma-separated), -job NAME, and on NATS -user with -password-file,
+// -token-file, -creds, -tls-ca, -tls-cert, -tls-key; -timeout bounds the
+// operations. The job's lease is read from the job. Secrets are read from
+// files and never printed. coordctl never creates a job's buckets or
+// schema. Run "coordctl -h" for the commands and "coordctl <command> -h"
+// for their flags.
 package main
 
 import (

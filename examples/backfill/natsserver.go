@@ -223,7 +223,7 @@ func (s *natsServer) ctlFlags(job string) []string {
 	if s.pg != "" {
 		return []string{"-store", s.pg, "-job", job}
 	}
-	return []string{"-nats", s.url, "-job", job, "-lease", leaseDuration.String()}
+	return []string{"-nats", s.url, "-job", job}
 }
 
 // removePGJob drops the schemas of job and of its ledger on the database

@@ -2,11 +2,14 @@ package coordctl
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
@@ -14,7 +17,7 @@ import (
 
 var deleteJobCommand = command{
 	name:  "delete-job",
-	about: "Removes the job's two buckets (NATS) or its schema (PostgreSQL) and with them every record of the job (plan, splits,\nprogress, assignments, sessions). It refuses without -yes, and while workers are live\n(presence keys exist) unless -force: live workers would fail on the missing buckets.",
+	about: "Removes the job's two buckets (NATS) or its schema (PostgreSQL) and with them every record of the job (plan, splits,\nprogress, assignments, sessions). It refuses without -yes, and while workers are live\n(presence keys exist) unless -force: live workers would fail on the missing buckets.\nA job with one bucket left (deleted by hand, or a delete cut short) is finished off.",
 	flags: func(fs *flag.FlagSet) func(context.Context, *env) int {
 		yes := fs.Bool("yes", false, "confirm: the job's records are removed for good")
 		force := fs.Bool("force", false, "remove the job even while workers are live")
@@ -28,6 +31,11 @@ var deleteJobCommand = command{
 			}
 			defer release()
 			live, err := liveWorkers(ctx, st)
+			if errors.Is(err, jetstream.ErrBucketNotFound) {
+				// A job half deleted by hand, its lease bucket gone:
+				// no worker can be live, so the rest goes.
+				live, err = nil, nil
+			}
 			if err != nil {
 				return e.failf("reading %s: %v", e.conn.where(), err)
 			}

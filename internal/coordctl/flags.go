@@ -9,7 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/spate-go/coordination"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/natsstore"
 	"github.com/spate-go/coordination/store/pgstore"
@@ -20,7 +21,6 @@ import (
 type connFlags struct {
 	servers      []string
 	pgURL        string // -store postgres://...; "" for NATS
-	leaseGiven   bool   // -lease was on the command line
 	job          string
 	user         string
 	passwordFile string
@@ -29,7 +29,6 @@ type connFlags struct {
 	tlsCA        string
 	tlsCert      string
 	tlsKey       string
-	lease        time.Duration
 	timeout      time.Duration
 }
 
@@ -59,7 +58,6 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tlsCA, "tls-ca", "", "PEM CA bundle that verifies the servers")
 	fs.StringVar(&c.tlsCert, "tls-cert", "", "PEM client certificate for mutual TLS; needs -tls-key")
 	fs.StringVar(&c.tlsKey, "tls-key", "", "PEM key of -tls-cert")
-	fs.DurationVar(&c.lease, "lease", coordination.DefaultConfig().LeaseDuration, "the job's LeaseDuration (its lease bucket's TTL); on PostgreSQL it is read from the job unless given")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound of the command's store operations (of each refresh for watch)")
 }
 
@@ -91,8 +89,6 @@ func (c *connFlags) pgConfig() (pgstore.Config, error) {
 		return cfg, errors.New("-job is required: the job's name, as in pgstore.Config.Job")
 	case c.user != "" || c.tokenFile != "" || c.creds != "" || c.tlsCA != "" || c.tlsCert != "" || c.tlsKey != "":
 		return cfg, errors.New("-user, -token-file, -creds and -tls-* are NATS flags; on PostgreSQL put the user and TLS in the URL (postgres://user@host/db?sslmode=verify-full&sslrootcert=ca.pem) and the password in -password-file")
-	case c.leaseGiven && c.lease < pgstore.MinLeaseTTL:
-		return cfg, fmt.Errorf("-lease must be at least %s (the job's LeaseDuration), got %s", pgstore.MinLeaseTTL, c.lease)
 	case c.timeout <= 0:
 		return cfg, fmt.Errorf("-timeout must be positive, got %s", c.timeout)
 	}
@@ -121,8 +117,6 @@ func (c *connFlags) config() (natsstore.Config, error) {
 		return cfg, errors.New("-job is required: the job's name, as in natsstore.Config.Job")
 	case (c.user == "") != (c.passwordFile == ""):
 		return cfg, errors.New("-user and -password-file go together: pass both or neither")
-	case c.lease < natsstore.MinLeaseTTL:
-		return cfg, fmt.Errorf("-lease must be at least %s (the job's LeaseDuration), got %s", natsstore.MinLeaseTTL, c.lease)
 	case c.timeout <= 0:
 		return cfg, fmt.Errorf("-timeout must be positive, got %s", c.timeout)
 	}
@@ -196,10 +190,11 @@ var (
 	_ jobStore = (*pgstore.Store)(nil)
 )
 
-// open builds the store for the flags. On NATS it does no I/O; on
-// PostgreSQL without -lease it reads the job's lease TTL first, within
-// ctx.
+// open builds the store for the flags, with the job's own lease TTL read
+// from the job within ctx and -timeout: an operator never has to know it.
 func (c *connFlags) open(ctx context.Context) (jobStore, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
 	if c.pgURL != "" {
 		return c.openPostgres(ctx)
 	}
@@ -207,27 +202,32 @@ func (c *connFlags) open(ctx context.Context) (jobStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := natsstore.New(cfg, c.lease)
+	lease, err := natsstore.JobLeaseTTL(ctx, cfg)
+	if errors.Is(err, jetstream.ErrBucketNotFound) {
+		// No lease bucket: there is nothing for the TTL to match. The
+		// store names what is missing at its first operation, and
+		// delete-job removes what remains.
+		lease, err = natsstore.MinLeaseTTL, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the lease TTL of %s: %w", c.where(), err)
+	}
+	st, err := natsstore.New(cfg, lease)
 	if err != nil {
 		return nil, fmt.Errorf("connection flags: %w", err)
 	}
 	return st, nil
 }
 
-// openPostgres builds the PostgreSQL store, with the job's own lease TTL
-// unless -lease was given (a mismatch is then the store's Fatal error).
+// openPostgres builds the PostgreSQL store with the job's own lease TTL.
 func (c *connFlags) openPostgres(ctx context.Context) (jobStore, error) {
 	cfg, err := c.pgConfig()
 	if err != nil {
 		return nil, err
 	}
-	lease := c.lease
-	if !c.leaseGiven {
-		ctx, cancel := context.WithTimeout(ctx, c.timeout)
-		defer cancel()
-		if lease, err = pgstore.JobLeaseTTL(ctx, cfg); err != nil {
-			return nil, fmt.Errorf("reading the lease TTL of %s: %w", c.where(), err)
-		}
+	lease, err := pgstore.JobLeaseTTL(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("reading the lease TTL of %s: %w", c.where(), err)
 	}
 	st, err := pgstore.New(cfg, lease)
 	if err != nil {
@@ -248,15 +248,11 @@ func (c *connFlags) storeKind() string {
 // where names the job and its servers for messages, without secrets.
 func (c *connFlags) where() string {
 	if c.pgURL != "" {
-		lease := "lease from the job"
-		if c.leaseGiven {
-			lease = "-lease " + c.lease.String()
-		}
-		return fmt.Sprintf("job %q on %s (%s)", c.job, pgstore.RedactDSN(c.pgURL), lease)
+		return fmt.Sprintf("job %q on %s", c.job, pgstore.RedactDSN(c.pgURL))
 	}
 	urls := make([]string, len(c.servers))
 	for i, s := range c.servers {
 		urls[i] = natsstore.RedactURL(s)
 	}
-	return fmt.Sprintf("job %q on %s (-lease %s)", c.job, strings.Join(urls, ","), c.lease)
+	return fmt.Sprintf("job %q on %s", c.job, strings.Join(urls, ","))
 }

@@ -38,7 +38,7 @@ func TestRunRejectsBadUsageNamingTheFlag(t *testing.T) {
 		{"missing password file", append([]string{"status", "-user", "u", "-password-file", filepath.Join(dir, "nope")}, conn...), ExitUsage, "-password-file: open"},
 		{"empty token file", append([]string{"status", "-token-file", empty}, conn...), ExitUsage, "-token-file: file " + empty + " is empty"},
 		{"cert without key", append([]string{"status", "-tls-cert", "c.pem"}, conn...), ExitUsage, "-tls-cert and -tls-key go together"},
-		{"short lease", append([]string{"status", "-lease", "1s"}, conn...), ExitUsage, "-lease must be at least 2s"},
+		{"no -lease: it is read from the job", append([]string{"status", "-lease", "30s"}, conn...), ExitUsage, "flag provided but not defined: -lease"},
 		{"requeue without splits", append([]string{"requeue"}, conn...), ExitUsage, "name the splits to requeue or pass -all-quarantined"},
 		{"requeue a bad id", append([]string{"requeue"}, append(conn, "a.b")...), ExitUsage, `argument "a.b"`},
 		{"watch with a zero interval", append([]string{"watch", "-interval", "0s"}, conn...), ExitUsage, "-interval must be positive"},
@@ -106,7 +106,7 @@ func TestConfigReadsSecretsFromFiles(t *testing.T) {
 	if err := os.WriteFile(pw, []byte("s3cret\r\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := connFlags{servers: []string{"nats://a:1", "nats://b:2"}, job: "j", user: "svc", passwordFile: pw, lease: testLease, timeout: testLease}
+	c := connFlags{servers: []string{"nats://a:1", "nats://b:2"}, job: "j", user: "svc", passwordFile: pw, timeout: testLease}
 	cfg, err := c.config()
 	if err != nil {
 		t.Fatal(err)

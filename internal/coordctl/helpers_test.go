@@ -43,11 +43,11 @@ type backend struct {
 
 // natsBackend runs an embedded JetStream server (127.0.0.1, random port,
 // store in a temporary directory) until cleanup; coordctl reaches it with
-// the classic flags -nats and -lease.
+// the classic flag -nats and reads the lease TTL from the job.
 func natsBackend(t testing.TB) backend {
 	t.Helper()
 	url := startNATS(t)
-	return backend{name: "nats", conn: []string{"-nats", url, "-lease", testLease.String()}, open: func(t testing.TB, job string) store.Store {
+	return backend{name: "nats", conn: []string{"-nats", url}, open: func(t testing.TB, job string) store.Store {
 		st, err := natsstore.New(natsstore.Config{Servers: []string{url}, Job: job, History: 64}, testLease)
 		if err != nil {
 			t.Fatal(err)

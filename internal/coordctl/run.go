@@ -29,9 +29,9 @@ Inspect and operate a job coordinated through NATS JetStream KV or
 PostgreSQL. Every command takes the store as a URL and the job's name:
 -store nats://HOST:4222 (or -nats URL) or -store postgres://USER@HOST/DB,
 then -job NAME; on NATS also -user with -password-file, -token-file,
--creds, -tls-ca, -tls-cert, -tls-key and -lease; on PostgreSQL
--password-file (TLS via sslmode in the URL); -timeout on both. coordctl
-never creates a job's buckets or schema.
+-creds, -tls-ca, -tls-cert and -tls-key; on PostgreSQL -password-file
+(TLS via sslmode in the URL); -timeout on both. The job's lease is read
+from the job. coordctl never creates a job's buckets or schema.
 
 commands:
   status      the job: plan, leader, live workers, splits by status and weight
@@ -72,14 +72,15 @@ func (e *env) failf(format string, a ...any) int {
 	return ExitError
 }
 
-// openBounded opens the job's store and bounds ctx by -timeout; release
-// cancels the bound and closes the store.
+// openBounded bounds ctx by -timeout and opens the job's store within it;
+// release cancels the bound and closes the store.
 func (e *env) openBounded(ctx context.Context) (jobStore, context.Context, func(), error) {
+	ctx, cancel := context.WithTimeout(ctx, e.conn.timeout)
 	st, err := e.conn.open(ctx)
 	if err != nil {
+		cancel()
 		return nil, nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, e.conn.timeout)
 	return st, ctx, func() { cancel(); _ = st.Close() }, nil
 }
 
@@ -129,7 +130,6 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return ExitUsage
 	}
-	fs.Visit(func(f *flag.Flag) { e.conn.leaseGiven = e.conn.leaseGiven || f.Name == "lease" })
 	if err := e.conn.check(); err != nil {
 		fmt.Fprintf(stderr, "coordctl %s: %v\n", cmd.name, err)
 		return ExitUsage

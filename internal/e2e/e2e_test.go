@@ -82,7 +82,7 @@ type deployment struct {
 func natsDeployment(cfg natsstore.Config) deployment {
 	return deployment{
 		open: func() (store.Store, error) { return natsstore.New(cfg, leaseDuration) },
-		ctl:  []string{"-nats", strings.Join(cfg.Servers, ","), "-job", cfg.Job, "-lease", leaseDuration.String()},
+		ctl:  []string{"-nats", strings.Join(cfg.Servers, ","), "-job", cfg.Job},
 	}
 }
 

@@ -62,6 +62,9 @@ func (s *Store) bucketConfig(lease bool) jetstream.KeyValueConfig {
 type kvBucket struct {
 	kv     jetstream.KeyValue
 	stream jetstream.Stream
+	// missing is set, instead of kv, for a bucket that Config.ExistingOnly
+	// found absent: the Fatal every operation on it returns.
+	missing error
 }
 
 // Provisioning asks JetStream in steps, the first of minProvisionStep,
@@ -119,7 +122,7 @@ func pause(ctx context.Context, d time.Duration) bool {
 func (s *Store) provisionOnce(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (kvBucket, error) {
 	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) && s.cfg.ExistingOnly {
-		return kvBucket{}, coordination.Errorf(coordination.Fatal, "natsstore: bucket %s does not exist: no worker has started job %q on this server (check Job and the server URLs)", cfg.Bucket, s.cfg.Job)
+		return kvBucket{missing: coordination.Errorf(coordination.Fatal, "natsstore: bucket %s does not exist, but the job's other bucket does: job %q is half deleted (finish with coordctl delete-job): %w", cfg.Bucket, s.cfg.Job, err)}, nil
 	}
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		_, err = js.CreateStream(ctx, kvStreamConfig(cfg))
@@ -161,7 +164,12 @@ func (s *Store) leaderReads(ctx context.Context, js jetstream.JetStream, kv jets
 	if err != nil {
 		return kvBucket{}, err
 	}
-	if sc := stream.CachedInfo().Config; sc.AllowDirect {
+	if sc := stream.CachedInfo().Config; sc.AllowDirect && s.cfg.ExistingOnly {
+		// A tool that inspects a job changes nothing of it: its gets may
+		// be answered by a replica behind the leader, and its listings
+		// and watches still check against the leader (leaderLast).
+		s.log.Debug("bucket has direct gets on; reading it as it is", "bucket", name)
+	} else if sc.AllowDirect {
 		sc.AllowDirect = false
 		if _, err := js.UpdateStream(ctx, sc); err != nil {
 			return kvBucket{}, s.openErr(ctx, "turning off direct gets on bucket "+name, err)
@@ -260,7 +268,7 @@ func (s *Store) verifyBucket(want, got jetstream.KeyValueConfig) error {
 			return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but the state bucket must not expire; remove the job's buckets to recreate it", want.Bucket, got.TTL)
 		}
 		if s.cfg.ExistingOnly {
-			return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but this store's lease TTL is %s; give the store the job's lease duration, %s", want.Bucket, got.TTL, want.TTL, got.TTL)
+			return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but this store's lease TTL is %s; give the store the job's lease duration, %s (JobLeaseTTL reads it)", want.Bucket, got.TTL, want.TTL, got.TTL)
 		}
 		return coordination.Errorf(coordination.Fatal, "natsstore: bucket %s was created with TTL %s, but this store's lease TTL is %s; a job's lease duration is fixed once it starts (remove the job's buckets to change it)", want.Bucket, got.TTL, want.TTL)
 	}

@@ -58,6 +58,43 @@ func TestReplicatedBucketsOpen(t *testing.T) {
 		}
 	})
 
+	// A tool's store (ExistingOnly, coordctl status and audit) must read
+	// such a bucket without updating its stream: a read-only operator has
+	// no permission to.
+	t.Run("InspectedWithoutAStreamUpdate", func(t *testing.T) {
+		c := cfg
+		c.Job, c.ExistingOnly = "inspected", true
+		js := jsFor(t, servers[1])
+		for _, kc := range []jetstream.KeyValueConfig{
+			{Bucket: "coordination_inspected_state", History: 1, MaxValueSize: bucketMaxMsgSize, Replicas: 3},
+			{Bucket: "coordination_inspected_lease", History: 1, MaxValueSize: bucketMaxMsgSize, Replicas: 3, TTL: testLease, LimitMarkerTTL: testLease},
+		} {
+			kv, err := js.CreateKeyValue(opCtx(t), kc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := kv.Put(opCtx(t), "k", []byte("v")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st := newStore(t, c)
+		if _, live, err := st.Get(opCtx(t), store.Durable, "k"); err != nil || !live {
+			t.Fatalf("get: live=%v err=%v", live, err)
+		}
+		if entries, err := st.List(opCtx(t), store.Durable, ""); err != nil || len(entries) != 1 {
+			t.Fatalf("list: %v %v", entries, err)
+		}
+		for _, b := range []string{"KV_coordination_inspected_state", "KV_coordination_inspected_lease"} {
+			stream, err := js.Stream(opCtx(t), b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !stream.CachedInfo().Config.AllowDirect {
+				t.Fatalf("stream %s: a store with ExistingOnly turned direct gets off (a stream update)", b)
+			}
+		}
+	})
+
 	t.Run("AdoptedWithDirectGets", func(t *testing.T) {
 		c := cfg
 		c.Job = "adopted"

@@ -58,9 +58,15 @@ type Config struct {
 	// (with a warning), not changed.
 	History int
 	// ExistingOnly makes the store open the job's buckets without ever
-	// creating them: a missing bucket is Fatal naming it. For tools that
-	// inspect or repair a job (coordctl) and must not create a job by
-	// mistake. false (the default) creates missing buckets.
+	// creating or changing them, for tools that inspect or repair a job
+	// (coordctl) and must not create one by mistake. When neither bucket
+	// exists, the first operation is Fatal naming both (no such job); when
+	// one is missing (a job half deleted by hand), the operations on it are
+	// Fatal naming it and [Store.DeleteJob] removes the rest. Both errors
+	// wrap jetstream.ErrBucketNotFound. A replicated bucket whose gets any
+	// replica may answer (direct gets, as jetstream.CreateKeyValue makes
+	// it) is read as it is rather than switched to leader reads. false
+	// (the default) creates missing buckets.
 	ExistingOnly bool
 	// Replicas is the replica count of buckets this store creates: 1, 3 or
 	// 5; 0 means 1. An existing bucket with another count is adopted with a

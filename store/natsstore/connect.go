@@ -139,10 +139,24 @@ func (s *Store) runAttempt(a *attempt, deadline time.Time) {
 	close(a.done)
 }
 
-// connect dials the servers (or adopts Config.Conn), follows the
-// connection's status, checks the server version and JetStream, and
-// provisions both buckets.
+// connect dials the servers (or adopts Config.Conn), checks the server
+// (connectServer) and provisions both buckets.
 func (s *Store) connect(ctx context.Context) (*conn, error) {
+	c, err := s.connectServer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.openBuckets(ctx, c); err != nil {
+		c.release()
+		return nil, err
+	}
+	return c, nil
+}
+
+// connectServer dials the servers (or adopts Config.Conn), follows the
+// connection's status and checks the server version and JetStream; it
+// opens no bucket. The caller releases the connection.
+func (s *Store) connectServer(ctx context.Context) (*conn, error) {
 	c := &conn{nc: s.cfg.Conn}
 	if c.nc == nil {
 		nc, err := s.dial(ctx)
@@ -156,7 +170,7 @@ func (s *Store) connect(ctx context.Context) (*conn, error) {
 	s.follow(c)
 	err := s.awaitUp(ctx, c)
 	if err == nil {
-		err = s.setUp(ctx, c)
+		err = s.checkJetStream(ctx, c)
 	}
 	if err != nil {
 		c.release()
@@ -226,9 +240,9 @@ func mustDeadline(ctx context.Context) time.Time {
 	return d
 }
 
-// setUp checks the version and JetStream on a fresh connection and opens
-// or creates the buckets.
-func (s *Store) setUp(ctx context.Context, c *conn) error {
+// checkJetStream checks the version and JetStream on a fresh connection
+// and sets c.js.
+func (s *Store) checkJetStream(ctx context.Context, c *conn) error {
 	if err := checkVersion(c.nc.ConnectedServerVersion()); err != nil {
 		return err
 	}
@@ -246,11 +260,23 @@ func (s *Store) setUp(ctx context.Context, c *conn) error {
 		}
 		return s.openErr(ctx, "reading JetStream account info", err)
 	}
-	if c.state, err = s.provision(ctx, js, s.bucketConfig(false)); err != nil {
+	return nil
+}
+
+// openBuckets opens or creates both buckets. With Config.ExistingOnly a
+// missing bucket is not created: the connection fails when both are
+// missing (no such job), and only the operations on the missing one fail
+// when the other exists (a half-deleted job, which DeleteJob can finish).
+func (s *Store) openBuckets(ctx context.Context, c *conn) error {
+	var err error
+	if c.state, err = s.provision(ctx, c.js, s.bucketConfig(false)); err != nil {
 		return err
 	}
-	if c.lease, err = s.provision(ctx, js, s.bucketConfig(true)); err != nil {
+	if c.lease, err = s.provision(ctx, c.js, s.bucketConfig(true)); err != nil {
 		return err
+	}
+	if c.state.missing != nil && c.lease.missing != nil {
+		return coordination.Errorf(coordination.Fatal, "natsstore: job %q does not exist on this server: neither bucket %s nor %s exists, so no worker has started it here (check Job and the server URLs): %w", s.cfg.Job, s.bucketName(false), s.bucketName(true), jetstream.ErrBucketNotFound)
 	}
 	return nil
 }

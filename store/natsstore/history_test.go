@@ -91,7 +91,7 @@ func TestExistingOnlyNeverCreatesBuckets(t *testing.T) {
 	srv := startServer(t)
 	ro := newStore(t, Config{Servers: []string{srv.ClientURL()}, Job: "absent", ExistingOnly: true})
 	_, _, err := ro.Get(opCtx(t), store.Durable, "k")
-	wantKind(t, err, coordination.Fatal, "bucket coordination_absent_state does not exist", `job "absent"`)
+	wantKind(t, err, coordination.Fatal, `job "absent" does not exist on this server: neither bucket coordination_absent_state nor coordination_absent_lease exists`)
 	rw := newStore(t, Config{Servers: []string{srv.ClientURL()}, Job: "absent"})
 	mustCreate(t, rw, store.Durable, "k", "v")
 	ro2 := newStore(t, Config{Servers: []string{srv.ClientURL()}, Job: "absent", ExistingOnly: true})
@@ -104,7 +104,7 @@ func TestExistingOnlyNeverCreatesBuckets(t *testing.T) {
 	}
 	defer other.Close()
 	_, _, err = other.Get(opCtx(t), store.Durable, "k")
-	wantKind(t, err, coordination.Fatal, "created with TTL 2s", "give the store the job's lease duration, 2s")
+	wantKind(t, err, coordination.Fatal, "created with TTL 2s", "give the store the job's lease duration, 2s (JobLeaseTTL reads it)")
 }
 
 // TestDeleteJobRemovesBothBuckets checks that DeleteJob removes the job's
@@ -124,5 +124,5 @@ func TestDeleteJobRemovesBothBuckets(t *testing.T) {
 	cfg.ExistingOnly = true
 	ro := newStore(t, cfg)
 	_, _, err := ro.Get(opCtx(t), store.Durable, "k")
-	wantKind(t, err, coordination.Fatal, "does not exist")
+	wantKind(t, err, coordination.Fatal, `job "gone" does not exist on this server`)
 }

@@ -222,10 +222,14 @@ func (s *Store) bucketConn(ctx context.Context, ks store.Keyspace) (kvBucket, *c
 	if err := s.awaitUp(ctx, c); err != nil {
 		return kvBucket{}, nil, err
 	}
+	b := c.state
 	if ks == store.Ephemeral {
-		return c.lease, c, nil
+		b = c.lease
 	}
-	return c.state, c, nil
+	if b.missing != nil {
+		return kvBucket{}, nil, b.missing
+	}
+	return b, c, nil
 }
 
 // checkValue rejects a value above the cap before anything is sent, and
