@@ -51,17 +51,14 @@ func TestRenderWatchShowsBarWorkersAndMoves(t *testing.T) {
 	}
 }
 
-// TestWatchLoopRefreshesUntilCancelled drives the loop, redrawing as on a
-// terminal, with a manual tick:
-// one frame at once, one per tick, moves accumulated, a failed refresh shown
-// under the last good frame, and a return when ctx ends.
-func TestWatchLoopRefreshesUntilCancelled(t *testing.T) {
+// driveWatch runs watchLoop with style over a read that returns frames, then
+// fails ("store down"), with a manual tick: one refresh at once and one per
+// tick. It returns what the loop wrote once the failure is shown and ctx has
+// ended the loop. The clock stands at 12:00:00.
+func driveWatch(t *testing.T, frames []status, style watchStyle) string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	tick := make(chan time.Time)
-	frames := []status{
-		{Job: "j", owners: map[string]owner{"a": {"", splitRunnable}}},
-		{Job: "j", owners: map[string]owner{"a": {"w1", splitHeld}}},
-	}
 	n := 0
 	read := func() (status, error) {
 		n++
@@ -74,16 +71,28 @@ func TestWatchLoopRefreshesUntilCancelled(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		watchLoop(ctx, read, tick, func() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }, &out, watchStyle{redraw: true})
+		watchLoop(ctx, read, tick, func() time.Time { return time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC) }, &out, style)
 	}()
-	tick <- time.Time{}
-	tick <- time.Time{}
+	for range frames {
+		tick <- time.Time{}
+	}
 	eventually(t, 10*time.Second, "the failed refresh", func() bool { return strings.Contains(out.String(), "store down") })
 	cancel()
 	<-done
-	frameTexts := strings.Split(out.String(), "\x1b[H\x1b[2J")[1:]
+	return out.String()
+}
+
+// TestWatchLoopRefreshesUntilCancelled drives the loop, redrawing as on a
+// terminal: one frame at once, one per tick, moves accumulated, a failed
+// refresh shown under the last good frame, and a return when ctx ends.
+func TestWatchLoopRefreshesUntilCancelled(t *testing.T) {
+	out := driveWatch(t, []status{
+		{Job: "j", owners: map[string]owner{"a": {"", splitRunnable}}},
+		{Job: "j", owners: map[string]owner{"a": {"w1", splitHeld}}},
+	}, watchStyle{redraw: true})
+	frameTexts := strings.Split(out, "\x1b[H\x1b[2J")[1:]
 	if len(frameTexts) != 3 {
-		t.Fatalf("rendered %d frames, want 3:\n%q", len(frameTexts), out.String())
+		t.Fatalf("rendered %d frames, want 3:\n%q", len(frameTexts), out)
 	}
 	if strings.Contains(frameTexts[0], "recent moves") || !strings.Contains(frameTexts[1], "a  claimed by w1") {
 		t.Fatalf("frames 1 and 2 = %q, %q; want the claim only in the second", frameTexts[0], frameTexts[1])
@@ -97,41 +106,20 @@ func TestWatchLoopRefreshesUntilCancelled(t *testing.T) {
 // no escape sequences, a line per move and one status line per refresh,
 // and a failed refresh as a line of its own.
 func TestWatchLoopWritesPlainLinesOffATerminal(t *testing.T) {
-	ctx, cancel := context.WithCancel(t.Context())
-	tick := make(chan time.Time)
-	frames := []status{
+	out := driveWatch(t, []status{
 		{Job: "j", State: stateRunning, Splits: splitTotals{Total: 2, TotalWeight: 20}, owners: map[string]owner{"a": {"", splitRunnable}, "b": {"", splitRunnable}}},
 		{Job: "j", State: stateRunning, Leader: &leaderStatus{Instance: "w1"}, Workers: []workerStatus{{Instance: "w1"}},
 			Splits: splitTotals{Total: 2, Held: 1, Completed: 1, TotalWeight: 20, CompletedWeight: 5},
 			owners: map[string]owner{"a": {"w1", splitHeld}, "b": {"w1", splitCompleted}}},
-	}
-	n := 0
-	read := func() (status, error) {
-		n++
-		if n > len(frames) {
-			return status{}, errors.New("store down")
-		}
-		return frames[n-1], nil
-	}
-	var out syncBuffer
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		watchLoop(ctx, read, tick, func() time.Time { return time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC) }, &out, watchStyle{})
-	}()
-	tick <- time.Time{}
-	tick <- time.Time{}
-	eventually(t, 10*time.Second, "the failed refresh", func() bool { return strings.Contains(out.String(), "store down") })
-	cancel()
-	<-done
+	}, watchStyle{})
 	want := `12:00:00 running, leader none, 0 workers: 0.0% of the weight completed (0 of 2 splits), 0 held, 0 quarantined
 12:00:00   a claimed by w1
 12:00:00   b completed by w1
 12:00:00 running, leader w1, 1 workers: 25.0% of the weight completed (1 of 2 splits), 1 held, 0 quarantined
 12:00:00 refresh failed: store down
 `
-	if out.String() != want {
-		t.Fatalf("plain output\n got %q\nwant %q", out.String(), want)
+	if out != want {
+		t.Fatalf("plain output\n got %q\nwant %q", out, want)
 	}
 }
 
