@@ -53,6 +53,7 @@ import (
 	"os"
 
 	"github.com/spate-go/coordination/internal/examplekit"
+	"github.com/spate-go/coordination/internal/tty"
 )
 
 func main() { examplekit.Main(run) }
@@ -65,20 +66,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := examplekit.ParseStatus(err); done {
 		return code
 	}
-	tty := stdout == io.Writer(os.Stdout) && isTerminal(os.Stdout)
+	terminal := stdout == io.Writer(os.Stdout) && tty.Terminal(os.Stdout)
 	var stage examplekit.Stage
 	return examplekit.Bounded("backfill", o.Timeout, &stage, stderr, func() int {
 		var rep *report
 		if o.verify {
 			rep, err = verify(ctx, o)
 		} else {
-			rep, err = backfill(ctx, o, displayMode(o, tty), stdout, stderr, &stage)
+			rep, err = backfill(ctx, o, displayMode(o, terminal), stdout, stderr, &stage)
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "backfill: %v\n", err)
 			return examplekit.ExitFailed
 		}
-		rep.Color = tty && colorOn(os.Stdout)
+		rep.Color = terminal && tty.Color(os.Stdout)
 		rep.write(stdout)
 		return exitStatus(rep.Outcome)
 	})

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/spate-go/coordination/internal/tty"
 )
 
 // Outcomes of a run, each with its own exit status.
@@ -192,15 +194,15 @@ func (r *report) write(w io.Writer) {
 func (r *report) result() string {
 	switch {
 	case r.Outcome == outcomeOK:
-		return paint(r.Color, green, "OK") + ", every planned record was delivered at least once (per the job's ledger in its store)"
+		return tty.Paint(r.Color, green, "OK") + ", every planned record was delivered at least once (per the job's ledger in its store)"
 	case r.Outcome == outcomeInterrupted:
-		return paint(r.Color, yellow, "interrupted") + "; " + r.Resume
+		return tty.Paint(r.Color, yellow, "interrupted") + "; " + r.Resume
 	case r.Verify:
-		return paint(r.Color, red, "FAILED") + fmt.Sprintf(", %s in no delivery of the ledger (is the job still running?)", count(r.Lost(), "record"))
+		return tty.Paint(r.Color, red, "FAILED") + fmt.Sprintf(", %s in no delivery of the ledger (is the job still running?)", count(r.Lost(), "record"))
 	case len(r.Errors) == 0 && r.Lost() > 0:
-		return paint(r.Color, red, "FAILED") + fmt.Sprintf(", the job did not complete: %s not delivered", count(r.Lost(), "record"))
+		return tty.Paint(r.Color, red, "FAILED") + fmt.Sprintf(", the job did not complete: %s not delivered", count(r.Lost(), "record"))
 	default:
-		return paint(r.Color, red, "FAILED") + ", the job did not complete"
+		return tty.Paint(r.Color, red, "FAILED") + ", the job did not complete"
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
-	"golang.org/x/term"
 
 	"github.com/spate-go/coordination/internal/examplekit"
+	"github.com/spate-go/coordination/internal/tty"
 )
 
 // Display modes.
@@ -28,30 +28,12 @@ const (
 	plainEvery  = time.Second            // status line cadence in plain mode
 )
 
-// isTerminal reports whether f is a terminal (not a pipe, a file or
-// /dev/null).
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
-
-// colorOn reports whether output to f may be coloured: f is a terminal,
-// NO_COLOR (https://no-color.org) is unset or empty, and TERM is not "dumb".
-func colorOn(f *os.File) bool {
-	return isTerminal(f) && os.Getenv("NO_COLOR") == "" && os.Getenv("TERM") != "dumb"
-}
-
 // ANSI colours of the display and the report.
 const (
 	red    = "31"
 	green  = "32"
 	yellow = "33"
 )
-
-// paint wraps s in colour c when on.
-func paint(on bool, c, s string) string {
-	if !on {
-		return s
-	}
-	return "\x1b[" + c + "m" + s + "\x1b[0m"
-}
 
 // display shows the run's progress: with mpb on a terminal, a bar per worker
 // of this process scaled to that worker's own share (the records of the
@@ -81,11 +63,11 @@ type display struct {
 // displayMode is the display the flags and the output ask for: nothing
 // but the report with -quiet, bars on a terminal unless -plain, plain lines
 // otherwise.
-func displayMode(o *options, tty bool) int {
+func displayMode(o *options, terminal bool) int {
 	switch {
 	case o.quiet:
 		return modeQuiet
-	case !o.plain && tty:
+	case !o.plain && terminal:
 		return modeBars
 	}
 	return modePlain
@@ -94,7 +76,7 @@ func displayMode(o *options, tty bool) int {
 // newDisplay prepares a display of mode on out for the job of ds; bars are
 // coloured when standard output may be.
 func newDisplay(mode int, out io.Writer, sink *ledger, ds *dataset) *display {
-	d := &display{mode: mode, color: mode == modeBars && colorOn(os.Stdout), out: out, sink: sink, ds: ds, quit: make(chan struct{}), done: make(chan struct{})}
+	d := &display{mode: mode, color: mode == modeBars && tty.Color(os.Stdout), out: out, sink: sink, ds: ds, quit: make(chan struct{}), done: make(chan struct{})}
 	if mode == modeBars {
 		d.p = mpb.New(mpb.WithOutput(out), mpb.WithWidth(32), mpb.WithRefreshRate(sampleEvery), mpb.WithAutoRefresh())
 	}
@@ -169,7 +151,7 @@ func (d *display) state(w *worker) string {
 	if c == "" {
 		return stateName(s)
 	}
-	return paint(d.color, c, stateName(s))
+	return tty.Paint(d.color, c, stateName(s))
 }
 
 // sample refreshes bars until finish.

@@ -23,7 +23,12 @@ func TestOnlyATerminalTakesEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	for name, out := range map[string]*os.File{"a pipe": w, "a file": file} {
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	for name, out := range map[string]*os.File{"a pipe": w, "a file": file, os.DevNull + " (a character device)": null} {
 		if tty.Terminal(out) || tty.Color(out) {
 			t.Errorf("%s: Terminal %v, Color %v; want neither", name, tty.Terminal(out), tty.Color(out))
 		}
