@@ -61,16 +61,24 @@ func figureF3(ctx context.Context, e *env, c config, cl *claimed) (string, error
 		w.stop()
 	}
 	base := max(c.idle/2, time.Second)
+	bpg0, err := e.pgIdle(ctx, f.job)
+	if err != nil {
+		return "", err
+	}
 	bcpu0, bwall0 := cpuTime(), time.Now()
 	if err := idle(ctx, base); err != nil {
 		return "", err
 	}
 	bcpu, bwall := cpuTime()-bcpu0, time.Since(bwall0)
+	bpg, err := e.pgIdle(ctx, f.job)
+	if err != nil {
+		return "", err
+	}
 	line := fmt.Sprintf("F3 idle %s, %d workers x %d splits, heartbeat %s: writes/worker/heartbeat min %.2f max %.2f [%s] (* published the plan) (fleet: %s) (target 1, +1 on the leader); CPU %.1f %% of one core (target <= 5 %%); server alone %.1f %%",
 		secs(wall), len(f.workers), c.splits/max(len(f.workers), 1), beat, slices.Min(per), slices.Max(per), strings.Join(list, ", "), breakdown(sum, beats),
 		pct(cpu, wall), pct(bcpu, bwall))
 	if e.pg != nil {
-		line += pg.sub(pg0).String(wall)
+		line += pg.sub(pg0).String(wall) + fmt.Sprintf("; PostgreSQL server with no workers %.1f %%", pct(bpg.cpu-bpg0.cpu, bwall))
 	}
 	return line, nil
 }
