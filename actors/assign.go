@@ -90,8 +90,14 @@ func (a *assign) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
-	case messages.RecordObserved:
-		a.recordObserved(c, m)
+	case messages.RecordsObserved:
+		act := false
+		for _, r := range m.Records {
+			act = a.recordObserved(r) || act
+		}
+		if act {
+			a.step(c)
+		}
 	case messages.RecordDeleted:
 		if old, ok := a.records[m.Split]; ok {
 			a.unindexOwner(m.Split, old.rec.Owner)
@@ -146,11 +152,12 @@ func (a *assign) Receive(c *actor.Context) {
 	}
 }
 
-// recordObserved applies a split record put to the claim view.
-func (a *assign) recordObserved(c *actor.Context, m messages.RecordObserved) {
+// recordObserved applies a split record put to the claim view and reports
+// whether the split is now one to act on (see reindex).
+func (a *assign) recordObserved(m messages.RecordObserved) bool {
 	old, had := a.records[m.Split]
 	if had && m.Rev <= old.rev {
-		return
+		return false
 	}
 	if had {
 		a.unindexOwner(m.Split, old.rec.Owner)
@@ -160,7 +167,7 @@ func (a *assign) recordObserved(c *actor.Context, m messages.RecordObserved) {
 	if r, ok := a.lostAt[m.Split]; ok && m.Rev > r {
 		delete(a.lostAt, m.Split)
 	}
-	a.changed(c, m.Split)
+	return a.reindex(m.Split)
 }
 
 // tenancyStarted follows the registry: the claim's slot is free, so the
@@ -352,10 +359,16 @@ func (a *assign) actsRegardless(cand protocol.Candidate) bool {
 
 // changed re-indexes split id after an observation and acts on it.
 func (a *assign) changed(c *actor.Context, id coordination.SplitID) {
-	a.index(id)
-	if a.extra[id] || a.queued[id] != 0 {
+	if a.reindex(id) {
 		a.step(c)
 	}
+}
+
+// reindex re-indexes split id and reports whether it is one to act on: a
+// quarantine candidate, a leftover to return, or a queued claim candidate.
+func (a *assign) reindex(id coordination.SplitID) bool {
+	a.index(id)
+	return a.extra[id] || a.queued[id] != 0
 }
 
 // release frees split id's in-flight slot.

@@ -6,36 +6,40 @@ import (
 	"sync"
 
 	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination/messages"
 )
 
-// watchBacklog bounds the watch-fed messages of one worker that are in
-// flight: taken from a store watcher, or fanned out by the watch actor, and
-// not yet handled by the actor they went to. A split-record event costs four
-// (the event, then its observation to commit, assign and leader), so this
-// is about a thousand events: enough that the pumps never wait while the
-// actors keep up, and a bound on the memory they hold when they do not.
+// watchBacklog bounds the watch-fed items of one worker that are in
+// flight: events taken from a store watcher, and observations fanned out by
+// the watch actor, not yet handled by the actor they went to. A message
+// carrying a burst counts each of its items (credits). A split-record event
+// costs four (the event, then its observation to commit, assign and
+// leader), so this is about a thousand events: enough that the pumps never
+// wait while the actors keep up, and a bound on the memory they hold when
+// they do not (plus the burst each pump holds while it waits).
 const watchBacklog = 4096
 
 // backlog is the credit of the watch hand-off (docs/protocol.md, "Watches
 // and reconcile"). A watch's pump takes one credit per event before it sends
-// it to the watch actor and waits while none is left, so a watcher whose
-// consumer falls behind buffers in the store, whose own lag limit then
-// breaks the watch (the watch actor re-watches and the new snapshot
+// a burst to the watch actor and waits while none is left, so a watcher
+// whose consumer falls behind buffers in the store, whose own lag limit
+// then breaks the watch (the watch actor re-watches and the new snapshot
 // catches up) instead of the actors' inboxes growing with the event rate.
-// The watch actor's publish adds one credit per recipient of each
-// observation; backlogMiddleware returns one whenever an actor has handled a
-// watch-fed message. Safe for concurrent use.
+// The watch actor's publish adds the credits of each observation per
+// recipient; backlogMiddleware returns them whenever an actor has handled
+// a watch-fed message. Safe for concurrent use.
 type backlog struct {
 	mu    sync.Mutex
 	n     int           // credits out
 	freed chan struct{} // made by a waiting take, closed by the done that frees a credit
 }
 
-// take takes one credit for a pump, waiting while none is left; false when
-// ctx ended first.
-func (b *backlog) take(ctx context.Context) bool {
+// take takes k credits (at most watchBacklog) for a pump's burst, waiting
+// until that many are left; false when ctx ended first.
+func (b *backlog) take(ctx context.Context, k int) bool {
 	b.mu.Lock()
-	for b.n >= watchBacklog {
+	for b.n+k > watchBacklog {
 		if b.freed == nil {
 			b.freed = make(chan struct{})
 		}
@@ -48,7 +52,7 @@ func (b *backlog) take(ctx context.Context) bool {
 		}
 		b.mu.Lock()
 	}
-	b.n++
+	b.n += k
 	b.mu.Unlock()
 	return true
 }
@@ -60,10 +64,10 @@ func (b *backlog) add(k int) {
 	b.mu.Unlock()
 }
 
-// done returns one credit and wakes the waiting pumps once one is free.
-func (b *backlog) done() {
+// done returns k credits and wakes the waiting pumps once one is free.
+func (b *backlog) done(k int) {
 	b.mu.Lock()
-	b.n--
+	b.n -= k
 	if b.n < watchBacklog && b.freed != nil {
 		close(b.freed)
 		b.freed = nil
@@ -71,13 +75,21 @@ func (b *backlog) done() {
 	b.mu.Unlock()
 }
 
-// watchFed reports whether msg took a credit: a watch event a pump sent, or
-// an observation the watch actor published (routing.go).
-func watchFed(msg any) bool {
-	if _, ok := msg.(watchEvent); ok {
-		return true
+// credits returns the credits msg took: one per event of a pump's burst,
+// one per record of a run of split record puts, one for any other
+// observation the watch actor published (routing.go), and none for a
+// message that is not watch-fed.
+func credits(msg any) int {
+	switch m := msg.(type) {
+	case watchEvents:
+		return len(m.evs)
+	case messages.RecordsObserved:
+		return len(m.Records)
 	}
-	return routeIndex[routeKey{roleWatch, reflect.TypeOf(msg)}] != nil
+	if routeIndex[routeKey{roleWatch, reflect.TypeOf(msg)}] != nil {
+		return 1
+	}
+	return 0
 }
 
 // backlogMiddleware returns a watch-fed message's credit once its actor has
@@ -85,8 +97,8 @@ func watchFed(msg any) bool {
 func backlogMiddleware(v *env) actor.MiddlewareFunc {
 	return func(next actor.ReceiveFunc) actor.ReceiveFunc {
 		return func(c *actor.Context) {
-			if watchFed(c.Message()) {
-				defer v.backlog.done()
+			if k := credits(c.Message()); k > 0 {
+				defer v.backlog.done(k)
 			}
 			next(c)
 		}

@@ -130,8 +130,10 @@ func (cm *commit) Receive(c *actor.Context) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
 		cm.fp = m.FP
-	case messages.RecordObserved:
-		cm.fold(m.Split, m.Record, m.Rev)
+	case messages.RecordsObserved:
+		for _, r := range m.Records {
+			cm.fold(r.Split, r.Record, r.Rev)
+		}
 	case messages.RecordDeleted:
 		cm.deleted(m.Split)
 	case messages.PlanObserved:

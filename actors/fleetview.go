@@ -85,8 +85,14 @@ func (l *leader) observeFleet(c *actor.Context, msg any) {
 			}
 		}
 		l.pub.dirty = true
-	case messages.RecordObserved:
-		l.recordObserved(c, m, now)
+	case messages.RecordsObserved:
+		tick := false
+		for _, r := range m.Records {
+			tick = l.recordObserved(r, now) || tick
+		}
+		if tick {
+			l.tick(c)
+		}
 		return
 	case messages.RecordDeleted:
 		delete(f.records, m.Split)
@@ -109,29 +115,29 @@ func (l *leader) observeFleet(c *actor.Context, msg any) {
 	l.tick(c)
 }
 
-// recordObserved folds a split record put into the view. While this
-// leader's own planner run seeds, a split that appeared waits for the run's
-// progress reports instead of an evaluation per split, so seeding n splits
-// costs n/seedReport evaluations, not n.
-func (l *leader) recordObserved(c *actor.Context, m messages.RecordObserved, now time.Time) {
+// recordObserved folds a split record put into the view and reports
+// whether the leader should tick. While this leader's own planner run
+// seeds, a split that appeared waits for the run's progress reports instead
+// of an evaluation per split, so seeding n splits costs n/seedReport
+// evaluations, not n.
+func (l *leader) recordObserved(m messages.RecordObserved, now time.Time) (tick bool) {
 	f := &l.view
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true}
 	f.grace.Claim(m.Split, m.Record.Owner, now)
 	if old == facts {
-		return
+		return false
 	}
 	f.records[m.Split] = facts
 	switch {
 	case !old.seen:
 		l.pub.dirty = true
-		if !l.run.running {
-			l.tick(c)
-		}
+		return !l.run.running
 	case f.inputChanged(m.Split, old, facts):
 		l.pub.dirty = true
-		l.tick(c)
+		return true
 	}
+	return false
 }
 
 func (l *leader) gauges() {

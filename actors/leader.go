@@ -76,7 +76,7 @@ func (l *leader) Receive(c *actor.Context) {
 		l.adoptPlan(c, m.Plan, m.Rev)
 	case messages.PlanDeleted:
 		l.el.hasPlan = false
-	case messages.PresenceObserved, messages.PresenceDeleted, messages.RecordObserved, messages.RecordDeleted,
+	case messages.PresenceObserved, messages.PresenceDeleted, messages.RecordsObserved, messages.RecordDeleted,
 		messages.AssignmentObserved, messages.AssignmentDeleted:
 		l.observeFleet(c, m)
 	case messages.SessionEnded:

@@ -294,14 +294,15 @@ func (lr *leaderRig) observeSplits() {
 		lr.t.Fatal(err)
 	}
 	fp := protocol.Fingerprint("job:v1")
+	var run messages.RecordsObserved
 	for _, e := range es {
 		rec, err := protocol.DecodeSplit(e.Key, e.Value, fp)
 		if err != nil {
 			lr.t.Fatal(err)
 		}
-		lr.r.e.Send(lr.pid, messages.RecordObserved{Split: rec.ID, Record: rec, Rev: uint64(e.Revision)})
+		run.Records = append(run.Records, messages.RecordObserved{Split: rec.ID, Record: rec, Rev: uint64(e.Revision)})
 	}
-	synctest.Wait()
+	lr.send(run)
 }
 
 // leading reports the leader gauge.

@@ -66,7 +66,7 @@ func types(msgs ...any) []reflect.Type {
 // (routing_test.go checks that they match).
 var routes = []route{
 	// Observations: the watch actor bridges watched and listed keys.
-	{msgs: types(messages.RecordObserved{}, messages.RecordDeleted{}), from: roleWatch, to: []role{roleCommit, roleAssign, roleLeader}, note: "split records"},
+	{msgs: types(messages.RecordsObserved{}, messages.RecordDeleted{}), from: roleWatch, to: []role{roleCommit, roleAssign, roleLeader}, note: "split records; puts in runs of up to 256"},
 	{msgs: types(messages.PresenceObserved{}), from: roleWatch, to: []role{roleLeader, roleAssign}, own: []role{roleLease}, note: "the lease confirms its landed renewals"},
 	{msgs: types(messages.PresenceDeleted{}), from: roleWatch, to: []role{roleLeader, roleAssign}},
 	{msgs: types(messages.LeaderObserved{}, messages.LeaderDeleted{}), from: roleWatch, to: []role{roleLeader}},
@@ -138,12 +138,12 @@ func lookup(from role, msg any) *route {
 }
 
 // publish sends msg from role from to every subscriber its route names.
-// An observation of the watch actor takes one credit of the watch hand-off
-// per recipient (backlog.go).
+// An observation of the watch actor takes its credits of the watch
+// hand-off once per recipient (backlog.go).
 func (v *env) publish(from role, msg any) {
 	to := recipients(from, msg, v.id)
 	if from == roleWatch {
-		v.backlog.add(len(to))
+		v.backlog.add(len(to) * credits(msg))
 	}
 	for _, r := range to {
 		v.send(v.pid.of(r), msg)

@@ -23,10 +23,12 @@ type (
 		w   store.Watcher
 		err error
 	}
-	watchEvent struct {
+	// watchEvents is a burst of one watch's events, in order: what its
+	// pump found waiting, at most maxWatchBurst.
+	watchEvents struct {
 		ks  store.Keyspace
 		gen uint64
-		ev  store.WatchEvent
+		evs []store.WatchEvent
 	}
 	watchEnded struct {
 		ks  store.Keyspace
@@ -47,6 +49,12 @@ type (
 		took     time.Duration
 	}
 )
+
+// maxWatchBurst bounds the events a pump hands the watch actor in one
+// message, and the split record puts in one RecordsObserved, so one
+// message's work stays small while a burst costs one message per
+// subscriber rather than one per event.
+const maxWatchBurst = 256
 
 // keyState is the revision discipline of one key (docs/protocol.md, "Watches and reconcile").
 type keyState struct {
@@ -85,6 +93,10 @@ type watch struct {
 	reconcile   *clock.Timer
 	reconciling bool
 	listStart   time.Time
+	// run is the split record puts applied and not yet fanned out; fanout
+	// sends it as one RecordsObserved before any other observation and at
+	// the end of every message (flush).
+	run []messages.RecordObserved
 }
 
 func newWatch(v *env) actor.Producer {
@@ -97,8 +109,10 @@ func newWatch(v *env) actor.Producer {
 	}
 }
 
-// Receive handles one message.
+// Receive handles one message; the observations it made leave before the
+// next one is handled.
 func (w *watch) Receive(c *actor.Context) {
+	defer w.flush()
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
@@ -132,9 +146,12 @@ func (w *watch) Receive(c *actor.Context) {
 			return
 		}
 		k.w = m.w
-	case watchEvent:
-		if m.gen == w.ks[m.ks].gen {
-			w.event(m.ks, m.ev)
+	case watchEvents:
+		for _, ev := range m.evs {
+			if m.gen != w.ks[m.ks].gen || w.v.halted.Load() {
+				break // a rollback ended the watch, or the worker failed
+			}
+			w.event(m.ks, ev)
 		}
 	case watchEnded:
 		if m.gen == w.ks[m.ks].gen {
@@ -156,9 +173,10 @@ func (w *watch) Receive(c *actor.Context) {
 }
 
 // open establishes the watch of ks in the background; the goroutine pumps
-// its events into the actor until the watch ends, one credit of the watch
-// hand-off each (backlog.go): while the actors are behind it stops reading,
-// and the store's own lag limit breaks the watch.
+// its events into the actor until the watch ends, each burst it finds
+// waiting (up to maxWatchBurst) as one message, one credit of the watch
+// hand-off per event (backlog.go): while the actors are behind it stops
+// reading, and the store's own lag limit breaks the watch.
 func (w *watch) open(ks store.Keyspace) {
 	k := w.ks[ks]
 	k.gen++
@@ -172,13 +190,36 @@ func (w *watch) open(ks store.Keyspace) {
 			return
 		}
 		for ev := range sw.Events() {
-			if !v.backlog.take(ctx) {
+			evs, open := burst(sw.Events(), ev)
+			if !v.backlog.take(ctx, len(evs)) {
 				return
 			}
-			v.send(pid, watchEvent{ks: ks, gen: gen, ev: ev})
+			v.send(pid, watchEvents{ks: ks, gen: gen, evs: evs})
+			if !open {
+				break
+			}
 		}
 		v.send(pid, watchEnded{ks: ks, gen: gen, err: sw.Err()})
 	})
+}
+
+// burst returns first and the events already waiting on ch after it, up
+// to maxWatchBurst in all, without waiting; open is false when ch was
+// found closed.
+func burst(ch <-chan store.WatchEvent, first store.WatchEvent) (evs []store.WatchEvent, open bool) {
+	evs = []store.WatchEvent{first}
+	for len(evs) < maxWatchBurst {
+		select {
+		case ev, ok := <-ch:
+			if !ok {
+				return evs, false
+			}
+			evs = append(evs, ev)
+		default:
+			return evs, true
+		}
+	}
+	return evs, true
 }
 
 // watchPrefix is the prefix a worker watches and lists in ks
@@ -373,8 +414,29 @@ func (w *watch) del(ks store.Keyspace, key string, rev uint64, synth bool) {
 	w.decodeDelete(ks, key, rev, synth)
 }
 
-// fanout sends an observation to its subscribers (routing.go).
-func (w *watch) fanout(msg any) { w.v.publish(roleWatch, msg) }
+// fanout sends an observation to its subscribers (routing.go): a split
+// record put joins the current run of them, anything else sends the run
+// first and then itself, so every subscriber sees the observations in the
+// order they were made.
+func (w *watch) fanout(msg any) {
+	if r, ok := msg.(messages.RecordObserved); ok {
+		w.run = append(w.run, r)
+		if len(w.run) == maxWatchBurst {
+			w.flush()
+		}
+		return
+	}
+	w.flush()
+	w.v.publish(roleWatch, msg)
+}
+
+// flush sends the current run of split record puts.
+func (w *watch) flush() {
+	if len(w.run) > 0 {
+		w.v.publish(roleWatch, messages.RecordsObserved{Records: w.run})
+		w.run = nil
+	}
+}
 
 func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64) {
 	kind, suffix := protocol.ParseKey(ks, key)

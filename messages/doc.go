@@ -22,7 +22,7 @@
 // WithdrawPresence.
 //
 // The watch actor turns watched and listed keys into observations:
-// RecordObserved and RecordDeleted (split records) to commit, assign and
+// RecordsObserved and RecordDeleted (split records) to commit, assign and
 // leader; PresenceObserved to leader and assign, and to the lease for its
 // own key; PresenceDeleted to leader and assign; LeaderObserved and
 // LeaderDeleted to the leader; PlanObserved and PlanDeleted to leader and
