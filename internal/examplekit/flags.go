@@ -88,7 +88,7 @@ type Common struct {
 func (c *Common) Register(fs *flag.FlagSet, instance string) {
 	fs.StringVar(&c.NATS, "nats", "", "NATS server URL (nats://host:port or tls://host:port) instead of the embedded server")
 	fs.StringVar(&c.Instance, "instance", "", instance)
-	fs.DurationVar(&c.Timeout, "timeout", 5*time.Minute, "give up after this long (and report what is missing)")
+	fs.DurationVar(&c.Timeout, "timeout", 5*time.Minute, "bound on the whole run, shutdown included: the work stops early enough to stop cleanly and report what is missing")
 	fs.StringVar(&c.Log, "log", "warn", "library log level: "+levelNames)
 }
 
