@@ -66,10 +66,11 @@ type Config struct {
 	// owner joining, or of the owner claiming the split (so a split does not
 	// bounce). A leader of a fleet that is starting (no live member holds a
 	// split: a new job, or every worker restarted) also places no split that
-	// no live member owns until StartupGrace after it started leading, so
-	// workers that start within the window are placed once, balanced; in a
-	// running fleet unowned splits are assigned at once. Default 3s; 0
-	// disables it; negative is rejected.
+	// no live member owns while members are still joining (until
+	// StartupGrace/6 passes with no new member, at most StartupGrace after
+	// it started leading), so workers that start together are placed once,
+	// balanced; in a running fleet unowned splits are assigned at once.
+	// Default 3s; 0 disables it; negative is rejected.
 	StartupGrace time.Duration
 	// DrainDeadline is the deadline of a live revocation and the silence
 	// timeout of a cancelled one. Default 10s; at least OpTimeout; it may

@@ -164,11 +164,11 @@ func TestAHugeAdvertisedBudgetCannotOutgrowTheValueCap(t *testing.T) {
 func withGrace(c *coordination.Config) { c.StartupGrace = coordination.DefaultConfig().StartupGrace }
 
 // A leader that starts leading a fleet in which no live member holds a
-// split places nothing that no live member owns until StartupGrace after it
-// started leading, then places every split over every member that joined
-// by then, balanced (docs/protocol.md, "Assignment and the rebalance
-// delay"). Before, w1 got all four splits at once and w2, joining a second
-// later, got none until the pins ended.
+// split places nothing that no live member owns until members stop joining
+// for StartupGrace/6, then places every split over every member that
+// joined by then, balanced (docs/protocol.md, "Assignment and the
+// rebalance delay"). Before, w1 got all four splits at once and w2, joining
+// 300ms later, got none until the pins ended.
 func TestAStartingFleetIsPlacedWhenTheStartupHoldEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := newLeaderRig(t, finalPlan("a", "b", "c", "d"), withGrace)
@@ -184,9 +184,10 @@ func TestAStartingFleetIsPlacedWhenTheStartupHoldEnds(t *testing.T) {
 		if n1, n2 := placed(); n1+n2 != 0 {
 			t.Fatalf("placed %d and %d splits during the startup hold, want none", n1, n2)
 		}
-		lr.r.clk.Add(time.Second)
+		join := 300 * time.Millisecond // before the hold ends at grace/6
+		lr.r.clk.Add(join)
 		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 2})
-		lr.r.clk.Add(grace - time.Second - time.Millisecond)
+		lr.r.clk.Add(grace/6 - time.Millisecond) // the join pushed the end to join+grace/6
 		synctest.Wait()
 		if n1, n2 := placed(); n1+n2 != 0 {
 			t.Fatalf("placed %d and %d splits before the hold ended, want none", n1, n2)

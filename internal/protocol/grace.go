@@ -22,10 +22,11 @@ import (
 //
 // Fill is delayed only while the fleet starts (see [Grace.Hold]): when the
 // leader started leading a fleet in which no live member held a split, it
-// places no split that no live member owns until the window since it
-// started leading ends, so the members that start within the window are
-// all placed by the first assignment, balanced, and nothing moves after.
-// In a running fleet (a failover) unowned splits are assigned at once.
+// places no split that no live member owns until members stop joining (a
+// sixth of the window passed with no new member) or the window since it
+// started leading ends, so the members that start together are all placed
+// by the first assignment, balanced, and nothing moves after. In a running
+// fleet (a failover) unowned splits are assigned at once.
 //
 // Grace holds only observation times; it does no I/O and is not safe for
 // concurrent use (the leader actor owns it). A zero or negative window pins
@@ -37,18 +38,21 @@ type Grace struct {
 	joined  map[string]time.Time
 	claimed map[coordination.SplitID]graceClaim
 	next    time.Time // the earliest pin end of the last Pinned, zero if none
-	fleet   fleetState
+	hold    holdState
 }
 
-// fleetState is what a leadership found the fleet doing when it first
-// evaluated the assignment.
-type fleetState int
+// holdState is where the startup hold of a leadership stands.
+type holdState int
 
 const (
-	fleetUnknown  fleetState = iota // not asked yet in this leadership
-	fleetStarting                   // no live member held a split: hold the fill
-	fleetRunning                    // a live member held a split: place at once
+	holdUnknown holdState = iota // not asked yet in this leadership
+	holding                      // the fleet was starting: fill waits
+	holdOver                     // the fleet was running, or the hold ended: place at once
 )
+
+// holdQuiet is the share of the window that must pass with no member
+// joining for the startup hold to end before the window does.
+const holdQuiet = 6
 
 // graceClaim is the owner a split's record names and when it was first
 // observed.
@@ -64,33 +68,35 @@ func NewGrace(window time.Duration) *Grace {
 
 // Lead records that this worker started leading at now; the next Hold
 // asks afresh whether the fleet is starting.
-func (g *Grace) Lead(now time.Time) { g.since, g.fleet = now, fleetUnknown }
+func (g *Grace) Lead(now time.Time) { g.since, g.hold = now, holdUnknown }
 
 // Hold returns in with the splits the startup hold keeps unplaced at now
-// added to in.Reserved, and when the hold ends; the zero time (and in
-// unchanged) when no hold applies. The hold applies while the window since
-// this worker started leading is open, when the fleet was starting: at
-// the first Hold of the leadership, running reported that no live member
-// holds a split in its current session (running is called once per
-// leadership). It keeps back every split whose Owner is not one of
-// in.Members, so a member's own splits (a restart under the same instance
-// id) go back to it at once, and everything else is placed when the hold
-// ends, over every member that joined by then.
+// added to in.Reserved, and when the hold ends as things stand; the zero
+// time (and in unchanged) when no hold applies. The hold applies when the
+// fleet was starting: at the first Hold of the leadership, running
+// reported that no live member holds a split in its current session
+// (running is called once per leadership). It lasts until a sixth of the
+// window has passed since a member last joined (as first observed, and not
+// before this worker started leading) or the window since it started
+// leading ends, whichever comes first, so each join extends it; once over,
+// it is over for the leadership. It keeps back every split whose Owner is
+// not one of in.Members, so a member's own splits (a restart under the
+// same instance id) go back to it at once, and everything else is placed
+// when the hold ends, over every member that joined by then.
 func (g *Grace) Hold(now time.Time, in AssignInput, running func() bool) (AssignInput, time.Time) {
-	if g.window <= 0 || g.since.IsZero() {
+	if g.window <= 0 || g.since.IsZero() || g.hold == holdOver {
 		return in, time.Time{}
 	}
-	end := g.since.Add(g.window)
-	if !now.Before(end) {
-		return in, time.Time{}
-	}
-	if g.fleet == fleetUnknown {
-		g.fleet = fleetStarting
+	if g.hold == holdUnknown {
+		g.hold = holding
 		if running() {
-			g.fleet = fleetRunning
+			g.hold = holdOver
+			return in, time.Time{}
 		}
 	}
-	if g.fleet != fleetStarting {
+	end := g.holdEnd()
+	if !now.Before(end) {
+		g.hold = holdOver
 		return in, time.Time{}
 	}
 	members := make(map[string]bool, len(in.Members))
@@ -108,6 +114,33 @@ func (g *Grace) Hold(now time.Time, in AssignInput, running func() bool) (Assign
 	}
 	in.Reserved = reserved
 	return in, end
+}
+
+// holdEnd returns when the startup hold of this leadership ends as far as
+// the joins observed tell: a sixth of the window after it started leading,
+// pushed back to a sixth of the window after each member that joined
+// before the hold ended, and at the latest the window after it started
+// leading. A join after the end does not reopen the hold.
+func (g *Grace) holdEnd() time.Time {
+	limit, quiet := g.since.Add(g.window), g.window/holdQuiet
+	joins := make([]time.Time, 0, len(g.joined))
+	for _, t := range g.joined {
+		if t.After(g.since) {
+			joins = append(joins, t)
+		}
+	}
+	slices.SortFunc(joins, time.Time.Compare)
+	end := g.since.Add(quiet)
+	for _, t := range joins {
+		if !t.Before(end) {
+			break
+		}
+		end = t.Add(quiet)
+	}
+	if end.After(limit) {
+		return limit
+	}
+	return end
 }
 
 // Join records that member inst was observed at now; only the first

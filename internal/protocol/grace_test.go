@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -81,26 +82,35 @@ func TestGracePinned(t *testing.T) {
 
 func TestGraceHold(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	const window = 3 * time.Second
+	const window = 3 * time.Second // members must stop joining for 500ms
 	in := AssignInput{
 		Members:  []string{"w1", "w2"},
 		Splits:   []AssignSplit{{ID: "mine", Owner: "w1"}, {ID: "dead", Owner: "gone"}, {ID: "free"}, {ID: "kept", Owner: "gone"}},
 		Reserved: map[coordination.SplitID]bool{"kept": true},
 	}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	ms := time.Millisecond
 	tests := []struct {
 		name     string
 		window   time.Duration
 		lead     bool
 		running  bool
-		at       time.Duration // after t0
+		joins    []time.Duration // after t0
+		at       time.Duration   // after t0
 		wantHeld []coordination.SplitID
 		wantEnd  time.Duration // after t0; 0: no hold
 	}{
-		{name: "a starting fleet keeps back what no live member owns", window: window, lead: true, at: time.Second,
+		{name: "a starting fleet keeps back what no live member owns", window: window, lead: true, joins: []time.Duration{400 * ms, 800 * ms}, at: time.Second,
+			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: 1300 * ms},
+		{name: "members seen before leading began count from then", window: window, lead: true, joins: []time.Duration{-time.Minute}, at: 400 * ms,
+			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: 500 * ms},
+		{name: "joins extend the hold, up to the window", window: window, lead: true,
+			joins: []time.Duration{400 * ms, 800 * ms, 1200 * ms, 1600 * ms, 2000 * ms, 2400 * ms, 2800 * ms}, at: 2900 * ms,
 			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: window},
-		{name: "a running fleet holds nothing", window: window, lead: true, running: true, at: time.Second},
-		{name: "the window since leading began is over", window: window, lead: true, at: window},
-		{name: "not leading", window: window, at: time.Second},
+		{name: "no member joined for a sixth of the window", window: window, lead: true, joins: []time.Duration{100 * ms}, at: 600 * ms},
+		{name: "a join after the hold ended does not reopen it", window: window, lead: true, joins: []time.Duration{100 * ms, 700 * ms}, at: 800 * ms},
+		{name: "a running fleet holds nothing", window: window, lead: true, running: true, at: 100 * ms},
+		{name: "not leading", window: window, at: 100 * ms},
 		{name: "a zero window holds nothing", window: 0, lead: true, at: 0},
 	}
 	for _, tt := range tests {
@@ -109,10 +119,13 @@ func TestGraceHold(t *testing.T) {
 			if tt.lead {
 				g.Lead(t0)
 			}
+			for i, d := range tt.joins {
+				g.Join(fmt.Sprintf("m%d", i), at(d))
+			}
 			asked := 0
 			running := func() bool { asked++; return tt.running }
 			for range 2 { // the second call must not ask again
-				out, end := g.Hold(t0.Add(tt.at), in, running)
+				out, end := g.Hold(at(tt.at), in, running)
 				held := slices.Sorted(maps.Keys(out.Reserved))
 				if tt.wantEnd == 0 {
 					if !end.IsZero() || !maps.Equal(out.Reserved, in.Reserved) {
@@ -120,8 +133,8 @@ func TestGraceHold(t *testing.T) {
 					}
 					continue
 				}
-				if !slices.Equal(held, tt.wantHeld) || !end.Equal(t0.Add(tt.wantEnd)) {
-					t.Fatalf("Hold = %v until %v, want %v until %v", held, end, tt.wantHeld, t0.Add(tt.wantEnd))
+				if !slices.Equal(held, tt.wantHeld) || !end.Equal(at(tt.wantEnd)) {
+					t.Fatalf("Hold = %v until %v, want %v until %v", held, end, tt.wantHeld, at(tt.wantEnd))
 				}
 			}
 			if asked > 1 {
@@ -134,19 +147,25 @@ func TestGraceHold(t *testing.T) {
 	}
 }
 
-// TestGraceHoldAsksAgainPerLeadership checks that a new leadership decides
-// afresh whether the fleet is starting.
-func TestGraceHoldAsksAgainPerLeadership(t *testing.T) {
+// TestGraceHoldIsOverForTheLeadership checks that a hold, once over, does
+// not start again when a member joins later, and that a new leadership
+// decides afresh.
+func TestGraceHoldIsOverForTheLeadership(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	g := NewGrace(3 * time.Second)
 	in := AssignInput{Members: []string{"w1"}, Splits: []AssignSplit{{ID: "free"}}}
+	starting := func() bool { return false }
 	g.Lead(t0)
-	if _, end := g.Hold(t0, in, func() bool { return true }); !end.IsZero() {
-		t.Fatal("held while running")
+	if _, end := g.Hold(t0, in, starting); !end.Equal(t0.Add(500 * time.Millisecond)) {
+		t.Fatalf("a starting fleet holds until %v", end)
+	}
+	g.Join("late", t0.Add(time.Second))
+	if _, end := g.Hold(t0.Add(time.Second), in, starting); !end.IsZero() {
+		t.Fatalf("a join after the hold ended held again until %v", end)
 	}
 	g.Lead(t0.Add(time.Minute))
-	if _, end := g.Hold(t0.Add(time.Minute), in, func() bool { return false }); !end.Equal(t0.Add(time.Minute + 3*time.Second)) {
-		t.Fatalf("a new leadership of a starting fleet holds until %v", end)
+	if _, end := g.Hold(t0.Add(time.Minute), in, func() bool { return true }); !end.IsZero() {
+		t.Fatalf("a new leadership of a running fleet holds until %v", end)
 	}
 }
 
