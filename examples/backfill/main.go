@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var stage examplekit.Stage
 	return examplekit.Bounded("backfill", o.Timeout, &stage, stderr, func() int {
 		var rep *report
+		var err error
 		if o.verify {
 			rep, err = verify(ctx, o)
 		} else {

@@ -150,6 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return examplekit.Bounded("tablecopy", o.Timeout, &stage, stderr, func() int {
 		ctx, cancel := examplekit.WorkContext(ctx, o.Timeout)
 		defer cancel()
+		var err error
 		if o.init {
 			err = initDB(ctx, o, stdout)
 		} else {
