@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -25,8 +26,8 @@ import (
 // departures, with workers that consent to, decline or ignore revocations
 // and whose clocks may run up to 10% fast or slow. The fleet checks the
 // safety invariants of [Checker] after every step; once the faults stop,
-// every live worker reaches AllComplete or Stalled, all the same (I6). Two
-// liveness invariants are checked at the end:
+// every live worker reaches AllComplete or Stalled, all the same (I6). Three
+// liveness invariants are checked:
 //
 //   - L1, a worker whose writes all land never loses a split: a member
 //     incarnation is healthy when, while it ran, it was never partitioned
@@ -41,6 +42,12 @@ import (
 //     was healthy, no split is quarantined and no attempt is charged (a
 //     record a claim with a lost reply left naming its claimant's session
 //     is re-claimed by it free, or handed back, also when it departs).
+//   - L3, a healthy fleet holds what it is assigned: after the faults stop,
+//     a runnable split that a live member's assignment record names is held
+//     by that member within healthyFleetHoldsWithin (2 x LeaseDuration +
+//     StartupGrace + DrainDeadline, a bound that depends on neither the
+//     number of splits nor the heartbeats the run took), checked at every
+//     step until the verdicts.
 //
 // Every input is drawn before the bubble starts; each schedule runs in its
 // own synctest bubble and returns a verdict, and the *rapid.T fails outside
@@ -415,7 +422,11 @@ func execute(f *Fleet, s schedule) {
 	for _, m := range f.Live() {
 		m.Policy.FailSplits = policies[0].FailSplits
 	}
-	f.Until("every live worker reaches a verdict", f.AllSettled)
+	held := newHeldWithin(f, healthyFleetHoldsWithin(f.Config()))
+	f.Until("every live worker reaches a verdict", func() bool {
+		held.check()
+		return f.AllSettled()
+	})
 	f.CheckVerdicts()
 	checkRevocationAccounting(failer{f}, f)
 	quarantined := false
@@ -444,6 +455,69 @@ func execute(f *Fleet, s schedule) {
 	checkHealthyKeepTheirSplits(f, incs)
 	if poison == "" && !failed && !crashed && allHealthy(incs) {
 		checkNothingCharged(f)
+	}
+}
+
+// healthyFleetHoldsWithin is L3's bound: once the faults stopped, a split a
+// live member is assigned is held within it. It covers what may still be
+// owed to the faults when they stop (a crashed or starved session's lease
+// running out, a leader key expiring and the next leader's startup hold, a
+// drain reaching its deadline) and a few heartbeats of I/O; it does not
+// depend on how many splits there are, nor grow with the heartbeats the run
+// took (a claim pipeline that takes a batch per heartbeat would).
+func healthyFleetHoldsWithin(cfg coordination.Config) time.Duration {
+	return 2*cfg.LeaseDuration + cfg.StartupGrace + cfg.DrainDeadline
+}
+
+// heldWithin checks L3 at every step of the run after the faults stopped:
+// for every live member and every runnable split its assignment record
+// names and it does not hold, it notes when that was first seen (not before
+// the faults stopped), and fails once one waited longer than bound.
+type heldWithin struct {
+	f       *Fleet
+	bound   time.Duration
+	waiting map[string]time.Time // member + "/" + split → first seen assigned and not held
+	longest time.Duration
+}
+
+func newHeldWithin(f *Fleet, bound time.Duration) *heldWithin {
+	return &heldWithin{f: f, bound: bound, waiting: map[string]time.Time{}}
+}
+
+// check takes one look at the fleet.
+func (h *heldWithin) check() {
+	now := h.f.Now()
+	seen := map[string]bool{}
+	for _, m := range h.f.Live() {
+		e, ok, err := h.f.Store().Get(context.Background(), store.Durable, protocol.AssignKey(m.InstanceID()))
+		if err != nil || !ok {
+			continue
+		}
+		a, err := protocol.DecodeAssignment(e.Key, e.Value)
+		if err != nil {
+			continue
+		}
+		for _, id := range a.Splits {
+			if v, ok := h.f.Record(id); !ok || v.Status != "runnable" || m.Holds(id) {
+				continue
+			}
+			k := m.ID() + "/" + string(id)
+			seen[k] = true
+			since, ok := h.waiting[k]
+			if !ok {
+				h.waiting[k] = now
+				continue
+			}
+			h.longest = max(h.longest, now.Sub(since))
+			if now.Sub(since) > h.bound {
+				h.f.Fail("%s has been assigned split %s without holding it for %v after the faults stopped, above the bound %v (L3)\n%s", m.ID(), id, now.Sub(since), h.bound, h.f.Describe())
+			}
+		}
+	}
+	for k := range h.waiting {
+		if !seen[k] {
+			delete(h.waiting, k)
+		}
 	}
 }
 
