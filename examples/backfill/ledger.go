@@ -95,7 +95,10 @@ var errNoSuchJob = errors.New("no such job")
 // create is set.
 func connectLedger(ctx context.Context, url, job string, create bool) (*ledger, error) {
 	shown := natsstore.RedactURL(url)
-	nc, err := nats.Connect(url, nats.Timeout(ledgerTimeout), nats.MaxReconnects(-1), nats.Name("backfill ledger"))
+	// The job's inbox prefix, so the ledger needs no subscribe permission
+	// beyond the job's workers' (README, "Permissions on NATS").
+	nc, err := nats.Connect(url, nats.Timeout(ledgerTimeout), nats.MaxReconnects(-1), nats.Name("backfill ledger"),
+		nats.CustomInboxPrefix(natsstore.InboxPrefix(job)))
 	if err != nil {
 		return nil, fmt.Errorf("NATS at %s is %w (%v): start a server with JetStream (nats-server -js), or omit -nats to run on an embedded one", shown, errUnreachable, err)
 	}

@@ -1,7 +1,9 @@
 package natsstore
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -185,5 +187,29 @@ func TestAuthMutualTLS(t *testing.T) {
 		key := filepath.Join(dir, "missing-key.pem")
 		st := newStore(t, Config{Servers: []string{tlsURL(srv)}, Job: "mtls", TLS: &TLS{RootCA: ca.path, ClientCert: cert, ClientKey: key}})
 		fatalAtOnce(t, st, fmt.Sprintf("with key %q", key))
+	})
+}
+
+// TestADeniedRequestIsLoggedAsAPermissionProblem runs a store as a user
+// that may use JetStream but not the job's buckets: the refused request
+// only times out, so the store's log must say what is wrong.
+func TestADeniedRequestIsLoggedAsAPermissionProblem(t *testing.T) {
+	srv := startServer(t, func(o *server.Options) {
+		o.Users = []*server.User{{Username: "svc", Password: "pw", Permissions: &server.Permissions{
+			Publish:   &server.SubjectPermission{Allow: []string{"$JS.API.INFO"}},
+			Subscribe: &server.SubjectPermission{Allow: []string{InboxPrefix("denied") + ".>"}},
+		}}}
+	})
+	var logs syncBuffer
+	st := newStore(t, Config{Servers: []string{srv.ClientURL()}, Job: "denied", Credentials: Credentials{Username: "svc", Password: "pw"},
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	if _, _, err := st.Get(ctx, store.Durable, "k"); err == nil {
+		t.Fatal("a Get without the permission succeeded")
+	}
+	waitFor(t, 5*time.Second, "the log line of the refused request", func() bool {
+		return strings.Contains(logs.String(), `level=ERROR msg="NATS refused a request of the store: the user lacks a permission the job needs`) &&
+			strings.Contains(logs.String(), "KV_coordination_denied_state")
 	})
 }

@@ -3,6 +3,8 @@ package natsstore
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/spate-go/coordination/internal/embednats"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -21,10 +24,32 @@ func TestReplicatedBucketsOpen(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test skipped in -short mode")
 	}
-	servers, _ := startCluster(t, 3)
+	// The README's permission sets for two jobs, and an administrator
+	// with every permission for connections without credentials.
+	var users []*server.User
+	for _, job := range []string{embednats.ReadmeJob, "fresh-r3"} {
+		u, err := embednats.ReadmeUsers("../../README.md", job, "worker-pw", "ops-pw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		users = append(users, u...)
+	}
+	servers, _ := startCluster(t, 3, func(o *server.Options) {
+		o.Users = append(slices.Clone(users), &server.User{Username: "admin", Password: "admin-pw"})
+		o.NoAuthUser = "admin"
+	})
+	violations := &embednats.ViolationLog{}
 	cfg := Config{Replicas: 3}
 	for _, s := range servers {
+		s.SetLogger(violations, false, false)
 		cfg.Servers = append(cfg.Servers, s.ClientURL())
+	}
+	as := func(user string) []string {
+		urls := make([]string, len(servers))
+		for i, s := range servers {
+			urls[i] = strings.Replace(s.ClientURL(), "nats://", "nats://"+user+"@", 1)
+		}
+		return urls
 	}
 
 	// Each of 4 concurrent openers must finish its first Watch and Get well
@@ -58,16 +83,17 @@ func TestReplicatedBucketsOpen(t *testing.T) {
 		}
 	})
 
-	// A tool's store (ExistingOnly, coordctl status and audit) must read
-	// such a bucket without updating its stream: a read-only operator has
-	// no permission to.
-	t.Run("InspectedWithoutAStreamUpdate", func(t *testing.T) {
-		c := cfg
-		c.Job, c.ExistingOnly = "inspected", true
+	// With the README's permission sets: a read-only tool's store
+	// (ExistingOnly, coordctl status and audit) reads buckets made with
+	// direct gets without updating their streams (it may not), a worker
+	// adopts them (turning direct gets off) and a worker creates a fresh
+	// replicated job.
+	t.Run("TheREADMEPermissions", func(t *testing.T) {
+		job := embednats.ReadmeJob
 		js := jsFor(t, servers[1])
 		for _, kc := range []jetstream.KeyValueConfig{
-			{Bucket: "coordination_inspected_state", History: 1, MaxValueSize: bucketMaxMsgSize, Replicas: 3},
-			{Bucket: "coordination_inspected_lease", History: 1, MaxValueSize: bucketMaxMsgSize, Replicas: 3, TTL: testLease, LimitMarkerTTL: testLease},
+			{Bucket: "coordination_" + job + "_state", History: 1, MaxValueSize: bucketMaxMsgSize, Replicas: 3},
+			{Bucket: "coordination_" + job + "_lease", History: 1, MaxValueSize: bucketMaxMsgSize, Replicas: 3, TTL: testLease, LimitMarkerTTL: testLease},
 		} {
 			kv, err := js.CreateKeyValue(opCtx(t), kc)
 			if err != nil {
@@ -77,21 +103,50 @@ func TestReplicatedBucketsOpen(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		st := newStore(t, c)
-		if _, live, err := st.Get(opCtx(t), store.Durable, "k"); err != nil || !live {
-			t.Fatalf("get: live=%v err=%v", live, err)
+		ops := newStore(t, Config{Servers: as(job + "-ops:ops-pw"), Job: job, ExistingOnly: true})
+		for _, ks := range []store.Keyspace{store.Durable, store.Ephemeral} {
+			if _, live, err := ops.Get(opCtx(t), ks, "k"); err != nil || !live {
+				t.Fatalf("the read-only get: live=%v err=%v", live, err)
+			}
+			if entries, err := ops.List(opCtx(t), ks, ""); err != nil || len(entries) != 1 {
+				t.Fatalf("the read-only list: %v %v", entries, err)
+			}
 		}
-		if entries, err := st.List(opCtx(t), store.Durable, ""); err != nil || len(entries) != 1 {
-			t.Fatalf("list: %v %v", entries, err)
+		w, err := ops.WatchHistory(opCtx(t), store.Durable, "")
+		if err != nil {
+			t.Fatalf("the read-only history: %v", err)
 		}
-		for _, b := range []string{"KV_coordination_inspected_state", "KV_coordination_inspected_lease"} {
+		if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.Put {
+			t.Fatalf("the read-only history's first event = %+v, want the put", ev)
+		}
+		w.Stop()
+		for _, b := range []string{"KV_coordination_" + job + "_state", "KV_coordination_" + job + "_lease"} {
 			stream, err := js.Stream(opCtx(t), b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !stream.CachedInfo().Config.AllowDirect {
-				t.Fatalf("stream %s: a store with ExistingOnly turned direct gets off (a stream update)", b)
+				t.Fatalf("stream %s: the read-only store turned direct gets off (a stream update)", b)
 			}
+		}
+
+		for _, j := range []string{job, "fresh-r3"} {
+			c := cfg
+			c.Servers, c.Job = as(j+"-worker:worker-pw"), j
+			st := newStore(t, c)
+			mustCreate(t, st, store.Durable, "by-worker", "v")
+			if e, ok, err := st.Get(opCtx(t), store.Durable, "by-worker"); !ok || err != nil || string(e.Value) != "v" {
+				t.Fatalf("the worker's get of %s: %+v ok=%v err=%v", j, e, ok, err)
+			}
+			w, err := st.Watch(opCtx(t), store.Ephemeral, "")
+			if err != nil {
+				t.Fatalf("the worker's watch of %s: %v", j, err)
+			}
+			w.Stop()
+			wantLeaderReads(t, servers[0], j)
+		}
+		if v := violations.Seen(); len(v) > 0 {
+			t.Fatalf("the README's permission sets were refused requests:\n%s", strings.Join(v, "\n"))
 		}
 	})
 

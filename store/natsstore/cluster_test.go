@@ -18,12 +18,12 @@ import (
 )
 
 // startCluster runs an n-node JetStream cluster on loopback and waits for
-// its meta leader. The route ports are reserved by binding and releasing
+// its meta leader; mutate may adjust each node's options first. The route ports are reserved by binding and releasing
 // them; if one is taken meanwhile the cluster is built again.
-func startCluster(t *testing.T, n int) ([]*server.Server, []*server.Options) {
+func startCluster(t *testing.T, n int, mutate ...func(*server.Options)) ([]*server.Server, []*server.Options) {
 	t.Helper()
 	for try := 0; try < 3; try++ {
-		if servers, opts, err := tryCluster(t, n); err == nil {
+		if servers, opts, err := tryCluster(t, n, mutate...); err == nil {
 			return servers, opts
 		} else {
 			t.Logf("cluster start failed, retrying: %v", err)
@@ -34,7 +34,7 @@ func startCluster(t *testing.T, n int) ([]*server.Server, []*server.Options) {
 }
 
 // tryCluster makes one attempt of startCluster.
-func tryCluster(t *testing.T, n int) ([]*server.Server, []*server.Options, error) {
+func tryCluster(t *testing.T, n int, mutate ...func(*server.Options)) ([]*server.Server, []*server.Options, error) {
 	ports := make([]int, n)
 	var routes []string
 	for i := range ports {
@@ -60,6 +60,9 @@ func tryCluster(t *testing.T, n int) ([]*server.Server, []*server.Options, error
 		opts.ServerName = fmt.Sprintf("n%d", i)
 		opts.Cluster = server.ClusterOpts{Name: "c", Host: "127.0.0.1", Port: ports[i]}
 		opts.Routes = server.RoutesFromStr(strings.Join(routes, ","))
+		for _, m := range mutate {
+			m(opts)
+		}
 		s, err := server.NewServer(opts)
 		if err != nil {
 			stopAll()

@@ -80,7 +80,8 @@ type Config struct {
 	Logger *slog.Logger
 	// Options are extra nats.go client options for the connection the
 	// store dials, applied after the store's own, so an option given here
-	// wins. The store's own: a name, its dialer, a timeout per network
+	// wins. The store's own: a name, the job's inbox prefix (see
+	// [InboxPrefix]), its dialer, a timeout per network
 	// step of at most a third of the lease, MaxReconnects(-1), a
 	// reconnect wait and jitter of LeaseTTL/20 each (at most 2s), a ping
 	// interval of LeaseTTL/3 (at least 10s), no reconnect buffer (operations
@@ -137,7 +138,7 @@ func (c Config) Validate() error {
 		}
 	}
 	for i, s := range c.Servers {
-		if err := checkServer(s); err != "" {
+		if err := serverProblem(s); err != "" {
 			return coordination.Errorf(coordination.Fatal, "natsstore: Servers[%d]: %s, got %q", i, err, RedactURL(s))
 		}
 	}
@@ -173,12 +174,12 @@ func serverURLs(entry string) []string {
 	return urls
 }
 
-// checkServer returns what is wrong with a Servers entry, or "". The client
+// serverProblem returns what is wrong with a Servers entry, or "". The client
 // splits an entry at commas (serverURLs), so each piece must be a URL: a
 // comma inside a password would otherwise cut it in two, and the client's
 // parse error would quote the first half. The text returned never quotes
 // the entry; the caller prints it through RedactURL.
-func checkServer(entry string) string {
+func serverProblem(entry string) string {
 	urls := serverURLs(entry)
 	if len(urls) == 0 {
 		return "no server URL in it; remove the entry"
@@ -220,6 +221,15 @@ func urlProblem(s string) string {
 	}
 	return ""
 }
+
+// InboxPrefix returns the inbox prefix of the connections a store of job
+// dials, "_INBOX_coordination_<job>": replies and watch deliveries of the
+// job come in under it, so a user's subscribe permission can be limited to
+// "_INBOX_coordination_<job>.>" and a worker of one job cannot receive
+// another's (see the README, "Permissions on NATS"). A connection passed
+// as Config.Conn keeps its own prefix: give it nats.CustomInboxPrefix with
+// this value to fit those permissions.
+func InboxPrefix(job string) string { return "_INBOX_coordination_" + job }
 
 // validJob reports whether job is 1..64 bytes of [A-Za-z0-9_-].
 func validJob(job string) bool {

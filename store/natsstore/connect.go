@@ -191,6 +191,7 @@ func (s *Store) dial(ctx context.Context) (*nats.Conn, error) {
 	}
 	opts = append(opts,
 		nats.Name("coordination-natsstore-"+s.cfg.Job),
+		nats.CustomInboxPrefix(InboxPrefix(s.cfg.Job)),
 		nats.SetCustomDialer(d),
 		nats.Timeout(step),
 		nats.MaxReconnects(-1),
@@ -203,6 +204,12 @@ func (s *Store) dial(ctx context.Context) (*nats.Conn, error) {
 		nats.ReconnectBufSize(-1),
 		nats.NoCallbacksAfterClientClose(),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				// The request it refused gets no answer and times out:
+				// this line is where the cause shows.
+				s.log.Error("NATS refused a request of the store: the user lacks a permission the job needs (see the README, \"Permissions on NATS\")", "err", err)
+				return
+			}
 			s.log.Warn("nats asynchronous error", "err", err)
 		}),
 	)
