@@ -38,11 +38,12 @@ var failoverTimings = []timing{
 // TestFailoverTakesLeasePlusRebalanceDelay measures, on the fleet's mock
 // clock, how long a crashed worker's splits stay unheld (until the survivor
 // holds them all) and how long a departed one's do, for each timing of
-// failoverTimings. A crash costs the presence expiry (up to LeaseDuration
-// after the last renewal) plus RebalanceDelay plus a heartbeat to republish
-// and claim; it is never shorter than RebalanceDelay. A departure hands the
-// splits back, so they move within a heartbeat whatever the lease and the
-// delay.
+// failoverTimings. A crash costs the presence expiry (LeaseDuration after
+// the last renewal, and renewals land at most 0.4 × LeaseDuration apart, so
+// 0.6 to 1 lease after the crash) plus RebalanceDelay plus up to a heartbeat
+// to republish and claim; where in the heartbeat the crash falls varies from
+// run to run. A departure hands the splits back, so they move within a
+// heartbeat whatever the lease and the delay.
 func TestFailoverTakesLeasePlusRebalanceDelay(t *testing.T) {
 	for _, tm := range failoverTimings {
 		t.Run(tm.name, func(t *testing.T) {
@@ -69,9 +70,11 @@ func TestFailoverTakesLeasePlusRebalanceDelay(t *testing.T) {
 				}, WithConfig(tm.set), WithUntilBudget(5*time.Minute))
 			}
 			heartbeat := cfg.LeaseDuration / 3
-			if crash < cfg.RebalanceDelay || crash > cfg.LeaseDuration+cfg.RebalanceDelay+heartbeat {
-				t.Errorf("a crash moved the splits after %v, want between RebalanceDelay %v and lease + delay + heartbeat %v",
-					crash, cfg.RebalanceDelay, cfg.LeaseDuration+cfg.RebalanceDelay+heartbeat)
+			earliest := cfg.LeaseDuration*6/10 + cfg.RebalanceDelay
+			latest := cfg.LeaseDuration + cfg.RebalanceDelay + heartbeat
+			if crash < earliest || crash > latest {
+				t.Errorf("a crash moved the splits after %v, want between 0.6 lease + delay (%v) and lease + delay + heartbeat (%v)",
+					crash, earliest, latest)
 			}
 			if depart > heartbeat {
 				t.Errorf("a departure moved the splits after %v, want within a heartbeat (%v)", depart, heartbeat)
