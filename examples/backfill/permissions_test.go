@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +49,14 @@ func TestTheREADMEPermissionsSuffice(t *testing.T) {
 		users = append(users, u...)
 	}
 	users[0].Permissions.Publish.Allow = append(users[0].Permissions.Publish.Allow, ledgerPermissions(job)...)
+	// The README's operator who may delete the job: the worker set plus
+	// the deletion of the job's two streams.
+	deleter := &server.User{Username: job + "-deleter", Password: "deleter-pw", Permissions: &server.Permissions{
+		Publish: &server.SubjectPermission{Allow: append(slices.Clone(users[0].Permissions.Publish.Allow),
+			"$JS.API.STREAM.DELETE.KV_coordination_"+job+"_state", "$JS.API.STREAM.DELETE.KV_coordination_"+job+"_lease")},
+		Subscribe: users[0].Permissions.Subscribe,
+	}}
+	users = append(users, deleter)
 	srv, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true, Users: users})
 	if err != nil {
 		t.Fatal(err)
@@ -139,4 +148,12 @@ func TestTheREADMEPermissionsSuffice(t *testing.T) {
 	eventually(t, "the server refusing another job's worker the job's inbox", func() bool {
 		return errors.Is(nc.LastError(), nats.ErrPermissionViolation)
 	})
+
+	var dout, derr bytes.Buffer
+	if code := coordctl.Run(t.Context(), []string{"delete-job", "-yes", "-nats", url(job+"-deleter", "deleter-pw"), "-job", job}, &dout, &derr); code != coordctl.ExitOK {
+		t.Fatalf("coordctl delete-job with the worker set and the streams' deletion: exit %d\n%s%s", code, dout.String(), derr.String())
+	}
+	if violations.Refused(job + "-deleter") {
+		t.Fatalf("delete-job was refused requests: %q", violations.Seen())
+	}
 }
