@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/pgtest"
@@ -15,10 +16,14 @@ func TestConcurrentStartsCreateTheSchemaOnce(t *testing.T) {
 	t.Parallel()
 	job := pgtest.UniqueName("starts")
 	const handles = 8
+	// A long lease: the eight first writes queue on the job's lock, and on
+	// a loaded machine the last may wait longer than a short lease's
+	// statement timeout (a Retryable error, which this test is not about).
+	const lease = 20 * time.Second
 	revs := make(chan store.Revision, handles)
 	var wg sync.WaitGroup
 	for i := range handles {
-		st := newStore(t, s, Config{Job: job}, testTTL)
+		st := newStore(t, s, Config{Job: job}, lease)
 		wg.Go(func() {
 			rev, ok, err := st.Create(opCtx(t), store.Durable, fmt.Sprintf("k%d", i), []byte("v"))
 			if err != nil || !ok {
@@ -36,7 +41,7 @@ func TestConcurrentStartsCreateTheSchemaOnce(t *testing.T) {
 		}
 		seen[r] = true
 	}
-	st := newStore(t, s, Config{Job: job}, testTTL)
+	st := newStore(t, s, Config{Job: job}, lease)
 	if n := count(t, st, "SELECT count(*) FROM {s}.entries"); n != handles {
 		t.Errorf("%d entries, want %d", n, handles)
 	}
