@@ -56,9 +56,10 @@ func (s *Store) bucketConfig(lease bool) jetstream.KeyValueConfig {
 	return cfg
 }
 
-// kvBucket is one provisioned bucket. stream is set for a replicated
-// bucket only: it reads from the stream leader and lets watches and
-// listings check that the replica serving them is current.
+// kvBucket is one provisioned bucket. stream reads the bucket's last
+// sequence under a key filter, which ends the snapshots of watches and
+// listings (see lastUnder); on a replicated bucket it reads from the stream
+// leader.
 type kvBucket struct {
 	kv     jetstream.KeyValue
 	stream jetstream.Stream
@@ -155,11 +156,14 @@ func (s *Store) provisionOnce(ctx context.Context, js jetstream.JetStream, cfg j
 // gets off from the start (see kvStreamConfig); one created otherwise is
 // updated.
 func (s *Store) leaderReads(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, st jetstream.KeyValueStatus) (kvBucket, error) {
-	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok || bs.StreamInfo().Config.Replicas <= 1 {
-		return kvBucket{kv: kv}, nil
-	}
 	name := kv.Bucket()
+	if bs, ok := st.(*jetstream.KeyValueBucketStatus); !ok || bs.StreamInfo().Config.Replicas <= 1 {
+		stream, err := js.Stream(ctx, "KV_"+name)
+		if err != nil {
+			return kvBucket{}, s.openErr(ctx, "opening the stream of bucket "+name, err)
+		}
+		return kvBucket{kv: kv, stream: stream}, nil
+	}
 	stream, err := s.awaitStreamLeader(ctx, js, name)
 	if err != nil {
 		return kvBucket{}, err
@@ -234,9 +238,9 @@ func leaderAnswers(ctx context.Context, js jetstream.JetStream, name string) (je
 	return stream, nil
 }
 
-// leaderLast returns the sequence of the last message under the key
-// filter, as the stream leader has it (0 when there is none).
-func (b kvBucket) leaderLast(ctx context.Context, filter string) (uint64, error) {
+// lastUnder returns the sequence of the last message under the key filter
+// (0 when there is none), from the stream leader on a replicated bucket.
+func (b kvBucket) lastUnder(ctx context.Context, filter string) (uint64, error) {
 	m, err := b.stream.GetLastMsgForSubject(ctx, "$KV."+b.kv.Bucket()+"."+filter)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
@@ -245,19 +249,6 @@ func (b kvBucket) leaderLast(ctx context.Context, filter string) (uint64, error)
 		return 0, err
 	}
 	return m.Sequence, nil
-}
-
-// lastSeq returns the stream's last sequence (0 when it is empty).
-func (b kvBucket) lastSeq(ctx context.Context) (uint64, error) {
-	st, err := b.kv.Status(ctx)
-	if err != nil {
-		return 0, err
-	}
-	bs, ok := st.(*jetstream.KeyValueBucketStatus)
-	if !ok {
-		return 0, nil // hold back every delete of the replay: noisier, never wrong
-	}
-	return bs.StreamInfo().State.LastSeq, nil
 }
 
 // verifyBucket checks an existing bucket against the settings this store

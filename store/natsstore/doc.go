@@ -42,12 +42,18 @@
 //     never drops events silently: it breaks with Retryable when the
 //     connection is lost or its consumer falls more than 65536 events
 //     behind, and the owner re-watches. List is one ordered snapshot.
+//   - A watch's snapshot (and a listing) ends once its replay has caught up
+//     with the bucket's last message under the prefix, as the stream reports
+//     it after the replay got there, never on the client's end-of-replay
+//     marker alone: the server's pending count, which the marker follows,
+//     runs low while writes land, so the marker can come early. Writes
+//     made during the replay may land in the snapshot.
 //   - Replicated buckets are read from their stream leader (direct gets are
 //     turned off), so a Get never returns a state older than a write that
 //     completed before it started. Watches and listings are served by a
-//     consumer the server may place on a follower; the store checks the
-//     snapshot against the leader's last sequence and takes it again from
-//     a fresh consumer while it is behind.
+//     consumer the server may place on a follower; their snapshot ends only
+//     once it has reached the leader's last sequence, so a replica behind
+//     the leader delays it.
 //   - On replicated buckets, a write the server cannot check yet because
 //     the key has another write in flight (code 10164) is retried a few
 //     times after re-reading the key, so that only a real conflict loses.

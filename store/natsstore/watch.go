@@ -38,15 +38,13 @@ type watcher struct {
 	limit  int
 
 	// Set before the run goroutine starts, then owned by it: the client
-	// watcher, the cancel func of its subscription, on a single-replica
-	// bucket the stream's last sequence before the consumer was created
-	// (see loop), and on a replicated bucket the snapshot already read (see
-	// freshSnapshot).
-	kw       jetstream.KeyWatcher
-	cancel   context.CancelFunc
-	floor    uint64
-	snapshot []store.WatchEvent
-	replayed bool
+	// watcher, the cancel func of its subscription, the reader of the
+	// bucket's last sequence under filter, and what it read before the
+	// consumer was created (see loop).
+	kw     jetstream.KeyWatcher
+	cancel context.CancelFunc
+	last   func(context.Context) (uint64, error)
+	floor  uint64
 
 	events chan store.WatchEvent
 	stop   chan struct{} // closed by Stop
@@ -64,15 +62,15 @@ type watcher struct {
 // Watch delivers one Put per live key under prefix (plain string prefix),
 // then exactly one SnapshotDone, then live Put and Delete events (an
 // explicit delete and an expiry both arrive as Delete with the marker's
-// revision). The watch ends with Err nil when ctx is done, Stop is called
-// or the store is closed; it breaks with Retryable when the connection is
-// lost, the client ends the subscription, or the consumer falls more than
-// 65536 events behind. Creating the watch's consumer is bounded by ctx and
-// by 10s. On a replicated bucket Watch reads the snapshot before it
-// returns, to make sure the replica serving it is current (see
-// freshSnapshot); the snapshot is then held in memory. On a single-replica
-// bucket the snapshot streams, and a delete made after Watch returned that
-// the initial replay absorbs arrives as a Delete right after SnapshotDone.
+// revision). The snapshot streams; it ends once it has caught up with the
+// bucket's last message under the prefix, as the stream (its leader, on a
+// replicated bucket) reports it (see snapshotEnd), and a delete made after
+// Watch was called that the snapshot absorbs arrives as a Delete right
+// after SnapshotDone. The watch ends with Err nil when ctx is done, Stop is
+// called or the store is closed; it breaks with Retryable when the
+// connection is lost, the client ends the subscription, or the consumer
+// falls more than 65536 events behind after its snapshot. Creating the
+// watch's consumer is bounded by ctx and by 10s.
 func (s *Store) Watch(ctx context.Context, ks store.Keyspace, prefix string) (w store.Watcher, err error) {
 	err = s.resend(ctx, func() (err error) {
 		w, err = s.watch(ctx, ks, prefix, defaultWatchBuffer)
@@ -102,17 +100,12 @@ func (s *Store) watch(ctx context.Context, ks store.Keyspace, prefix string, lim
 		brk:    make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	if b.stream != nil {
-		if err := w.freshSnapshot(ctx); err != nil {
-			return nil, err
-		}
-	} else {
-		if w.floor, err = b.lastSeq(ctx); err != nil {
-			return nil, s.watchErr(ctx, w.bucket, err)
-		}
-		if err := w.start(ctx); err != nil {
-			return nil, s.watchErr(ctx, w.bucket, err)
-		}
+	w.last = func(ctx context.Context) (uint64, error) { return b.lastUnder(ctx, w.filter) }
+	if w.floor, err = w.last(ctx); err != nil {
+		return nil, s.watchErr(ctx, w.bucket, err)
+	}
+	if err := w.start(ctx); err != nil {
+		return nil, s.watchErr(ctx, w.bucket, err)
 	}
 	s.mu.Lock()
 	if s.closed {
@@ -155,78 +148,6 @@ func (w *watcher) start(ctx context.Context) error {
 func (w *watcher) end() {
 	_ = w.kw.Stop()
 	w.cancel()
-}
-
-// freshSnapshot starts the watch on a replicated bucket. The server may
-// place the watch's consumer on a follower that lags the leader, and its
-// snapshot would then miss writes that completed before Watch was called.
-// So Watch reads the leader's last sequence under the filter first, then
-// reads the whole snapshot before returning, and starts over (on a consumer
-// the server places anew) while the snapshot has not reached that
-// sequence. Watch returns only once the snapshot is current, so every write
-// made after it returns still reaches the tail.
-func (w *watcher) freshSnapshot(ctx context.Context) error {
-	for restarts := 0; ; restarts++ {
-		floor, err := w.b.leaderLast(ctx, w.filter)
-		if err != nil {
-			return w.s.watchErr(ctx, w.bucket, err)
-		}
-		if err := w.start(ctx); err != nil {
-			return w.s.watchErr(ctx, w.bucket, err)
-		}
-		var snap []store.WatchEvent
-		var seen uint64
-	replay:
-		for {
-			select {
-			case <-ctx.Done():
-				w.end()
-				return w.s.ctxErr("watching bucket "+w.bucket, ctx.Err())
-			case <-w.s.done:
-				w.end()
-				return errClosed()
-			case e, ok := <-w.kw.Updates():
-				if !ok {
-					w.end()
-					if w.s.isClosed() {
-						return errClosed()
-					}
-					return coordination.Errorf(coordination.Retryable, "natsstore: watching bucket %s: the NATS client ended the watch during its snapshot", w.bucket)
-				}
-				if e == nil {
-					break replay
-				}
-				seen = max(seen, e.Revision())
-				if e.Operation() == jetstream.KeyValuePut && strings.HasPrefix(e.Key(), w.prefix) {
-					snap = append(snap, store.WatchEvent{Kind: store.Put, Entry: entry(e)})
-					w.s.puts.note(w.ks, e.Key(), store.Revision(e.Revision()))
-				}
-			}
-		}
-		if seen >= floor {
-			w.snapshot, w.replayed = append(snap, store.WatchEvent{Kind: store.SnapshotDone}), true
-			return nil
-		}
-		w.end()
-		if restarts == maxStaleRestarts {
-			return coordination.Errorf(coordination.Retryable, "natsstore: watching bucket %s: the replica serving the watch stayed behind the stream leader (sequence %d, leader at %d)", w.bucket, seen, floor)
-		}
-		if err := sleepCtx(ctx, staleBackoff(restarts+1)); err != nil {
-			return w.s.ctxErr("watching bucket "+w.bucket, err)
-		}
-	}
-}
-
-// sleepCtx waits for d or until ctx ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // watchErr classifies a failure to start a watch or listing.
@@ -283,17 +204,23 @@ func (w *watcher) run(ctx context.Context) {
 // loop is run's body; it returns nil when the watch was ended by its
 // owner, else the Retryable reason it broke.
 //
-// The client's initial replay is the consumer's initial pending count of
-// messages, and a write racing the watch's start that supersedes a message
-// not yet delivered takes that message's place in it. A put there is a
-// snapshot Put; a delete cannot be (the snapshot holds no deletes), so one
-// above the floor, made after the watch started, is held back and delivered
-// right after SnapshotDone unless a later put of its key arrives first.
-// Deletes at or below the floor predate the watch and are skipped.
+// Everything the replay delivers before the snapshot's end (see
+// snapshotEnd) is snapshot, live writes that raced the watch's start
+// included. A put there is a snapshot Put; a delete cannot be (the
+// snapshot holds no deletes), so one above the floor, made after Watch was
+// called, is held back and delivered right after SnapshotDone unless a
+// later put of its key arrives first. Deletes at or below the floor
+// predate the watch and are skipped. With nothing under the filter at the
+// floor, the snapshot is empty and ends at once.
 func (w *watcher) loop(ctx context.Context) error {
-	queue := w.snapshot
-	w.snapshot = nil
-	snapshot := !w.replayed
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	end := newSnapshotEnd(w.last, w.floor)
+	snapshot := w.floor > 0
+	var queue []store.WatchEvent
+	if !snapshot {
+		queue = append(queue, store.WatchEvent{Kind: store.SnapshotDone})
+	}
 	updates := w.kw.Updates()
 	racing := map[string]store.Revision{} // held-back deletes, by key
 	for {
@@ -304,7 +231,7 @@ func (w *watcher) loop(ctx context.Context) error {
 		}
 		in := updates
 		if snapshot && len(queue) >= w.limit {
-			in = nil // pace the initial replay instead of breaking
+			in = nil // pace the snapshot instead of breaking
 		}
 		select {
 		case <-ctx.Done():
@@ -318,6 +245,20 @@ func (w *watcher) loop(ctx context.Context) error {
 		case out <- next:
 			queue[0] = store.WatchEvent{}
 			queue = queue[1:]
+		case r := <-end.answers:
+			complete, err := end.settle(rctx, r)
+			if err != nil {
+				if w.ended(ctx) {
+					return nil
+				}
+				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s: reading the bucket's last sequence to end the snapshot: %v; re-watch", w.bucket, err)
+			}
+			if complete {
+				snapshot = false
+				queue = append(queue, store.WatchEvent{Kind: store.SnapshotDone})
+				queue = appendDeletes(queue, racing)
+				racing = nil
+			}
 		case e, ok := <-in:
 			if !ok {
 				if w.ended(ctx) {
@@ -325,14 +266,14 @@ func (w *watcher) loop(ctx context.Context) error {
 				}
 				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s was ended by the NATS client (connection closed or consumer lost); re-watch", w.bucket)
 			}
-			if e == nil { // end of the initial values
+			if e == nil { // the client's end of the initial values: a hint only
 				if snapshot {
-					snapshot = false
-					queue = append(queue, store.WatchEvent{Kind: store.SnapshotDone})
-					queue = appendDeletes(queue, racing)
-					racing = nil
+					end.read(rctx)
 				}
 				continue
+			}
+			if snapshot {
+				end.saw(rctx, e.Revision())
 			}
 			if !strings.HasPrefix(e.Key(), w.prefix) {
 				continue
@@ -370,16 +311,6 @@ func appendDeletes(queue []store.WatchEvent, dels map[string]store.Revision) []s
 	}
 	slices.SortFunc(queue[start:], func(a, b store.WatchEvent) int { return cmp.Compare(a.Entry.Revision, b.Entry.Revision) })
 	return queue
-}
-
-// maxStaleRestarts bounds how often a watch or listing on a replicated
-// bucket starts over because the replica serving it lagged the leader.
-const maxStaleRestarts = 10
-
-// staleBackoff is the wait before retry n of a stale snapshot: 10ms
-// doubling, at most 500ms.
-func staleBackoff(n int) time.Duration {
-	return min(10*time.Millisecond<<n, 500*time.Millisecond)
 }
 
 // ended reports whether the watch's owner ended it (context, Stop or
@@ -422,79 +353,4 @@ func (w *watcher) Err() error {
 func (w *watcher) Stop() {
 	w.stopOnce.Do(func() { close(w.stop) })
 	<-w.done
-}
-
-// List returns every live key under prefix (plain string prefix) from one
-// ordered snapshot of the bucket: a watch with the same subject filter that
-// ends at the end of its initial replay. Entries come in stream order. On a
-// replicated bucket a snapshot from a replica behind the leader is
-// discarded and taken again.
-func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) (entries []store.Entry, err error) {
-	err = s.resend(ctx, func() (err error) {
-		entries, err = s.list(ctx, ks, prefix)
-		return err
-	})
-	return entries, err
-}
-
-// list is one attempt of List.
-func (s *Store) list(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
-	b, _, err := s.bucketConn(ctx, ks)
-	if err != nil {
-		return nil, err
-	}
-	filter := subjectFilter(prefix)
-	for restarts := 0; ; restarts++ {
-		var floor uint64
-		if b.stream != nil {
-			if floor, err = b.leaderLast(ctx, filter); err != nil {
-				return nil, s.watchErr(ctx, b.kv.Bucket(), err)
-			}
-		}
-		out, seen, err := s.listOnce(ctx, b.kv, ks, filter, prefix)
-		if err != nil || seen >= floor {
-			return out, err
-		}
-		if restarts == maxStaleRestarts {
-			return nil, coordination.Errorf(coordination.Retryable, "natsstore: listing bucket %s: the replica serving it stayed behind the stream leader (sequence %d, leader at %d)", b.kv.Bucket(), seen, floor)
-		}
-		if err := sleepCtx(ctx, staleBackoff(restarts+1)); err != nil {
-			return nil, s.ctxErr("listing bucket "+b.kv.Bucket(), err)
-		}
-	}
-}
-
-// listOnce takes one snapshot: the live keys under prefix and the highest
-// sequence the replay held (deletes included).
-func (s *Store) listOnce(ctx context.Context, kv jetstream.KeyValue, ks store.Keyspace, filter, prefix string) ([]store.Entry, uint64, error) {
-	lctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	kw, err := kv.Watch(lctx, filter)
-	if err != nil {
-		return nil, 0, s.watchErr(ctx, kv.Bucket(), err)
-	}
-	defer func() { _ = kw.Stop() }()
-	out := []store.Entry{}
-	var seen uint64
-	for {
-		select {
-		case <-ctx.Done():
-			return nil, 0, s.ctxErr("listing bucket "+kv.Bucket(), ctx.Err())
-		case e, ok := <-kw.Updates():
-			if !ok {
-				if ctx.Err() != nil {
-					return nil, 0, s.ctxErr("listing bucket "+kv.Bucket(), ctx.Err())
-				}
-				return nil, 0, coordination.Errorf(coordination.Retryable, "natsstore: listing bucket %s: the NATS client ended the listing (connection closed or consumer lost)", kv.Bucket())
-			}
-			if e == nil {
-				return out, seen, nil
-			}
-			seen = max(seen, e.Revision())
-			if e.Operation() == jetstream.KeyValuePut && strings.HasPrefix(e.Key(), prefix) {
-				out = append(out, entry(e))
-				s.puts.note(ks, e.Key(), store.Revision(e.Revision()))
-			}
-		}
-	}
 }

@@ -2,6 +2,7 @@ package natsstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -180,8 +181,10 @@ func TestWatchEndings(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer w.Stop()
-		// Nobody reads; the snapshot (one key) and SnapshotDone fit, ten more
-		// writes do not.
+		// After the snapshot, nobody reads: ten more writes do not fit.
+		if keys := snapshot(t, w); !slices.Equal(keys, []string{"k"}) {
+			t.Fatalf("snapshot %v, want [k]", keys)
+		}
 		for i := range 10 {
 			mustCreate(t, st, store.Durable, fmt.Sprintf("o.%d", i), "v")
 		}
@@ -366,35 +369,116 @@ func (e replayEntry) Created() time.Time              { return time.Time{} }
 func (e replayEntry) Delta() uint64                   { return 0 }
 func (e replayEntry) Operation() jetstream.KeyValueOp { return e.op }
 
+func put(k string, rev uint64) replayEntry { return replayEntry{k, rev, jetstream.KeyValuePut} }
+func del(k string, rev uint64) replayEntry { return replayEntry{k, rev, jetstream.KeyValueDelete} }
+
 // replayWatcher is a jetstream.KeyWatcher whose updates are scripted.
 type replayWatcher struct{ updates chan jetstream.KeyValueEntry }
 
 func (r replayWatcher) Updates() <-chan jetstream.KeyValueEntry { return r.updates }
 func (r replayWatcher) Stop() error                             { return nil }
 
+// scriptedWatch is a watch's loop running on a scripted replay: the test
+// sends the client's updates, and last answers each read of the bucket's
+// last sequence under the filter.
+type scriptedWatch struct {
+	*watcher
+	kw   replayWatcher
+	errc chan error
+}
+
+// runScripted starts the loop of a watch of prefix whose floor was read
+// before its consumer was created; the loop ends at cleanup.
+func runScripted(t *testing.T, prefix string, floor uint64, last func() (uint64, error)) *scriptedWatch {
+	t.Helper()
+	st := newStore(t, Config{Servers: []string{"nats://127.0.0.1:1"}, Job: "replay"})
+	kw := replayWatcher{updates: make(chan jetstream.KeyValueEntry, 64)}
+	sw := &scriptedWatch{
+		watcher: &watcher{
+			s: st, kw: kw, ks: store.Durable, prefix: prefix, bucket: "b", floor: floor, limit: 16,
+			last:   func(context.Context) (uint64, error) { return last() },
+			events: make(chan store.WatchEvent), stop: make(chan struct{}),
+			brk: make(chan struct{}), done: make(chan struct{}),
+		},
+		kw:   kw,
+		errc: make(chan error, 1),
+	}
+	go func() {
+		sw.errc <- sw.loop(t.Context())
+		close(sw.events)
+	}()
+	t.Cleanup(sw.end)
+	return sw
+}
+
+// send feeds the loop updates; nil is the client's end-of-initial-values
+// marker.
+func (sw *scriptedWatch) send(es ...jetstream.KeyValueEntry) {
+	for _, e := range es {
+		sw.kw.updates <- e
+	}
+}
+
+// end stops the loop and waits until it has returned.
+func (sw *scriptedWatch) end() {
+	sw.stopOnce.Do(func() { close(sw.stop) })
+	for range sw.events {
+	}
+}
+
+// until reads events up to and including the first one that matches.
+func (sw *scriptedWatch) until(t *testing.T, match func(store.WatchEvent) bool) []store.WatchEvent {
+	t.Helper()
+	var got []store.WatchEvent
+	for len(got) == 0 || !match(got[len(got)-1]) {
+		select {
+		case ev, ok := <-sw.events:
+			if !ok {
+				t.Fatalf("loop ended after %v: %v", got, <-sw.errc)
+			}
+			got = append(got, ev)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no watch event within 5s after %v", got)
+		}
+	}
+	return got
+}
+
+// wev is a watch event of a scripted replay: a Put's value is its key.
+func wev(kind store.EventKind, k string, rev store.Revision) store.WatchEvent {
+	e := store.WatchEvent{Kind: kind, Entry: store.Entry{Key: k, Revision: rev}}
+	if kind == store.Put {
+		e.Entry.Value = []byte(k)
+	}
+	return e
+}
+
+var snapshotDone = store.WatchEvent{Kind: store.SnapshotDone}
+
+func isDone(ev store.WatchEvent) bool { return ev.Kind == store.SnapshotDone }
+
+// sameEvents fails unless got and want hold the same events in order.
+func sameEvents(t *testing.T, got, want []store.WatchEvent) {
+	t.Helper()
+	if !slices.EqualFunc(got, want, func(a, b store.WatchEvent) bool {
+		return a.Kind == b.Kind && a.Entry.Key == b.Entry.Key && a.Entry.Revision == b.Entry.Revision && string(a.Entry.Value) == string(b.Entry.Value)
+	}) {
+		t.Fatalf("events\n got %v\nwant %v", got, want)
+	}
+}
+
 // TestWatchReplayAbsorbsRacingDeletes feeds the loop the initial replays a
-// history-1 bucket produces when writes race the watch's start: the
-// client's replay is the consumer's initial pending count of messages, so a
-// write that supersedes a message not yet delivered is counted into it. A
+// history-1 bucket produces when writes race the watch's start: a write
+// that supersedes a message not yet delivered lands in the replay. A
 // delete so absorbed, made after the watch started (above the floor), must
 // still reach the tail; older deletes are skipped.
 func TestWatchReplayAbsorbsRacingDeletes(t *testing.T) {
 	const floor = 10
-	put := func(k string, rev uint64) replayEntry { return replayEntry{k, rev, jetstream.KeyValuePut} }
-	del := func(k string, rev uint64) replayEntry { return replayEntry{k, rev, jetstream.KeyValueDelete} }
-	ev := func(kind store.EventKind, k string, rev store.Revision) store.WatchEvent {
-		e := store.WatchEvent{Kind: kind, Entry: store.Entry{Key: k, Revision: rev}}
-		if kind == store.Put {
-			e.Entry.Value = []byte(k)
-		}
-		return e
-	}
-	done := store.WatchEvent{Kind: store.SnapshotDone}
 	tests := []struct {
 		name   string
 		prefix string
-		replay []jetstream.KeyValueEntry // then the end-of-replay nil, then a put of prefix+"end"
-		want   []store.WatchEvent        // before the put of prefix+"end"
+		replay []jetstream.KeyValueEntry // the bucket's last sequence is the highest here
+		want   []store.WatchEvent        // up to a put of prefix+"end" made after SnapshotDone
 	}{
 		{
 			// k was delivered, then deleted; an update that superseded an
@@ -402,61 +486,152 @@ func TestWatchReplayAbsorbsRacingDeletes(t *testing.T) {
 			// replay.
 			name:   "delete of a key already in the snapshot",
 			replay: []jetstream.KeyValueEntry{put("a", 3), put("k", 5), del("k", 11)},
-			want:   []store.WatchEvent{ev(store.Put, "a", 3), ev(store.Put, "k", 5), done, ev(store.Delete, "k", 11)},
+			want:   []store.WatchEvent{wev(store.Put, "a", 3), wev(store.Put, "k", 5), snapshotDone, wev(store.Delete, "k", 11)},
 		},
 		{
 			name:   "racing deletes, in revision order",
 			replay: []jetstream.KeyValueEntry{put("a", 3), del("b", 12), del("c", 11)},
-			want:   []store.WatchEvent{ev(store.Put, "a", 3), done, ev(store.Delete, "c", 11), ev(store.Delete, "b", 12)},
+			want:   []store.WatchEvent{wev(store.Put, "a", 3), snapshotDone, wev(store.Delete, "c", 11), wev(store.Delete, "b", 12)},
 		},
 		{
 			name:   "a racing delete superseded by a put",
 			replay: []jetstream.KeyValueEntry{del("k", 11), put("k", 12)},
-			want:   []store.WatchEvent{ev(store.Put, "k", 12), done},
+			want:   []store.WatchEvent{wev(store.Put, "k", 12), snapshotDone},
 		},
 		{
 			name:   "deletes older than the watch",
 			replay: []jetstream.KeyValueEntry{del("k", 4), put("a", 6), del("b", floor)},
-			want:   []store.WatchEvent{ev(store.Put, "a", 6), done},
+			want:   []store.WatchEvent{wev(store.Put, "a", 6), snapshotDone},
 		},
 		{
 			name:   "a racing delete outside the prefix",
 			prefix: "k.",
 			replay: []jetstream.KeyValueEntry{del("x.k", 11), put("x.a", 12)},
-			want:   []store.WatchEvent{done},
+			want:   []store.WatchEvent{snapshotDone},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st := newStore(t, Config{Servers: []string{"nats://127.0.0.1:1"}, Job: "replay"})
-			end := tc.prefix + "end"
-			kw := replayWatcher{updates: make(chan jetstream.KeyValueEntry, len(tc.replay)+2)}
+			var last uint64
 			for _, e := range tc.replay {
-				kw.updates <- e
+				last = max(last, e.Revision())
 			}
-			kw.updates <- nil
-			kw.updates <- put(end, 99)
-			w := &watcher{
-				s: st, kw: kw, ks: store.Durable, prefix: tc.prefix, floor: floor, limit: 16,
-				events: make(chan store.WatchEvent), stop: make(chan struct{}),
-				brk: make(chan struct{}), done: make(chan struct{}),
-			}
-			errc := make(chan error, 1)
-			go func() { errc <- w.loop(t.Context()) }()
-			want := append(tc.want, ev(store.Put, end, 99))
-			var got []store.WatchEvent
-			for len(got) == 0 || got[len(got)-1].Entry.Key != end {
-				got = append(got, nextEvent(t, w, 5*time.Second))
-			}
-			close(w.stop)
-			if err := <-errc; err != nil {
-				t.Fatalf("loop: %v", err)
-			}
-			if !slices.EqualFunc(got, want, func(a, b store.WatchEvent) bool {
-				return a.Kind == b.Kind && a.Entry.Key == b.Entry.Key && a.Entry.Revision == b.Entry.Revision && string(a.Entry.Value) == string(b.Entry.Value)
-			}) {
-				t.Fatalf("events\n got %v\nwant %v", got, want)
-			}
+			sw := runScripted(t, tc.prefix, floor, func() (uint64, error) { return last, nil })
+			sw.send(tc.replay...)
+			sw.send(nil)
+			got := sw.until(t, isDone)
+			end := tc.prefix + "end"
+			sw.send(put(end, 99))
+			got = append(got, sw.until(t, func(ev store.WatchEvent) bool { return ev.Entry.Key == end })...)
+			sameEvents(t, got, append(tc.want, wev(store.Put, end, 99)))
 		})
+	}
+}
+
+// TestWatchSnapshotEnd checks where the loop ends a snapshot: once the
+// replay has delivered the bucket's last sequence under the filter, read
+// after that delivery, and never on the client's end-of-replay marker
+// alone. The server's pending count, which the marker follows, runs low
+// while writes supersede undelivered messages, so the marker can come with
+// much of the replay still to be delivered.
+func TestWatchSnapshotEnd(t *testing.T) {
+	errRead := errors.New("read failed")
+	tests := []struct {
+		name   string
+		floor  uint64                    // the last sequence before the consumer was created
+		last   []uint64                  // answers of the reads after it, the final one repeated
+		replay []jetstream.KeyValueEntry // nil is the client's marker
+		want   []store.WatchEvent        // up to SnapshotDone and the tail put of "end" after it
+	}{
+		{
+			name:   "the client's marker comes early",
+			floor:  3,
+			last:   []uint64{3},
+			replay: []jetstream.KeyValueEntry{put("a", 1), nil, put("b", 2), put("c", 3)},
+			want:   []store.WatchEvent{wev(store.Put, "a", 1), wev(store.Put, "b", 2), wev(store.Put, "c", 3), snapshotDone},
+		},
+		{
+			// A key updated while the replay runs, whose older message
+			// was replaced before its turn: the read after the floor
+			// finds the later write, and the snapshot waits for it.
+			name:   "writes land during the replay",
+			floor:  3,
+			last:   []uint64{5},
+			replay: []jetstream.KeyValueEntry{put("a", 1), put("c", 3), nil, put("b", 5)},
+			want:   []store.WatchEvent{wev(store.Put, "a", 1), wev(store.Put, "c", 3), wev(store.Put, "b", 5), snapshotDone},
+		},
+		{
+			// The replica serving the consumer ends its replay (marker)
+			// before it has the floor; its later deliveries complete it.
+			name:   "the replica is behind the leader",
+			floor:  4,
+			last:   []uint64{4},
+			replay: []jetstream.KeyValueEntry{put("a", 1), put("b", 2), nil, put("c", 4)},
+			want:   []store.WatchEvent{wev(store.Put, "a", 1), wev(store.Put, "b", 2), wev(store.Put, "c", 4), snapshotDone},
+		},
+		{
+			// The message at the floor went away (an expired limit
+			// marker) with nothing after it: the marker's read ends the
+			// snapshot.
+			name:   "the floor's message is gone",
+			floor:  3,
+			last:   []uint64{1},
+			replay: []jetstream.KeyValueEntry{put("a", 1), nil},
+			want:   []store.WatchEvent{wev(store.Put, "a", 1), snapshotDone},
+		},
+		{
+			name:   "nothing under the filter",
+			floor:  0,
+			last:   []uint64{5},
+			replay: []jetstream.KeyValueEntry{put("a", 5), nil},
+			want:   []store.WatchEvent{snapshotDone, wev(store.Put, "a", 5)},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var reads atomic.Int64
+			sw := runScripted(t, "", tc.floor, func() (uint64, error) {
+				n := int(reads.Add(1)) - 1
+				return tc.last[min(n, len(tc.last)-1)], nil
+			})
+			sw.send(tc.replay...)
+			got := sw.until(t, isDone)
+			sw.send(put("end", 99))
+			got = append(got, sw.until(t, func(ev store.WatchEvent) bool { return ev.Entry.Key == "end" })...)
+			sameEvents(t, got, append(tc.want, wev(store.Put, "end", 99)))
+		})
+	}
+	t.Run("a failed read breaks the watch", func(t *testing.T) {
+		sw := runScripted(t, "", 1, func() (uint64, error) { return 0, errRead })
+		sw.send(put("a", 1))
+		select {
+		case err := <-sw.errc:
+			wantKind(t, err, coordination.Retryable, "reading the bucket's last sequence", errRead.Error())
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watch did not break")
+		}
+	})
+}
+
+// TestListReadsToTheSnapshotEnd feeds a listing a scripted replay: it
+// ends where a watch's snapshot ends, not on the client's early marker, and
+// holds each key once, at its latest revision, without keys the replay saw
+// deleted, in revision order.
+func TestListReadsToTheSnapshotEnd(t *testing.T) {
+	st := newStore(t, Config{Servers: []string{"nats://127.0.0.1:1"}, Job: "replay"})
+	kw := replayWatcher{updates: make(chan jetstream.KeyValueEntry, 16)}
+	for _, e := range []jetstream.KeyValueEntry{put("k", 1), put("a", 2), put("d", 3), nil, put("k", 5), del("d", 6), put("x", 7), put("b", 8)} {
+		kw.updates <- e
+	}
+	l := listing{s: st, ks: store.Durable, prefix: "", bucket: "b", last: func(context.Context) (uint64, error) { return 8, nil }}
+	got, err := l.read(t.Context(), kw, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []store.Entry{wev(store.Put, "a", 2).Entry, wev(store.Put, "k", 5).Entry, wev(store.Put, "x", 7).Entry, wev(store.Put, "b", 8).Entry}
+	if !slices.EqualFunc(got, want, func(a, b store.Entry) bool {
+		return a.Key == b.Key && a.Revision == b.Revision && string(a.Value) == string(b.Value)
+	}) {
+		t.Fatalf("List = %v, want %v", got, want)
 	}
 }
