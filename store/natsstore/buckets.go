@@ -169,9 +169,10 @@ func (s *Store) leaderReads(ctx context.Context, js jetstream.JetStream, kv jets
 		return kvBucket{}, err
 	}
 	if sc := stream.CachedInfo().Config; sc.AllowDirect && s.cfg.ExistingOnly {
-		// A tool that inspects a job changes nothing of it: its gets may
-		// be answered by a replica behind the leader, and its listings
-		// and watches still check against the leader (leaderLast).
+		// A tool that inspects a job changes nothing of it: its gets, and
+		// the reads of the last sequence that end its listings and
+		// watches' snapshots (lastUnder), may be answered by a replica
+		// behind the leader.
 		s.log.Debug("bucket has direct gets on; reading it as it is", "bucket", name)
 	} else if sc.AllowDirect {
 		sc.AllowDirect = false
@@ -239,7 +240,8 @@ func leaderAnswers(ctx context.Context, js jetstream.JetStream, name string) (je
 }
 
 // lastUnder returns the sequence of the last message under the key filter
-// (0 when there is none), from the stream leader on a replicated bucket.
+// (0 when there is none), from the stream leader on a replicated bucket
+// with direct gets off (see leaderReads).
 func (b kvBucket) lastUnder(ctx context.Context, filter string) (uint64, error) {
 	m, err := b.stream.GetLastMsgForSubject(ctx, "$KV."+b.kv.Bucket()+"."+filter)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
