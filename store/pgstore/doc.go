@@ -63,7 +63,8 @@
 // and do not survive a reconnect, so the watch always catches up by
 // revision. Each store shares one LISTEN connection (outside the pool)
 // among its watches; when it is lost, its watches break with Retryable and
-// the coordinator re-watches with a fresh snapshot. The change log is
+// the coordinator re-watches with a fresh snapshot. A failed or slow
+// catch-up is retried; a watch breaks only when none has landed for a lease. The change log is
 // pruned by age: rows older than Config.Retention (10 minutes by default)
 // go, up to 10,000 per pass, every tenth sweep. A watch that falls behind
 // the pruning point breaks with Retryable. [Store.WatchHistory] replays

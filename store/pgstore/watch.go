@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -21,9 +22,10 @@ const pollBatch = 1000
 // catches up by revision whenever a notification (LISTEN/NOTIFY) wakes it;
 // notifications only wake it, so none is needed for correctness while the
 // LISTEN connection is up. The watch breaks with Retryable when that
-// connection is lost (a notification may have been missed), when a
-// catch-up query fails, or when it has fallen behind the change log's
-// retention; its owner re-watches. A consumer that reads slowly only makes
+// connection is lost (a notification may have been missed), when no
+// catch-up query has landed for a lease (a failed or slow one is retried
+// meanwhile), or when it has fallen behind the change log's retention; its
+// owner re-watches. A consumer that reads slowly only makes
 // the watch lag: it reads the log at the consumer's pace.
 func (s *Store) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
 	return s.startWatch(ctx, ks, prefix, false)
@@ -183,14 +185,26 @@ func (w *watcher) run(ctx context.Context, pool *pgxpool.Pool, sess *session, sn
 	// catch-up; SnapshotDone follows once the cursor reaches it.
 	past, pastKnown := w.history, false
 	var pastEnd int64
+	lastRead := time.Now()
 	for {
 		head, rows, err := w.poll(ctx, pool, cursor)
 		if w.ended(ctx) {
 			return nil
 		}
 		if err != nil {
+			// A slow or failed catch-up loses nothing (the cursor stays):
+			// try again, and break only once no catch-up has landed for a
+			// lease, so that a loaded server costs no fresh snapshot but a
+			// hung one still ends the watch.
+			if coordination.KindOf(w.s.fail(ctx, "", err)) == coordination.Retryable && time.Since(lastRead) < w.s.leaseTTL {
+				if !w.pause(ctx, sess) {
+					return nil
+				}
+				continue
+			}
 			return w.s.fail(ctx, "catching up "+w.what(), err)
 		}
+		lastRead = time.Now()
 		if head.pruned > cursor {
 			return coordination.Errorf(coordination.Retryable, "pgstore: %s fell behind the change log's retention (it read up to revision %d, the log now starts after %d); watch again", w.what(), cursor, head.pruned)
 		}
@@ -235,6 +249,29 @@ func (w *watcher) run(ctx context.Context, pool *pgxpool.Pool, sess *session, sn
 			return nil
 		}
 	}
+}
+
+// retryPause is how long a watch waits before it retries a failed
+// catch-up.
+const retryPause = 100 * time.Millisecond
+
+// pause waits retryPause before a retried catch-up and reports whether the
+// watch goes on: false when its owner ended it. A lost LISTEN connection
+// cuts the pause short; the wait after the next catch-up breaks the watch
+// for it.
+func (w *watcher) pause(ctx context.Context, sess *session) bool {
+	t := time.NewTimer(retryPause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-sess.broken:
+		return true // the catch-up after it breaks the watch for the lost connection
+	case <-ctx.Done():
+	case <-w.stop:
+	case <-w.s.done:
+	}
+	return false
 }
 
 // poll reads the changes after cursor, bounded by the store's statement

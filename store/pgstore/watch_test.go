@@ -90,3 +90,29 @@ func TestWatchDeliversOnlyItsPrefix(t *testing.T) {
 		t.Errorf("got %v %q, want the put of a.1", ev.Kind, ev.Entry.Key)
 	}
 }
+
+func TestWatchOutlastsASlowCatchUp(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	// One pooled connection, held by the test: the watch's catch-up waits
+	// for it past its bound (LeaseTTL/2) and must try again, not break.
+	const lease = 4 * time.Second
+	st := newStore(t, s, Config{MaxConns: 1}, lease)
+	w, err := st.Watch(opCtx(t), store.Durable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	nextEvent(t, w, 5*time.Second) // SnapshotDone
+	conn, err := st.pool.Acquire(opCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := newStore(t, s, Config{Job: st.cfg.Job}, lease)
+	rev := mustCreate(t, writer, store.Durable, "k", "v")
+	time.Sleep(lease/2 + 500*time.Millisecond) // hold the connection past one catch-up's bound
+	conn.Release()
+	if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.Put || ev.Entry.Revision != rev {
+		t.Fatalf("got %v %q rev %d, want the put at %d", ev.Kind, ev.Entry.Key, ev.Entry.Revision, rev)
+	}
+}
