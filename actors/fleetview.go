@@ -117,9 +117,10 @@ func (l *leader) observeFleet(c *actor.Context, msg any) {
 
 // recordObserved folds a split record put into the view and reports
 // whether the leader should tick. While this leader's own planner run
-// seeds, a split that appeared waits for the run's progress reports instead
-// of an evaluation per split, so seeding n splits costs n/seedReport
-// evaluations, not n.
+// seeds, a split that appeared waits for the run's next progress report
+// (or its end) instead of making the assignment dirty, so that no other
+// trigger (a presence renewal) publishes it in between: seeding n splits
+// costs O(log n) evaluations, not one per trigger.
 func (l *leader) recordObserved(m messages.RecordObserved, now time.Time) (tick bool) {
 	f := &l.view
 	old := f.records[m.Split]
@@ -130,9 +131,12 @@ func (l *leader) recordObserved(m messages.RecordObserved, now time.Time) (tick 
 	}
 	f.records[m.Split] = facts
 	switch {
+	case !old.seen && l.run.running:
+		l.pub.seeded = true
+		return false
 	case !old.seen:
 		l.pub.dirty = true
-		return !l.run.running
+		return true
 	case f.inputChanged(m.Split, old, facts):
 		l.pub.dirty = true
 		return true

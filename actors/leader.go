@@ -129,6 +129,7 @@ func (l *leader) fromLead(c *actor.Context, m leadResult) {
 	case planDone:
 		l.planned(c, r)
 	case seedProgressed:
+		l.seedsPublishable()
 		l.tick(c)
 	case replanDue:
 		l.runPlan(c)

@@ -70,9 +70,17 @@ func (l *leader) runPlan(c *actor.Context) {
 // starts a run due for the current lead.
 func (l *leader) finishedRun(c *actor.Context, stale bool) {
 	l.run.running = false
+	l.seedsPublishable()
 	if stale && l.run.due {
 		l.runPlan(c)
 	}
+}
+
+// seedsPublishable makes the splits that appeared while the run seeded an
+// input change, at one of its progress reports or at its end.
+func (l *leader) seedsPublishable() {
+	l.pub.dirty = l.pub.dirty || l.pub.seeded
+	l.pub.seeded = false
 }
 
 // planned applies a run's result; its lead still lasts.

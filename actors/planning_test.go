@@ -283,3 +283,35 @@ func (p *growingPlanner) Plan(ctx context.Context, pc coordination.PlanContext) 
 	}
 	return plan, nil
 }
+
+// While this leader's run seeds, the splits it has seeded so far wait for
+// the run's progress report or its end: another trigger of an evaluation,
+// such as a presence renewal (which every worker writes once per heartbeat),
+// does not publish them. Before, the first renewal after a split appeared
+// published it, so a long seeding at scale was evaluated at every renewal
+// (60 assignment publishes while 20,000 splits were seeded by 8 workers).
+func TestARenewalDuringSeedingPublishesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, finalPlan("a", "b", "c"))
+		gate := make(chan struct{})
+		lr.st.on("Create", protocol.SplitKey("c"), reaction{gate: gate}) // the run stays in flight
+		lr.goLive()
+		lr.mustLead(1)
+		lr.observeSplits() // a and b, seeded
+		writes := func() int {
+			return lr.st.count("Create", protocol.AssignKey("w1")) + lr.st.count("Update", protocol.AssignKey("w1"))
+		}
+		before := writes()
+		lr.r.clk.Add(lr.v.cfg.LeaseDuration / 3)
+		lr.send(messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 2}) // a renewal
+		if n := writes() - before; n != 0 {
+			t.Fatalf("%d assignment writes after a renewal while seeding, want 0", n)
+		}
+		close(gate)
+		synctest.Wait()
+		lr.observeSplits()
+		if a, _, _ := lr.assignment("w1"); len(a.Splits) != 3 {
+			t.Fatalf("assignment %v once the run ended, want all 3 splits", a.Splits)
+		}
+	})
+}

@@ -36,6 +36,7 @@ type (
 // leader actor only.
 type publisher struct {
 	dirty      bool         // an input of the assignment function changed
+	seeded     bool         // splits appeared while this leader's run seeds: dirty at its next progress report
 	soon       bool         // a publishDue is queued
 	busy       bool         // a publish's goroutine is in flight
 	retry      bool         // evaluate again at the next heartbeat
