@@ -18,6 +18,7 @@ type seeded struct {
 	bytes   int64         // their value bytes
 	other   int           // other Durable writes in that window (assignments, claims)
 	peak    int           // most of those creates in flight at once
+	work    string        // CPU and watch events from Start to the publish (fleet.work)
 }
 
 // seed starts one worker (MaxInFlight 1, so claims stay out of the way) on
@@ -53,6 +54,7 @@ func seed(ctx context.Context, e *env, c config, job string) (*seeded, error) {
 		return s, err
 	}
 	f.setHook(nil)
+	s.work = f.work()
 	s.took = f.publishedAt().Sub(f.started)
 	mu.Lock()
 	defer mu.Unlock()
@@ -79,8 +81,8 @@ func figureF1(ctx context.Context, e *env, c config, s *seeded) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("F1 plan+seed %d splits: %s (seeding creates %d, mean %d B, peak concurrency %d, other durable writes %d); raw %d creates x%d: %s; ratio %.2f (target <= 2)",
-		c.splits, secs(s.took), s.creates, s.bytes/int64(s.creates), s.peak, s.other,
+	return fmt.Sprintf("F1 plan+seed %d splits: %s (seeding creates %d, mean %d B, peak concurrency %d, other durable writes %d; %s); raw %d creates x%d: %s; ratio %.2f (target <= 2)",
+		c.splits, secs(s.took), s.creates, s.bytes/int64(s.creates), s.peak, s.other, s.work,
 		s.creates, max(s.peak, 1), secs(raw), ratio(s.took, raw)), nil
 }
 

@@ -22,6 +22,7 @@ type claimed struct {
 	seeds     []rawWrite // the seeding creates (Durable creates of split keys before the publish)
 	early     []rawWrite // the first other write of each (keyspace, key), landed before the publish
 	late      []rawWrite // the same, landed after it
+	work      string     // CPU and watch events from Start to every split held (fleet.work)
 }
 
 // claim starts c.workers workers (MaxInFlight c.maxInFlight, weights 1) on
@@ -75,6 +76,7 @@ func claim(ctx context.Context, e *env, c config) (*claimed, error) {
 		return cl, err
 	}
 	end := time.Now()
+	cl.work = f.work()
 	f.setHook(nil)
 	cl.took = end.Sub(f.publishedAt())
 	cl.total = end.Sub(f.started)
@@ -105,9 +107,9 @@ func figureF2(ctx context.Context, e *env, c config, cl *claimed) (string, error
 	if len(cl.late) == 0 {
 		window = "raw: none (every claim landed before the publish); ratio n/a (target <= 2)"
 	}
-	return fmt.Sprintf("F2 %d workers claim %d splits (MaxInFlight %d): publish -> all held %s (%d held at publish); %s | Start -> all held %s; raw %d writes [%s]: %s; ratio %.2f (%d split-key writes landed)",
+	return fmt.Sprintf("F2 %d workers claim %d splits (MaxInFlight %d): publish -> all held %s (%d held at publish); %s | Start -> all held %s (%s); raw %d writes [%s]: %s; ratio %.2f (%d split-key writes landed)",
 		c.workers, c.splits, c.maxInFlight, secs(cl.took), cl.heldAtPub, window,
-		secs(cl.total), len(all), mix(all), secs(whole), ratio(cl.total, whole), cl.writes), nil
+		secs(cl.total), cl.work, len(all), mix(all), secs(whole), ratio(cl.total, whole), cl.writes), nil
 }
 
 // mix describes raw writes as "<keyspace> <op> <count> (<mean> B)" groups.

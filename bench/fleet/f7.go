@@ -67,6 +67,7 @@ func figureF7(ctx context.Context, e *env, c config) (string, error) {
 		return "", err
 	}
 	took := time.Since(f.started)
+	work := f.work()
 	f.setHook(nil)
 	first, last := f.firstGains()
 	claiming := took - first
@@ -83,7 +84,7 @@ func figureF7(ctx context.Context, e *env, c config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("F7 restart: %d workers claim %d seeded splits (MaxInFlight %d): Start -> all held %s, first Gained -> all held %s (first Gained per worker at %s-%s); raw %d writes [%s] from %d goroutines: %s; rate ratio raw/claims %.2f from Start, %.2f from the first Gained (target >= 0.5); claims/raw %.2f (target <= 2 at 100000); held %v",
-		c.workers, c.splits, c.maxInFlight, secs(took), secs(claiming), secs(first), secs(last), len(ws), mix(ws), c.workers, secs(raw),
+	return fmt.Sprintf("F7 restart: %d workers claim %d seeded splits (MaxInFlight %d): Start -> all held %s, first Gained -> all held %s (first Gained per worker at %s-%s; %s); raw %d writes [%s] from %d goroutines: %s; rate ratio raw/claims %.2f from Start, %.2f from the first Gained (target >= 0.5); claims/raw %.2f (target <= 2 at 100000); held %v",
+		c.workers, c.splits, c.maxInFlight, secs(took), secs(claiming), secs(first), secs(last), work, len(ws), mix(ws), c.workers, secs(raw),
 		ratio(raw, took), ratio(raw, claiming), ratio(took, raw), f.counts()), nil
 }

@@ -23,14 +23,15 @@ type fleet struct {
 	plan      *planner
 	workers   []*worker
 	started   time.Time
-	published atomic.Int64 // unix nanoseconds; 0 before
-	publisher atomic.Int64 // index+1 of the worker that published; 0 before
+	cpu0      time.Duration // the process's CPU time at started
+	published atomic.Int64  // unix nanoseconds; 0 before
+	publisher atomic.Int64  // index+1 of the worker that published; 0 before
 	hook      atomic.Pointer[func(i int, w write)]
 }
 
 // startFleet starts one worker per spec on a fresh job of n splits.
 func startFleet(e *env, job string, n int, specs []workerSpec) (*fleet, error) {
-	f := &fleet{env: e, job: job, plan: &planner{n: n, job: job}, started: time.Now()}
+	f := &fleet{env: e, job: job, plan: &planner{n: n, job: job}, started: time.Now(), cpu0: cpuTime()}
 	for i, ws := range specs {
 		if err := f.add(ws); err != nil {
 			f.stop()
@@ -132,6 +133,22 @@ func (f *fleet) firstGains() (earliest, latest time.Duration) {
 		latest = max(latest, d)
 	}
 	return max(earliest, 0), latest
+}
+
+// work returns the process CPU since the fleet started (the embedded
+// server's included) and the watch events its workers were delivered, and
+// describes them as "CPU X s, Y us per watch event per worker".
+func (f *fleet) work() string {
+	cpu := cpuTime() - f.cpu0
+	var events int64
+	for _, w := range f.workers {
+		events += w.st.events.Load()
+	}
+	per := 0.0
+	if events > 0 {
+		per = float64(cpu.Microseconds()) / float64(events)
+	}
+	return fmt.Sprintf("CPU %s, %.1f us per watch event per worker (%d events)", secs(cpu), per, events)
 }
 
 // lastChange is the latest Gained or Lost across the fleet.
