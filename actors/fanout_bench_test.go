@@ -49,6 +49,7 @@ func placementRun(b *testing.B, workers, n int) (cpu, wall time.Duration, st *co
 	}
 	cfg := coordination.DefaultConfig()
 	cfg.StartupGrace = 0
+	cfg.Logger = discardLogger()
 	mem := memstore.New(cfg.LeaseDuration)
 	st = &countingWatches{Store: mem}
 	ids := make([]string, n)
@@ -185,6 +186,7 @@ func BenchmarkRecordFanout(b *testing.B) {
 		}
 		cfg := coordination.DefaultConfig()
 		cfg.StartupGrace = 0
+		cfg.Logger = discardLogger()
 		mem := memstore.New(cfg.LeaseDuration)
 		st := &countingWatches{Store: mem}
 		p := openPlan{}

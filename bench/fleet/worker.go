@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -68,6 +69,7 @@ func startWorker(e *env, job string, ws workerSpec, p coordination.Planner) (*wo
 	cfg.ReplanInterval = max(cfg.ReplanInterval, e.lease)
 	cfg.ReconcileInterval = max(ws.reconcile, 2*cfg.OpTimeout)
 	cfg.MaxInFlight = ws.maxInFlight
+	cfg.Logger = slog.New(slog.DiscardHandler) // nil would be slog.Default(): the figures' lines only
 	engine, err := actor.NewEngine(actor.NewEngineConfig())
 	if err != nil {
 		return nil, errors.Join(err, raw.Close())
