@@ -295,3 +295,50 @@ func (s *hangingStore) List(ctx context.Context, ks store.Keyspace, prefix strin
 	}
 	return s.Store.List(ctx, ks, prefix)
 }
+
+// leaderCreateHangs blocks Creates of the leader key until their context
+// ends, and says when the first one is in flight.
+type leaderCreateHangs struct {
+	*memstore.Store
+	inFlight chan struct{}
+	once     sync.Once
+}
+
+func (s *leaderCreateHangs) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
+	if key != protocol.KeyLeader {
+		return s.Store.Create(ctx, ks, key, value)
+	}
+	s.once.Do(func() { close(s.inFlight) })
+	<-ctx.Done()
+	return 0, false, coordination.Errorf(coordination.Retryable, "store hangs: %w", ctx.Err())
+}
+
+// An election cut short by the worker's own shutdown is not a fault: it
+// logs nothing at warn or error.
+func TestShutdownDuringAnElectionLogsNoFault(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		var mu sync.Mutex
+		var recs []string
+		st := &leaderCreateHangs{Store: r.st, inFlight: make(chan struct{})}
+		cfg := testConfig(t, r.clk, "w1")
+		cfg.Logger = slog.New(logCapture{mu: &mu, recs: &recs, next: slog.NewTextHandler(t.Output(), nil)})
+		c, err := Spawn(r.e, st, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Start(finalPlan("a")); err != nil {
+			t.Fatal(err)
+		}
+		<-st.inFlight
+		c.Abort()
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, rec := range recs {
+			if strings.HasPrefix(rec, "WARN") || strings.HasPrefix(rec, "ERROR") {
+				t.Errorf("shutdown logged %q", rec)
+			}
+		}
+	})
+}

@@ -91,8 +91,16 @@ func (v *env) failNow(err error) {
 	v.fail(err)
 }
 
-// send delivers msg to pid from outside an actor.
-func (v *env) send(pid *actor.PID, msg any) { v.e.Send(pid, msg) }
+// send delivers msg to pid from outside an actor. Once the worker shuts
+// down (only shutdown ends v.ctx) nothing is delivered: such a report answers
+// work the shutdown cut short ("context canceled"), and an actor taking it
+// for a store fault would log a warning for a clean stop.
+func (v *env) send(pid *actor.PID, msg any) {
+	if v.ctx.Err() != nil {
+		return
+	}
+	v.e.Send(pid, msg)
+}
 
 // after arms a clock timer that sends msg to pid.
 func (v *env) after(d time.Duration, pid *actor.PID, msg any) *clock.Timer {
