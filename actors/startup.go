@@ -50,10 +50,13 @@ func runPhase(ctx context.Context, v *env, phase string, f func(context.Context)
 			return err
 		}
 		if reasonOf(err) == errPlanRace {
+			// The plan record exists now: read it at once. Workers that
+			// start together all race for it, and a backoff here would
+			// spread their joins beyond the startup hold's quiet interval.
 			v.log.Debug("startup phase failed; retrying", "reason", phase, "err", err)
-		} else {
-			v.log.Warn("startup phase failed; retrying", "reason", phase, "err", err)
+			continue
 		}
+		v.log.Warn("startup phase failed; retrying", "reason", phase, "err", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():

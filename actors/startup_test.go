@@ -192,3 +192,42 @@ func TestAnnounceRetryAfterALandedAttemptIsNoTwin(t *testing.T) {
 		})
 	}
 }
+
+// planRaceStore creates the plan record itself just before the first
+// Create of it, so that worker loses the race to create it, as workers
+// that start together do.
+type planRaceStore struct {
+	*memstore.Store
+	raced bool
+}
+
+func (s *planRaceStore) Create(ctx context.Context, ks store.Keyspace, key string, v []byte) (store.Revision, bool, error) {
+	if key == protocol.KeyPlan && !s.raced {
+		s.raced = true
+		if _, _, err := s.Store.Create(ctx, ks, key, v); err != nil {
+			return 0, false, err
+		}
+	}
+	return s.Store.Create(ctx, ks, key, v)
+}
+
+// A worker that loses the race to create the plan record reads it at once
+// instead of backing off (200ms): workers that start together announce
+// within the startup hold's quiet interval of each other. Before, the loser
+// joined 200ms late, and 2 of 4 fleets of two workers with StartupGrace 1s
+// (quiet interval 167ms) were placed on one worker.
+func TestLosingThePlanRaceJoinsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		st := &planRaceStore{Store: r.st}
+		w := r.startOn(st, "w1", finalPlan("a"))
+		synctest.Wait() // startup ran as far as it goes without time passing
+		if !st.raced {
+			t.Fatal("the plan race was not played")
+		}
+		if _, ok, err := r.st.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1")); err != nil || !ok {
+			t.Fatalf("no presence once startup settled (found %v, err %v): the loser of the plan race is waiting out a backoff", ok, err)
+		}
+		w.c.Abort()
+	})
+}
