@@ -480,7 +480,7 @@ func testLinearizable(t *testing.T, newStore newStoreFunc) {
 // On a violation, porcupine's HTML visualisation is written into t's
 // artifact directory (see testing.T.ArtifactDir) and named in the failure.
 // Each history uses keys of its own; st is not closed. CheckLinearizable
-// blocks until every history ran; the run is bounded by 30s plus a minute
+// blocks until every history ran; the run is bounded by 90s plus a minute
 // per history.
 func CheckLinearizable(t *testing.T, st store.Store, n int, disrupt func() error) {
 	t.Helper()

@@ -42,10 +42,11 @@ type check struct {
 // the TTL plus max(TTL/2, 1.5s), and not before the TTL less the store's
 // [ExpiryPrecision] (0 unless it declares one).
 //
-// Every check has one overall deadline (30s, plus the real time a TTL check
-// waits for), which bounds all its operations and waits. Once a check has
-// timed out, the store is taken as hung and the later checks are skipped,
-// naming that check, so that a hung store fails in seconds.
+// Every operation has a deadline of 10s, and every check one overall
+// deadline (90s, plus the real time a TTL check waits for), which bounds all
+// its operations and waits. Once a check has timed out, the store is taken
+// as hung and the later checks are skipped, naming that check, so that a
+// hung store fails in seconds.
 func Run(t *testing.T, newStore func(t *testing.T, leaseTTL time.Duration) store.Store) {
 	s := &suite{}
 	for _, c := range checks() {
