@@ -59,6 +59,29 @@ func sameSplitWrite(intended, got protocol.SplitRecord) bool {
 	return got == intended
 }
 
+// surrender is what ending a tenancy may write on its split record.
+type surrender int
+
+const (
+	surrenderWrite   surrender = iota + 1 // the record names the tenancy: write its end
+	surrenderNothing                      // terminal: nothing left to hand back or complete
+	surrenderFenced                       // another owner or a later epoch: not this tenancy's to end
+)
+
+// judgeSurrender judges split record rec for the end (hand-back or
+// completion) of tenancy epoch of me. The session is not checked here: a
+// CAS that loses judges it (classifySplitConflict), and Depart's direct
+// hand-back, which writes without that rule, checks it itself.
+func judgeSurrender(rec protocol.SplitRecord, me string, epoch uint64) surrender {
+	switch {
+	case rec.Owner != me || rec.Epoch != epoch:
+		return surrenderFenced
+	case rec.Status.Terminal():
+		return surrenderNothing
+	}
+	return surrenderWrite
+}
+
 // movedAway reports whether split record rec shows that tenancy t of me
 // ended: a later epoch, or another owner or session.
 func movedAway(rec protocol.SplitRecord, me string, t tenancy) bool {

@@ -96,6 +96,32 @@ func TestMovedAway(t *testing.T) {
 	}
 }
 
+// TestJudgeSurrender: a surrender writes only on a runnable record naming
+// its tenancy; a terminal one needs nothing; any other owner or epoch fences.
+func TestJudgeSurrender(t *testing.T) {
+	mine := protocol.SplitRecord{ID: "s", Epoch: 2, Owner: "me", Nonce: "n", Status: protocol.StatusRunnable}
+	later, peer, done, quar := mine, mine, mine, mine
+	later.Epoch = 3
+	peer.Owner = "peer"
+	done.Status = protocol.StatusCompleted
+	quar.Status = protocol.StatusQuarantined
+	for _, tt := range []struct {
+		name string
+		rec  protocol.SplitRecord
+		want surrender
+	}{
+		{"this tenancy's", mine, surrenderWrite},
+		{"a later epoch", later, surrenderFenced},
+		{"another owner", peer, surrenderFenced},
+		{"completed", done, surrenderNothing},
+		{"quarantined", quar, surrenderNothing},
+	} {
+		if got := judgeSurrender(tt.rec, "me", 2); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 func TestCheckWatermark(t *testing.T) {
 	rec := protocol.ProgressRecord{Watermark: wm(57)}
 	if err := checkWatermark("s-7", rec, coordination.SplitProgress{Watermark: 57}); err != nil {

@@ -139,9 +139,7 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 		return &coordination.Error{Kind: coordination.Fatal, Reason: "the planner fingerprint must not be empty"}
 	}
 	c.started = true
-	c.v.out.mu.Lock()
-	c.v.out.started = true
-	c.v.out.mu.Unlock()
+	c.v.out.start()
 	c.v.fp.Store(protocol.Fingerprint(fp))
 	msg := messages.StartJob{Planner: p, Fingerprint: fp}
 	c.v.send(c.v.routeOf(roleHandle, msg), msg)
@@ -208,7 +206,7 @@ func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop b
 func (c *Coordinator) callBound() time.Duration { return 3*c.v.cfg.OpTimeout + 100*time.Millisecond }
 
 // Fail reports a held split as unprocessable by the tenancy of epoch
-// : nil (landed), Fenced (not held, stale epoch, or a peer owns it) or
+// (docs/protocol.md, "Hand-back, fail, quarantine"): nil (landed), Fenced (not held, stale epoch, or a peer owns it) or
 // Retryable (the write did not confirm; one attempt is charged either way).
 func (c *Coordinator) Fail(split coordination.SplitID, epoch coordination.LeaseEpoch, reason string) error {
 	if err := c.gate(); err != nil {
@@ -310,7 +308,7 @@ func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Ti
 			if err != nil {
 				return
 			}
-			if rec.Status == protocol.StatusRunnable && rec.Owner == v.id && rec.Nonce == nonce && rec.Epoch == h.Epoch {
+			if judgeSurrender(rec, v.id, h.Epoch) == surrenderWrite && rec.Nonce == nonce {
 				_, _, _ = st.Update(ctx, store.Durable, key, protocol.EncodeSplit(rec.HandBack(v.nowMs())), e.Revision)
 			}
 		})

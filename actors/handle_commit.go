@@ -110,14 +110,14 @@ func (c *Coordinator) finalEntry(ctx context.Context, id coordination.SplitID, p
 
 // committed records a commit's outcome and tells the actors: the error is
 // the caller's result.
-func (v *env) committed(id coordination.SplitID, epoch uint64, d opDone) error {
+func (v *env) committed(id coordination.SplitID, epoch uint64, d casResult[protocol.ProgressRecord]) error {
 	switch d.outcome {
 	case casLanded:
-		v.out.advance(id, epoch, d.prog, d.progRev)
+		v.out.advance(id, epoch, d.rec, d.rev)
 		if !d.adopted {
 			v.publish(roleHandle, messages.CommitLanded{Split: id, Epoch: epoch})
 		}
-		if d.prog.Completed {
+		if d.rec.Completed {
 			v.out.ended(id, epoch)
 			v.publish(roleHandle, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
 		}
@@ -147,64 +147,38 @@ func (c *Coordinator) stopContext() (context.Context, func() bool) {
 
 // casProgress runs a commit of progress p on the tenancy whose progress
 // record cell holds (docs/protocol.md, "Commits"), with the
-// adopt-and-retry-once rule for a conflict caused by this tenancy's own
-// earlier write.
-func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell progressCell, p coordination.SplitProgress) opDone {
-	key := protocol.ProgressKey(id)
-	doing := fmt.Sprintf("committing split %s", id)
-	prog, rev := cell.prog, cell.rev
+// adopt-and-retry-once rule (cas.go) for a conflict caused by this
+// tenancy's own earlier write. A regressing watermark or an oversized
+// record is Fatal before any write.
+func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell progressCell, p coordination.SplitProgress) casResult[protocol.ProgressRecord] {
 	now := v.nowMs()
-	for try := 0; ; try++ {
-		if err := checkWatermark(id, prog, p); err != nil {
-			return opDone{outcome: casFatal, err: err}
-		}
-		want := prog.Commit(p, now)
-		b := protocol.EncodeProgress(want)
-		if err := protocol.CheckProgressSize(id, len(b), v.cap); err != nil {
-			return opDone{outcome: casFatal, err: err}
-		}
-		start := time.Now()
-		r, ok, err := v.st.Update(ctx, store.Durable, key, b, store.Revision(rev))
-		v.met.write(writeLabel(ok, err), time.Since(start))
-		switch {
-		case err != nil:
-			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
-		case ok:
-			return opDone{outcome: casLanded, prog: want, progRev: uint64(r)}
-		}
-		e, found, err := v.st.Get(ctx, store.Durable, key)
-		if err == nil && !found {
-			var recreated bool
-			if e, found, recreated, err = recreateProgress(ctx, v, id, cell.epoch, b); recreated {
-				return opDone{outcome: casLanded, prog: want, progRev: uint64(e.Revision)}
+	return casAdopt(ctx, v, casWrite[protocol.ProgressRecord]{
+		split: id,
+		key:   protocol.ProgressKey(id),
+		doing: fmt.Sprintf("committing split %s", id),
+		build: func(base protocol.ProgressRecord) (protocol.ProgressRecord, []byte, *casResult[protocol.ProgressRecord]) {
+			if err := checkWatermark(id, base, p); err != nil {
+				return base, nil, &casResult[protocol.ProgressRecord]{outcome: casFatal, err: err}
 			}
-		}
-		if err != nil {
-			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err)}
-		}
-		if found && uint64(e.Revision) < rev {
-			// This tenancy wrote (or adopted) rev: a lower one means the
-			// store lost it (docs/protocol.md, "Store rollback").
-			return opDone{outcome: casFatal, err: storeRolledBack(store.Durable, key, uint64(e.Revision), rev)}
-		}
-		var got protocol.ProgressRecord
-		if found {
-			if got, err = protocol.DecodeProgress(key, e.Value, v.fp.Load()); err != nil {
-				return opDone{outcome: casFatal, err: err}
+			want := base.Commit(p, now)
+			b := protocol.EncodeProgress(want)
+			if err := protocol.CheckProgressSize(id, len(b), v.cap); err != nil {
+				return base, nil, &casResult[protocol.ProgressRecord]{outcome: casFatal, err: err}
 			}
-		}
-		switch classifyProgressConflict(v.id, cell.epoch, want, found, got) {
-		case conflictLanded:
-			return opDone{outcome: casLanded, prog: got, progRev: uint64(e.Revision), adopted: true}
-		case conflictFenced:
-			return opDone{outcome: casFenced, err: fencedErr(id)}
-		}
-		prog, rev = got, uint64(e.Revision)
-		if try == 1 {
-			v.out.advance(id, cell.epoch, prog, rev)
-			return opDone{outcome: casUnconfirmed, err: keptMoving(doing)}
-		}
-	}
+			return want, b, nil
+		},
+		classify: func(want protocol.ProgressRecord, found bool, got protocol.ProgressRecord) conflictClass {
+			return classifyProgressConflict(v.id, cell.epoch, want, found, got)
+		},
+		decode: protocol.DecodeProgress,
+		recreate: func(ctx context.Context, b []byte) (store.Entry, bool, bool, error) {
+			return recreateProgress(ctx, v, id, cell.epoch, b)
+		},
+		rollback: true,
+		rebased: func(got protocol.ProgressRecord, rev uint64) {
+			v.out.advance(id, cell.epoch, got, rev)
+		},
+	}, cell.prog, cell.rev)
 }
 
 // recreateProgress heals a progress record deleted outside the library

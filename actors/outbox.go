@@ -17,7 +17,7 @@ type outbox struct {
 	err     error // latched failure, first wins
 	waker   *coordination.Waker
 	closed  bool // departed or aborted: events are discarded
-	started bool
+	started bool // Start happened: setWaker refuses
 	// polled maps a split to the epoch of the Gained that Poll last handed
 	// out for it; a Lost handed out removes it. Calls refer to that tenancy.
 	polled map[coordination.SplitID]uint64
@@ -148,6 +148,13 @@ func (o *outbox) polledEpoch(id coordination.SplitID) uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.polled[id]
+}
+
+// start records that Start happened: later Wakers are refused.
+func (o *outbox) start() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.started = true
 }
 
 // setWaker installs w unless Start has happened; it reports whether it did.

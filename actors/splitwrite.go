@@ -3,10 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/store"
 )
 
 // The fenced writes of split records the commit actor runs on its
@@ -17,11 +15,11 @@ import (
 // endTenancy writes the hand-back or completion of a surrendered split, if
 // the split record still names this worker at the tenancy's epoch.
 func endTenancy(ctx context.Context, v *env, op recordOp, base recEntry, now int64) opDone {
-	if base.rec.Owner != v.id || base.rec.Epoch != op.epoch {
+	switch judgeSurrender(base.rec, v.id, op.epoch) {
+	case surrenderFenced:
 		return opDone{outcome: casFenced}
-	}
-	if base.rec.Status.Terminal() {
-		return opDone{outcome: casLanded} // nothing left to hand back or complete
+	case surrenderNothing:
+		return opDone{outcome: casLanded}
 	}
 	return casSplit(ctx, v, op, base, func(r protocol.SplitRecord) protocol.SplitRecord {
 		if op.kind == opComplete {
@@ -32,53 +30,30 @@ func endTenancy(ctx context.Context, v *env, op recordOp, base recEntry, now int
 }
 
 // casSplit runs a CAS on a split record this worker holds (or has just
-// surrendered) with the adopt-and-retry-once rule: a lost CAS whose record
-// still names this session at op's epoch moved because of an earlier write
-// of this worker that landed unseen.
+// surrendered) with the adopt-and-retry-once rule (cas.go): a lost CAS
+// whose record still names this session at op's epoch moved because of an
+// earlier write of this worker that landed unseen. A terminal record is
+// never written: the write is fenced.
 func casSplit(ctx context.Context, v *env, op recordOp, base recEntry, build func(protocol.SplitRecord) protocol.SplitRecord) opDone {
-	key := protocol.SplitKey(op.split)
-	doing := fmt.Sprintf("%s split %s", opVerb[op.kind], op.split)
-	fenced := fencedErr(op.split)
 	nonce := base.rec.Nonce
-	for try := 0; ; try++ {
-		if base.rec.Status.Terminal() {
-			return opDone{outcome: casFenced, err: fenced}
-		}
-		want := build(base.rec)
-		start := time.Now()
-		rev, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(want), store.Revision(base.rev))
-		v.met.write(writeLabel(ok, err), time.Since(start))
-		switch {
-		case err != nil:
-			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
-		case ok:
-			return opDone{outcome: casLanded, rec: want, rev: uint64(rev)}
-		}
-		e, found, err := v.st.Get(ctx, store.Durable, key)
-		if err != nil {
-			return opDone{outcome: casUnconfirmed, err: storeErr(doing, err), rec: base.rec, rev: base.rev}
-		}
-		var got protocol.SplitRecord
-		if found {
-			if got, err = protocol.DecodeSplit(key, e.Value, v.fp.Load()); err != nil {
-				return opDone{outcome: casFatal, err: err}
+	fenced := fencedErr(op.split)
+	r := casAdopt(ctx, v, casWrite[protocol.SplitRecord]{
+		split: op.split,
+		key:   protocol.SplitKey(op.split),
+		doing: fmt.Sprintf("%s split %s", opVerb[op.kind], op.split),
+		build: func(base protocol.SplitRecord) (protocol.SplitRecord, []byte, *casResult[protocol.SplitRecord]) {
+			if base.Status.Terminal() {
+				return base, nil, &casResult[protocol.SplitRecord]{outcome: casFenced, err: fenced}
 			}
-		}
-		switch classifySplitConflict(v.id, nonce, op.epoch, want, found, got) {
-		case conflictLanded:
-			return opDone{outcome: casLanded, rec: got, rev: uint64(e.Revision), adopted: true}
-		case conflictFenced:
-			d := opDone{outcome: casFenced, err: fenced}
-			if found {
-				d.rec, d.rev = got, uint64(e.Revision)
-			}
-			return d
-		}
-		base = recEntry{rec: got, rev: uint64(e.Revision)}
-		if try == 1 {
-			return opDone{outcome: casUnconfirmed, err: keptMoving(doing), rec: got, rev: base.rev}
-		}
-	}
+			want := build(base)
+			return want, protocol.EncodeSplit(want), nil
+		},
+		classify: func(want protocol.SplitRecord, found bool, got protocol.SplitRecord) conflictClass {
+			return classifySplitConflict(v.id, nonce, op.epoch, want, found, got)
+		},
+		decode: protocol.DecodeSplit,
+	}, base.rec, base.rev)
+	return opDone{outcome: r.outcome, err: r.err, rec: r.rec, rev: r.rev, adopted: r.adopted}
 }
 
 // opVerb names what a write does, for error reasons.
