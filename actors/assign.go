@@ -56,10 +56,8 @@ type assign struct {
 	assigned   map[coordination.SplitID]bool
 	named      map[coordination.SplitID]time.Time // first named while not held
 
-	live     bool
-	session  bool // a session is established (false between SessionEnded and SessionStarted)
-	verdict  bool
-	departed bool
+	phase   jobPhase
+	session bool // a session is established (false between SessionEnded and SessionStarted)
 }
 
 func newAssign(v *env) actor.Producer {
@@ -133,7 +131,7 @@ func (a *assign) Receive(c *actor.Context) {
 		}
 		a.step(c)
 	case messages.WatchesChanged:
-		a.live = m.Live
+		a.phase.observe(m)
 		a.step(c)
 	case messages.SessionEnded:
 		a.session = false
@@ -143,10 +141,8 @@ func (a *assign) Receive(c *actor.Context) {
 			a.index(id) // the view's own-session records were classified for the old nonce
 		}
 		a.step(c)
-	case messages.VerdictReached:
-		a.verdict = true
-	case messages.Departing:
-		a.departed = true
+	case messages.VerdictReached, messages.Departing:
+		a.phase.observe(m)
 	default:
 		a.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -385,7 +381,7 @@ func (a *assign) release(id coordination.SplitID) {
 // at most maxClaimsInFlight writes at once: quarantines and leftover returns
 // first, then claims while the lanes allow.
 func (a *assign) step(c *actor.Context) {
-	if !a.live || !a.session || a.verdict || a.departed || a.v.halted.Load() {
+	if !a.phase.live || !a.session || a.phase.over() || a.v.halted.Load() {
 		return
 	}
 	for id := range a.extra {

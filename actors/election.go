@@ -88,7 +88,7 @@ func (l *leader) working() *lead {
 
 func (l *leader) canStand() bool {
 	e := &l.el
-	return l.live && !l.seesLeader() && e.term == nil && !e.electing && !l.departed && !l.verdict && e.hasPlan &&
+	return l.phase.live && !l.seesLeader() && e.term == nil && !e.electing && !l.phase.over() && e.hasPlan &&
 		(e.lastDemote.IsZero() || l.v.clk.Since(e.lastDemote) >= l.v.cfg.LeaseDuration/3) // a heartbeat interval (docs/protocol.md, "Leadership")
 }
 
@@ -134,7 +134,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 	}
 	t := &term{lead: newLead(l.v.ctx, m.gen), nonce: m.nonce, rev: m.rev}
 	l.el.term = t
-	if l.departed || l.verdict {
+	if l.phase.over() {
 		l.resign(nil)
 		return
 	}
@@ -162,7 +162,7 @@ func (l *leader) fenced(c *actor.Context, m fenceDone) {
 		return
 	}
 	l.adoptPlan(c, m.plan, m.rev)
-	if t := l.el.term; t != nil && !l.verdict && !l.departed {
+	if t := l.el.term; t != nil && !l.phase.over() {
 		t.work = t.lead.child()
 		l.view.indexPublished()
 		l.pub.dirty = true
@@ -310,7 +310,7 @@ func (l *leader) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
 
 // stepDown answers Depart's StepDown once the leader key is given up.
 func (l *leader) stepDown(c *actor.Context, m messages.StepDown) {
-	l.departed = true
+	l.phase.departed = true
 	if l.el.term == nil {
 		c.Send(m.ReplyTo, messages.StepDownReply{})
 		return

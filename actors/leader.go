@@ -32,9 +32,9 @@ type leader struct {
 	log *slog.Logger
 
 	fingerprint string
-	// live: the watches are live; verdict: the job has its verdict;
-	// departed: Depart began.
-	live, verdict, departed bool
+	// phase: the watches are live, the verdict, Depart began (StepDown
+	// marks it departed too).
+	phase jobPhase
 
 	el   election
 	run  planning
@@ -60,7 +60,7 @@ func (l *leader) Receive(c *actor.Context) {
 	case messages.JobStarted:
 		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
 	case messages.WatchesChanged:
-		l.live = m.Live
+		l.phase.observe(m)
 		l.pub.dirty = l.pub.dirty || m.Live
 		l.tick(c)
 	case messages.Reconciled:
@@ -83,11 +83,8 @@ func (l *leader) Receive(c *actor.Context) {
 		l.orphan("session ended; stepping down")
 	case messages.SessionStarted:
 		l.tick(c)
-	case messages.VerdictReached:
-		l.verdict = true
-		l.stopWorking()
-	case messages.Departing:
-		l.departed = true
+	case messages.VerdictReached, messages.Departing:
+		l.phase.observe(m)
 		l.stopWorking()
 	case messages.StepDown:
 		l.stepDown(c, m)

@@ -59,7 +59,7 @@ func (l *leader) schedulePublish(c *actor.Context) {
 // changed, under the work lead.
 func (l *leader) publish(c *actor.Context) {
 	w := l.working()
-	if w == nil || !l.live || !l.el.hasPlan || len(l.view.members) == 0 || l.pub.busy {
+	if w == nil || !l.phase.live || !l.el.hasPlan || len(l.view.members) == 0 || l.pub.busy {
 		return
 	}
 	l.pub.dirty, l.pub.busy = false, true

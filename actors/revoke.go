@@ -30,7 +30,7 @@ type revoke struct {
 	assigned map[coordination.SplitID]bool
 	decided  bool
 
-	live, verdict, departed bool
+	phase jobPhase
 }
 
 func newRevoke(v *env) actor.Producer {
@@ -66,14 +66,12 @@ func (r *revoke) Receive(c *actor.Context) {
 		}
 		r.step(c)
 	case messages.WatchesChanged:
-		r.live = m.Live
+		r.phase.observe(m)
 		r.step(c)
 	case messages.HeartbeatTicked:
 		r.deadlines(c)
-	case messages.VerdictReached:
-		r.verdict = true
-	case messages.Departing:
-		r.departed = true
+	case messages.VerdictReached, messages.Departing:
+		r.phase.observe(m)
 	case messages.TenancyStarted:
 		r.held.apply(m)
 		r.follow(c, m.Split, m.Epoch, r.v.clk.Now())
@@ -116,7 +114,7 @@ func (r *revoke) step(c *actor.Context) {
 // follow applies the revocation rules (docs/protocol.md, "Following the
 // assignment") to one held split.
 func (r *revoke) follow(c *actor.Context, id coordination.SplitID, epoch uint64, now time.Time) {
-	if !r.decided || !r.live || r.verdict || r.departed {
+	if !r.decided || !r.phase.live || r.phase.over() {
 		return
 	}
 	if e, ok := r.over[id]; ok && e == epoch {

@@ -1,0 +1,43 @@
+package actors
+
+import "github.com/spate-go/coordination/messages"
+
+// jobPhase is where the job stands, as one actor has seen it: the watches
+// are live, the job has its verdict, Depart began. The assign, leader and
+// revoke actors each keep one, fed only by the three messages observe
+// takes.
+//
+// The facts have one origin each: the watch actor (WatchesChanged), the
+// commit actor, which takes the verdict, and the root, which relays it and
+// starts Depart (VerdictReached, Departing); the root and the commit actor
+// keep their own flags because they decide them. The followers keep a copy
+// rather than read a shared one on purpose: an actor must see a phase
+// change at its place in its own message stream, after every message sent
+// to it before the change (a claim result, a tenancy change), as it sees
+// everything else; a shared variable would let it act on a phase before it
+// has applied what led to it.
+type jobPhase struct {
+	live     bool // the watches are live (WatchesChanged)
+	verdict  bool // the job has its verdict (VerdictReached)
+	departed bool // Depart began (Departing)
+}
+
+// observe folds m into p when it is a phase message, and reports whether it
+// was one.
+func (p *jobPhase) observe(m any) bool {
+	switch m := m.(type) {
+	case messages.WatchesChanged:
+		p.live = m.Live
+	case messages.VerdictReached:
+		p.verdict = true
+	case messages.Departing:
+		p.departed = true
+	default:
+		return false
+	}
+	return true
+}
+
+// over reports whether this worker's work on the job is over: the verdict
+// is in or Depart began.
+func (p jobPhase) over() bool { return p.verdict || p.departed }
