@@ -18,12 +18,12 @@ const fenceTries = 8
 // for m, or a quarantine on takeover: confirm the owner's session ended,
 // read the spec (claims only), CAS the split record, then fence the
 // progress record. It runs on its own goroutine.
-func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) opDone {
+func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) claimed {
 	cand, base, rev := m.Candidate, m.Record, m.RecordRev
 	if cand.Confirm {
 		live, err := sessionLive(ctx, v, base.Owner, base.Nonce)
 		if err != nil || live {
-			return opDone{outcome: casFenced, retry: err != nil}
+			return claimed{outcome: casFenced, retry: err != nil}
 		}
 	}
 	var spec coordination.SplitSpec
@@ -31,7 +31,7 @@ func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) o
 		var err error
 		if spec, err = readSpec(ctx, v, cand.ID); err != nil {
 			v.fatalIf(err)
-			return opDone{outcome: casUnconfirmed, retry: true}
+			return claimed{outcome: casUnconfirmed, retry: true}
 		}
 	}
 	nonce := v.sessionNonce()
@@ -48,9 +48,9 @@ func claimSplit(ctx context.Context, v *env, m messages.ClaimSplit, now int64) o
 	v.met.write(writeLabel(ok, err), time.Since(start))
 	if oc != casLanded {
 		v.fatalIf(err)
-		return opDone{outcome: oc, retry: err != nil}
+		return claimed{outcome: oc, retry: err != nil}
 	}
-	d := opDone{outcome: casLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine, spec: spec}
+	d := claimed{outcome: casLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine, spec: spec}
 	if cand.Quarantine {
 		return d
 	}

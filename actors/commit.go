@@ -29,50 +29,6 @@ const (
 	casFatal
 )
 
-// opKind names the writes the commit actor performs.
-type opKind int
-
-const (
-	opFail opKind = iota + 1
-	opHandBack
-	opClaim
-	opLeftover
-	opComplete
-	opDepartLeftover // Depart's return of a leftover (depart.go)
-)
-
-// recordOp is one queued write on one split. Writes on the same split run
-// one at a time, in arrival order.
-type recordOp struct {
-	kind     opKind
-	split    coordination.SplitID
-	epoch    uint64
-	replyTo  *actor.PID
-	batch    uint64 // hand-back batch
-	reason   messages.EndReason
-	failMsg  string
-	claim    messages.ClaimSplit
-	leftover messages.ReturnLeftover
-	deadline time.Time // zero: OpTimeout from start
-}
-
-// opDone is a finished recordOp, sent by its goroutine.
-type opDone struct {
-	op      recordOp
-	outcome casOutcome
-	err     error
-	rec     protocol.SplitRecord // latest split record known to the writer
-	rev     uint64               // its revision; 0 if none
-	prog    protocol.ProgressRecord
-	progRev uint64                 // 0: no progress record learned
-	adopted bool                   // the write was found landed after a lost CAS (commits)
-	kind    protocol.ClaimKind     // claims: the kind that won
-	spec    coordination.SplitSpec // claims: the split's spec, read before the claim
-	quar    bool                   // claims: the write quarantined
-	retry   bool                   // claims: gave up on a store error
-	done    bool                   // the progress was found completed
-}
-
 type handBackBatch struct {
 	pending     int
 	unconfirmed []coordination.SplitID
@@ -93,7 +49,7 @@ type commit struct {
 	records   map[coordination.SplitID]recEntry
 	held      heldView // derived from the root's registry (tenancy.go)
 	busy      map[coordination.SplitID]bool
-	queue     map[coordination.SplitID][]recordOp
+	queue     map[coordination.SplitID][]splitOp // commit_ops.go
 	completed int
 	quarant   int
 	// total and weight count the split records in the view and their
@@ -118,7 +74,7 @@ func newCommit(v *env) actor.Producer {
 			records:   map[coordination.SplitID]recEntry{},
 			held:      heldView{},
 			busy:      map[coordination.SplitID]bool{},
-			queue:     map[coordination.SplitID][]recordOp{},
+			queue:     map[coordination.SplitID][]splitOp{},
 			handBacks: map[uint64]*handBackBatch{},
 		}
 	}
@@ -150,20 +106,42 @@ func (cm *commit) Receive(c *actor.Context) {
 		cm.held.apply(m)
 		if m.Reason == messages.EndCompleted {
 			// The handle's completed commit landed: complete the split record.
-			cm.enqueue(c, recordOp{kind: opComplete, split: m.Split, epoch: m.Epoch, reason: messages.EndCompleted})
+			cm.enqueue(c, completeOp{split: m.Split, epoch: m.Epoch})
 		}
 	case messages.Departing:
 		cm.departing = true
 	case messages.FailSplit:
-		cm.enqueue(c, recordOp{kind: opFail, split: m.Split, epoch: m.Epoch, replyTo: m.ReplyTo, failMsg: m.Reason, reason: messages.EndFailed})
+		cm.enqueue(c, failOp{split: m.Split, epoch: m.Epoch, reason: m.Reason, replyTo: m.ReplyTo})
 	case messages.HandBackSplits:
 		cm.handBack(c, m)
 	case messages.ClaimSplit:
-		cm.enqueue(c, recordOp{kind: opClaim, split: m.Candidate.ID, claim: m})
+		cm.enqueue(c, claimOp{claim: m})
 	case messages.ReturnLeftover:
-		cm.enqueue(c, recordOp{kind: opLeftover, split: m.Split, leftover: m})
-	case opDone:
-		cm.done(c, m)
+		cm.enqueue(c, leftoverOp{leftover: m})
+	case failDone:
+		cm.learn(m.op.split, m.res.rec, m.res.rev)
+		cm.failResult(m.op, m.res)
+		cm.next(c, m.op.split)
+	case handBackDone:
+		cm.learn(m.op.split, m.res.rec, m.res.rev)
+		cm.handBackResult(m.op, m.res)
+		cm.next(c, m.op.split)
+	case completeDone:
+		cm.learn(m.op.split, m.res.rec, m.res.rev)
+		cm.completeResult(m.op, m.res)
+		cm.next(c, m.op.split)
+	case claimDone:
+		cm.learn(m.op.target(), m.res.rec, m.res.rev)
+		cm.claimResult(m.op, m.res)
+		cm.next(c, m.op.target())
+	case leftoverDone:
+		cm.learn(m.op.target(), m.res.rec, m.res.rev)
+		cm.leftoverResult(m.op, m.res)
+		cm.next(c, m.op.target())
+	case departLeftoverDone:
+		cm.learn(m.op.split, m.res.rec, m.res.rev)
+		cm.departLeftoverResult(m.op, m.res)
+		cm.next(c, m.op.split)
 	case verdictListed:
 		cm.listed(m)
 	case recordChecked:
@@ -250,14 +228,17 @@ func (cm *commit) resolved(res messages.HandBackResolved) {
 	cm.publish(res)
 }
 
-func (cm *commit) enqueue(c *actor.Context, op recordOp) {
-	if cm.busy[op.split] {
-		cm.queue[op.split] = append(cm.queue[op.split], op)
+// enqueue starts op, or queues it behind the write in flight on its split.
+func (cm *commit) enqueue(c *actor.Context, op splitOp) {
+	id := op.target()
+	if cm.busy[id] {
+		cm.queue[id] = append(cm.queue[id], op)
 		return
 	}
 	cm.start(c, op)
 }
 
+// next starts the write queued next on split id, after one finished.
 func (cm *commit) next(c *actor.Context, id coordination.SplitID) {
 	delete(cm.busy, id)
 	q := cm.queue[id]
@@ -274,94 +255,121 @@ func (cm *commit) next(c *actor.Context, id coordination.SplitID) {
 	cm.start(c, op)
 }
 
-// start launches op's write in the background.
-func (cm *commit) start(c *actor.Context, op recordOp) {
+// learn folds the split record a finished write wrote or read (rev 0:
+// none) into the view.
+func (cm *commit) learn(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) {
+	if rev != 0 {
+		cm.fold(id, rec, rev)
+	}
+}
+
+// start launches op's write in the background. A write with nothing to
+// write on is refused without I/O; its result still goes through the inbox
+// so that the queue advances in order.
+func (cm *commit) start(c *actor.Context, op splitOp) {
 	v, pid := cm.v, c.PID()
-	base, have := cm.records[op.split]
+	id := op.target()
+	base, have := cm.records[id]
 	now := v.nowMs()
-	cm.busy[op.split] = true
-	// A write with nothing to write on is refused without I/O; its opDone
-	// still goes through the inbox so that the queue advances in order.
-	refused := false
-	var why error
-	switch op.kind {
-	case opFail:
-		refused, why = !have, fencedErr(op.split) // the record left the view: nothing was written
-	case opHandBack, opComplete:
-		refused = !have
-	case opClaim:
-		refused = cm.departing || cm.verdict
-	case opLeftover:
-		refused = cm.departing || cm.verdict
-	case opDepartLeftover:
+	cm.busy[id] = true
+	refused := splitWritten{outcome: casFenced}
+	switch op := op.(type) {
+	case failOp:
+		if !have { // the record left the view: nothing was written
+			v.send(pid, failDone{op: op, res: splitWritten{outcome: casFenced, err: fencedErr(id)}})
+			return
+		}
+		cm.launch(c, time.Time{}, func(ctx context.Context) any {
+			return failDone{op: op, res: casSplit(ctx, v, id, op.epoch, "failing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return r.Fail(v.cfg.MaxAttempts, now)
+			})}
+		})
+	case handBackOp:
+		if !have {
+			v.send(pid, handBackDone{op: op, res: refused})
+			return
+		}
+		cm.launch(c, op.deadline, func(ctx context.Context) any {
+			return handBackDone{op: op, res: endTenancy(ctx, v, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return r.HandBack(now)
+			})}
+		})
+	case completeOp:
+		if !have {
+			v.send(pid, completeDone{op: op, res: refused})
+			return
+		}
+		cm.launch(c, time.Time{}, func(ctx context.Context) any {
+			return completeDone{op: op, res: endTenancy(ctx, v, id, op.epoch, "completing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return r.Complete(now)
+			})}
+		})
+	case claimOp:
+		if cm.departing || cm.verdict {
+			v.send(pid, claimDone{op: op, res: claimed{outcome: casFenced}})
+			return
+		}
+		cm.launch(c, time.Time{}, func(ctx context.Context) any {
+			return claimDone{op: op, res: claimSplit(ctx, v, op.claim, now)}
+		})
+	case leftoverOp:
+		if cm.departing || cm.verdict {
+			v.send(pid, leftoverDone{op: op, res: refused})
+			return
+		}
+		lo := op.leftover
+		cm.launch(c, time.Time{}, func(ctx context.Context) any {
+			return leftoverDone{op: op, res: casSplit(ctx, v, id, lo.Record.Epoch, "handing back", recEntry{rec: lo.Record, rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return r.HandBack(now)
+			})}
+		})
+	case departLeftoverOp:
 		op.epoch = base.rec.Epoch
-		refused = !have || !cm.isLeftover(op.split, base.rec)
+		if !have || !cm.isLeftover(id, base.rec) {
+			v.send(pid, departLeftoverDone{op: op, res: refused})
+			return
+		}
+		cm.launch(c, op.deadline, func(ctx context.Context) any {
+			return departLeftoverDone{op: op, res: casSplit(ctx, v, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return r.HandBack(now)
+			})}
+		})
 	}
-	if refused {
-		v.send(pid, opDone{op: op, outcome: casFenced, err: why})
-		return
-	}
+}
+
+// launch runs write on a goroutine of the worker, bounded by deadline (zero:
+// OpTimeout from now), and sends its result to the commit actor.
+func (cm *commit) launch(c *actor.Context, deadline time.Time, write func(ctx context.Context) any) {
+	v, pid := cm.v, c.PID()
 	v.goFunc(func(ctx context.Context) {
 		var cancel context.CancelFunc
-		if op.deadline.IsZero() {
+		if deadline.IsZero() {
 			ctx, cancel = v.opCtx(ctx)
 		} else {
-			ctx, cancel = context.WithDeadline(ctx, op.deadline)
+			ctx, cancel = context.WithDeadline(ctx, deadline)
 		}
 		defer cancel()
-		var d opDone
-		switch op.kind {
-		case opFail:
-			d = casSplit(ctx, v, op, base, func(r protocol.SplitRecord) protocol.SplitRecord {
-				return r.Fail(v.cfg.MaxAttempts, now)
-			})
-		case opHandBack, opComplete:
-			d = endTenancy(ctx, v, op, base, now)
-		case opDepartLeftover:
-			d = casSplit(ctx, v, op, base, func(r protocol.SplitRecord) protocol.SplitRecord {
-				return r.HandBack(now)
-			})
-		case opLeftover:
-			lo := op.leftover
-			d = casSplit(ctx, v, recordOp{kind: opLeftover, split: op.split, epoch: lo.Record.Epoch}, recEntry{rec: lo.Record, rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
-				return r.HandBack(now)
-			})
-		case opClaim:
-			d = claimSplit(ctx, v, op.claim, now)
-		}
-		d.op = op
-		v.send(pid, d)
+		v.send(pid, write(ctx))
 	})
 }
 
-// done applies a finished write.
-func (cm *commit) done(c *actor.Context, d opDone) {
-	op := d.op
-	defer cm.next(c, op.split)
-	if d.rev != 0 {
-		cm.fold(op.split, d.rec, d.rev)
+// completeResult tells the followers a completion resolved; its write is
+// not retried (a fenced one means the split moved on).
+func (cm *commit) completeResult(op completeOp, d splitWritten) {
+	if d.outcome == casFatal {
+		cm.v.failNow(d.err)
 	}
-	switch op.kind {
-	case opFail:
-		cm.failResult(op, d)
-	case opHandBack:
-		cm.handBackResult(op, d)
-	case opComplete:
-		if d.outcome == casFatal {
-			cm.v.failNow(d.err)
-		}
-		cm.resolved(messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
-	case opDepartLeftover:
-		cm.departLeftoverResult(op, d)
-	case opLeftover:
-		cm.v.fatalIf(d.err)
-		cm.publish(messages.ClaimAbandoned{Split: op.split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
-	case opClaim:
-		cm.claimResult(op, d)
-	}
+	cm.resolved(messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
 }
 
-func (cm *commit) failResult(op recordOp, d opDone) {
+// leftoverResult tells the assign actor a leftover's return resolved.
+func (cm *commit) leftoverResult(op leftoverOp, d splitWritten) {
+	cm.v.fatalIf(d.err)
+	cm.publish(messages.ClaimAbandoned{Split: op.leftover.Split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
+}
+
+// failResult answers Fail and tells the followers how it resolved.
+func (cm *commit) failResult(op failOp, d splitWritten) {
 	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndFailed, Outcome: resolution(d.outcome)}
 	err, attempts := d.err, d.rec.Attempts
 	switch d.outcome {
@@ -373,7 +381,7 @@ func (cm *commit) failResult(op recordOp, d opDone) {
 		attempts++
 		cm.v.fatalIf(d.err)
 	}
-	cm.log.Warn("split reported as failed", "split", op.split, "epoch", op.epoch, "attempts", attempts, "reason", op.failMsg)
+	cm.log.Warn("split reported as failed", "split", op.split, "epoch", op.epoch, "attempts", attempts, "reason", op.reason)
 	cm.resolved(res)
 	if op.replyTo != nil {
 		cm.v.send(op.replyTo, messages.FailSplitReply{Err: err})
@@ -384,9 +392,9 @@ func (cm *commit) handBack(c *actor.Context, m messages.HandBackSplits) {
 	cm.nextBatch++
 	id := cm.nextBatch
 	deadline := time.Now().Add(cm.v.cfg.OpTimeout)
-	ops := make([]recordOp, 0, len(m.Splits))
+	ops := make([]splitOp, 0, len(m.Splits))
 	for _, h := range m.Splits {
-		ops = append(ops, recordOp{kind: opHandBack, split: h.Split, epoch: h.Epoch, batch: id, reason: m.Reason, deadline: deadline})
+		ops = append(ops, handBackOp{split: h.Split, epoch: h.Epoch, batch: id, reason: m.Reason, deadline: deadline})
 	}
 	if m.Leftovers {
 		ops = append(ops, cm.departLeftovers(m.Splits, id, deadline)...)
@@ -415,7 +423,9 @@ func handBackReply(reason messages.EndReason, unconfirmed []coordination.SplitID
 	return messages.ReleaseSplitsReply{Err: err}
 }
 
-func (cm *commit) handBackResult(op recordOp, d opDone) {
+// handBackResult tells the followers how a hand-back resolved and settles
+// it in its batch.
+func (cm *commit) handBackResult(op handBackOp, d splitWritten) {
 	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: op.reason, Outcome: resolution(d.outcome)}
 	switch res.Outcome {
 	case messages.HandBackLanded:
@@ -436,31 +446,34 @@ func (cm *commit) handBackResult(op recordOp, d opDone) {
 		}
 	}
 	cm.resolved(res)
-	cm.settleBatch(op, res.Outcome == messages.HandBackUnconfirmed)
+	cm.settleBatch(op.batch, op.split, op.reason, res.Outcome == messages.HandBackUnconfirmed)
 }
 
-// settleBatch counts op's write done in its hand-back batch (unconfirmed:
-// it did not confirm) and answers the batch after its last write.
-func (cm *commit) settleBatch(op recordOp, unconfirmed bool) {
-	b, ok := cm.handBacks[op.batch]
+// settleBatch counts the write on split id done in hand-back batch batch
+// (unconfirmed: it did not confirm) and answers the batch, whose writes
+// end tenancies for reason, after its last write.
+func (cm *commit) settleBatch(batch uint64, id coordination.SplitID, reason messages.EndReason, unconfirmed bool) {
+	b, ok := cm.handBacks[batch]
 	if !ok {
 		return
 	}
 	if unconfirmed {
-		b.unconfirmed = append(b.unconfirmed, op.split)
+		b.unconfirmed = append(b.unconfirmed, id)
 	}
 	b.pending--
 	if b.pending == 0 {
-		delete(cm.handBacks, op.batch)
+		delete(cm.handBacks, batch)
 		if b.replyTo != nil {
-			cm.v.send(b.replyTo, handBackReply(op.reason, b.unconfirmed))
+			cm.v.send(b.replyTo, handBackReply(reason, b.unconfirmed))
 		}
 	}
 }
 
-func (cm *commit) claimResult(op recordOp, d opDone) {
+// claimResult reports a won claim to the root, or an abandoned one to the
+// assign actor.
+func (cm *commit) claimResult(op claimOp, d claimed) {
 	cl := op.claim
-	id := op.split
+	id := op.target()
 	abandon := func() {
 		rev := cl.RecordRev
 		if d.rev > rev {

@@ -94,15 +94,15 @@ func (r *root) departStepped(c *actor.Context) {
 // and take it over as Expired, charging an attempt. held are the splits
 // the batch hands back anyway. Each write re-checks the view when it
 // starts, after any earlier write on its split.
-func (cm *commit) departLeftovers(held []messages.HeldSplit, batch uint64, deadline time.Time) []recordOp {
+func (cm *commit) departLeftovers(held []messages.HeldSplit, batch uint64, deadline time.Time) []splitOp {
 	skip := make(map[coordination.SplitID]bool, len(held))
 	for _, h := range held {
 		skip[h.Split] = true
 	}
-	var ops []recordOp
+	var ops []splitOp
 	for id, r := range cm.records {
 		if !skip[id] && cm.isLeftover(id, r.rec) {
-			ops = append(ops, recordOp{kind: opDepartLeftover, split: id, batch: batch, reason: messages.EndDeparted, deadline: deadline})
+			ops = append(ops, departLeftoverOp{split: id, batch: batch, deadline: deadline})
 		}
 	}
 	return ops
@@ -119,7 +119,7 @@ func (cm *commit) isLeftover(id coordination.SplitID, rec protocol.SplitRecord) 
 // return that does not confirm is not Depart's error (the caller never
 // held the split): the record stays a leftover, taken as Expired once the
 // session ended, as before.
-func (cm *commit) departLeftoverResult(op recordOp, d opDone) {
+func (cm *commit) departLeftoverResult(op departLeftoverOp, d splitWritten) {
 	switch d.outcome {
 	case casLanded:
 		cm.log.Debug("leftover of this session handed back on departure", "split", op.split, "epoch", op.epoch)
@@ -128,5 +128,5 @@ func (cm *commit) departLeftoverResult(op recordOp, d opDone) {
 	case casUnconfirmed:
 		cm.log.Warn("leftover of this session was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.err)
 	}
-	cm.settleBatch(op, false)
+	cm.settleBatch(op.batch, op.split, messages.EndDeparted, false)
 }

@@ -38,11 +38,12 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	deadline := time.Unix(100, 0)
 	ops := cm.departLeftovers([]messages.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
 	var got []coordination.SplitID
-	for _, op := range ops {
-		if op.kind != opDepartLeftover || op.batch != 9 || op.reason != messages.EndDeparted || !op.deadline.Equal(deadline) {
-			t.Errorf("op %+v, want a departure leftover return in batch 9 with the batch's deadline", op)
+	for _, o := range ops {
+		op, ok := o.(departLeftoverOp)
+		if !ok || op.batch != 9 || !op.deadline.Equal(deadline) {
+			t.Errorf("op %+v, want a departure leftover return in batch 9 with the batch's deadline", o)
 		}
-		got = append(got, op.split)
+		got = append(got, o.target())
 	}
 	if !slices.Equal(got, []coordination.SplitID{"leftover"}) {
 		t.Errorf("leftovers returned on Depart: %v, want [leftover]", got)

@@ -191,3 +191,38 @@ func TestCommitBindsToThePolledTenancy(t *testing.T) {
 		}
 	})
 }
+
+// A commit that finds its progress record deleted outside the library
+// recreates it with the commit it meant to write (docs/protocol.md,
+// "Missing records"); one that finds the record below the revision the
+// tenancy already saw is Fatal (docs/protocol.md, "Store rollback").
+func TestCasProgressMissingAndRolledBack(t *testing.T) {
+	fp := protocol.Fingerprint("job:v1")
+	fence := protocol.FreshProgress("a", fp, "me", 2, 0)
+	key := protocol.ProgressKey("a")
+	t.Run("deleted: recreated", func(t *testing.T) {
+		st := memstore.New(30 * time.Second)
+		v := casEnv(t, st)
+		rev := put(t, st, key, protocol.EncodeProgress(fence), 0)
+		if _, err := st.Delete(context.Background(), store.Durable, key, 0); err != nil {
+			t.Fatal(err)
+		}
+		d := casProgress(context.Background(), v, "a", progressCell{epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4})
+		if d.outcome != casLanded || d.rec.Watermark == nil || *d.rec.Watermark != 4 {
+			t.Fatalf("outcome %v record %+v (err %v), want landed at watermark 4", d.outcome, d.rec, d.err)
+		}
+		e, found, err := st.Get(context.Background(), store.Durable, key)
+		if err != nil || !found || e.Revision != store.Revision(d.rev) {
+			t.Fatalf("stored %v %v %v, want the recreated record at revision %d", e, found, err, d.rev)
+		}
+	})
+	t.Run("below a seen revision: Fatal", func(t *testing.T) {
+		st := memstore.New(30 * time.Second)
+		v := casEnv(t, st)
+		rev := put(t, st, key, protocol.EncodeProgress(fence), 0)
+		d := casProgress(context.Background(), v, "a", progressCell{epoch: 2, prog: fence, rev: rev + 10}, coordination.SplitProgress{Watermark: 4})
+		if d.outcome != casFatal || !strings.Contains(d.err.Error(), "store rollback") {
+			t.Fatalf("outcome %v err %v, want Fatal store rollback", d.outcome, d.err)
+		}
+	})
+}

@@ -65,7 +65,7 @@ func TestCasSplitConflicts(t *testing.T) {
 			if tt.landErr {
 				fs.landThenErr = key
 			}
-			d := casSplit(context.Background(), v, recordOp{kind: opHandBack, split: "a", epoch: 2}, base, handBack)
+			d := casSplit(context.Background(), v, "a", 2, "handing back", base, handBack)
 			if d.outcome != tt.want || d.adopted != tt.adopted {
 				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.outcome, d.adopted, d.err, tt.want, tt.adopted)
 			}
@@ -88,17 +88,19 @@ func TestEndTenancy(t *testing.T) {
 	done.Status = protocol.StatusCompleted
 	peer := mine
 	peer.Owner, peer.Nonce = "peer", "p"
+	handBack := func(r protocol.SplitRecord) protocol.SplitRecord { return r.HandBack(0) }
+	complete := func(r protocol.SplitRecord) protocol.SplitRecord { return r.Complete(0) }
 	tests := []struct {
 		name   string
 		rec    protocol.SplitRecord
-		kind   opKind
+		end    func(protocol.SplitRecord) protocol.SplitRecord
 		want   casOutcome
 		status protocol.Status // the stored record's status afterwards
 	}{
-		{"hand-back", mine, opHandBack, casLanded, protocol.StatusRunnable},
-		{"completion", mine, opComplete, casLanded, protocol.StatusCompleted},
-		{"another owner: nothing written", peer, opHandBack, casFenced, protocol.StatusRunnable},
-		{"already terminal: nothing left to write", done, opComplete, casLanded, protocol.StatusCompleted},
+		{"hand-back", mine, handBack, casLanded, protocol.StatusRunnable},
+		{"completion", mine, complete, casLanded, protocol.StatusCompleted},
+		{"another owner: nothing written", peer, handBack, casFenced, protocol.StatusRunnable},
+		{"already terminal: nothing left to write", done, complete, casLanded, protocol.StatusCompleted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,7 +108,7 @@ func TestEndTenancy(t *testing.T) {
 			v := casEnv(t, st)
 			key := protocol.SplitKey("a")
 			rev := put(t, st, key, protocol.EncodeSplit(tt.rec), 0)
-			d := endTenancy(context.Background(), v, recordOp{kind: tt.kind, split: "a", epoch: 2}, recEntry{rec: tt.rec, rev: rev}, 0)
+			d := endTenancy(context.Background(), v, "a", 2, "ending", recEntry{rec: tt.rec, rev: rev}, tt.end)
 			if d.outcome != tt.want {
 				t.Fatalf("outcome %v (err %v), want %v", d.outcome, d.err, tt.want)
 			}

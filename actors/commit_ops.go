@@ -1,0 +1,118 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+)
+
+// The writes the commit actor queues per split, one request type and one
+// result type each. Writes on the same split run one at a time, in arrival
+// order; each result comes back to the actor through its inbox, from the
+// write's goroutine (or at once, for a write refused without I/O).
+
+// splitOp is one queued write on one split.
+type splitOp interface {
+	// target names the split the write is on.
+	target() coordination.SplitID
+}
+
+// failOp is Fail's write: surrender the tenancy and charge an attempt
+// (docs/protocol.md, "Hand-back, fail, quarantine").
+type failOp struct {
+	split   coordination.SplitID
+	epoch   uint64
+	reason  string     // the caller's reason, logged
+	replyTo *actor.PID // answered with FailSplitReply; nil: nobody waits
+}
+
+// handBackOp clears the owner of a surrendered tenancy (Release,
+// ReleaseDrained, a forced revocation, Depart), as one write of a batch
+// answered when its last write resolves.
+type handBackOp struct {
+	split    coordination.SplitID
+	epoch    uint64
+	batch    uint64
+	reason   messages.EndReason
+	deadline time.Time
+}
+
+// completeOp completes the split record of a tenancy whose completed
+// commit landed.
+type completeOp struct {
+	split coordination.SplitID
+	epoch uint64
+}
+
+// claimOp runs the claim protocol for a candidate (claim.go).
+type claimOp struct{ claim messages.ClaimSplit }
+
+// leftoverOp returns a leftover of this session the assign actor found.
+type leftoverOp struct{ leftover messages.ReturnLeftover }
+
+// departLeftoverOp returns a leftover of this session on Depart, in the
+// departure's hand-back batch (depart.go); epoch is the record's, set when
+// the write starts.
+type departLeftoverOp struct {
+	split    coordination.SplitID
+	epoch    uint64
+	batch    uint64
+	deadline time.Time
+}
+
+func (o failOp) target() coordination.SplitID           { return o.split }
+func (o handBackOp) target() coordination.SplitID       { return o.split }
+func (o completeOp) target() coordination.SplitID       { return o.split }
+func (o claimOp) target() coordination.SplitID          { return o.claim.Candidate.ID }
+func (o leftoverOp) target() coordination.SplitID       { return o.leftover.Split }
+func (o departLeftoverOp) target() coordination.SplitID { return o.split }
+
+// splitWritten is the result of a split record write (casSplit,
+// endTenancy).
+type splitWritten = casResult[protocol.SplitRecord]
+
+// The results, one per request type.
+type (
+	failDone struct {
+		op  failOp
+		res splitWritten
+	}
+	handBackDone struct {
+		op  handBackOp
+		res splitWritten
+	}
+	completeDone struct {
+		op  completeOp
+		res splitWritten
+	}
+	claimDone struct {
+		op  claimOp
+		res claimed
+	}
+	leftoverDone struct {
+		op  leftoverOp
+		res splitWritten
+	}
+	departLeftoverDone struct {
+		op  departLeftoverOp
+		res splitWritten
+	}
+)
+
+// claimed is how a claim resolved (claimSplit).
+type claimed struct {
+	outcome casOutcome
+	rec     protocol.SplitRecord // the split record as written or last known
+	rev     uint64               // its revision; 0 if none
+	kind    protocol.ClaimKind   // the kind that won
+	spec    coordination.SplitSpec
+	quar    bool                    // the write quarantined the split
+	prog    protocol.ProgressRecord // the progress fence
+	progRev uint64
+	retry   bool // gave up on a store error
+	done    bool // the progress was found completed: the split record was completed instead
+}
