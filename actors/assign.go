@@ -226,7 +226,7 @@ func (a *assign) unassigned() {
 	a.decided = false
 	a.assigned = map[coordination.SplitID]bool{}
 	a.named = map[coordination.SplitID]time.Time{}
-	a.v.publish(roleAssign, messages.AssignedSetChanged{})
+	a.v.route(roleAssign, messages.AssignedSetChanged{})
 }
 
 // assignment applies this worker's assignment record.
@@ -263,7 +263,7 @@ func (a *assign) assignment(c *actor.Context, m messages.AssignmentObserved) {
 			a.index(id) // a leftover no longer assigned is returned
 		}
 	}
-	a.v.publish(roleAssign, messages.AssignedSetChanged{Decided: true, Splits: append([]coordination.SplitID(nil), m.Assignment.Splits...)})
+	a.v.route(roleAssign, messages.AssignedSetChanged{Decided: true, Splits: append([]coordination.SplitID(nil), m.Assignment.Splits...)})
 	a.step(c)
 }
 
@@ -415,14 +415,14 @@ func (a *assign) launch(c *actor.Context, id coordination.SplitID, cand protocol
 	r := a.records[id]
 	if cand.Leftover && !a.assigned[id] {
 		a.inflight[id] = false
-		a.v.publish(roleAssign, messages.ReturnLeftover{Split: id, Record: r.rec, RecordRev: r.rev})
+		a.v.route(roleAssign, messages.ReturnLeftover{Split: id, Record: r.rec, RecordRev: r.rev})
 		return
 	}
 	a.inflight[id] = !cand.Quarantine
 	if !cand.Quarantine {
 		a.claims++
 	}
-	a.v.publish(roleAssign, messages.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev})
+	a.v.route(roleAssign, messages.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev})
 }
 
 // queuedCandidate is one entry of the claim queue.

@@ -11,7 +11,7 @@ import (
 )
 
 // watchBacklog bounds the watch-fed items of one worker that are in
-// flight: events taken from a store watcher, and observations fanned out by
+// flight: events taken from a store watcher, and observations routed by
 // the watch actor, not yet handled by the actor they went to. A message
 // carrying a burst counts each of its items (credits). A split-record event
 // costs four (the event, then its observation to commit, assign and
@@ -26,7 +26,7 @@ const watchBacklog = 4096
 // whose consumer falls behind buffers in the store, whose own lag limit
 // then breaks the watch (the watch actor re-watches and the new snapshot
 // catches up) instead of the actors' inboxes growing with the event rate.
-// The watch actor's publish adds the credits of each observation per
+// The watch actor's route adds the credits of each observation per
 // recipient; backlogMiddleware returns them whenever an actor has handled
 // a watch-fed message. Safe for concurrent use.
 type backlog struct {
@@ -77,7 +77,7 @@ func (b *backlog) done(k int) {
 
 // credits returns the credits msg took: one per event of a pump's burst,
 // one per record of a run of split record puts, one for any other
-// observation the watch actor published (routing.go), and none for a
+// observation the watch actor routed (routing.go), and none for a
 // message that is not watch-fed.
 func credits(msg any) int {
 	switch m := msg.(type) {

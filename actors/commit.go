@@ -151,9 +151,6 @@ func (cm *commit) Receive(c *actor.Context) {
 	}
 }
 
-// publish sends msg to its subscribers (routing.go).
-func (cm *commit) publish(msg any) { cm.v.publish(roleCommit, msg) }
-
 // fold applies a split record version to the view: tallies, quarantine
 // transitions, and fences of held splits.
 func (cm *commit) fold(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) {
@@ -170,7 +167,7 @@ func (cm *commit) fold(id coordination.SplitID, rec protocol.SplitRecord, rev ui
 		}
 		cm.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
-			cm.publish(messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
+			cm.v.route(roleCommit, messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
 		}
 	}
 	cm.judge()
@@ -219,13 +216,13 @@ func (cm *commit) fenceSeen(id coordination.SplitID) {
 
 // drop asks the root to end a held split involuntarily (a fence).
 func (cm *commit) drop(id coordination.SplitID, epoch uint64) {
-	cm.publish(messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+	cm.v.route(roleCommit, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
 }
 
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
 func (cm *commit) resolved(res messages.HandBackResolved) {
-	cm.publish(res)
+	cm.v.route(roleCommit, res)
 }
 
 // enqueue starts op, or queues it behind the write in flight on its split.
@@ -365,7 +362,7 @@ func (cm *commit) completeResult(op completeOp, d splitWritten) {
 // leftoverResult tells the assign actor a leftover's return resolved.
 func (cm *commit) leftoverResult(op leftoverOp, d splitWritten) {
 	cm.v.fatalIf(d.err)
-	cm.publish(messages.ClaimAbandoned{Split: op.leftover.Split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
+	cm.v.route(roleCommit, messages.ClaimAbandoned{Split: op.leftover.Split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
 }
 
 // failResult answers Fail and tells the followers how it resolved.
@@ -384,7 +381,7 @@ func (cm *commit) failResult(op failOp, d splitWritten) {
 	cm.log.Warn("split reported as failed", "split", op.split, "epoch", op.epoch, "attempts", attempts, "reason", op.reason)
 	cm.resolved(res)
 	if op.replyTo != nil {
-		cm.v.send(op.replyTo, messages.FailSplitReply{Err: err})
+		cm.v.reply(op.replyTo, messages.FailSplitReply{Err: err})
 	}
 }
 
@@ -401,7 +398,7 @@ func (cm *commit) handBack(c *actor.Context, m messages.HandBackSplits) {
 	}
 	if len(ops) == 0 {
 		if m.ReplyTo != nil {
-			cm.v.send(m.ReplyTo, handBackReply(m.Reason, nil))
+			cm.v.reply(m.ReplyTo, handBackReply(m.Reason, nil))
 		}
 		return
 	}
@@ -464,7 +461,7 @@ func (cm *commit) settleBatch(batch uint64, id coordination.SplitID, reason mess
 	if b.pending == 0 {
 		delete(cm.handBacks, batch)
 		if b.replyTo != nil {
-			cm.v.send(b.replyTo, handBackReply(reason, b.unconfirmed))
+			cm.v.reply(b.replyTo, handBackReply(reason, b.unconfirmed))
 		}
 	}
 }
@@ -479,7 +476,7 @@ func (cm *commit) claimResult(op claimOp, d claimed) {
 		if d.rev > rev {
 			rev = d.rev
 		}
-		cm.publish(messages.ClaimAbandoned{Split: id, Rev: rev, Retry: d.retry})
+		cm.v.route(roleCommit, messages.ClaimAbandoned{Split: id, Rev: rev, Retry: d.retry})
 	}
 	switch {
 	case d.outcome != casLanded:
@@ -492,6 +489,6 @@ func (cm *commit) claimResult(op claimOp, d claimed) {
 	default:
 		cm.v.met.acquired(d.kind.AcquisitionReason())
 		cm.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		cm.publish(messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
+		cm.v.route(roleCommit, messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	r.departing = true
-	r.publish(messages.Departing{})
+	r.v.route(roleRoot, messages.Departing{})
 	if r.v.out.failure() != nil {
 		var hs []messages.HeldSplit
 		for _, id := range m.Held {
@@ -26,7 +26,7 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 				hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
 			}
 		}
-		c.Respond(messages.DepartJobReply{Err: r.v.out.failure(), Failed: true, Held: hs})
+		r.v.reply(c.Sender(), messages.DepartJobReply{Err: r.v.out.failure(), Failed: true, Held: hs})
 		return
 	}
 	r.departReply = c.Sender()
@@ -44,7 +44,7 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	// The commit actor hands back the held splits and returns this
 	// session's leftovers, then answers HandBackSplitsReply to the root,
 	// which demotes and withdraws presence (docs/protocol.md, "Departure").
-	r.publish(messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
+	r.v.route(roleRoot, messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
 }
 
 // departTimedOut answers Depart within its bound with what is known:
@@ -56,7 +56,7 @@ func (r *root) departTimedOut(c *actor.Context) {
 	if !r.departHanded && len(r.departSplits) > 0 {
 		r.departErr = handBackUnconfirmed(r.departSplits)
 	}
-	c.Engine().Send(r.departReply, messages.DepartJobReply{Err: r.departErr})
+	r.v.reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
 	r.departReply = nil
 }
 
@@ -71,8 +71,8 @@ func (r *root) departHandedBack(c *actor.Context, m messages.HandBackSplitsReply
 		r.departErr = handBackUnconfirmed(m.Unconfirmed)
 	}
 	r.departPending = 2
-	r.publish(messages.StepDown{ReplyTo: c.PID()})
-	r.publish(messages.WithdrawPresence{ReplyTo: c.PID()})
+	r.v.route(roleRoot, messages.StepDown{ReplyTo: c.PID()})
+	r.v.route(roleRoot, messages.WithdrawPresence{ReplyTo: c.PID()})
 }
 
 // departStepped counts one of the demotion and the withdrawal done and
@@ -80,7 +80,7 @@ func (r *root) departHandedBack(c *actor.Context, m messages.HandBackSplitsReply
 func (r *root) departStepped(c *actor.Context) {
 	r.departPending--
 	if r.departPending == 0 && r.departReply != nil {
-		c.Engine().Send(r.departReply, messages.DepartJobReply{Err: r.departErr})
+		r.v.reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
 		r.departReply = nil
 		r.departTimer.Stop()
 	}

@@ -312,7 +312,7 @@ func (l *leader) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
 func (l *leader) stepDown(c *actor.Context, m messages.StepDown) {
 	l.phase.departed = true
 	if l.el.term == nil {
-		c.Send(m.ReplyTo, messages.StepDownReply{})
+		l.v.reply(m.ReplyTo, messages.StepDownReply{})
 		return
 	}
 	l.resign(m.ReplyTo)
@@ -369,7 +369,7 @@ func (l *leader) resign(replyTo *actor.PID) {
 		_, _ = v.st.Delete(oc, store.Ephemeral, protocol.KeyLeader, store.Revision(rev))
 		cancel()
 		if replyTo != nil {
-			v.send(replyTo, messages.StepDownReply{})
+			v.reply(replyTo, messages.StepDownReply{})
 		}
 	})
 }

@@ -91,10 +91,11 @@ func (v *env) failNow(err error) {
 	v.fail(err)
 }
 
-// send delivers msg to pid from outside an actor. Once the worker shuts
-// down (only shutdown ends v.ctx) nothing is delivered: such a report answers
-// work the shutdown cut short ("context canceled"), and an actor taking it
-// for a store fault would log a warning for a clean stop.
+// send delivers msg to pid, from an actor, one of its goroutines or the
+// handle. Once the worker shuts down (only shutdown ends v.ctx) nothing is
+// delivered: such a report answers work the shutdown cut short ("context
+// canceled"), and an actor taking it for a store fault would log a warning
+// for a clean stop.
 func (v *env) send(pid *actor.PID, msg any) {
 	if v.ctx.Err() != nil {
 		return

@@ -115,16 +115,16 @@ func (v *env) committed(id coordination.SplitID, epoch uint64, d casResult[proto
 	case casLanded:
 		v.out.advance(id, epoch, d.rec, d.rev)
 		if !d.adopted {
-			v.publish(roleHandle, messages.CommitLanded{Split: id, Epoch: epoch})
+			v.route(roleHandle, messages.CommitLanded{Split: id, Epoch: epoch})
 		}
 		if d.rec.Completed {
 			v.out.ended(id, epoch)
-			v.publish(roleHandle, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+			v.route(roleHandle, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
 		}
 		return nil
 	case casFenced:
 		v.out.ended(id, epoch)
-		v.publish(roleHandle, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+		v.route(roleHandle, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
 	case casFatal:
 		v.failNow(d.err)
 	default:

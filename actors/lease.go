@@ -92,7 +92,7 @@ func (l *lease) Receive(c *actor.Context) {
 		l.joined, l.presenceRev = true, m.rev
 		l.v.sessionLive.Store(true)
 		l.renewals.restart(l.v.clk.Now())
-		l.v.publish(roleLease, messages.Joined{})
+		l.v.route(roleLease, messages.Joined{})
 		l.schedule(c)
 	case messages.HeartbeatDue:
 		if m.Round == l.round {
@@ -139,7 +139,7 @@ func (l *lease) maybeWithdraw() {
 			_, _ = v.st.Delete(c, store.Ephemeral, protocol.WorkerKey(v.id), store.Revision(rev))
 			cancel()
 		}
-		v.send(reply, messages.WithdrawPresenceReply{})
+		v.reply(reply, messages.WithdrawPresenceReply{})
 	})
 }
 
@@ -157,7 +157,7 @@ func (l *lease) beat(c *actor.Context) {
 	}
 	l.schedule(c)
 	l.keepAlive(c)
-	l.v.publish(roleLease, messages.HeartbeatTicked{Round: l.round})
+	l.v.route(roleLease, messages.HeartbeatTicked{Round: l.round})
 }
 
 // keepAlive self-fences a starved session and renews the presence, or
@@ -198,7 +198,7 @@ func (l *lease) retryMoot() {
 func (l *lease) endSession(c *actor.Context) {
 	l.lapsed = true
 	l.v.sessionLive.Store(false)
-	l.v.publish(roleLease, messages.SessionEnded{})
+	l.v.route(roleLease, messages.SessionEnded{})
 }
 
 // renewOutcome classifies a presence renewal.
@@ -355,5 +355,5 @@ func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
 	l.v.sessionLive.Store(true)
 	l.renewals.restart(m.at)
 	l.log.Info("new session announced")
-	l.v.publish(roleLease, messages.SessionStarted{Nonce: m.nonce})
+	l.v.route(roleLease, messages.SessionStarted{Nonce: m.nonce})
 }

@@ -51,7 +51,7 @@ type publisher struct {
 func (l *leader) schedulePublish(c *actor.Context) {
 	if p := &l.pub; p.dirty && !p.soon && !p.busy {
 		p.soon = true
-		c.Send(c.PID(), publishDue{})
+		l.v.send(c.PID(), publishDue{})
 	}
 }
 

@@ -137,7 +137,7 @@ func (r *revoke) follow(c *actor.Context, id coordination.SplitID, epoch uint64,
 		e.cancelled, e.lastProgress = false, now
 		r.v.met.revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.publish(roleRevoke, messages.RevocationRequested{Split: id, Epoch: epoch})
+		r.v.route(roleRevoke, messages.RevocationRequested{Split: id, Epoch: epoch})
 	}
 }
 
@@ -150,11 +150,11 @@ func (r *revoke) deadlines(c *actor.Context) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			r.v.publish(roleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+			r.v.route(roleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			r.v.publish(roleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+			r.v.route(roleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
 		}
 	}
 	r.v.met.draining(len(r.entries))
@@ -196,7 +196,7 @@ func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 		m.ReplyTo = c.Sender() // the handle's request
 	}
 	if err := r.v.out.failure(); err != nil {
-		r.v.send(m.ReplyTo, messages.DeclineRevokeReply{Err: err})
+		r.v.reply(m.ReplyTo, messages.DeclineRevokeReply{Err: err})
 		return
 	}
 	e, ok := r.entries[m.Split]
@@ -208,7 +208,7 @@ func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 		// The root already surrendered the tenancy (its TenancyEnded came
 		// first): the hand-back's outcome settles the entry, and nothing
 		// is left to force (a forced hand-back would never be answered).
-		r.v.send(m.ReplyTo, messages.DeclineRevokeReply{})
+		r.v.reply(m.ReplyTo, messages.DeclineRevokeReply{})
 		return
 	}
 	if !ok || e.cancelled {
@@ -216,12 +216,12 @@ func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 			delete(r.entries, m.Split)
 			r.v.met.draining(len(r.entries))
 		}
-		r.v.send(m.ReplyTo, messages.DeclineRevokeReply{})
+		r.v.reply(m.ReplyTo, messages.DeclineRevokeReply{})
 		return
 	}
 	r.settle(m.Split, e, "forced")
 	r.declines[m.Split] = pendingDecline{epoch: e.epoch, reply: m.ReplyTo}
-	r.v.publish(roleRevoke, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
+	r.v.route(roleRevoke, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
 }
 
 // answerDecline answers the DeclineRevoke waiting on tenancy (id, epoch), if
@@ -231,6 +231,6 @@ func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 func (r *revoke) answerDecline(id coordination.SplitID, epoch uint64, err error) {
 	if d, ok := r.declines[id]; ok && d.epoch == epoch {
 		delete(r.declines, id)
-		r.v.send(d.reply, messages.DeclineRevokeReply{Err: err})
+		r.v.reply(d.reply, messages.DeclineRevokeReply{Err: err})
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 // root is the coordinator actor: it owns the tenancy registry (tenancy.go),
-// the one record of which tenancies this worker holds, and publishes its
+// the one record of which tenancies this worker holds, and announces its
 // changes; it is the only writer of seam events into the outbox, where it
 // enforces the event ordering rules; it starts and ends the outbox's
 // progress cells with the tenancies. It routes handle commands (Fail,
@@ -52,9 +52,6 @@ func newRoot(v *env) actor.Producer {
 	}
 }
 
-// publish sends msg to its subscribers (routing.go).
-func (r *root) publish(msg any) { r.v.publish(roleRoot, msg) }
-
 // Receive handles one message.
 func (r *root) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
@@ -64,7 +61,7 @@ func (r *root) Receive(c *actor.Context) {
 			r.departTimer.Stop()
 		}
 	case messages.StartJob:
-		r.publish(messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
+		r.v.route(roleRoot, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
 	case messages.FailSplit:
 		r.failSplit(c, m)
 	case messages.ReleaseSplits:
@@ -72,7 +69,7 @@ func (r *root) Receive(c *actor.Context) {
 	case messages.ForceRevocation:
 		if r.reg.holds(m.Split, m.Epoch) {
 			r.end(c, m.Split, m.Epoch, messages.EndRevoked)
-			r.publish(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
+			r.v.route(roleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
 		}
 	case messages.ClaimWon:
 		r.claimWon(c, m)
@@ -128,7 +125,7 @@ func (r *root) verdictReached(m messages.VerdictReached) {
 	} else {
 		r.v.out.push(coordination.AllComplete{})
 	}
-	r.publish(m)
+	r.v.route(roleRoot, m)
 }
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
@@ -145,7 +142,7 @@ func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reas
 			r.v.out.push(coordination.Lost{Split: id})
 		}
 	}
-	r.publish(messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
+	r.v.route(roleRoot, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
 }
 
 func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
@@ -155,11 +152,11 @@ func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 		return
 	}
 	r.v.met.owned(r.reg.len())
-	r.publish(messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce})
+	r.v.route(roleRoot, messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce})
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, messages.EndDeparted)
-		r.publish(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
+		r.v.route(roleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
 		return
 	}
 	r.v.out.begin(id, m.Epoch, m.Fence, m.FenceRev)
@@ -168,27 +165,27 @@ func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 
 func (r *root) failSplit(c *actor.Context, m messages.FailSplit) {
 	if err := r.v.out.failure(); err != nil {
-		c.Respond(messages.FailSplitReply{Err: err})
+		r.v.reply(c.Sender(), messages.FailSplitReply{Err: err})
 		return
 	}
 	e, ok := r.reg.epoch(m.Split)
 	if !ok {
-		c.Respond(messages.FailSplitReply{Err: notHeld(m.Split)})
+		r.v.reply(c.Sender(), messages.FailSplitReply{Err: notHeld(m.Split)})
 		return
 	}
 	if e != m.Epoch {
-		c.Respond(messages.FailSplitReply{Err: epochNotHeld(m.Split, m.Epoch, e)})
+		r.v.reply(c.Sender(), messages.FailSplitReply{Err: epochNotHeld(m.Split, m.Epoch, e)})
 		return
 	}
 	r.v.met.failed()
 	r.end(c, m.Split, e, messages.EndFailed)
 	m.ReplyTo = c.Sender()
-	r.publish(m)
+	r.v.route(roleRoot, m)
 }
 
 func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
 	if err := r.v.out.failure(); err != nil {
-		c.Respond(messages.ReleaseSplitsReply{Err: err})
+		r.v.reply(c.Sender(), messages.ReleaseSplitsReply{Err: err})
 		return
 	}
 	reason := messages.EndReleased
@@ -203,8 +200,8 @@ func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
 		}
 	}
 	if len(hs) == 0 {
-		c.Respond(messages.ReleaseSplitsReply{})
+		r.v.reply(c.Sender(), messages.ReleaseSplitsReply{})
 		return
 	}
-	r.publish(messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
+	r.v.route(roleRoot, messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
 }

@@ -61,7 +61,7 @@ func types(msgs ...any) []reflect.Type {
 // routes is the one declared routing table: who sends which observation,
 // tenancy message, intent and command to whom. Every send between parts of
 // a worker that is not a reply (to a ReplyTo or a request) nor a message an
-// actor sends itself goes through it (publish, routeOf);
+// actor sends itself goes through it (route, routeOf);
 // docs/architecture.md's routing table is rendered from it
 // (routing_test.go checks that they match).
 var routes = []route{
@@ -137,10 +137,10 @@ func lookup(from role, msg any) *route {
 	return r
 }
 
-// publish sends msg from role from to every subscriber its route names.
+// route sends msg from role from to every subscriber its route names.
 // An observation of the watch actor takes its credits of the watch
 // hand-off once per recipient (backlog.go).
-func (v *env) publish(from role, msg any) {
+func (v *env) route(from role, msg any) {
 	to := recipients(from, msg, v.id)
 	if from == roleWatch {
 		v.backlog.add(len(to) * credits(msg))
@@ -149,6 +149,12 @@ func (v *env) publish(from role, msg any) {
 		v.send(v.pid.of(r), msg)
 	}
 }
+
+// reply answers a request: to is its requester, a handle request's sender
+// or a message's ReplyTo. Replies are the one kind of send between parts
+// of a worker that the routing table does not name; like every send, one
+// made after the worker shut down is dropped (env.send).
+func (v *env) reply(to *actor.PID, msg any) { v.send(to, msg) }
 
 // recipients returns the roles msg from from goes to on worker id: its
 // route's subscribers, and the own-key subscribers when msg concerns id.

@@ -20,7 +20,7 @@ type tenancy struct {
 // "this worker holds split s at epoch e". A tenancy starts when a claim's
 // ClaimWon reaches the root and ends only through the root (an EndTenancy
 // asked by the commit actor or the handle, a handle command, a forced
-// revocation, the session's end); the root publishes each change as
+// revocation, the session's end); the root announces each change as
 // TenancyStarted and TenancyEnded, from which the other actors keep
 // derived views (heldView).
 type registry struct {

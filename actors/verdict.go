@@ -75,5 +75,5 @@ func (cm *commit) listed(m verdictListed) {
 		return
 	}
 	cm.verdict = true
-	cm.publish(messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
+	cm.v.route(roleCommit, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
 }

@@ -93,7 +93,7 @@ type watch struct {
 	reconcile   *clock.Timer
 	reconciling bool
 	listStart   time.Time
-	// run is the split record puts applied and not yet fanned out; fanout
+	// run is the split record puts applied and not yet routed; observe
 	// sends it as one RecordsObserved before any other observation and at
 	// the end of every message (flush).
 	run []messages.RecordObserved
@@ -313,7 +313,7 @@ func (w *watch) liveChanged() {
 		return
 	}
 	w.bothLive = both
-	w.v.publish(roleWatch, messages.WatchesChanged{Live: both})
+	w.v.route(roleWatch, messages.WatchesChanged{Live: both})
 	if both && !w.everLive {
 		w.everLive = true
 		w.reconcile = w.v.after(w.v.cfg.ReconcileInterval, w.v.pid.watch, reconcileDue{})
@@ -367,7 +367,7 @@ func (w *watch) applyListing(m listed) {
 	}
 	if m.last {
 		w.v.met.reconciled(time.Since(w.listStart))
-		w.v.publish(roleWatch, messages.Reconciled{})
+		w.v.route(roleWatch, messages.Reconciled{})
 	}
 }
 
@@ -414,11 +414,11 @@ func (w *watch) del(ks store.Keyspace, key string, rev uint64, synth bool) {
 	w.decodeDelete(ks, key, rev, synth)
 }
 
-// fanout sends an observation to its subscribers (routing.go): a split
+// observe sends an observation to its subscribers (routing.go): a split
 // record put joins the current run of them, anything else sends the run
 // first and then itself, so every subscriber sees the observations in the
 // order they were made.
-func (w *watch) fanout(msg any) {
+func (w *watch) observe(msg any) {
 	if r, ok := msg.(messages.RecordObserved); ok {
 		w.run = append(w.run, r)
 		if len(w.run) == maxWatchBurst {
@@ -427,13 +427,13 @@ func (w *watch) fanout(msg any) {
 		return
 	}
 	w.flush()
-	w.v.publish(roleWatch, msg)
+	w.v.route(roleWatch, msg)
 }
 
 // flush sends the current run of split record puts.
 func (w *watch) flush() {
 	if len(w.run) > 0 {
-		w.v.publish(roleWatch, messages.RecordsObserved{Records: w.run})
+		w.v.route(roleWatch, messages.RecordsObserved{Records: w.run})
 		w.run = nil
 	}
 }
@@ -447,20 +447,20 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 			w.v.fatalIf(err)
 			return
 		}
-		w.fanout(messages.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
+		w.observe(messages.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
 	case protocol.KeyPresence:
 		pr, err := protocol.DecodePresence(key, val)
 		if err != nil {
 			w.log.Warn("unreadable presence value; using the default budget", "key", key, "err", err)
 		}
-		w.fanout(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev})
+		w.observe(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev})
 	case protocol.KeyLeaderValue:
 		l, err := protocol.DecodeLeader(key, val)
 		if err != nil {
 			w.v.fatalIf(err)
 			return
 		}
-		w.fanout(messages.LeaderObserved{Leader: l, Rev: rev})
+		w.observe(messages.LeaderObserved{Leader: l, Rev: rev})
 	case protocol.KeyPlanRecord:
 		pl, err := protocol.DecodePlan(key, val)
 		if err != nil {
@@ -471,14 +471,14 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 			w.v.fatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
 			return
 		}
-		w.fanout(messages.PlanObserved{Plan: pl, Rev: rev})
+		w.observe(messages.PlanObserved{Plan: pl, Rev: rev})
 	case protocol.KeyAssignment:
 		a, err := protocol.DecodeAssignment(key, val)
 		if err != nil {
 			w.log.Warn("unreadable assignment; ignoring it", "key", key, "err", err)
 			return
 		}
-		w.fanout(messages.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev})
+		w.observe(messages.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	default:
@@ -490,16 +490,16 @@ func (w *watch) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bo
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
-		w.fanout(messages.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev})
+		w.observe(messages.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev})
 	case protocol.KeyPresence:
-		w.fanout(messages.PresenceDeleted{Instance: suffix, Rev: rev})
+		w.observe(messages.PresenceDeleted{Instance: suffix, Rev: rev})
 	case protocol.KeyLeaderValue:
-		w.fanout(messages.LeaderDeleted{Rev: rev, Synthesized: synth})
+		w.observe(messages.LeaderDeleted{Rev: rev, Synthesized: synth})
 	case protocol.KeyPlanRecord:
 		w.log.Error("plan record deleted outside the library", "key", key)
-		w.fanout(messages.PlanDeleted{})
+		w.observe(messages.PlanDeleted{})
 	case protocol.KeyAssignment:
-		w.fanout(messages.AssignmentDeleted{Instance: suffix, Rev: rev})
+		w.observe(messages.AssignmentDeleted{Instance: suffix, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	}
