@@ -20,7 +20,7 @@ import (
 // one burst; the rest follow as writes finish.
 const maxClaimsInFlight = 128
 
-// assign follows this worker's assignment record (docs/protocol.md,
+// assignActor follows this worker's assignment record (docs/protocol.md,
 // "Following the assignment"): it keeps the claim view (split records and
 // sessions), picks claim candidates for assigned splits under
 // MaxInFlight from an incremental index, quarantines on takeover, returns
@@ -32,7 +32,7 @@ const maxClaimsInFlight = 128
 // TenancyEnded (tenancy.go), and queue is an index of claim candidates
 // recomputed from the claim view and held whenever either changes, kept so
 // that a decision costs O(log n) instead of a pass over every split.
-type assign struct {
+type assignActor struct {
 	v   *env
 	log *slog.Logger
 
@@ -62,7 +62,7 @@ type assign struct {
 
 func newAssign(v *env) actor.Producer {
 	return func() actor.Receiver {
-		return &assign{
+		return &assignActor{
 			v:        v,
 			log:      v.log.With("actor", "assign"),
 			records:  map[coordination.SplitID]recEntry{},
@@ -84,7 +84,7 @@ func newAssign(v *env) actor.Producer {
 }
 
 // Receive handles one message.
-func (a *assign) Receive(c *actor.Context) {
+func (a *assignActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
@@ -150,7 +150,7 @@ func (a *assign) Receive(c *actor.Context) {
 
 // recordObserved applies a split record put to the claim view and reports
 // whether the split is now one to act on (see reindex).
-func (a *assign) recordObserved(m messages.RecordObserved) bool {
+func (a *assignActor) recordObserved(m messages.RecordObserved) bool {
 	old, had := a.records[m.Split]
 	if had && m.Rev <= old.rev {
 		return false
@@ -168,7 +168,7 @@ func (a *assign) recordObserved(m messages.RecordObserved) bool {
 
 // tenancyStarted follows the registry: the claim's slot is free, so the
 // next write starts at once, and the split is held.
-func (a *assign) tenancyStarted(c *actor.Context, m messages.TenancyStarted) {
+func (a *assignActor) tenancyStarted(c *actor.Context, m messages.TenancyStarted) {
 	a.held.apply(m)
 	a.release(m.Split)
 	if t, ok := a.named[m.Split]; ok {
@@ -182,7 +182,7 @@ func (a *assign) tenancyStarted(c *actor.Context, m messages.TenancyStarted) {
 // tenancyEnded follows the registry: a surrendered split waits for its
 // hand-back's resolution before it is a candidate again (a fenced or
 // starved one has none).
-func (a *assign) tenancyEnded(c *actor.Context, m messages.TenancyEnded) {
+func (a *assignActor) tenancyEnded(c *actor.Context, m messages.TenancyEnded) {
 	a.held.apply(m)
 	if e, ok := a.early[m.Split]; ok && e == m.Epoch {
 		delete(a.early, m.Split)
@@ -198,7 +198,7 @@ func (a *assign) tenancyEnded(c *actor.Context, m messages.TenancyEnded) {
 
 // handBackResolved frees a surrendered split once its write resolved, or
 // notes a resolution that beat the root's TenancyEnded.
-func (a *assign) handBackResolved(c *actor.Context, m messages.HandBackResolved) {
+func (a *assignActor) handBackResolved(c *actor.Context, m messages.HandBackResolved) {
 	if e, ok := a.handing[m.Split]; ok && e == m.Epoch {
 		delete(a.handing, m.Split)
 		a.changed(c, m.Split)
@@ -209,7 +209,7 @@ func (a *assign) handBackResolved(c *actor.Context, m messages.HandBackResolved)
 
 // claimAbandoned frees a claim's slot and holds the split back until a
 // newer record, or the next heartbeat after a store failure.
-func (a *assign) claimAbandoned(c *actor.Context, m messages.ClaimAbandoned) {
+func (a *assignActor) claimAbandoned(c *actor.Context, m messages.ClaimAbandoned) {
 	a.release(m.Split)
 	if m.Retry {
 		a.cooldown[m.Split] = true
@@ -222,7 +222,7 @@ func (a *assign) claimAbandoned(c *actor.Context, m messages.ClaimAbandoned) {
 
 // unassigned applies the deletion of this worker's assignment record:
 // nothing is decided until a new one appears.
-func (a *assign) unassigned() {
+func (a *assignActor) unassigned() {
 	a.decided = false
 	a.assigned = map[coordination.SplitID]bool{}
 	a.named = map[coordination.SplitID]time.Time{}
@@ -230,7 +230,7 @@ func (a *assign) unassigned() {
 }
 
 // assignment applies this worker's assignment record.
-func (a *assign) assignment(c *actor.Context, m messages.AssignmentObserved) {
+func (a *assignActor) assignment(c *actor.Context, m messages.AssignmentObserved) {
 	if m.Assignment.Generation < a.appliedGen {
 		return
 	}
@@ -267,7 +267,7 @@ func (a *assign) assignment(c *actor.Context, m messages.AssignmentObserved) {
 	a.step(c)
 }
 
-func (a *assign) indexOwner(id coordination.SplitID, owner string) {
+func (a *assignActor) indexOwner(id coordination.SplitID, owner string) {
 	if owner == "" {
 		return
 	}
@@ -279,7 +279,7 @@ func (a *assign) indexOwner(id coordination.SplitID, owner string) {
 	s[id] = true
 }
 
-func (a *assign) unindexOwner(id coordination.SplitID, owner string) {
+func (a *assignActor) unindexOwner(id coordination.SplitID, owner string) {
 	if s := a.byOwner[owner]; s != nil {
 		delete(s, id)
 		if len(s) == 0 {
@@ -290,7 +290,7 @@ func (a *assign) unindexOwner(id coordination.SplitID, owner string) {
 
 // ownerChanged re-classifies the splits whose records name instance after
 // its session changed: O(its splits).
-func (a *assign) ownerChanged(c *actor.Context, instance string) {
+func (a *assignActor) ownerChanged(c *actor.Context, instance string) {
 	for id := range a.byOwner[instance] {
 		delete(a.lostAt, id)
 		a.index(id)
@@ -298,7 +298,7 @@ func (a *assign) ownerChanged(c *actor.Context, instance string) {
 	a.step(c)
 }
 
-func (a *assign) input(id coordination.SplitID) (protocol.CandidateInput, bool) {
+func (a *assignActor) input(id coordination.SplitID) (protocol.CandidateInput, bool) {
 	r, ok := a.records[id]
 	if !ok {
 		return protocol.CandidateInput{}, false
@@ -312,7 +312,7 @@ func (a *assign) input(id coordination.SplitID) (protocol.CandidateInput, bool) 
 
 // classify returns split id's candidate when it is one this worker may act
 // on now (not busy, not waiting for a newer revision or the heartbeat).
-func (a *assign) classify(id coordination.SplitID) (protocol.Candidate, bool) {
+func (a *assignActor) classify(id coordination.SplitID) (protocol.Candidate, bool) {
 	_, busy := a.handing[id]
 	if _, claiming := a.inflight[id]; busy || claiming || a.cooldown[id] {
 		return protocol.Candidate{}, false
@@ -330,7 +330,7 @@ func (a *assign) classify(id coordination.SplitID) (protocol.Candidate, bool) {
 // index files split id where its classification puts it: the extra set
 // (quarantine candidates, and leftovers to return) or the claim queue
 // (claim candidates among assigned splits, leftovers included).
-func (a *assign) index(id coordination.SplitID) {
+func (a *assignActor) index(id coordination.SplitID) {
 	cand, ok := a.classify(id)
 	switch {
 	case ok && a.actsRegardless(cand):
@@ -349,12 +349,12 @@ func (a *assign) index(id coordination.SplitID) {
 // actsRegardless reports whether cand is acted on whatever the assignment
 // and the lane budget: a quarantine on takeover, or the return of a
 // leftover that a decided assignment does not name here.
-func (a *assign) actsRegardless(cand protocol.Candidate) bool {
+func (a *assignActor) actsRegardless(cand protocol.Candidate) bool {
 	return cand.Quarantine || (cand.Leftover && a.decided && !a.assigned[cand.ID])
 }
 
 // changed re-indexes split id after an observation and acts on it.
-func (a *assign) changed(c *actor.Context, id coordination.SplitID) {
+func (a *assignActor) changed(c *actor.Context, id coordination.SplitID) {
 	if a.reindex(id) {
 		a.step(c)
 	}
@@ -362,13 +362,13 @@ func (a *assign) changed(c *actor.Context, id coordination.SplitID) {
 
 // reindex re-indexes split id and reports whether it is one to act on: a
 // quarantine candidate, a leftover to return, or a queued claim candidate.
-func (a *assign) reindex(id coordination.SplitID) bool {
+func (a *assignActor) reindex(id coordination.SplitID) bool {
 	a.index(id)
 	return a.extra[id] || a.queued[id] != 0
 }
 
 // release frees split id's in-flight slot.
-func (a *assign) release(id coordination.SplitID) {
+func (a *assignActor) release(id coordination.SplitID) {
 	if claim, ok := a.inflight[id]; ok {
 		delete(a.inflight, id)
 		if claim {
@@ -380,7 +380,7 @@ func (a *assign) release(id coordination.SplitID) {
 // step starts the claims, quarantines and leftover returns the view allows,
 // at most maxClaimsInFlight writes at once: quarantines and leftover returns
 // first, then claims while the lanes allow.
-func (a *assign) step(c *actor.Context) {
+func (a *assignActor) step(c *actor.Context) {
 	if !a.phase.live || !a.session || a.phase.over() || a.v.halted.Load() {
 		return
 	}
@@ -410,8 +410,8 @@ func (a *assign) step(c *actor.Context) {
 	}
 }
 
-// launch sends the write cand asks for to the commit actor.
-func (a *assign) launch(c *actor.Context, id coordination.SplitID, cand protocol.Candidate) {
+// launch sends the write cand asks for to the split-writer actor.
+func (a *assignActor) launch(c *actor.Context, id coordination.SplitID, cand protocol.Candidate) {
 	r := a.records[id]
 	if cand.Leftover && !a.assigned[id] {
 		a.inflight[id] = false

@@ -354,7 +354,7 @@ func (c *Coordinator) shutdown() {
 		t := time.NewTimer(bound)
 		defer t.Stop()
 		p := v.pid
-		for _, pid := range []*actor.PID{p.watch, p.lease, p.leader, p.assign, p.commit, p.revoke, p.root} {
+		for _, pid := range []*actor.PID{p.watch, p.lease, p.leader, p.assign, p.splitWriter, p.revoke, p.root} {
 			select {
 			case <-v.e.Poison(pid).Done():
 			case <-t.C:

@@ -11,12 +11,12 @@ import (
 )
 
 // Depart (docs/protocol.md, "Departure"): the root ends every held
-// tenancy and the commit actor hands them back and returns this session's
+// tenancy and the split-writer actor hands them back and returns this session's
 // leftovers; then the root demotes and withdraws the presence key,
 // answering the handle once both confirmed or Depart's own bound is about
 // to pass.
 
-func (r *root) depart(c *actor.Context, m messages.DepartJob) {
+func (r *rootActor) depart(c *actor.Context, m messages.DepartJob) {
 	r.departing = true
 	r.v.route(roleRoot, messages.Departing{})
 	if r.v.out.failure() != nil {
@@ -41,7 +41,7 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 	for _, h := range hs {
 		r.end(c, h.Split, h.Epoch, messages.EndDeparted)
 	}
-	// The commit actor hands back the held splits and returns this
+	// The split-writer actor hands back the held splits and returns this
 	// session's leftovers, then answers HandBackSplitsReply to the root,
 	// which demotes and withdraws presence (docs/protocol.md, "Departure").
 	r.v.route(roleRoot, messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
@@ -49,7 +49,7 @@ func (r *root) depart(c *actor.Context, m messages.DepartJob) {
 
 // departTimedOut answers Depart within its bound with what is known:
 // splits whose hand-back has not answered yet did not confirm.
-func (r *root) departTimedOut(c *actor.Context) {
+func (r *rootActor) departTimedOut(c *actor.Context) {
 	if r.departReply == nil {
 		return
 	}
@@ -62,7 +62,7 @@ func (r *root) departTimedOut(c *actor.Context) {
 
 // departHandedBack takes the hand-backs' answer and starts the demotion
 // and the presence withdrawal.
-func (r *root) departHandedBack(c *actor.Context, m messages.HandBackSplitsReply) {
+func (r *rootActor) departHandedBack(c *actor.Context, m messages.HandBackSplitsReply) {
 	if r.departReply == nil {
 		return
 	}
@@ -77,7 +77,7 @@ func (r *root) departHandedBack(c *actor.Context, m messages.HandBackSplitsReply
 
 // departStepped counts one of the demotion and the withdrawal done and
 // answers Depart after both.
-func (r *root) departStepped(c *actor.Context) {
+func (r *rootActor) departStepped(c *actor.Context) {
 	r.departPending--
 	if r.departPending == 0 && r.departReply != nil {
 		r.v.reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
@@ -87,21 +87,21 @@ func (r *root) departStepped(c *actor.Context) {
 }
 
 // departLeftovers returns the writes that hand back, in Depart's batch,
-// every split record the commit actor's view shows naming this session
+// every split record the split-writer actor's view shows naming this session
 // that this worker does not hold: a claim whose reply was lost (or a
 // hand-back that did not confirm) left it (docs/protocol.md, "Departure").
 // Without them the next claimant would find a record of an ended session
 // and take it over as Expired, charging an attempt. held are the splits
 // the batch hands back anyway. Each write re-checks the view when it
 // starts, after any earlier write on its split.
-func (cm *commit) departLeftovers(held []messages.HeldSplit, batch uint64, deadline time.Time) []splitOp {
+func (sw *splitWriterActor) departLeftovers(held []messages.HeldSplit, batch uint64, deadline time.Time) []splitOp {
 	skip := make(map[coordination.SplitID]bool, len(held))
 	for _, h := range held {
 		skip[h.Split] = true
 	}
 	var ops []splitOp
-	for id, r := range cm.records {
-		if !skip[id] && cm.isLeftover(id, r.rec) {
+	for id, r := range sw.records {
+		if !skip[id] && sw.isLeftover(id, r.rec) {
 			ops = append(ops, departLeftoverOp{split: id, batch: batch, deadline: deadline})
 		}
 	}
@@ -110,23 +110,23 @@ func (cm *commit) departLeftovers(held []messages.HeldSplit, batch uint64, deadl
 
 // isLeftover reports whether rec, split id's record, is a leftover of this
 // session: runnable, naming this worker and its current session, not held.
-func (cm *commit) isLeftover(id coordination.SplitID, rec protocol.SplitRecord) bool {
-	_, held := cm.held[id]
-	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == cm.v.id && rec.Nonce == cm.v.sessionNonce()
+func (sw *splitWriterActor) isLeftover(id coordination.SplitID, rec protocol.SplitRecord) bool {
+	_, held := sw.held[id]
+	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == sw.v.id && rec.Nonce == sw.v.sessionNonce()
 }
 
 // departLeftoverResult applies the outcome of a leftover's return. A
 // return that does not confirm is not Depart's error (the caller never
 // held the split): the record stays a leftover, taken as Expired once the
 // session ended, as before.
-func (cm *commit) departLeftoverResult(op departLeftoverOp, d splitWritten) {
+func (sw *splitWriterActor) departLeftoverResult(op departLeftoverOp, d splitWritten) {
 	switch d.outcome {
 	case casLanded:
-		cm.log.Debug("leftover of this session handed back on departure", "split", op.split, "epoch", op.epoch)
+		sw.log.Debug("leftover of this session handed back on departure", "split", op.split, "epoch", op.epoch)
 	case casFatal:
-		cm.v.failNow(d.err)
+		sw.v.failNow(d.err)
 	case casUnconfirmed:
-		cm.log.Warn("leftover of this session was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.err)
+		sw.log.Warn("leftover of this session was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.err)
 	}
-	cm.settleBatch(op.batch, op.split, messages.EndDeparted, false)
+	sw.settleBatch(op.batch, op.split, messages.EndDeparted, false)
 }

@@ -18,7 +18,7 @@ import (
 // terminal one or an unowned one is left alone.
 func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	v := casEnv(t, memstore.New(time.Second)) // id "me", session "n"
-	cm := newCommit(v)().(*commit)
+	sw := newSplitWriter(v)().(*splitWriterActor)
 	rec := func(owner, nonce string, st protocol.Status) protocol.SplitRecord {
 		return protocol.SplitRecord{Owner: owner, Nonce: nonce, Epoch: 3, Status: st}
 	}
@@ -32,11 +32,11 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 		"quarantined":     rec("me", "", protocol.StatusQuarantined),
 		"unowned":         rec("", "", protocol.StatusRunnable),
 	} {
-		cm.records[id] = recEntry{rec: r, rev: 7}
+		sw.records[id] = recEntry{rec: r, rev: 7}
 	}
-	cm.held.apply(messages.TenancyStarted{Split: "held", Epoch: 3, Nonce: "n"})
+	sw.held.apply(messages.TenancyStarted{Split: "held", Epoch: 3, Nonce: "n"})
 	deadline := time.Unix(100, 0)
-	ops := cm.departLeftovers([]messages.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
+	ops := sw.departLeftovers([]messages.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
 	var got []coordination.SplitID
 	for _, o := range ops {
 		op, ok := o.(departLeftoverOp)
@@ -52,7 +52,7 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	// session's now, a Reclaim candidate, not this session's leftover.
 	next := "n2"
 	v.session.Store(&next)
-	if ops := cm.departLeftovers(nil, 10, deadline); len(ops) != 0 {
+	if ops := sw.departLeftovers(nil, 10, deadline); len(ops) != 0 {
 		t.Errorf("after a new session: %d leftovers, want none", len(ops))
 	}
 }

@@ -79,14 +79,14 @@ type term struct {
 // working returns the lead the planner run and the publisher work under, or
 // nil while there is none: not leading, not fenced yet, or the worker
 // stopped working as leader (verdict, Depart).
-func (l *leader) working() *lead {
+func (l *leaderActor) working() *lead {
 	if t := l.el.term; t != nil && !t.work.ended() {
 		return t.work
 	}
 	return nil
 }
 
-func (l *leader) canStand() bool {
+func (l *leaderActor) canStand() bool {
 	e := &l.el
 	return l.phase.live && !l.seesLeader() && e.term == nil && !e.electing && !l.phase.over() && e.hasPlan &&
 		(e.lastDemote.IsZero() || l.v.clk.Since(e.lastDemote) >= l.v.cfg.LeaseDuration/3) // a heartbeat interval (docs/protocol.md, "Leadership")
@@ -98,16 +98,16 @@ func (l *leader) canStand() bool {
 // was silent and no listing saw it therefore stops blocking this worker's
 // elections by itself; a sighting that lapsed too early costs one lost
 // Create at most.
-func (l *leader) seesLeader() bool {
+func (l *leaderActor) seesLeader() bool {
 	seen := l.el.leaderSeen
 	return !seen.IsZero() && l.v.clk.Since(seen) < l.v.cfg.LeaseDuration
 }
 
 // sawLeader records that a leader key is in the store now.
-func (l *leader) sawLeader() { l.el.leaderSeen = l.v.clk.Now() }
+func (l *leaderActor) sawLeader() { l.el.leaderSeen = l.v.clk.Now() }
 
 // stand creates the leader key for the next generation.
-func (l *leader) stand(c *actor.Context) {
+func (l *leaderActor) stand(c *actor.Context) {
 	l.el.electing = true
 	v, pid, gen, nonce := l.v, c.PID(), l.el.plan.Generation+1, l.v.sessionNonce()
 	v.goFunc(func(ctx context.Context) {
@@ -120,7 +120,7 @@ func (l *leader) stand(c *actor.Context) {
 }
 
 // elected starts a term when the Create won and fences its generation.
-func (l *leader) elected(c *actor.Context, m electDone) {
+func (l *leaderActor) elected(c *actor.Context, m electDone) {
 	l.el.electing = false
 	switch m.outcome {
 	case electFailed:
@@ -151,7 +151,7 @@ func (l *leader) elected(c *actor.Context, m electDone) {
 
 // fenced hands the lead to the planner run and the publisher once the
 // fence landed.
-func (l *leader) fenced(c *actor.Context, m fenceDone) {
+func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
 	switch m.step {
 	case fenceFatal:
 		l.v.fatalIf(m.err)
@@ -173,7 +173,7 @@ func (l *leader) fenced(c *actor.Context, m fenceDone) {
 
 // adoptPlan takes a newer plan record into the view; one of a newer
 // generation ends this worker's leadership.
-func (l *leader) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev uint64) {
+func (l *leaderActor) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev uint64) {
 	e := &l.el
 	if e.hasPlan && rev <= e.planRev {
 		return
@@ -188,7 +188,7 @@ func (l *leader) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev uint64)
 
 // keepLeading ends a term whose key went unrenewed for a LeaseDuration and
 // renews it otherwise; called once per heartbeat.
-func (l *leader) keepLeading(c *actor.Context, now time.Time) {
+func (l *leaderActor) keepLeading(c *actor.Context, now time.Time) {
 	t := l.el.term
 	switch {
 	case t == nil:
@@ -199,7 +199,7 @@ func (l *leader) keepLeading(c *actor.Context, now time.Time) {
 	}
 }
 
-func (l *leader) renew(c *actor.Context, t *term) {
+func (l *leaderActor) renew(c *actor.Context, t *term) {
 	t.renewing = true
 	v, rev, nonce, pgen := l.v, t.rev, t.nonce, l.el.plan.Generation
 	at := v.clk.Now()
@@ -253,7 +253,7 @@ func readBackLeader(ctx context.Context, v *env, nonce string, rev uint64) (uint
 	return uint64(e.Revision), readBackLanded(nonce, rev, found, lr.Nonce, uint64(e.Revision), err)
 }
 
-func (l *leader) renewed(c *actor.Context, m renewDone) {
+func (l *leaderActor) renewed(c *actor.Context, m renewDone) {
 	t := l.el.term
 	t.renewing = false
 	switch m.fate {
@@ -277,13 +277,13 @@ func (l *leader) renewed(c *actor.Context, m renewDone) {
 // retryRenewal renews the leader key again soon after a failed renewal
 // (docs/protocol.md, "Leadership"), or steps down when it went unrenewed
 // for a LeaseDuration; a retry made moot by a later outcome does nothing.
-func (l *leader) retryRenewal(c *actor.Context, m leaderRetryDue) {
+func (l *leaderActor) retryRenewal(c *actor.Context, m leaderRetryDue) {
 	if t := l.el.term; t != nil && m.round == t.retries && !l.v.halted.Load() {
 		l.keepLeading(c, l.v.clk.Now())
 	}
 }
 
-func (l *leader) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
+func (l *leaderActor) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
 	l.sawLeader()
 	t := l.el.term
 	if t == nil {
@@ -300,7 +300,7 @@ func (l *leader) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
 	}
 }
 
-func (l *leader) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
+func (l *leaderActor) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
 	l.el.leaderSeen = time.Time{}
 	if t := l.el.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
 		l.orphan("leader lease expired; stepping down")
@@ -309,7 +309,7 @@ func (l *leader) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
 }
 
 // stepDown answers Depart's StepDown once the leader key is given up.
-func (l *leader) stepDown(c *actor.Context, m messages.StepDown) {
+func (l *leaderActor) stepDown(c *actor.Context, m messages.StepDown) {
 	l.phase.departed = true
 	if l.el.term == nil {
 		l.v.reply(m.ReplyTo, messages.StepDownReply{})
@@ -321,7 +321,7 @@ func (l *leader) stepDown(c *actor.Context, m messages.StepDown) {
 // orphan ends this leadership without touching the leader key, which
 // expires by its TTL (etcd's Session.Orphan): the key is lost, gone, or
 // could not be renewed.
-func (l *leader) orphan(why string) {
+func (l *leaderActor) orphan(why string) {
 	t := l.el.term
 	if t == nil {
 		return
@@ -332,7 +332,7 @@ func (l *leader) orphan(why string) {
 
 // endLeadership ends the term: its lead, with it the work lead, and so
 // every result still in flight.
-func (l *leader) endLeadership() {
+func (l *leaderActor) endLeadership() {
 	l.el.term.lead.end()
 	l.el.term = nil
 	l.el.lastDemote = l.v.clk.Now()
@@ -342,7 +342,7 @@ func (l *leader) endLeadership() {
 
 // stopWorking ends the work lead while the key is still held (verdict,
 // Depart): no planner run, no publish from now on.
-func (l *leader) stopWorking() {
+func (l *leaderActor) stopWorking() {
 	if w := l.working(); w != nil {
 		w.end()
 		l.workEnded()
@@ -350,7 +350,7 @@ func (l *leader) stopWorking() {
 }
 
 // workEnded drops what the planner run and the publisher kept for the lead.
-func (l *leader) workEnded() {
+func (l *leaderActor) workEnded() {
 	l.view.unindexPublished()
 	l.run.reset()
 	stopTimer(l.pub.hold)
@@ -360,7 +360,7 @@ func (l *leader) workEnded() {
 // resign ends this leadership and deletes the leader key guarded by its
 // revision (best-effort; etcd's Election.Resign), so a successor need not
 // wait for the TTL; replyTo, when set, is answered once the delete resolved.
-func (l *leader) resign(replyTo *actor.PID) {
+func (l *leaderActor) resign(replyTo *actor.PID) {
 	rev := l.el.term.rev
 	l.endLeadership()
 	v := l.v

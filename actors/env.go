@@ -19,7 +19,7 @@ import (
 // pids names the actors of one worker. Set once in Spawn before any message
 // flows; read-only afterwards.
 type pids struct {
-	root, watch, lease, leader, assign, commit, revoke *actor.PID
+	root, watch, lease, leader, assign, splitWriter, revoke *actor.PID
 }
 
 // env is what every actor of one worker shares: immutable configuration,

@@ -58,7 +58,7 @@ func newFleetView(startupGrace time.Duration) fleetView {
 
 // observeFleet folds one watched fleet observation into the view and marks
 // the assignment input changed when it did.
-func (l *leader) observeFleet(c *actor.Context, msg any) {
+func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	f, now := &l.view, l.v.clk.Now()
 	switch m := msg.(type) {
 	case messages.PresenceObserved:
@@ -121,7 +121,7 @@ func (l *leader) observeFleet(c *actor.Context, msg any) {
 // (or its end) instead of making the assignment dirty, so that no other
 // trigger (a presence renewal) publishes it in between: seeding n splits
 // costs O(log n) evaluations, not one per trigger.
-func (l *leader) recordObserved(m messages.RecordObserved, now time.Time) (tick bool) {
+func (l *leaderActor) recordObserved(m messages.RecordObserved, now time.Time) (tick bool) {
 	f := &l.view
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true}
@@ -144,7 +144,7 @@ func (l *leader) recordObserved(m messages.RecordObserved, now time.Time) (tick 
 	return false
 }
 
-func (l *leader) gauges() {
+func (l *leaderActor) gauges() {
 	n := len(l.view.members)
 	if _, ok := l.view.members[l.v.id]; !ok {
 		n++

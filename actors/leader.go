@@ -9,7 +9,7 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// leader is the leader actor: one process made of three parts over one
+// leaderActor is the leader actor: one process made of three parts over one
 // fleet view, each part in its own file with its pure decisions beside it:
 //
 //   - the election (election.go, fence.go): stands for the leader key,
@@ -27,7 +27,7 @@ import (
 // run and a publish read the fleet view and the plan view at the instant
 // they start, and a publish is suppressed while a run seeds; as separate
 // actors each would keep its own copy of those facts.
-type leader struct {
+type leaderActor struct {
 	v   *env
 	log *slog.Logger
 
@@ -44,12 +44,12 @@ type leader struct {
 
 func newLeader(v *env) actor.Producer {
 	return func() actor.Receiver {
-		return &leader{v: v, log: v.log.With("actor", "leader"), view: newFleetView(v.cfg.StartupGrace)}
+		return &leaderActor{v: v, log: v.log.With("actor", "leader"), view: newFleetView(v.cfg.StartupGrace)}
 	}
 }
 
 // Receive handles one message.
-func (l *leader) Receive(c *actor.Context) {
+func (l *leaderActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
@@ -104,7 +104,7 @@ func (l *leader) Receive(c *actor.Context) {
 // and the publisher keep one goroutine in flight across leads, so its end
 // counts whatever the lead's fate; the result itself is applied only while
 // its lead lasts (docs/protocol.md, "Leadership").
-func (l *leader) fromLead(c *actor.Context, m leadResult) {
+func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 	stale := m.lead.ended()
 	switch m.msg.(type) {
 	case planDone:
@@ -139,7 +139,7 @@ func (l *leader) fromLead(c *actor.Context, m leadResult) {
 	}
 }
 
-func (l *leader) heartbeat(c *actor.Context) {
+func (l *leaderActor) heartbeat(c *actor.Context) {
 	now := l.v.clk.Now()
 	l.keepLeading(c, now)
 	if l.view.expireDepartures(now, l.v.cfg.RebalanceDelay) {
@@ -156,7 +156,7 @@ func (l *leader) heartbeat(c *actor.Context) {
 }
 
 // tick stands for election or publishes when due.
-func (l *leader) tick(c *actor.Context) {
+func (l *leaderActor) tick(c *actor.Context) {
 	if l.v.halted.Load() {
 		return
 	}

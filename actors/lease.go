@@ -39,12 +39,12 @@ type (
 	renewRetryDue struct{ round uint64 }
 )
 
-// lease owns this worker's session (docs/protocol.md, "Sessions"): the
+// leaseActor owns this worker's session (docs/protocol.md, "Sessions"): the
 // presence key and the heartbeat. It renews the presence once per
 // heartbeat and again soon after a failed renewal, ends the session when renewals starve for a full
 // LeaseDuration or the key vanished, starts a new session with a new
 // nonce, and detects live twins.
-type lease struct {
+type leaseActor struct {
 	v   *env
 	log *slog.Logger
 
@@ -65,12 +65,12 @@ type lease struct {
 
 func newLease(v *env) actor.Producer {
 	return func() actor.Receiver {
-		return &lease{v: v, log: v.log.With("actor", "lease")}
+		return &leaseActor{v: v, log: v.log.With("actor", "lease")}
 	}
 }
 
 // Receive handles one message.
-func (l *lease) Receive(c *actor.Context) {
+func (l *leaseActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
@@ -126,7 +126,7 @@ func (l *lease) Receive(c *actor.Context) {
 // maybeWithdraw deletes the presence key guarded by its revision (Depart)
 // once Depart asked for it and no renewal of it is in flight; then it
 // answers Depart.
-func (l *lease) maybeWithdraw() {
+func (l *leaseActor) maybeWithdraw() {
 	if l.withdraw == nil || l.presenceBusy {
 		return
 	}
@@ -143,7 +143,7 @@ func (l *lease) maybeWithdraw() {
 	})
 }
 
-func (l *lease) schedule(c *actor.Context) {
+func (l *leaseActor) schedule(c *actor.Context) {
 	l.round++
 	d := heartbeatInterval(l.v.cfg.LeaseDuration, l.v.id, l.v.nonce, l.round)
 	l.hb = l.v.after(d, c.PID(), messages.HeartbeatDue{Round: l.round})
@@ -151,7 +151,7 @@ func (l *lease) schedule(c *actor.Context) {
 
 // beat is one heartbeat: renew the session, self-fence a starved one, and
 // tick the actors that act at every heartbeat.
-func (l *lease) beat(c *actor.Context) {
+func (l *leaseActor) beat(c *actor.Context) {
 	if l.v.halted.Load() {
 		return // failed or aborted: no further writes, no more beats
 	}
@@ -163,7 +163,7 @@ func (l *lease) beat(c *actor.Context) {
 // keepAlive self-fences a starved session and renews the presence, or
 // announces a new session after one ended; called at every heartbeat and
 // at the retry of a failed attempt. One attempt is in flight at a time.
-func (l *lease) keepAlive(c *actor.Context) {
+func (l *leaseActor) keepAlive(c *actor.Context) {
 	if !l.departed && !l.lapsed && l.v.clk.Since(l.renewals.lastOK) >= l.v.cfg.LeaseDuration {
 		l.log.Warn("presence not renewed for a full LeaseDuration; ending the session")
 		l.endSession(c)
@@ -181,21 +181,21 @@ func (l *lease) keepAlive(c *actor.Context) {
 // (docs/protocol.md, "Sessions"): without it an outage that swallows two
 // heartbeats' renewals ends the session even when the store is back well
 // before the lease runs out.
-func (l *lease) retrySoon(c *actor.Context) {
+func (l *leaseActor) retrySoon(c *actor.Context) {
 	l.retryRound++
 	stopTimer(l.retry)
 	l.retry = l.v.after(renewRetryDelay(l.v.cfg.LeaseDuration), c.PID(), renewRetryDue{round: l.retryRound})
 }
 
 // retryMoot disarms the retry once an attempt succeeded.
-func (l *lease) retryMoot() {
+func (l *leaseActor) retryMoot() {
 	l.retryRound++
 	stopTimer(l.retry)
 }
 
 // endSession drops every held split and pauses claims and leadership until
 // a new session is announced (docs/protocol.md, "Sessions").
-func (l *lease) endSession(c *actor.Context) {
+func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
 	l.v.sessionLive.Store(false)
 	l.v.route(roleLease, messages.SessionEnded{})
@@ -211,7 +211,7 @@ const (
 	renewTwin
 )
 
-func (l *lease) renewPresence(c *actor.Context) {
+func (l *leaseActor) renewPresence(c *actor.Context) {
 	l.presenceBusy = true
 	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.sessionNonce()
 	at := v.clk.Now()
@@ -262,7 +262,7 @@ func readBackRenewal(ctx context.Context, v *env, nonce string, rev uint64) (uin
 	return uint64(e.Revision), readBackLanded(nonce, rev, found, p.Nonce, uint64(e.Revision), err)
 }
 
-func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
+func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 	l.presenceBusy = false
 	if l.withdraw != nil {
 		if m.outcome == renewOK && m.rev > l.presenceRev {
@@ -301,7 +301,7 @@ func (l *lease) renewed(c *actor.Context, m presenceRenewed) {
 // a renewal landed whose reply was lost or is still on its way, and credits
 // it from the oldest renewal sent whose fate is unknown (docs/protocol.md,
 // "Sessions"), so a worker whose writes all land never self-fences.
-func (l *lease) observed(m messages.PresenceObserved) {
+func (l *leaseActor) observed(m messages.PresenceObserved) {
 	if l.lapsed || l.departed || m.Nonce != l.v.sessionNonce() || m.Rev <= l.presenceRev {
 		return
 	}
@@ -312,7 +312,7 @@ func (l *lease) observed(m messages.PresenceObserved) {
 
 // announce starts a new session: a fresh nonce, written to the presence key
 // (created, or taken over from the ended session).
-func (l *lease) announce(c *actor.Context) {
+func (l *leaseActor) announce(c *actor.Context) {
 	l.presenceBusy = true
 	v, pid, old := l.v, c.PID(), l.v.sessionNonce()
 	if l.announcing == "" {
@@ -326,7 +326,7 @@ func (l *lease) announce(c *actor.Context) {
 	})
 }
 
-func (l *lease) announced(c *actor.Context, m sessionAnnounced) {
+func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.presenceBusy = false
 	if m.err == nil {
 		l.announcing = ""

@@ -9,7 +9,7 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// The commit actor's check of a split record the view saw deleted
+// The split-writer actor's check of a split record the view saw deleted
 // (docs/protocol.md, "Missing records"). No write of the protocol deletes a
 // split record, so a deletion is Fatal on every worker, but only once a read
 // of its own confirms it: a watch snapshot or a reconcile listing that
@@ -30,8 +30,8 @@ type recordChecked struct {
 
 // confirmDeleted reads split id's record after the view saw it deleted and
 // reports what it found; a read that fails is retried, missingTries times.
-func (cm *commit) confirmDeleted(id coordination.SplitID) {
-	v, pid := cm.v, cm.v.pid.commit
+func (sw *splitWriterActor) confirmDeleted(id coordination.SplitID) {
+	v, pid := sw.v, sw.v.pid.splitWriter
 	v.goFunc(func(ctx context.Context) {
 		key := protocol.SplitKey(id)
 		for try := range missingTries {
@@ -52,19 +52,19 @@ func (cm *commit) confirmDeleted(id coordination.SplitID) {
 
 // checked applies a confirmation read: gone is Fatal; present is folded
 // back into the view (the deletion the view saw was not the store's).
-func (cm *commit) checked(m recordChecked) {
+func (sw *splitWriterActor) checked(m recordChecked) {
 	key := protocol.SplitKey(m.id)
 	if !m.found {
-		cm.v.failNow(splitRecordDeleted(key))
+		sw.v.failNow(splitRecordDeleted(key))
 		return
 	}
-	rec, err := protocol.DecodeSplit(key, m.entry.Value, cm.v.fp.Load())
+	rec, err := protocol.DecodeSplit(key, m.entry.Value, sw.v.fp.Load())
 	if err != nil {
-		cm.v.fatalIf(err)
+		sw.v.fatalIf(err)
 		return
 	}
-	cm.log.Warn("a split record the view saw deleted is in the store; keeping it", "key", key)
-	cm.fold(m.id, rec, uint64(m.entry.Revision))
+	sw.log.Warn("a split record the view saw deleted is in the store; keeping it", "key", key)
+	sw.fold(m.id, rec, uint64(m.entry.Revision))
 }
 
 // sleepCtx waits d of real time; false if ctx ended first.

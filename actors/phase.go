@@ -8,8 +8,8 @@ import "github.com/spate-go/coordination/messages"
 // takes.
 //
 // The facts have one origin each: the watch actor (WatchesChanged), the
-// commit actor, which takes the verdict, and the root, which relays it and
-// starts Depart (VerdictReached, Departing); the root and the commit actor
+// split-writer actor, which takes the verdict, and the root, which relays it and
+// starts Depart (VerdictReached, Departing); the root and the split-writer actor
 // keep their own flags because they decide them. The followers keep a copy
 // rather than read a shared one on purpose: an actor must see a phase
 // change at its place in its own message stream, after every message sent

@@ -49,7 +49,7 @@ func (p *planning) reset() {
 
 // runPlan starts a planner run under the work lead, or marks one due after
 // the current run.
-func (l *leader) runPlan(c *actor.Context) {
+func (l *leaderActor) runPlan(c *actor.Context) {
 	w := l.working()
 	if w == nil {
 		return
@@ -68,7 +68,7 @@ func (l *leader) runPlan(c *actor.Context) {
 
 // finishedRun marks the run's goroutine done, whatever its lead's fate, and
 // starts a run due for the current lead.
-func (l *leader) finishedRun(c *actor.Context, stale bool) {
+func (l *leaderActor) finishedRun(c *actor.Context, stale bool) {
 	l.run.running = false
 	l.seedsPublishable()
 	if stale && l.run.due {
@@ -78,13 +78,13 @@ func (l *leader) finishedRun(c *actor.Context, stale bool) {
 
 // seedsPublishable makes the splits that appeared while the run seeded an
 // input change, at one of its progress reports or at its end.
-func (l *leader) seedsPublishable() {
+func (l *leaderActor) seedsPublishable() {
 	l.pub.dirty = l.pub.dirty || l.pub.seeded
 	l.pub.seeded = false
 }
 
 // planned applies a run's result; its lead still lasts.
-func (l *leader) planned(c *actor.Context, m planDone) {
+func (l *leaderActor) planned(c *actor.Context, m planDone) {
 	switch m.outcome {
 	case planDiscarded:
 		return

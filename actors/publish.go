@@ -48,7 +48,7 @@ type publisher struct {
 // schedulePublish queues one evaluation behind the messages already in the
 // inbox, so an evaluation sees a whole burst of watch events rather than a
 // half-applied view; triggers meanwhile coalesce into it.
-func (l *leader) schedulePublish(c *actor.Context) {
+func (l *leaderActor) schedulePublish(c *actor.Context) {
 	if p := &l.pub; p.dirty && !p.soon && !p.busy {
 		p.soon = true
 		l.v.send(c.PID(), publishDue{})
@@ -57,7 +57,7 @@ func (l *leader) schedulePublish(c *actor.Context) {
 
 // publish computes the desired assignment and writes the records that
 // changed, under the work lead.
-func (l *leader) publish(c *actor.Context) {
+func (l *leaderActor) publish(c *actor.Context) {
 	w := l.working()
 	if w == nil || !l.phase.live || !l.el.hasPlan || len(l.view.members) == 0 || l.pub.busy {
 		return
@@ -150,14 +150,14 @@ func writeAssignment(ctx context.Context, v *env, inst string, b []byte, old ass
 
 // holdEnded evaluates the assignment once the startup hold is over, so the
 // splits it kept back are placed at once rather than at the next heartbeat.
-func (l *leader) holdEnded(c *actor.Context) {
+func (l *leaderActor) holdEnded(c *actor.Context) {
 	l.pub.hold = nil
 	l.pub.dirty = true
 	l.tick(c)
 }
 
 // published folds a publish's result into the cache; its lead still lasts.
-func (l *leader) published(c *actor.Context, m publishDone) {
+func (l *leaderActor) published(c *actor.Context, m publishDone) {
 	f := &l.view
 	for _, w := range m.written {
 		l.log.Debug("assignment written", "key", protocol.AssignKey(w.inst), "splits", len(w.rec.Splits), "rev", w.rev)

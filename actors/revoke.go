@@ -11,9 +11,9 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// revoke drives each revocation to exactly one outcome: drained, forced or
+// revokeActor drives each revocation to exactly one outcome: drained, forced or
 // cancelled (docs/protocol.md, "Revocation"), including the silence watchdog of a cancelled drain.
-type revoke struct {
+type revokeActor struct {
 	v   *env
 	log *slog.Logger
 
@@ -22,8 +22,8 @@ type revoke struct {
 	// declines holds the DeclineRevoke calls waiting for their forced
 	// hand-back, answered when the tenancy's end resolves, whoever ended it.
 	declines map[coordination.SplitID]pendingDecline
-	// over holds held tenancies whose surrender already resolved: the commit
-	// actor's HandBackResolved (a completion, a hand-back) can arrive before
+	// over holds held tenancies whose surrender already resolved: the
+	// split-writer actor's HandBackResolved (a completion, a hand-back) can arrive before
 	// the root's TenancyEnded, and a revocation begun in between would reach
 	// a root that no longer holds the split and be forced at DrainDeadline.
 	over     map[coordination.SplitID]uint64
@@ -35,7 +35,7 @@ type revoke struct {
 
 func newRevoke(v *env) actor.Producer {
 	return func() actor.Receiver {
-		return &revoke{
+		return &revokeActor{
 			v:        v,
 			log:      v.log.With("actor", "revoke"),
 			held:     heldView{},
@@ -54,7 +54,7 @@ type pendingDecline struct {
 }
 
 // Receive handles one message.
-func (r *revoke) Receive(c *actor.Context) {
+func (r *revokeActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
@@ -103,7 +103,7 @@ func (r *revoke) Receive(c *actor.Context) {
 
 // step applies the revocation rules to every held split (after the
 // assigned set or the watches changed) and checks every deadline.
-func (r *revoke) step(c *actor.Context) {
+func (r *revokeActor) step(c *actor.Context) {
 	now := r.v.clk.Now()
 	for id, t := range r.held {
 		r.follow(c, id, t.epoch, now)
@@ -113,7 +113,7 @@ func (r *revoke) step(c *actor.Context) {
 
 // follow applies the revocation rules (docs/protocol.md, "Following the
 // assignment") to one held split.
-func (r *revoke) follow(c *actor.Context, id coordination.SplitID, epoch uint64, now time.Time) {
+func (r *revokeActor) follow(c *actor.Context, id coordination.SplitID, epoch uint64, now time.Time) {
 	if !r.decided || !r.phase.live || r.phase.over() {
 		return
 	}
@@ -143,7 +143,7 @@ func (r *revoke) follow(c *actor.Context, id coordination.SplitID, epoch uint64,
 
 // deadlines forces every revocation whose drain deadline passed, and hands
 // back every cancelled one that stayed silent for a full DrainDeadline.
-func (r *revoke) deadlines(c *actor.Context) {
+func (r *revokeActor) deadlines(c *actor.Context) {
 	now := r.v.clk.Now()
 	for id, e := range r.entries {
 		switch judgeDeadline(*e, now, r.v.cfg.DrainDeadline) {
@@ -161,7 +161,7 @@ func (r *revoke) deadlines(c *actor.Context) {
 }
 
 // settle removes an entry and counts its outcome ("" counts none).
-func (r *revoke) settle(id coordination.SplitID, e *revocation, outcome string) {
+func (r *revokeActor) settle(id coordination.SplitID, e *revocation, outcome string) {
 	delete(r.entries, id)
 	if outcome != "" && !e.cancelled {
 		r.v.met.revocation(outcome)
@@ -174,7 +174,7 @@ func (r *revoke) settle(id coordination.SplitID, e *revocation, outcome string) 
 }
 
 // resolved settles an entry from the outcome of its hand-back (docs/protocol.md, "Revocation").
-func (r *revoke) resolved(m messages.HandBackResolved) {
+func (r *revokeActor) resolved(m messages.HandBackResolved) {
 	outcome, unconfirmed := judgeResolution(m.Reason, m.Outcome)
 	var err error
 	if unconfirmed {
@@ -191,7 +191,7 @@ func (r *revoke) resolved(m messages.HandBackResolved) {
 	r.settle(m.Split, e, outcome)
 }
 
-func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
+func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 	if m.ReplyTo == nil {
 		m.ReplyTo = c.Sender() // the handle's request
 	}
@@ -228,7 +228,7 @@ func (r *revoke) decline(c *actor.Context, m messages.DeclineRevoke) {
 // any: the tenancy's end resolved, by the forced hand-back or by whatever
 // ended it first (the root ignores a ForceRevocation for a tenancy it no
 // longer holds, so waiting for that hand-back alone could hang the caller).
-func (r *revoke) answerDecline(id coordination.SplitID, epoch uint64, err error) {
+func (r *revokeActor) answerDecline(id coordination.SplitID, epoch uint64, err error) {
 	if d, ok := r.declines[id]; ok && d.epoch == epoch {
 		delete(r.declines, id)
 		r.v.reply(d.reply, messages.DeclineRevokeReply{Err: err})

@@ -300,7 +300,7 @@ func TestRebalanceDelayWithholdsACrashedWorkersSplits(t *testing.T) {
 	}
 }
 
-// A split that completes right after its claim: the commit actor's
+// A split that completes right after its claim: the split-writer actor's
 // HandBackResolved (the completion's split-record write) reaches the revoke
 // actor before the root's TenancyEnded, and the leader drops the completed
 // split from the assignment in between. No revocation may begin for it: the

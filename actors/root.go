@@ -12,15 +12,15 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// root is the coordinator actor: it owns the tenancy registry (tenancy.go),
+// rootActor is the coordinator actor: it owns the tenancy registry (tenancy.go),
 // the one record of which tenancies this worker holds, and announces its
 // changes; it is the only writer of seam events into the outbox, where it
 // enforces the event ordering rules; it starts and ends the outbox's
 // progress cells with the tenancies. It routes handle commands (Fail,
-// Release, Depart go to the commit actor, which answers the original
+// Release, Depart go to the split-writer actor, which answers the original
 // requester; commits bypass it, see handle_commit.go) and never does store
 // I/O.
-type root struct {
+type rootActor struct {
 	v   *env
 	log *slog.Logger
 
@@ -43,7 +43,7 @@ type departDeadline struct{}
 
 func newRoot(v *env) actor.Producer {
 	return func() actor.Receiver {
-		return &root{
+		return &rootActor{
 			v:           v,
 			log:         v.log.With("actor", "coordinator"),
 			reg:         newRegistry(),
@@ -53,7 +53,7 @@ func newRoot(v *env) actor.Producer {
 }
 
 // Receive handles one message.
-func (r *root) Receive(c *actor.Context) {
+func (r *rootActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
@@ -105,7 +105,7 @@ func (r *root) Receive(c *actor.Context) {
 
 // splitQuarantined emits Quarantined once per split, unless the verdict
 // came first.
-func (r *root) splitQuarantined(m messages.SplitQuarantined) {
+func (r *rootActor) splitQuarantined(m messages.SplitQuarantined) {
 	if !r.quarantined[m.Split] && !r.verdict {
 		r.quarantined[m.Split] = true
 		r.v.met.quarantined()
@@ -115,7 +115,7 @@ func (r *root) splitQuarantined(m messages.SplitQuarantined) {
 
 // verdictReached emits the job's verdict once and tells the actors that
 // stop at it.
-func (r *root) verdictReached(m messages.VerdictReached) {
+func (r *rootActor) verdictReached(m messages.VerdictReached) {
 	if r.verdict || r.departing {
 		return
 	}
@@ -130,7 +130,7 @@ func (r *root) verdictReached(m messages.VerdictReached) {
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
 // (E1, E3) and tells the actors that follow tenancies.
-func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
+func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
 	r.reg.end(id)
 	r.v.out.ended(id, epoch)
 	r.v.met.owned(r.reg.len())
@@ -145,7 +145,7 @@ func (r *root) end(c *actor.Context, id coordination.SplitID, epoch uint64, reas
 	r.v.route(roleRoot, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
 }
 
-func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
+func (r *rootActor) claimWon(c *actor.Context, m messages.ClaimWon) {
 	id := m.Spec.ID
 	if !r.reg.start(id, tenancy{epoch: m.Epoch, nonce: m.Nonce}) {
 		r.log.Warn("claim won for a split already held; ignoring", "split", id, "epoch", m.Epoch)
@@ -163,7 +163,7 @@ func (r *root) claimWon(c *actor.Context, m messages.ClaimWon) {
 	r.v.out.push(coordination.Gained{Split: m.Spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
 }
 
-func (r *root) failSplit(c *actor.Context, m messages.FailSplit) {
+func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {
 	if err := r.v.out.failure(); err != nil {
 		r.v.reply(c.Sender(), messages.FailSplitReply{Err: err})
 		return
@@ -183,7 +183,7 @@ func (r *root) failSplit(c *actor.Context, m messages.FailSplit) {
 	r.v.route(roleRoot, m)
 }
 
-func (r *root) release(c *actor.Context, m messages.ReleaseSplits) {
+func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
 	if err := r.v.out.failure(); err != nil {
 		r.v.reply(c.Sender(), messages.ReleaseSplitsReply{Err: err})
 		return

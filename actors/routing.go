@@ -20,24 +20,24 @@ const (
 	roleLease
 	roleLeader
 	roleAssign
-	roleCommit
+	roleSplitWriter
 	roleRevoke
 	roleHandle
 )
 
-var roleNames = [...]string{"root", "watch", "lease", "leader", "assign", "commit", "revoke", "handle"}
+var roleNames = [...]string{"root", "watch", "lease", "leader", "assign", "splitwriter", "revoke", "handle"}
 
 func (r role) String() string { return roleNames[r] }
 
 // of returns the PID of actor role r (never roleHandle).
 func (p pids) of(r role) *actor.PID {
-	return [...]*actor.PID{p.root, p.watch, p.lease, p.leader, p.assign, p.commit, p.revoke}[r]
+	return [...]*actor.PID{p.root, p.watch, p.lease, p.leader, p.assign, p.splitWriter, p.revoke}[r]
 }
 
 // children are the root's children, in the order the root broadcasts to
 // them. The lease actor comes last: it starts the startup I/O, so every
 // other actor has JobStarted in its inbox before anything startup causes.
-var children = []role{roleWatch, roleLeader, roleAssign, roleCommit, roleRevoke, roleLease}
+var children = []role{roleWatch, roleLeader, roleAssign, roleSplitWriter, roleRevoke, roleLease}
 
 // route is one row of the routing table: messages of these types, sent by
 // from, go to every role in to, and to every role in own only when the
@@ -66,33 +66,33 @@ func types(msgs ...any) []reflect.Type {
 // (routing_test.go checks that they match).
 var routes = []route{
 	// Observations: the watch actor bridges watched and listed keys.
-	{msgs: types(messages.RecordsObserved{}, messages.RecordDeleted{}), from: roleWatch, to: []role{roleCommit, roleAssign, roleLeader}, note: "split records; puts in runs of up to 256"},
+	{msgs: types(messages.RecordsObserved{}, messages.RecordDeleted{}), from: roleWatch, to: []role{roleSplitWriter, roleAssign, roleLeader}, note: "split records; puts in runs of up to 256"},
 	{msgs: types(messages.PresenceObserved{}), from: roleWatch, to: []role{roleLeader, roleAssign}, own: []role{roleLease}, note: "the lease confirms its landed renewals"},
 	{msgs: types(messages.PresenceDeleted{}), from: roleWatch, to: []role{roleLeader, roleAssign}},
 	{msgs: types(messages.LeaderObserved{}, messages.LeaderDeleted{}), from: roleWatch, to: []role{roleLeader}},
-	{msgs: types(messages.PlanObserved{}, messages.PlanDeleted{}), from: roleWatch, to: []role{roleLeader, roleCommit}},
+	{msgs: types(messages.PlanObserved{}, messages.PlanDeleted{}), from: roleWatch, to: []role{roleLeader, roleSplitWriter}},
 	{msgs: types(messages.AssignmentObserved{}, messages.AssignmentDeleted{}), from: roleWatch, to: []role{roleLeader}, own: []role{roleAssign}},
-	{msgs: types(messages.WatchesChanged{}), from: roleWatch, to: []role{roleLeader, roleAssign, roleCommit, roleRevoke, roleLease}},
+	{msgs: types(messages.WatchesChanged{}), from: roleWatch, to: []role{roleLeader, roleAssign, roleSplitWriter, roleRevoke, roleLease}},
 	{msgs: types(messages.Reconciled{}), from: roleWatch, to: []role{roleLeader}},
 	// The session.
 	{msgs: types(messages.Joined{}), from: roleLease, to: []role{roleWatch}, note: "the watches open"},
-	{msgs: types(messages.HeartbeatTicked{}), from: roleLease, to: []role{roleLeader, roleAssign, roleRevoke, roleCommit}},
+	{msgs: types(messages.HeartbeatTicked{}), from: roleLease, to: []role{roleLeader, roleAssign, roleRevoke, roleSplitWriter}},
 	{msgs: types(messages.SessionEnded{}), from: roleLease, to: []role{roleRoot, roleLeader, roleAssign}},
 	{msgs: types(messages.SessionStarted{}), from: roleLease, to: []role{roleLeader, roleAssign}},
 	// The job's lifecycle.
 	{msgs: types(messages.JobStarted{}, messages.Departing{}), from: roleRoot, to: children},
-	{msgs: types(messages.VerdictReached{}), from: roleCommit, to: []role{roleRoot}, note: "the verdict, once"},
+	{msgs: types(messages.VerdictReached{}), from: roleSplitWriter, to: []role{roleRoot}, note: "the verdict, once"},
 	{msgs: types(messages.VerdictReached{}), from: roleRoot, to: []role{roleAssign, roleLeader, roleRevoke}},
 	// Claims.
-	{msgs: types(messages.ClaimSplit{}, messages.ReturnLeftover{}), from: roleAssign, to: []role{roleCommit}},
-	{msgs: types(messages.ClaimWon{}), from: roleCommit, to: []role{roleRoot}},
-	{msgs: types(messages.ClaimAbandoned{}), from: roleCommit, to: []role{roleAssign}},
-	{msgs: types(messages.SplitQuarantined{}), from: roleCommit, to: []role{roleRoot}},
+	{msgs: types(messages.ClaimSplit{}, messages.ReturnLeftover{}), from: roleAssign, to: []role{roleSplitWriter}},
+	{msgs: types(messages.ClaimWon{}), from: roleSplitWriter, to: []role{roleRoot}},
+	{msgs: types(messages.ClaimAbandoned{}), from: roleSplitWriter, to: []role{roleAssign}},
+	{msgs: types(messages.SplitQuarantined{}), from: roleSplitWriter, to: []role{roleRoot}},
 	// Tenancies: the root's registry is their one owner.
-	{msgs: types(messages.EndTenancy{}), from: roleCommit, to: []role{roleRoot}, note: "a fence seen in the split record"},
+	{msgs: types(messages.EndTenancy{}), from: roleSplitWriter, to: []role{roleRoot}, note: "a fence seen in the split record"},
 	{msgs: types(messages.EndTenancy{}), from: roleHandle, to: []role{roleRoot}, note: "a fenced or completed commit"},
-	{msgs: types(messages.TenancyStarted{}, messages.TenancyEnded{}), from: roleRoot, to: []role{roleAssign, roleCommit, roleRevoke}, note: "the registry's changes, each once; followers keep a derived view"},
-	{msgs: types(messages.HandBackResolved{}), from: roleCommit, to: []role{roleRevoke, roleAssign}},
+	{msgs: types(messages.TenancyStarted{}, messages.TenancyEnded{}), from: roleRoot, to: []role{roleAssign, roleSplitWriter, roleRevoke}, note: "the registry's changes, each once; followers keep a derived view"},
+	{msgs: types(messages.HandBackResolved{}), from: roleSplitWriter, to: []role{roleRevoke, roleAssign}},
 	// Revocations.
 	{msgs: types(messages.AssignedSetChanged{}), from: roleAssign, to: []role{roleRevoke}},
 	{msgs: types(messages.RevocationRequested{}, messages.ForceRevocation{}), from: roleRevoke, to: []role{roleRoot}},
@@ -100,7 +100,7 @@ var routes = []route{
 	// Handle commands (requests: the reply goes to the caller).
 	{msgs: types(messages.StartJob{}, messages.FailSplit{}, messages.ReleaseSplits{}, messages.DepartJob{}), from: roleHandle, to: []role{roleRoot}},
 	{msgs: types(messages.DeclineRevoke{}), from: roleHandle, to: []role{roleRevoke}, note: "the revoke actor forces it through the root"},
-	{msgs: types(messages.FailSplit{}, messages.HandBackSplits{}), from: roleRoot, to: []role{roleCommit}, note: "the writes of Fail, Release, Depart and forced revocations"},
+	{msgs: types(messages.FailSplit{}, messages.HandBackSplits{}), from: roleRoot, to: []role{roleSplitWriter}, note: "the writes of Fail, Release, Depart and forced revocations"},
 	{msgs: types(messages.StepDown{}), from: roleRoot, to: []role{roleLeader}, note: "Depart; answered once the leader key is deleted"},
 	{msgs: types(messages.WithdrawPresence{}), from: roleRoot, to: []role{roleLease}, note: "Depart; answered once the presence key is deleted"},
 }

@@ -84,7 +84,7 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 		{"own assignment deleted", messages.AssignmentDeleted{Instance: "w1"}, "leader, assign"},
 		{"peer presence", messages.PresenceObserved{Instance: "w2"}, "leader, assign"},
 		{"own presence", messages.PresenceObserved{Instance: "w1"}, "leader, assign, lease"},
-		{"split records", messages.RecordsObserved{}, "commit, assign, leader"},
+		{"split records", messages.RecordsObserved{}, "splitwriter, assign, leader"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

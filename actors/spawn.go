@@ -68,7 +68,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.pid.lease = spawn(newLease(v), "lease")
 	v.pid.leader = spawn(newLeader(v), "leader")
 	v.pid.assign = spawn(newAssign(v), "assign")
-	v.pid.commit = spawn(newCommit(v), "commit")
+	v.pid.splitWriter = spawn(newSplitWriter(v), "splitwriter")
 	v.pid.revoke = spawn(newRevoke(v), "revoke")
 	v.pid.root = spawn(newRoot(v), "coordinator")
 	return &Coordinator{v: v}, nil

@@ -8,7 +8,7 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// The fenced writes of split records the commit actor runs on its
+// The fenced writes of split records the split-writer actor runs on its
 // goroutines for a held or just surrendered tenancy: fail, hand-back,
 // leftover return and completion (docs/protocol.md, "Hand-back, fail,
 // quarantine").

@@ -19,7 +19,7 @@ type tenancy struct {
 // registry is the root's tenancy registry, the one owner of the fact
 // "this worker holds split s at epoch e". A tenancy starts when a claim's
 // ClaimWon reaches the root and ends only through the root (an EndTenancy
-// asked by the commit actor or the handle, a handle command, a forced
+// asked by the split-writer actor or the handle, a handle command, a forced
 // revocation, the session's end); the root announces each change as
 // TenancyStarted and TenancyEnded, from which the other actors keep
 // derived views (heldView).

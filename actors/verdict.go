@@ -9,7 +9,7 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// The commit actor takes the job's verdict (docs/protocol.md, "Completion"):
+// The split-writer actor takes the job's verdict (docs/protocol.md, "Completion"):
 // when its view passes the gate it lists every split record and judges
 // from the listing alone (verdict, commit_decide.go).
 
@@ -22,16 +22,16 @@ type verdictListed struct {
 
 // judge evaluates the verdict gate and lists when it passes
 // (docs/protocol.md, "Completion").
-func (cm *commit) judge() {
-	if cm.verdict || cm.judging || cm.departing || !cm.hasPlan || cm.plan.Finality != coordination.PlanFinal {
+func (sw *splitWriterActor) judge() {
+	if sw.verdict || sw.judging || sw.departing || !sw.hasPlan || sw.plan.Finality != coordination.PlanFinal {
 		return
 	}
-	n := len(cm.records)
-	if uint64(n) < cm.plan.Planned || cm.completed+cm.quarant != n {
+	n := len(sw.records)
+	if uint64(n) < sw.plan.Planned || sw.completed+sw.quarant != n {
 		return
 	}
-	cm.judging = true
-	v, pid := cm.v, cm.v.pid.commit
+	sw.judging = true
+	v, pid := sw.v, sw.v.pid.splitWriter
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
@@ -54,26 +54,26 @@ func (cm *commit) judge() {
 	})
 }
 
-func (cm *commit) listed(m verdictListed) {
+func (sw *splitWriterActor) listed(m verdictListed) {
 	// The listing is applied to the view while judging is still set, so the
 	// folds do not start another listing.
 	for i, rec := range m.recs {
-		cm.fold(rec.ID, rec, m.revs[i])
+		sw.fold(rec.ID, rec, m.revs[i])
 	}
-	cm.judging = false
+	sw.judging = false
 	if m.err != nil {
-		if !cm.v.fatalIf(m.err) {
-			cm.log.Warn("verdict listing failed; will retry", "err", m.err)
+		if !sw.v.fatalIf(m.err) {
+			sw.log.Warn("verdict listing failed; will retry", "err", m.err)
 		}
 		return
 	}
-	if cm.verdict || cm.departing {
+	if sw.verdict || sw.departing {
 		return
 	}
-	stalled, completed, quarantined, ok := verdict(m.recs, cm.plan.Planned)
+	stalled, completed, quarantined, ok := verdict(m.recs, sw.plan.Planned)
 	if !ok {
 		return
 	}
-	cm.verdict = true
-	cm.v.route(roleCommit, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
+	sw.verdict = true
+	sw.v.route(roleSplitWriter, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
 }

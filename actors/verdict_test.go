@@ -26,10 +26,10 @@ func (s listFailingStore) List(context.Context, store.Keyspace, string) ([]store
 	return nil, s.err
 }
 
-// verdictRig is a lone commit actor's state whose root and own inbox are
+// verdictRig is a lone split-writer actor's state whose root and own inbox are
 // recorders, so the verdict's listing and judgment are seen as messages.
 type verdictRig struct {
-	cm   *commit
+	sw   *splitWriterActor
 	v    *env
 	mu   sync.Mutex
 	msgs []any
@@ -42,15 +42,15 @@ func newVerdictRig(t *testing.T, st store.Store) *verdictRig {
 	v.e = r.e
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	rec := r.e.Spawn(func() actor.Receiver { return recorder{mu: &vr.mu, msgs: &vr.msgs} }, "rec")
-	v.pid.root, v.pid.commit = rec, rec
+	v.pid.root, v.pid.splitWriter = rec, rec
 	t.Cleanup(func() {
 		v.cancel()
 		v.wg.Wait()
 		<-r.e.Poison(rec).Done()
 	})
-	vr.v, vr.cm = v, newCommit(v)().(*commit)
+	vr.v, vr.sw = v, newSplitWriter(v)().(*splitWriterActor)
 	// A final plan of one split, completed in the view: the gate passes.
-	vr.cm.plan, vr.cm.hasPlan = protocol.PlanRecord{Finality: coordination.PlanFinal, Planned: 1}, true
+	vr.sw.plan, vr.sw.hasPlan = protocol.PlanRecord{Finality: coordination.PlanFinal, Planned: 1}, true
 	return vr
 }
 
@@ -90,7 +90,7 @@ func TestVerdictListing(t *testing.T) {
 					put(t, ms, protocol.SplitKey("a"), tt.stored, 0)
 				}
 				vr := newVerdictRig(t, st)
-				vr.cm.fold("a", done, 1)
+				vr.sw.fold("a", done, 1)
 				got := vr.take()
 				if len(got) != 1 {
 					t.Fatalf("the gate passed but no listing came back: %v", got)
@@ -99,16 +99,16 @@ func TestVerdictListing(t *testing.T) {
 				if !ok {
 					t.Fatalf("got %T, want verdictListed", got[0])
 				}
-				vr.cm.listed(m)
-				if vr.cm.judging {
+				vr.sw.listed(m)
+				if vr.sw.judging {
 					t.Fatal("still judging after the listing")
 				}
 				var reached bool
 				for _, msg := range vr.take() {
 					_, reached = msg.(messages.VerdictReached)
 				}
-				if reached != tt.verdict || vr.cm.verdict != tt.verdict {
-					t.Fatalf("verdict sent %v, taken %v, want %v", reached, vr.cm.verdict, tt.verdict)
+				if reached != tt.verdict || vr.sw.verdict != tt.verdict {
+					t.Fatalf("verdict sent %v, taken %v, want %v", reached, vr.sw.verdict, tt.verdict)
 				}
 				if f := vr.v.out.failure(); (f != nil) != tt.fatal {
 					t.Fatalf("failure %v, want fatal %v", f, tt.fatal)

@@ -76,9 +76,9 @@ type keyspaceWatch struct {
 	retry    *time.Timer
 }
 
-// watch bridges the store's two watches and the reconcile listing into
+// watchActor bridges the store's two watches and the reconcile listing into
 // typed observations for the actors that subscribe to each key family.
-type watch struct {
+type watchActor struct {
 	v   *env
 	log *slog.Logger
 
@@ -101,7 +101,7 @@ type watch struct {
 
 func newWatch(v *env) actor.Producer {
 	return func() actor.Receiver {
-		w := &watch{v: v, log: v.log.With("actor", "watch")}
+		w := &watchActor{v: v, log: v.log.With("actor", "watch")}
 		for i := range w.ks {
 			w.ks[i] = &keyspaceWatch{keys: map[string]*keyState{}, backoff: 200 * time.Millisecond}
 		}
@@ -111,7 +111,7 @@ func newWatch(v *env) actor.Producer {
 
 // Receive handles one message; the observations it made leave before the
 // next one is handled.
-func (w *watch) Receive(c *actor.Context) {
+func (w *watchActor) Receive(c *actor.Context) {
 	defer w.flush()
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
@@ -177,7 +177,7 @@ func (w *watch) Receive(c *actor.Context) {
 // waiting (up to maxWatchBurst) as one message, one credit of the watch
 // hand-off per event (backlog.go): while the actors are behind it stops
 // reading, and the store's own lag limit breaks the watch.
-func (w *watch) open(ks store.Keyspace) {
+func (w *watchActor) open(ks store.Keyspace) {
 	k := w.ks[ks]
 	k.gen++
 	gen, pid, v := k.gen, w.v.pid.watch, w.v
@@ -234,7 +234,7 @@ func watchPrefix(ks store.Keyspace) string {
 
 // broken handles a watch that ended or failed to open: re-watch with a
 // real-time backoff, unless the error is Fatal.
-func (w *watch) broken(ks store.Keyspace, err error) {
+func (w *watchActor) broken(ks store.Keyspace, err error) {
 	k := w.ks[ks]
 	k.w = nil
 	k.live = false
@@ -253,7 +253,7 @@ func (w *watch) broken(ks store.Keyspace, err error) {
 	k.retry = time.AfterFunc(d, func() { v.send(pid, rewatchDue{ks: ks, gen: gen}) })
 }
 
-func (w *watch) event(ks store.Keyspace, ev store.WatchEvent) {
+func (w *watchActor) event(ks store.Keyspace, ev store.WatchEvent) {
 	k := w.ks[ks]
 	switch ev.Kind {
 	case store.Put:
@@ -292,7 +292,7 @@ func (w *watch) event(ks store.Keyspace, ev store.WatchEvent) {
 
 // announce logs `joined a running fleet` when the first ephemeral snapshot
 // shows other workers' presence (docs/protocol.md, "Joining").
-func (w *watch) announce() {
+func (w *watchActor) announce() {
 	live, peers := 0, 0
 	for key, s := range w.ks[store.Ephemeral].keys {
 		if kind, inst := protocol.ParseKey(store.Ephemeral, key); s.present && kind == protocol.KeyPresence {
@@ -307,7 +307,7 @@ func (w *watch) announce() {
 	}
 }
 
-func (w *watch) liveChanged() {
+func (w *watchActor) liveChanged() {
 	both := w.ks[0].live && w.ks[1].live
 	if both == w.bothLive {
 		return
@@ -320,7 +320,7 @@ func (w *watch) liveChanged() {
 	}
 }
 
-func (w *watch) startReconcile() {
+func (w *watchActor) startReconcile() {
 	if w.reconciling || !w.joined {
 		return
 	}
@@ -343,7 +343,7 @@ func (w *watch) startReconcile() {
 
 // applyListing applies a listing like a snapshot (docs/protocol.md, "Watches and reconcile"): entries as puts,
 // keys unchanged since the listing started and absent from it as deletes.
-func (w *watch) applyListing(m listed) {
+func (w *watchActor) applyListing(m listed) {
 	if m.err != nil || m.last {
 		w.reconciling = false
 	}
@@ -376,7 +376,7 @@ func (w *watch) applyListing(m listed) {
 // sequence since or before) shows key below the revision of that change
 // (docs/protocol.md, "Store rollback"). A live event below it is only a
 // stale echo; a read that began earlier may legitimately be older.
-func (w *watch) rolledBack(ks store.Keyspace, key string, rev, since uint64) bool {
+func (w *watchActor) rolledBack(ks store.Keyspace, key string, rev, since uint64) bool {
 	s := w.ks[ks].keys[key]
 	if s == nil || s.seq > since || rev >= s.rev {
 		return false
@@ -385,7 +385,7 @@ func (w *watch) rolledBack(ks store.Keyspace, key string, rev, since uint64) boo
 	return true
 }
 
-func (w *watch) put(ks store.Keyspace, key string, val []byte, rev uint64) {
+func (w *watchActor) put(ks store.Keyspace, key string, val []byte, rev uint64) {
 	k := w.ks[ks]
 	s := k.keys[key]
 	if s != nil && rev <= s.rev {
@@ -400,7 +400,7 @@ func (w *watch) put(ks store.Keyspace, key string, val []byte, rev uint64) {
 	w.decodePut(ks, key, val, rev)
 }
 
-func (w *watch) del(ks store.Keyspace, key string, rev uint64, synth bool) {
+func (w *watchActor) del(ks store.Keyspace, key string, rev uint64, synth bool) {
 	k := w.ks[ks]
 	s := k.keys[key]
 	if s == nil || !s.present || (!synth && rev <= s.rev) {
@@ -418,7 +418,7 @@ func (w *watch) del(ks store.Keyspace, key string, rev uint64, synth bool) {
 // record put joins the current run of them, anything else sends the run
 // first and then itself, so every subscriber sees the observations in the
 // order they were made.
-func (w *watch) observe(msg any) {
+func (w *watchActor) observe(msg any) {
 	if r, ok := msg.(messages.RecordObserved); ok {
 		w.run = append(w.run, r)
 		if len(w.run) == maxWatchBurst {
@@ -431,14 +431,14 @@ func (w *watch) observe(msg any) {
 }
 
 // flush sends the current run of split record puts.
-func (w *watch) flush() {
+func (w *watchActor) flush() {
 	if len(w.run) > 0 {
 		w.v.route(roleWatch, messages.RecordsObserved{Records: w.run})
 		w.run = nil
 	}
 }
 
-func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64) {
+func (w *watchActor) decodePut(ks store.Keyspace, key string, val []byte, rev uint64) {
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
@@ -486,7 +486,7 @@ func (w *watch) decodePut(ks store.Keyspace, key string, val []byte, rev uint64)
 	}
 }
 
-func (w *watch) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bool) {
+func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bool) {
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:

@@ -5,7 +5,7 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// ClaimSplit asks the commit actor to claim a split, or to quarantine it on
+// ClaimSplit asks the split-writer actor to claim a split, or to quarantine it on
 // takeover (docs/protocol.md, "Claim protocol"): Record and RecordRev are
 // the view's split record.
 type ClaimSplit struct {
@@ -14,7 +14,7 @@ type ClaimSplit struct {
 	RecordRev uint64
 }
 
-// ReturnLeftover asks the commit actor to hand back a split record that
+// ReturnLeftover asks the split-writer actor to hand back a split record that
 // names this session although the worker neither holds nor is assigned the
 // split (a write of its own landed unseen).
 type ReturnLeftover struct {

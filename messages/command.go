@@ -41,7 +41,7 @@ type ReleaseSplits struct {
 // ReleaseSplitsReply answers ReleaseSplits.
 type ReleaseSplitsReply struct{ Err error }
 
-// HandBackSplits asks the commit actor to clear the owner of surrendered
+// HandBackSplits asks the split-writer actor to clear the owner of surrendered
 // splits; the reply goes to ReplyTo. With Leftovers (Depart) it also
 // returns every split record the view shows naming this session that the
 // worker does not hold, before it replies.

@@ -13,32 +13,32 @@
 // was fenced or completed.
 //
 // The root owns the tenancy registry. It tells every actor JobStarted and
-// Departing; it publishes each registry change once, TenancyStarted and
-// TenancyEnded, to assign, commit and revoke; it forwards the writes of
-// Fail, Release, Depart and forced revocations to the commit actor
+// Departing; it announces each registry change once, TenancyStarted and
+// TenancyEnded, to assign, splitwriter and revoke; it forwards the writes of
+// Fail, Release, Depart and forced revocations to the split-writer actor
 // (FailSplit, HandBackSplits, answered by HandBackSplitsReply or
 // ReleaseSplitsReply); it rebroadcasts VerdictReached to assign, leader and
 // revoke; and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
 //
 // The watch actor turns watched and listed keys into observations:
-// RecordsObserved and RecordDeleted (split records) to commit, assign and
-// leader; PresenceObserved to leader and assign, and to the lease for its
+// RecordsObserved and RecordDeleted (split records) to splitwriter, assign
+// and leader; PresenceObserved to leader and assign, and to the lease for its
 // own key; PresenceDeleted to leader and assign; LeaderObserved and
 // LeaderDeleted to the leader; PlanObserved and PlanDeleted to leader and
-// commit; AssignmentObserved and AssignmentDeleted to the leader, and to
+// splitwriter; AssignmentObserved and AssignmentDeleted to the leader, and to
 // assign for this worker's own record; WatchesChanged to leader, assign,
-// commit, revoke and lease; Reconciled to the leader.
+// splitwriter, revoke and lease; Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to the watch actor once startup
-// finished; HeartbeatTicked to leader, assign, revoke and commit;
+// finished; HeartbeatTicked to leader, assign, revoke and splitwriter;
 // SessionEnded to root, leader and assign; SessionStarted to leader and
 // assign.
 //
-// The assign actor asks the commit actor ClaimSplit and ReturnLeftover,
+// The assign actor asks the split-writer actor ClaimSplit and ReturnLeftover,
 // and tells the revoke actor AssignedSetChanged.
 //
-// The commit actor answers claims with ClaimWon (to the root, which starts
+// The split-writer actor answers claims with ClaimWon (to the root, which starts
 // the tenancy) or ClaimAbandoned (to assign); asks the root EndTenancy when
 // a split record shows a held tenancy fenced; tells revoke and assign
 // HandBackResolved once a surrendered tenancy's write resolved; tells the

@@ -58,7 +58,7 @@ func (r EndReason) String() string {
 }
 
 // ClaimWon reports that a claim won and fenced the progress record: the
-// commit actor holds the split at Epoch; the root registers the tenancy and
+// split-writer actor holds the split at Epoch; the root registers the tenancy and
 // emits Gained.
 type ClaimWon struct {
 	Spec  coordination.SplitSpec
@@ -71,7 +71,7 @@ type ClaimWon struct {
 }
 
 // EndTenancy asks the root, the owner of the tenancy registry, to end
-// tenancy Epoch of Split: the commit actor sends it when the split record
+// tenancy Epoch of Split: the split-writer actor sends it when the split record
 // shows the tenancy fenced, the handle when a commit was fenced or
 // completed. The root ignores it unless that tenancy is held.
 type EndTenancy struct {
@@ -90,7 +90,7 @@ type TenancyStarted struct {
 
 // TenancyEnded is the root's broadcast that a held tenancy ended. It is
 // sent once per tenancy, after its TenancyStarted; on EndCompleted the
-// commit actor completes the split record.
+// split-writer actor completes the split record.
 type TenancyEnded struct {
 	Split  coordination.SplitID
 	Epoch  uint64

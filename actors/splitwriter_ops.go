@@ -10,7 +10,7 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// The writes the commit actor queues per split, one request type and one
+// The writes the split-writer actor queues per split, one request type and one
 // result type each. Writes on the same split run one at a time, in arrival
 // order; each result comes back to the actor through its inbox, from the
 // write's goroutine (or at once, for a write refused without I/O).

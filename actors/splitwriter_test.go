@@ -13,7 +13,7 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// A Fail the root accepted while the commit actor had already lost the
+// A Fail the root accepted while the split-writer actor had already lost the
 // split's record (deleted outside the library; its drop was still on the
 // way to the root) writes nothing and must say so: Fenced, never nil
 // (§6.8).
@@ -26,12 +26,12 @@ func TestFailWithoutARecordIsFenced(t *testing.T) {
 		v := &env{e: r.e, st: r.st, cfg: testConfig(t, r.clk, "w1"), clk: r.clk, id: "w1", log: discardLogger(), out: &outbox{}}
 		v.ctx, v.cancel = context.WithCancel(context.Background())
 		v.pid = pids{root: rec, lease: rec, revoke: rec, assign: rec}
-		v.pid.commit = r.e.Spawn(newCommit(v), "commit")
+		v.pid.splitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")
 		t.Cleanup(func() {
-			<-r.e.Poison(v.pid.commit).Done()
+			<-r.e.Poison(v.pid.splitWriter).Done()
 			<-r.e.Poison(rec).Done()
 		})
-		r.e.Send(v.pid.commit, messages.FailSplit{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
+		r.e.Send(v.pid.splitWriter, messages.FailSplit{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
 		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()
