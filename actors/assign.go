@@ -44,7 +44,6 @@ type assignActor struct {
 	inflight map[coordination.SplitID]bool   // every write in flight (bounded by maxClaimsInFlight); value: it counts as a claim against MaxInFlight (quarantines and leftover returns do not)
 	claims   int                             // claims in flight
 	handing  map[coordination.SplitID]uint64 // surrendered, its write not resolved yet
-	early    map[coordination.SplitID]uint64 // a write resolved before its TenancyEnded arrived (completions race the root)
 	lostAt   map[coordination.SplitID]uint64 // a claim lost at this record revision
 	cooldown map[coordination.SplitID]bool   // the store failed; retry at the next heartbeat
 	extra    map[coordination.SplitID]bool   // quarantine candidates and leftovers: acted on regardless of assignment
@@ -71,7 +70,6 @@ func newAssign(v *env) actor.Producer {
 			held:     heldView{},
 			inflight: map[coordination.SplitID]bool{},
 			handing:  map[coordination.SplitID]uint64{},
-			early:    map[coordination.SplitID]uint64{},
 			lostAt:   map[coordination.SplitID]uint64{},
 			cooldown: map[coordination.SplitID]bool{},
 			extra:    map[coordination.SplitID]bool{},
@@ -184,9 +182,7 @@ func (a *assignActor) tenancyStarted(c *actor.Context, m messages.TenancyStarted
 // starved one has none).
 func (a *assignActor) tenancyEnded(c *actor.Context, m messages.TenancyEnded) {
 	a.held.apply(m)
-	if e, ok := a.early[m.Split]; ok && e == m.Epoch {
-		delete(a.early, m.Split)
-	} else if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
+	if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
 		a.handing[m.Split] = m.Epoch
 	}
 	if a.assigned[m.Split] {
@@ -196,14 +192,13 @@ func (a *assignActor) tenancyEnded(c *actor.Context, m messages.TenancyEnded) {
 	a.step(c)
 }
 
-// handBackResolved frees a surrendered split once its write resolved, or
-// notes a resolution that beat the root's TenancyEnded.
+// handBackResolved frees a surrendered split once its write resolved. The
+// root relays it after the tenancy's TenancyEnded, so the split is already
+// handing.
 func (a *assignActor) handBackResolved(c *actor.Context, m messages.HandBackResolved) {
 	if e, ok := a.handing[m.Split]; ok && e == m.Epoch {
 		delete(a.handing, m.Split)
 		a.changed(c, m.Split)
-	} else if a.held.holds(m.Split, m.Epoch) {
-		a.early[m.Split] = m.Epoch
 	}
 }
 

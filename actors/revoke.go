@@ -22,11 +22,6 @@ type revokeActor struct {
 	// declines holds the DeclineRevoke calls waiting for their forced
 	// hand-back, answered when the tenancy's end resolves, whoever ended it.
 	declines map[coordination.SplitID]pendingDecline
-	// over holds held tenancies whose surrender already resolved: the
-	// split-writer actor's HandBackResolved (a completion, a hand-back) can arrive before
-	// the root's TenancyEnded, and a revocation begun in between would reach
-	// a root that no longer holds the split and be forced at DrainDeadline.
-	over     map[coordination.SplitID]uint64
 	assigned map[coordination.SplitID]bool
 	decided  bool
 
@@ -41,7 +36,6 @@ func newRevoke(v *env) actor.Producer {
 			held:     heldView{},
 			entries:  map[coordination.SplitID]*revocation{},
 			declines: map[coordination.SplitID]pendingDecline{},
-			over:     map[coordination.SplitID]uint64{},
 			assigned: map[coordination.SplitID]bool{},
 		}
 	}
@@ -78,9 +72,6 @@ func (r *revokeActor) Receive(c *actor.Context) {
 		r.deadlines(c)
 	case messages.TenancyEnded:
 		r.held.apply(m)
-		if e, ok := r.over[m.Split]; ok && e == m.Epoch {
-			delete(r.over, m.Split)
-		}
 		if m.Reason == messages.EndFenced || m.Reason == messages.EndStarved {
 			// No hand-back follows these ends: settle and answer here.
 			if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
@@ -116,9 +107,6 @@ func (r *revokeActor) step(c *actor.Context) {
 func (r *revokeActor) follow(c *actor.Context, id coordination.SplitID, epoch uint64, now time.Time) {
 	if !r.decided || !r.phase.live || r.phase.over() {
 		return
-	}
-	if e, ok := r.over[id]; ok && e == epoch {
-		return // surrendered already; the root's TenancyEnded is on its way
 	}
 	e := r.entries[id]
 	if e != nil && e.epoch != epoch {
@@ -183,9 +171,6 @@ func (r *revokeActor) resolved(m messages.HandBackResolved) {
 	r.answerDecline(m.Split, m.Epoch, err)
 	e, ok := r.entries[m.Split]
 	if !ok || e.epoch != m.Epoch {
-		if r.held.holds(m.Split, m.Epoch) {
-			r.over[m.Split] = m.Epoch
-		}
 		return
 	}
 	r.settle(m.Split, e, outcome)

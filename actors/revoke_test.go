@@ -300,21 +300,22 @@ func TestRebalanceDelayWithholdsACrashedWorkersSplits(t *testing.T) {
 	}
 }
 
-// A split that completes right after its claim: the split-writer actor's
-// HandBackResolved (the completion's split-record write) reaches the revoke
-// actor before the root's TenancyEnded, and the leader drops the completed
-// split from the assignment in between. No revocation may begin for it: the
-// root no longer holds it and would drop the request, leaving an entry that
-// is forced at DrainDeadline ("drain started", never accepted).
+// A split that completes right after its claim, and that the leader drops
+// from the assignment while the completion's split-record write runs: the
+// revoke actor sees the root's TenancyEnded, the smaller assigned set, then
+// the HandBackResolved the root relays after TenancyEnded. No revocation
+// may begin for it: the root no longer holds it and would drop the
+// request, leaving an entry that is forced at DrainDeadline ("drain
+// started", never accepted).
 func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
 		rr.send(messages.WatchesChanged{Live: true},
 			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}},
 			messages.TenancyStarted{Split: "a", Epoch: 1},
-			messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded},
+			messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndCompleted},
 			messages.AssignedSetChanged{Decided: true},
-			messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndCompleted})
+			messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
 		rr.clk.Add(time.Second) // past DrainDeadline (750ms)
 		rr.send(messages.HeartbeatTicked{})
 		if got := rr.take(); len(got) != 0 {

@@ -84,6 +84,11 @@ func (r *rootActor) Receive(c *actor.Context) {
 		}
 	case messages.SplitQuarantined:
 		r.splitQuarantined(m)
+	case messages.HandBackResolved:
+		// Every surrender write is asked after the root's TenancyEnded was
+		// routed, so relaying its outcome here puts it after that
+		// TenancyEnded in each follower's inbox.
+		r.v.route(roleRoot, m)
 	case messages.RevocationRequested:
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.v.out.push(coordination.RevokeRequested{Split: m.Split})

@@ -92,7 +92,8 @@ var routes = []route{
 	{msgs: types(messages.EndTenancy{}), from: roleSplitWriter, to: []role{roleRoot}, note: "a fence seen in the split record"},
 	{msgs: types(messages.EndTenancy{}), from: roleHandle, to: []role{roleRoot}, note: "a fenced or completed commit"},
 	{msgs: types(messages.TenancyStarted{}, messages.TenancyEnded{}), from: roleRoot, to: []role{roleAssign, roleSplitWriter, roleRevoke}, note: "the registry's changes, each once; followers keep a derived view"},
-	{msgs: types(messages.HandBackResolved{}), from: roleSplitWriter, to: []role{roleRevoke, roleAssign}},
+	{msgs: types(messages.HandBackResolved{}), from: roleSplitWriter, to: []role{roleRoot}, note: "relayed by the root"},
+	{msgs: types(messages.HandBackResolved{}), from: roleRoot, to: []role{roleRevoke, roleAssign}, note: "always after the tenancy's TenancyEnded: one ordered stream"},
 	// Revocations.
 	{msgs: types(messages.AssignedSetChanged{}), from: roleAssign, to: []role{roleRevoke}},
 	{msgs: types(messages.RevocationRequested{}, messages.ForceRevocation{}), from: roleRevoke, to: []role{roleRoot}},

@@ -93,6 +93,14 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 			}
 		})
 	}
+	// A surrender's outcome goes to the root only, which relays it after
+	// the tenancy's TenancyEnded (docs/architecture.md, "One owner per fact").
+	if got := roleList(recipients(roleSplitWriter, messages.HandBackResolved{}, "w1")); got != "root" {
+		t.Errorf("HandBackResolved from the split writer goes to %s, want root", got)
+	}
+	if got := roleList(recipients(roleRoot, messages.HandBackResolved{}, "w1")); got != "revoke, assign" {
+		t.Errorf("HandBackResolved from the root goes to %s, want revoke, assign", got)
+	}
 	// The table's own slices are never aliased by an append.
 	recipients(roleWatch, messages.AssignmentObserved{Instance: "w1"}, "w1")
 	if got := roleList(lookup(roleWatch, messages.AssignmentObserved{}).to); got != "leader" {

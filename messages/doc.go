@@ -40,9 +40,10 @@
 //
 // The split-writer actor answers claims with ClaimWon (to the root, which starts
 // the tenancy) or ClaimAbandoned (to assign); asks the root EndTenancy when
-// a split record shows a held tenancy fenced; tells revoke and assign
-// HandBackResolved once a surrendered tenancy's write resolved; tells the
-// root SplitQuarantined and VerdictReached.
+// a split record shows a held tenancy fenced; tells the root
+// HandBackResolved once a surrendered tenancy's write resolved (the root
+// relays it to revoke and assign, after the tenancy's TenancyEnded); tells
+// the root SplitQuarantined and VerdictReached.
 //
 // The revoke actor asks the root RevocationRequested (emit RevokeRequested)
 // and ForceRevocation (surrender and hand back).
