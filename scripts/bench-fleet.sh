@@ -7,7 +7,8 @@
 #   F2 W workers claim N splits      vs the raw writes those claims need
 #   F3 that fleet idle               writes/worker/heartbeat, process CPU
 #   F4 events per worker per second  others holding few vs many splits
-#   F5 Commit p50/p99                vs a raw KV Update, interleaved
+#   F5 Commit p50/p99                vs a raw KV Update, interleaved, and the
+#                                    store's own Update (its share of the ratio)
 #   F6 heap per split in view        vs the store's bytes per split
 #   F7 restart on an existing job    W workers claim N seeded splits vs the raw
 #                                    writes those claims need

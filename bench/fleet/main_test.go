@@ -100,7 +100,7 @@ func TestFiguresOnPostgres(t *testing.T) {
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^F2 2 workers claim 30 splits .*ratio [0-9.]+`),
 		regexp.MustCompile(`(?m)^F3 .*PostgreSQL server CPU [0-9.]+ % .*: [0-9]+ written .*, [0-9]+ removed`),
-		regexp.MustCompile(`(?m)^F5 .*raw UPDATE \.\.\. WHERE rev = \$1 p50 [0-9.]+ ms`),
+		regexp.MustCompile(`(?m)^F5 .*raw UPDATE \.\.\. WHERE rev = \$1 p50 [0-9.]+ ms.*; store Update p50 [0-9.]+ ms p99 [0-9.]+ ms, ratio p50 [0-9.]+ p99 [0-9.]+`),
 	} {
 		if !want.MatchString(out.String()) {
 			t.Errorf("no line matching %s in:\n%s", want, out.String())
