@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -10,6 +11,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -85,4 +87,56 @@ func TestPoisonSplitRunsMaxAttemptsThenStalls(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// A write with nothing to write on is refused without I/O, and its result
+// still answers as the write's own would: a hand-back or completion of a
+// split whose record left the view resolves without a write, and a claim
+// or leftover return asked after Depart began is abandoned.
+func TestRefusedWritesStillAnswer(t *testing.T) {
+	tests := []struct {
+		name string
+		send []any
+		want func(m any) bool
+	}{
+		{"hand-back without a record", []any{messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: "a", Epoch: 1}}, Reason: messages.EndReleased}},
+			func(m any) bool {
+				return m == messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndReleased, Outcome: messages.HandBackFenced}
+			}},
+		{"completion without a record", []any{messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndCompleted}},
+			func(m any) bool {
+				return m == messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded}
+			}},
+		{"claim after Departing", []any{messages.Departing{}, messages.ClaimSplit{Candidate: protocol.Candidate{ID: "b"}, RecordRev: 4}},
+			func(m any) bool { return m == messages.ClaimAbandoned{Split: "b", Rev: 4} }},
+		{"leftover return after Departing", []any{messages.Departing{}, messages.ReturnLeftover{Split: "c", RecordRev: 5}},
+			func(m any) bool { return m == messages.ClaimAbandoned{Split: "c", Rev: 5} }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newRig(t)
+				var mu sync.Mutex
+				var msgs []any
+				rec := r.e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
+				v := &env{e: r.e, st: r.st, cfg: testConfig(t, r.clk, "w1"), clk: r.clk, id: "w1", log: discardLogger(), out: &outbox{}}
+				v.ctx, v.cancel = context.WithCancel(context.Background())
+				v.pid = pids{root: rec, lease: rec, revoke: rec, assign: rec}
+				v.pid.splitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")
+				t.Cleanup(func() {
+					<-r.e.Poison(v.pid.splitWriter).Done()
+					<-r.e.Poison(rec).Done()
+				})
+				for _, m := range tt.send {
+					r.e.Send(v.pid.splitWriter, m)
+				}
+				synctest.Wait()
+				mu.Lock()
+				defer mu.Unlock()
+				if !slices.ContainsFunc(msgs, tt.want) {
+					t.Fatalf("messages %v lack the expected answer", msgs)
+				}
+			})
+		})
+	}
 }
