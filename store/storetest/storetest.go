@@ -139,6 +139,8 @@ func timedSpan(ttl time.Duration) time.Duration {
 
 // expirySlack is how long after its TTL a silent ephemeral key may still be
 // live: the backend's expiry precision (one second on NATS) with a margin.
+// The checks count it from the write's acknowledgement, the latest moment
+// the store can have stamped the write, so a slow round trip does not eat it.
 func expirySlack(ttl time.Duration) time.Duration {
 	return max(ttl/2, 1500*time.Millisecond)
 }

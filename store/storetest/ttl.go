@@ -35,10 +35,10 @@ func testKeepAlive(t *testing.T, newStore newStoreFunc) {
 func testExpires(t *testing.T, newStore newStoreFunc) {
 	st, _ := fresh(t, newStore)
 	ttl := st.LeaseTTL()
-	written := time.Now()
 	rev := mustCreate(t, st, store.Ephemeral, "lease.k", []byte("v"))
+	acked := time.Now() // the store cannot have stamped the write any later
 	mustCreate(t, st, store.Durable, "lease.k", []byte("durable"))
-	eventually(t, ttl+expirySlack(ttl)-time.Since(written), "silent ephemeral key expired (TTL "+ttl.String()+")", func() bool {
+	eventually(t, ttl+expirySlack(ttl)-time.Since(acked), "silent ephemeral key expired (TTL "+ttl.String()+")", func() bool {
 		_, live := get(t, st, store.Ephemeral, "lease.k")
 		return !live
 	})
@@ -68,6 +68,7 @@ func testWatchExpiry(t *testing.T, newStore newStoreFunc) {
 	written := time.Now()
 	r1 := mustCreate(t, st, store.Ephemeral, "lease.k", []byte("v1"))
 	rev := mustUpdate(t, st, store.Ephemeral, "lease.k", []byte("v2"), r1)
+	acked := time.Now() // the latest the store can have stamped the last write
 	s, stop := openStream(t, st, store.Ephemeral, "lease.")
 	defer stop()
 	snap := s.snapshot()
@@ -81,7 +82,7 @@ func testWatchExpiry(t *testing.T, newStore newStoreFunc) {
 		t.Fatal("the watch started only after the key's TTL; the machine is too slow for this check")
 	}
 	limit := ttl + expirySlack(ttl)
-	deadline := time.NewTimer(limit - time.Since(written))
+	deadline := time.NewTimer(limit - time.Since(acked))
 	defer deadline.Stop()
 	for done := false; !done; {
 		select {
@@ -154,8 +155,8 @@ func testLosingWritesNeverRearm(t *testing.T, newStore newStoreFunc) {
 	st, _ := fresh(t, newStore)
 	ttl := st.LeaseTTL()
 	r1 := mustCreate(t, st, store.Ephemeral, "rearm.k", []byte("v1"))
-	written := time.Now()
 	mustUpdate(t, st, store.Ephemeral, "rearm.k", []byte("v2"), r1)
+	written := time.Now() // the latest the store can have stamped the write
 	limit := written.Add(ttl + expirySlack(ttl))
 	tick := time.NewTicker(ttl / 4)
 	defer tick.Stop()
@@ -192,9 +193,9 @@ func testLosingWritesNeverRearm(t *testing.T, newStore newStoreFunc) {
 func testSnapshotAfterExpiry(t *testing.T, newStore newStoreFunc) {
 	st, _ := fresh(t, newStore)
 	ttl := st.LeaseTTL()
-	written := time.Now()
 	mustCreate(t, st, store.Ephemeral, "snapx.k", []byte("v"))
-	eventually(t, ttl+expirySlack(ttl)-time.Since(written), "silent ephemeral key expired (TTL "+ttl.String()+")", func() bool {
+	acked := time.Now() // the store cannot have stamped the write any later
+	eventually(t, ttl+expirySlack(ttl)-time.Since(acked), "silent ephemeral key expired (TTL "+ttl.String()+")", func() bool {
 		_, live := get(t, st, store.Ephemeral, "snapx.k")
 		return !live
 	})
