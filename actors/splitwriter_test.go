@@ -17,26 +17,13 @@ import (
 
 // A Fail the root accepted while the split-writer actor had already lost the
 // split's record (deleted outside the library; its drop was still on the
-// way to the root) writes nothing and must say so: Fenced, never nil
-// (§6.8).
+// way to the root) writes nothing and must say so: Fenced, never nil.
 func TestFailWithoutARecordIsFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t)
-		var mu sync.Mutex
-		var msgs []any
-		rec := r.e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
-		v := &env{e: r.e, st: r.st, cfg: testConfig(t, r.clk, "w1"), clk: r.clk, id: "w1", log: discardLogger(), out: &outbox{}}
-		v.ctx, v.cancel = context.WithCancel(context.Background())
-		v.pid = pids{root: rec, lease: rec, revoke: rec, assign: rec}
-		v.pid.splitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")
-		t.Cleanup(func() {
-			<-r.e.Poison(v.pid.splitWriter).Done()
-			<-r.e.Poison(rec).Done()
-		})
-		r.e.Send(v.pid.splitWriter, messages.FailSplit{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
+		r, writer, rec, sent := spawnLoneSplitWriter(t)
+		r.e.Send(writer, messages.FailSplit{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
 		synctest.Wait()
-		mu.Lock()
-		defer mu.Unlock()
+		msgs := sent()
 		var reply *messages.FailSplitReply
 		for _, m := range msgs {
 			if fr, ok := m.(messages.FailSplitReply); ok {
@@ -115,28 +102,38 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r := newRig(t)
-				var mu sync.Mutex
-				var msgs []any
-				rec := r.e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
-				v := &env{e: r.e, st: r.st, cfg: testConfig(t, r.clk, "w1"), clk: r.clk, id: "w1", log: discardLogger(), out: &outbox{}}
-				v.ctx, v.cancel = context.WithCancel(context.Background())
-				v.pid = pids{root: rec, lease: rec, revoke: rec, assign: rec}
-				v.pid.splitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")
-				t.Cleanup(func() {
-					<-r.e.Poison(v.pid.splitWriter).Done()
-					<-r.e.Poison(rec).Done()
-				})
+				r, writer, _, sent := spawnLoneSplitWriter(t)
 				for _, m := range tt.send {
-					r.e.Send(v.pid.splitWriter, m)
+					r.e.Send(writer, m)
 				}
 				synctest.Wait()
-				mu.Lock()
-				defer mu.Unlock()
+				msgs := sent()
 				if !slices.ContainsFunc(msgs, tt.want) {
 					t.Fatalf("messages %v lack the expected answer", msgs)
 				}
 			})
 		})
+	}
+}
+
+// spawnLoneSplitWriter starts a split-writer actor whose every peer is one
+// recording actor, rec; sent returns a copy of what rec has received.
+func spawnLoneSplitWriter(t *testing.T) (r *rig, writer, rec *actor.PID, sent func() []any) {
+	r = newRig(t)
+	var mu sync.Mutex
+	var msgs []any
+	rec = r.e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
+	v := &env{e: r.e, st: r.st, cfg: testConfig(t, r.clk, "w1"), clk: r.clk, id: "w1", log: discardLogger(), out: &outbox{}}
+	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.pid = pids{root: rec, lease: rec, revoke: rec, assign: rec}
+	v.pid.splitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")
+	t.Cleanup(func() {
+		<-r.e.Poison(v.pid.splitWriter).Done()
+		<-r.e.Poison(rec).Done()
+	})
+	return r, v.pid.splitWriter, rec, func() []any {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(msgs)
 	}
 }
