@@ -1,7 +1,6 @@
 package natsstore
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -79,20 +78,23 @@ func tryCluster(t *testing.T, n int, mutate ...func(*server.Options)) ([]*server
 	t.Cleanup(stopAll)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		leaders, current := 0, 0
+		leaders, current, online := 0, 0, 0
 		for _, s := range servers {
 			if s.JetStreamIsLeader() {
 				leaders++
+				// The peers the leader has heard from: until then it
+				// refuses an R3 placement ("peer offline").
+				online = len(s.JetStreamClusterPeers())
 			}
 			if s.JetStreamIsCurrent() {
 				current++
 			}
 		}
-		if leaders == 1 && current == n {
+		if leaders == 1 && current == n && online == n {
 			return servers, all, nil
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, errors.New("no JetStream meta leader")
+			return nil, nil, fmt.Errorf("no JetStream meta leader with every peer online (leaders %d, current %d, online %d of %d)", leaders, current, online, n)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
