@@ -206,8 +206,9 @@ func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop b
 func (c *Coordinator) callBound() time.Duration { return 3*c.v.cfg.OpTimeout + 100*time.Millisecond }
 
 // Fail reports a held split as unprocessable by the tenancy of epoch
-// (docs/protocol.md, "Hand-back, fail, quarantine"): nil (landed), Fenced (not held, stale epoch, or a peer owns it) or
-// Retryable (the write did not confirm; one attempt is charged either way).
+// (docs/protocol.md, "Hand-back, fail, quarantine"): nil (landed), Fenced
+// (not held, stale epoch, or a peer owns it) or Retryable (the write did
+// not confirm; one attempt is charged either way).
 func (c *Coordinator) Fail(split coordination.SplitID, epoch coordination.LeaseEpoch, reason string) error {
 	if err := c.gate(); err != nil {
 		return err
