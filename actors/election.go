@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -45,10 +46,26 @@ type (
 	leaderRetryDue struct{ round uint64 }
 )
 
-// election is the leader actor's election part (docs/protocol.md,
-// "Leadership"): the plan view it stands from, whether a leader key is
-// seen, and the term it holds. Written by the leader actor only.
+// election is the leader actor's election (docs/protocol.md, "Leadership"):
+// one component with its own state and one verb per store operation, as
+// etcd's concurrency.Election, driven as client-go's leader elector is. It
+// campaigns until a Create of the leader key wins (acquired), fences the
+// plan generation, and then renews the key once per heartbeat (renew,
+// renewed) until the key is lost (sighted, deleted), expires, or is given up
+// (orphan, resign).
+//
+// It hands out the term's work lead once the fence landed (fenced): the
+// planner run and the publisher work under it and nothing else. Whenever the
+// work lead may have ended (the term ended, or retire), it calls stopped,
+// as client-go calls OnStoppedLeading, so that they drop what they kept for
+// it. Written by the leader actor only, which dispatches to it and keeps
+// none of its bookkeeping.
 type election struct {
+	v       *env
+	log     *slog.Logger
+	stopped func() // the work lead may have ended: the planner run and the publisher drop their state
+
+	// The plan view: the plan record the election stands from and fences.
 	plan    protocol.PlanRecord
 	planRev uint64
 	hasPlan bool
@@ -76,20 +93,27 @@ type term struct {
 	failures failureRun
 }
 
+func newElection(v *env, log *slog.Logger, stopped func()) election {
+	return election{v: v, log: log, stopped: stopped}
+}
+
 // working returns the lead the planner run and the publisher work under, or
 // nil while there is none: not leading, not fenced yet, or the worker
 // stopped working as leader (verdict, Depart).
-func (l *leaderActor) working() *lead {
-	if t := l.el.term; t != nil && !t.work.ended() {
+func (e *election) working() *lead {
+	if t := e.term; t != nil && !t.work.ended() {
 		return t.work
 	}
 	return nil
 }
 
-func (l *leaderActor) canStand() bool {
-	e := &l.el
-	return l.phase.live && !l.seesLeader() && e.term == nil && !e.electing && !l.phase.over() && e.hasPlan &&
-		(e.lastDemote.IsZero() || l.v.clk.Since(e.lastDemote) >= l.v.cfg.LeaseDuration/3) // a heartbeat interval (docs/protocol.md, "Leadership")
+// canCampaign reports whether the election may stand now: it has a plan
+// record to fence, sees no leader key, holds no term, has no Create in
+// flight, and stepped down at least a heartbeat interval ago
+// (docs/protocol.md, "Leadership"). The job's phase is the caller's to add.
+func (e *election) canCampaign() bool {
+	return !e.seesLeader() && e.term == nil && !e.electing && e.hasPlan &&
+		(e.lastDemote.IsZero() || e.v.clk.Since(e.lastDemote) >= e.v.cfg.LeaseDuration/3)
 }
 
 // seesLeader reports whether a leader key is believed to be in the store: it
@@ -98,18 +122,19 @@ func (l *leaderActor) canStand() bool {
 // was silent and no listing saw it therefore stops blocking this worker's
 // elections by itself; a sighting that lapsed too early costs one lost
 // Create at most.
-func (l *leaderActor) seesLeader() bool {
-	seen := l.el.leaderSeen
-	return !seen.IsZero() && l.v.clk.Since(seen) < l.v.cfg.LeaseDuration
+func (e *election) seesLeader() bool {
+	seen := e.leaderSeen
+	return !seen.IsZero() && e.v.clk.Since(seen) < e.v.cfg.LeaseDuration
 }
 
 // sawLeader records that a leader key is in the store now.
-func (l *leaderActor) sawLeader() { l.el.leaderSeen = l.v.clk.Now() }
+func (e *election) sawLeader() { e.leaderSeen = e.v.clk.Now() }
 
-// stand creates the leader key for the next generation.
-func (l *leaderActor) stand(c *actor.Context) {
-	l.el.electing = true
-	v, pid, gen, nonce := l.v, c.PID(), l.el.plan.Generation+1, l.v.sessionNonce()
+// campaign creates the leader key for the next generation (etcd's
+// Election.Campaign); the result comes back as electDone.
+func (e *election) campaign() {
+	e.electing = true
+	v, pid, gen, nonce := e.v, e.v.pid.leader, e.plan.Generation+1, e.v.sessionNonce()
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		defer cancel()
@@ -119,94 +144,98 @@ func (l *leaderActor) stand(c *actor.Context) {
 	})
 }
 
-// elected starts a term when the Create won and fences its generation.
-func (l *leaderActor) elected(c *actor.Context, m electDone) {
-	l.el.electing = false
+// acquired takes a Create's result. A won key starts a term; retired (the
+// verdict is in or Depart began) gives it up at once, and otherwise the term
+// fences its generation from the plan view, fingerprint being this worker's
+// job. It reports whether a term started fencing.
+func (e *election) acquired(m electDone, fingerprint string, retired bool) bool {
+	e.electing = false
 	switch m.outcome {
 	case electFailed:
-		if !l.v.fatalIf(m.err) {
-			l.log.Warn("election failed; will retry", "err", m.err)
+		if !e.v.fatalIf(m.err) {
+			e.log.Warn("election failed; will retry", "err", m.err)
 		}
-		return
+		return false
 	case electLost:
-		l.sawLeader() // another worker's key: no need to stand again before it is renewed or gone
-		return
+		e.sawLeader() // another worker's key: no need to stand again before it is renewed or gone
+		return false
 	}
-	t := &term{lead: newLead(l.v.ctx, m.gen), nonce: m.nonce, rev: m.rev}
-	l.el.term = t
-	if l.phase.over() {
-		l.resign(nil)
-		return
+	t := &term{lead: newLead(e.v.ctx, m.gen), nonce: m.nonce, rev: m.rev}
+	e.term = t
+	if retired {
+		e.resign(nil)
+		return false
 	}
 	t.renewals.restart(m.at)
-	l.view.grace.Lead(l.v.clk.Now())
-	l.sawLeader()
-	l.v.met.leading(true)
-	l.log.Info("became leader", "generation", m.gen)
-	v, base, baseRev, fingerprint := l.v, l.el.plan, l.el.planRev, l.fingerprint
-	t.lead.goFunc(v, c.PID(), func(ctx context.Context) any {
+	e.sawLeader()
+	e.v.met.leading(true)
+	e.log.Info("became leader", "generation", m.gen)
+	v, base, baseRev := e.v, e.plan, e.planRev
+	t.lead.goFunc(v, v.pid.leader, func(ctx context.Context) any {
 		return generationFence(ctx, v, t.lead.gen, base, baseRev, fingerprint)
 	})
+	return true
 }
 
-// fenced hands the lead to the planner run and the publisher once the
-// fence landed.
-func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
+// fenced takes the generation fence's result, delivered under the term's
+// lead, and hands out the work lead once the fence landed, unless retired;
+// it returns nil otherwise (the fence failed, or a newer generation ended
+// the term).
+func (e *election) fenced(m fenceDone, retired bool) *lead {
 	switch m.step {
 	case fenceFatal:
-		l.v.fatalIf(m.err)
-		return
+		e.v.fatalIf(m.err)
+		return nil
 	case fenceNewer:
-		l.log.Warn("newer leader generation observed; stepping down", "generation", l.el.term.lead.gen)
-		l.resign(nil)
-		return
+		e.log.Warn("newer leader generation observed; stepping down", "generation", e.term.lead.gen)
+		e.resign(nil)
+		return nil
 	}
-	l.adoptPlan(c, m.plan, m.rev)
-	if t := l.el.term; t != nil && !l.phase.over() {
-		t.work = t.lead.child()
-		l.view.indexPublished()
-		l.pub.dirty = true
-		l.runPlan(c)
+	e.observePlan(m.plan, m.rev)
+	t := e.term
+	if t == nil || retired {
+		return nil
 	}
-	l.tick(c)
+	t.work = t.lead.child()
+	return t.work
 }
 
-// adoptPlan takes a newer plan record into the view; one of a newer
-// generation ends this worker's leadership.
-func (l *leaderActor) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev uint64) {
-	e := &l.el
+// observePlan takes a newer plan record into the plan view, and reports
+// whether it was newer; one of a newer generation than the term's ends the
+// term.
+func (e *election) observePlan(pl protocol.PlanRecord, rev uint64) bool {
 	if e.hasPlan && rev <= e.planRev {
-		return
+		return false
 	}
 	e.plan, e.planRev, e.hasPlan = pl, rev, true
 	if e.term != nil && pl.Generation > e.term.lead.gen {
-		l.log.Warn("newer leader generation observed; stepping down", "generation", e.term.lead.gen)
-		l.resign(nil)
+		e.log.Warn("newer leader generation observed; stepping down", "generation", e.term.lead.gen)
+		e.resign(nil)
 	}
-	l.tick(c)
+	return true
 }
 
-// keepLeading ends a term whose key went unrenewed for a LeaseDuration and
-// renews it otherwise; called once per heartbeat.
-func (l *leaderActor) keepLeading(c *actor.Context, now time.Time) {
-	t := l.el.term
+// planDeleted records that the plan record is gone.
+func (e *election) planDeleted() { e.hasPlan = false }
+
+// renew ends a term whose key went unrenewed for a LeaseDuration by now and
+// renews the key otherwise (client-go's renew loop, one round per
+// heartbeat); the result comes back under the term's lead as renewDone.
+func (e *election) renew(now time.Time) {
+	t := e.term
 	switch {
 	case t == nil:
-	case now.Sub(t.renewals.lastOK) >= l.v.cfg.LeaseDuration:
-		l.orphan("leader lease expired; stepping down")
+	case now.Sub(t.renewals.lastOK) >= e.v.cfg.LeaseDuration:
+		e.orphan("leader lease expired; stepping down")
 	case !t.renewing:
-		l.renew(c, t)
+		t.renewing = true
+		v, rev, nonce, pgen := e.v, t.rev, t.nonce, e.plan.Generation
+		at := v.clk.Now()
+		landed := t.renewals.sent(at) // a lost compare that finds our nonce proves a write sent no earlier than this landed
+		t.lead.goFunc(v, v.pid.leader, func(ctx context.Context) any {
+			return renewLeader(ctx, v, protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: pgen}, rev, at, landed)
+		})
 	}
-}
-
-func (l *leaderActor) renew(c *actor.Context, t *term) {
-	t.renewing = true
-	v, rev, nonce, pgen := l.v, t.rev, t.nonce, l.el.plan.Generation
-	at := v.clk.Now()
-	landed := t.renewals.sent(at) // a lost compare that finds our nonce proves a write sent no earlier than this landed
-	t.lead.goFunc(v, c.PID(), func(ctx context.Context) any {
-		return renewLeader(ctx, v, protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: pgen}, rev, at, landed)
-	})
 }
 
 // renewLeader updates the leader key at rev to lr; after a lost compare it
@@ -253,45 +282,47 @@ func readBackLeader(ctx context.Context, v *env, nonce string, rev uint64) (uint
 	return uint64(e.Revision), readBackLanded(nonce, rev, found, lr.Nonce, uint64(e.Revision), err)
 }
 
-func (l *leaderActor) renewed(c *actor.Context, m renewDone) {
-	t := l.el.term
+// renewed takes a renewal's result, delivered under the term's lead.
+func (e *election) renewed(m renewDone) {
+	t := e.term
 	t.renewing = false
 	switch m.fate {
 	case leaderRenewUnknown:
-		if !l.v.fatalIf(m.err) {
-			t.failures.failed(l.log, "leader renewal failed; will retry", m.err)
+		if !e.v.fatalIf(m.err) {
+			t.failures.failed(e.log, "leader renewal failed; will retry", m.err)
 			t.retries++
-			t.lead.after(l.v, renewRetryDelay(l.v.cfg.LeaseDuration), c.PID(), leaderRetryDue{round: t.retries})
+			t.lead.after(e.v, renewRetryDelay(e.v.cfg.LeaseDuration), e.v.pid.leader, leaderRetryDue{round: t.retries})
 		}
 	case leaderRenewLost:
-		l.orphan("leader renewal lost; stepping down")
+		e.orphan("leader renewal lost; stepping down")
 	case leaderRenewed:
 		t.rev = max(t.rev, m.rev)
 		t.renewals.landed(m.at)
-		t.failures.landed(l.log, "leader key renewed again")
+		t.failures.landed(e.log, "leader key renewed again")
 		t.retries++ // a retry armed earlier is moot
-		l.sawLeader()
+		e.sawLeader()
 	}
 }
 
-// retryRenewal renews the leader key again soon after a failed renewal
+// retried renews the leader key again soon after a failed renewal
 // (docs/protocol.md, "Leadership"), or steps down when it went unrenewed
 // for a LeaseDuration; a retry made moot by a later outcome does nothing.
-func (l *leaderActor) retryRenewal(c *actor.Context, m leaderRetryDue) {
-	if t := l.el.term; t != nil && m.round == t.retries && !l.v.halted.Load() {
-		l.keepLeading(c, l.v.clk.Now())
+func (e *election) retried(m leaderRetryDue) {
+	if t := e.term; t != nil && m.round == t.retries && !e.v.halted.Load() {
+		e.renew(e.v.clk.Now())
 	}
 }
 
-func (l *leaderActor) leaderObserved(c *actor.Context, m messages.LeaderObserved) {
-	l.sawLeader()
-	t := l.el.term
+// sighted takes a watched or listed put of the leader key.
+func (e *election) sighted(m messages.LeaderObserved) {
+	e.sawLeader()
+	t := e.term
 	if t == nil {
 		return
 	}
 	switch judgeLeaderPut(t.nonce, t.rev, m.Leader, m.Rev) {
 	case sightingLost:
-		l.orphan("leader renewal lost; stepping down")
+		e.orphan("leader renewal lost; stepping down")
 	case sightingLanded:
 		// A renewal of ours landed unseen: credit it from the oldest
 		// renewal whose fate is unknown.
@@ -300,70 +331,69 @@ func (l *leaderActor) leaderObserved(c *actor.Context, m messages.LeaderObserved
 	}
 }
 
-func (l *leaderActor) leaderDeleted(c *actor.Context, m messages.LeaderDeleted) {
-	l.el.leaderSeen = time.Time{}
-	if t := l.el.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
-		l.orphan("leader lease expired; stepping down")
+// deleted takes a watched or listed delete of the leader key.
+func (e *election) deleted(m messages.LeaderDeleted) {
+	e.leaderSeen = time.Time{}
+	if t := e.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
+		e.orphan("leader lease expired; stepping down")
 	}
-	l.tick(c)
 }
 
 // stepDown answers Depart's StepDown once the leader key is given up.
-func (l *leaderActor) stepDown(c *actor.Context, m messages.StepDown) {
-	l.phase.departed = true
-	if l.el.term == nil {
-		l.v.reply(m.ReplyTo, messages.StepDownReply{})
+func (e *election) stepDown(m messages.StepDown) {
+	if e.term == nil {
+		e.v.reply(m.ReplyTo, messages.StepDownReply{})
 		return
 	}
-	l.resign(m.ReplyTo)
+	e.resign(m.ReplyTo)
+}
+
+// retire ends the work lead while the key is still held (verdict, Depart):
+// no planner run, no publish from now on.
+func (e *election) retire() {
+	if w := e.working(); w != nil {
+		w.end()
+		e.stopped()
+	}
+}
+
+// stop ends the term's lead when the actor stops, so that no work of it
+// outlives the actor.
+func (e *election) stop() {
+	if t := e.term; t != nil {
+		t.lead.end()
+	}
 }
 
 // orphan ends this leadership without touching the leader key, which
 // expires by its TTL (etcd's Session.Orphan): the key is lost, gone, or
 // could not be renewed.
-func (l *leaderActor) orphan(why string) {
-	t := l.el.term
+func (e *election) orphan(why string) {
+	t := e.term
 	if t == nil {
 		return
 	}
-	l.log.Warn(why, "generation", t.lead.gen)
-	l.endLeadership()
+	e.log.Warn(why, "generation", t.lead.gen)
+	e.end()
 }
 
-// endLeadership ends the term: its lead, with it the work lead, and so
-// every result still in flight.
-func (l *leaderActor) endLeadership() {
-	l.el.term.lead.end()
-	l.el.term = nil
-	l.el.lastDemote = l.v.clk.Now()
-	l.v.met.leading(false)
-	l.workEnded()
-}
-
-// stopWorking ends the work lead while the key is still held (verdict,
-// Depart): no planner run, no publish from now on.
-func (l *leaderActor) stopWorking() {
-	if w := l.working(); w != nil {
-		w.end()
-		l.workEnded()
-	}
-}
-
-// workEnded drops what the planner run and the publisher kept for the lead.
-func (l *leaderActor) workEnded() {
-	l.view.unindexPublished()
-	l.run.reset()
-	stopTimer(l.pub.hold)
-	l.pub.hold = nil
+// end ends the term: its lead, with it the work lead, and so every result
+// still in flight.
+func (e *election) end() {
+	e.term.lead.end()
+	e.term = nil
+	e.lastDemote = e.v.clk.Now()
+	e.v.met.leading(false)
+	e.stopped()
 }
 
 // resign ends this leadership and deletes the leader key guarded by its
 // revision (best-effort; etcd's Election.Resign), so a successor need not
 // wait for the TTL; replyTo, when set, is answered once the delete resolved.
-func (l *leaderActor) resign(replyTo *actor.PID) {
-	rev := l.el.term.rev
-	l.endLeadership()
-	v := l.v
+func (e *election) resign(replyTo *actor.PID) {
+	rev := e.term.rev
+	e.end()
+	v := e.v
 	v.goFunc(func(ctx context.Context) {
 		oc, cancel := v.opCtx(ctx)
 		_, _ = v.st.Delete(oc, store.Ephemeral, protocol.KeyLeader, store.Revision(rev))

@@ -6,15 +6,18 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 )
 
 // leaderActor is the leader actor: one process made of three parts over one
 // fleet view, each part in its own file with its pure decisions beside it:
 //
-//   - the election (election.go, fence.go): stands for the leader key,
-//     fences the plan generation, renews the key, steps down
-//     (docs/protocol.md, "Leadership");
+//   - the election (election.go, fence.go), a component of its own: it
+//     stands for the leader key, fences the plan generation, renews the
+//     key, steps down (docs/protocol.md, "Leadership"), and hands out the
+//     work lead; the actor dispatches to its verbs and keeps none of its
+//     bookkeeping;
 //   - the planner run (planning.go): runs the Planner, seeds and publishes
 //     the plan (docs/protocol.md, "Planning");
 //   - the publisher (publish.go): computes and writes the assignment records
@@ -44,7 +47,9 @@ type leaderActor struct {
 
 func newLeader(v *env) actor.Producer {
 	return func() actor.Receiver {
-		return &leaderActor{v: v, log: v.log.With("actor", "leader"), view: newFleetView(v.cfg.StartupGrace)}
+		l := &leaderActor{v: v, log: v.log.With("actor", "leader"), view: newFleetView(v.cfg.StartupGrace)}
+		l.el = newElection(v, l.log, l.workEnded)
+		return l
 	}
 }
 
@@ -53,9 +58,7 @@ func (l *leaderActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
-		if t := l.el.term; t != nil {
-			t.lead.end()
-		}
+		l.el.stop()
 		stopTimer(l.run.replan)
 	case messages.JobStarted:
 		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
@@ -69,27 +72,31 @@ func (l *leaderActor) Receive(c *actor.Context) {
 	case messages.HeartbeatTicked:
 		l.heartbeat(c)
 	case messages.LeaderObserved:
-		l.leaderObserved(c, m)
+		l.el.sighted(m)
 	case messages.LeaderDeleted:
-		l.leaderDeleted(c, m)
+		l.el.deleted(m)
+		l.tick(c)
 	case messages.PlanObserved:
 		l.adoptPlan(c, m.Plan, m.Rev)
 	case messages.PlanDeleted:
-		l.el.hasPlan = false
+		l.el.planDeleted()
 	case messages.PresenceObserved, messages.PresenceDeleted, messages.RecordsObserved, messages.RecordDeleted,
 		messages.AssignmentObserved, messages.AssignmentDeleted:
 		l.observeFleet(c, m)
 	case messages.SessionEnded:
-		l.orphan("session ended; stepping down")
+		l.el.orphan("session ended; stepping down")
 	case messages.SessionStarted:
 		l.tick(c)
 	case messages.VerdictReached, messages.Departing:
 		l.phase.observe(m)
-		l.stopWorking()
+		l.el.retire()
 	case messages.StepDown:
-		l.stepDown(c, m)
+		l.phase.departed = true
+		l.el.stepDown(m)
 	case electDone:
-		l.elected(c, m)
+		if l.el.acquired(m, l.fingerprint, l.phase.over()) {
+			l.view.grace.Lead(l.v.clk.Now())
+		}
 	case leadResult:
 		l.fromLead(c, m)
 	case publishDue:
@@ -120,9 +127,9 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 	case fenceDone:
 		l.fenced(c, r)
 	case renewDone:
-		l.renewed(c, r)
+		l.el.renewed(r)
 	case leaderRetryDue:
-		l.retryRenewal(c, r)
+		l.el.retried(r)
 	case planDone:
 		l.planned(c, r)
 	case seedProgressed:
@@ -141,7 +148,7 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 
 func (l *leaderActor) heartbeat(c *actor.Context) {
 	now := l.v.clk.Now()
-	l.keepLeading(c, now)
+	l.el.renew(now)
 	if l.view.expireDepartures(now, l.v.cfg.RebalanceDelay) {
 		l.pub.dirty = true
 	}
@@ -160,8 +167,35 @@ func (l *leaderActor) tick(c *actor.Context) {
 	if l.v.halted.Load() {
 		return
 	}
-	if l.canStand() {
-		l.stand(c)
+	if l.phase.live && !l.phase.over() && l.el.canCampaign() {
+		l.el.campaign()
 	}
 	l.schedulePublish(c)
+}
+
+// fenced starts the planner run and the publisher under the work lead the
+// election hands out once the generation fence landed.
+func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
+	if w := l.el.fenced(m, l.phase.over()); w != nil {
+		l.view.indexPublished()
+		l.pub.dirty = true
+		l.runPlan(c)
+	}
+	l.tick(c)
+}
+
+// adoptPlan takes a newer plan record into the election's plan view.
+func (l *leaderActor) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev uint64) {
+	if l.el.observePlan(pl, rev) {
+		l.tick(c)
+	}
+}
+
+// workEnded drops what the planner run and the publisher kept for the work
+// lead; the election calls it whenever the work lead may have ended.
+func (l *leaderActor) workEnded() {
+	l.view.unindexPublished()
+	l.run.reset()
+	stopTimer(l.pub.hold)
+	l.pub.hold = nil
 }

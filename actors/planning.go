@@ -50,7 +50,7 @@ func (p *planning) reset() {
 // runPlan starts a planner run under the work lead, or marks one due after
 // the current run.
 func (l *leaderActor) runPlan(c *actor.Context) {
-	w := l.working()
+	w := l.el.working()
 	if w == nil {
 		return
 	}
@@ -94,7 +94,7 @@ func (l *leaderActor) planned(c *actor.Context, m planDone) {
 	case planLost:
 		l.v.met.replan(m.outcome.label(), m.took)
 		l.log.Warn("plan publish lost to a newer leader; stepping down", "generation", l.el.term.lead.gen)
-		l.resign(nil)
+		l.el.resign(nil)
 		return
 	case planFailed:
 		l.v.met.replan(m.outcome.label(), m.took)
@@ -114,7 +114,7 @@ func (l *leaderActor) planned(c *actor.Context, m planDone) {
 	l.pub.dirty = true
 	if l.run.due {
 		l.runPlan(c)
-	} else if w := l.working(); w != nil && l.el.plan.Finality == coordination.PlanOpen {
+	} else if w := l.el.working(); w != nil && l.el.plan.Finality == coordination.PlanOpen {
 		stopTimer(l.run.replan)
 		l.run.replan = w.after(l.v, l.v.cfg.ReplanInterval, c.PID(), replanDue{})
 	}

@@ -58,7 +58,7 @@ func (l *leaderActor) schedulePublish(c *actor.Context) {
 // publish computes the desired assignment and writes the records that
 // changed, under the work lead.
 func (l *leaderActor) publish(c *actor.Context) {
-	w := l.working()
+	w := l.el.working()
 	if w == nil || !l.phase.live || !l.el.hasPlan || len(l.view.members) == 0 || l.pub.busy {
 		return
 	}
