@@ -215,6 +215,12 @@ func (e *election) observePlan(pl protocol.PlanRecord, rev uint64) bool {
 	return true
 }
 
+// planView returns the plan record the election last saw, its revision,
+// and whether it has one.
+func (e *election) planView() (protocol.PlanRecord, uint64, bool) {
+	return e.plan, e.planRev, e.hasPlan
+}
+
 // planDeleted records that the plan record is gone.
 func (e *election) planDeleted() { e.hasPlan = false }
 

@@ -131,7 +131,7 @@ func (l *leaderActor) recordObserved(m messages.RecordObserved, now time.Time) (
 	}
 	f.records[m.Split] = facts
 	switch {
-	case !old.seen && l.run.running:
+	case !old.seen && l.run.seeding():
 		l.pub.seeded = true
 		return false
 	case !old.seen:

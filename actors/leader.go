@@ -18,8 +18,9 @@ import (
 //     key, steps down (docs/protocol.md, "Leadership"), and hands out the
 //     work lead; the actor dispatches to its verbs and keeps none of its
 //     bookkeeping;
-//   - the planner run (planning.go): runs the Planner, seeds and publishes
-//     the plan (docs/protocol.md, "Planning");
+//   - the planner run (planning.go), a component of its own: it runs the
+//     Planner, seeds and publishes the plan (docs/protocol.md, "Planning"),
+//     each of its methods taking the lead it runs under;
 //   - the publisher (publish.go): computes and writes the assignment records
 //     (docs/protocol.md, "Assignment and the rebalance delay") from the fleet
 //     view (fleetview.go).
@@ -40,7 +41,7 @@ type leaderActor struct {
 	phase jobPhase
 
 	el   election
-	run  planning
+	run  planRunner
 	pub  publisher
 	view fleetView
 }
@@ -49,6 +50,7 @@ func newLeader(v *env) actor.Producer {
 	return func() actor.Receiver {
 		l := &leaderActor{v: v, log: v.log.With("actor", "leader"), view: newFleetView(v.cfg.StartupGrace)}
 		l.el = newElection(v, l.log, l.workEnded)
+		l.run = newPlanRunner(v, l.log)
 		return l
 	}
 }
@@ -59,7 +61,7 @@ func (l *leaderActor) Receive(c *actor.Context) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
 		l.el.stop()
-		stopTimer(l.run.replan)
+		l.run.stop()
 	case messages.JobStarted:
 		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
 	case messages.WatchesChanged:
@@ -112,14 +114,14 @@ func (l *leaderActor) Receive(c *actor.Context) {
 // counts whatever the lead's fate; the result itself is applied only while
 // its lead lasts (docs/protocol.md, "Leadership").
 func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
-	stale := m.lead.ended()
-	switch m.msg.(type) {
+	switch r := m.msg.(type) {
 	case planDone:
-		l.finishedRun(c, stale)
+		l.planned(c, m.lead, r)
+		return
 	case publishDone:
 		l.pub.busy = false
 	}
-	if stale {
+	if m.lead.ended() {
 		l.tick(c)
 		return
 	}
@@ -130,13 +132,11 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 		l.el.renewed(r)
 	case leaderRetryDue:
 		l.el.retried(r)
-	case planDone:
-		l.planned(c, r)
 	case seedProgressed:
 		l.seedsPublishable()
 		l.tick(c)
 	case replanDue:
-		l.runPlan(c)
+		l.runPlan()
 	case publishDone:
 		l.published(c, r)
 	case holdEnded:
@@ -156,8 +156,8 @@ func (l *leaderActor) heartbeat(c *actor.Context) {
 		l.pub.retry = false
 		l.pub.dirty = true
 	}
-	if l.run.failed && !l.run.running {
-		l.runPlan(c)
+	if l.run.retryDue() {
+		l.runPlan()
 	}
 	l.tick(c)
 }
@@ -179,9 +179,44 @@ func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
 	if w := l.el.fenced(m, l.phase.over()); w != nil {
 		l.view.indexPublished()
 		l.pub.dirty = true
-		l.runPlan(c)
+		l.runPlan()
 	}
 	l.tick(c)
+}
+
+// runPlan starts a planner run under the work lead, if any.
+func (l *leaderActor) runPlan() {
+	pl, rev, _ := l.el.planView()
+	l.run.start(l.el.working(), pl, rev, &l.view)
+}
+
+// planned takes a planner run's result, delivered under the lead w it ran
+// under: the run counts its end whatever w's fate, and applies the result
+// only while w lasts.
+func (l *leaderActor) planned(c *actor.Context, w *lead, m planDone) {
+	o := l.run.finished(w, m)
+	l.seedsPublishable()
+	switch {
+	case w.ended():
+		pl, rev, _ := l.el.planView()
+		l.run.resume(l.el.working(), pl, rev, &l.view) // a run due for a later lead
+		l.tick(c)
+	case o == planLost:
+		l.el.resign(nil)
+	case o == planChanged || o == planUnchanged:
+		l.adoptPlan(c, m.plan, m.rev)
+		l.pub.dirty = true
+		pl, rev, _ := l.el.planView()
+		l.run.next(w, pl, rev, &l.view)
+		l.tick(c)
+	}
+}
+
+// seedsPublishable makes the splits that appeared while the run seeded an
+// input change, at one of its progress reports or at its end.
+func (l *leaderActor) seedsPublishable() {
+	l.pub.dirty = l.pub.dirty || l.pub.seeded
+	l.pub.seeded = false
 }
 
 // adoptPlan takes a newer plan record into the election's plan view.

@@ -432,3 +432,33 @@ func (lr *leaderRig) takeOver() {
 
 // reasonHas reports whether err is set and its reason contains s.
 func reasonHas(err error, s string) bool { return err != nil && strings.Contains(reasonOf(err), s) }
+
+// newPartRig is a leader rig for testing one part of the leader (the
+// planner run, the publisher) alone, over the rig's env: the rig's own
+// actor stays idle, and whatever the part delivers to the leader lands in
+// the rig's recorder (delivered).
+func newPartRig(t *testing.T, p coordination.Planner, mut ...func(*coordination.Config)) *leaderRig {
+	lr := newLeaderRig(t, p, mut...)
+	lr.v.pid.leader = lr.replies
+	return lr
+}
+
+// delivered returns the messages delivered under lead d to the recorder.
+func (lr *leaderRig) delivered(d *lead) []any {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	var got []any
+	for _, m := range lr.got {
+		if r, ok := m.(leadResult); ok && r.lead == d {
+			got = append(got, r.msg)
+		}
+	}
+	return got
+}
+
+// endedLead returns a lead of generation gen that ended.
+func endedLead(gen uint64) *lead {
+	d := newLead(context.Background(), gen)
+	d.end()
+	return d
+}

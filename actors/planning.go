@@ -2,9 +2,9 @@ package actors
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
-	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
@@ -30,10 +30,15 @@ type (
 	replanDue struct{}
 )
 
-// planning is the leader actor's planner-run part (docs/protocol.md,
-// "Planning"). One run is in flight at a time, across leads too, so the
-// Planner is never called concurrently. Written by the leader actor only.
-type planning struct {
+// planRunner is the leader actor's planner run (docs/protocol.md,
+// "Planning"), a component with its own state: one run is in flight at a
+// time, across leads too, so the Planner is never called concurrently. Each
+// method takes the lead it runs under: a run starts only under a lead that
+// lasts, and a result is applied only while the lead it ran under lasts.
+// Written by the leader actor only.
+type planRunner struct {
+	v       *env
+	log     *slog.Logger
 	planner coordination.Planner
 	running bool // a run's goroutine is in flight
 	due     bool // another run is due after the current one
@@ -41,84 +46,97 @@ type planning struct {
 	replan  *clock.Timer
 }
 
-// reset drops what a run kept for the lead that ended.
-func (p *planning) reset() {
+func newPlanRunner(v *env, log *slog.Logger) planRunner {
+	return planRunner{v: v, log: log}
+}
+
+// seeding reports whether a run is in flight (it may be seeding).
+func (p *planRunner) seeding() bool { return p.running }
+
+// retryDue reports whether the last run failed and none is in flight: the
+// heartbeat reruns it.
+func (p *planRunner) retryDue() bool { return p.failed && !p.running }
+
+// reset drops what the runner kept for a work lead that ended.
+func (p *planRunner) reset() {
 	stopTimer(p.replan)
 	p.failed, p.due = false, false
 }
 
-// runPlan starts a planner run under the work lead, or marks one due after
-// the current run.
-func (l *leaderActor) runPlan(c *actor.Context) {
-	w := l.el.working()
-	if w == nil {
+// stop stops the replan timer when the actor stops.
+func (p *planRunner) stop() { stopTimer(p.replan) }
+
+// start starts a run under lead w from the plan record base at rev, or marks
+// one due after the current run. It refuses a lead that ended (or none): a
+// run of a lost term never starts under it. The run seeds the planned
+// splits that view does not hold yet.
+func (p *planRunner) start(w *lead, base protocol.PlanRecord, rev uint64, view *fleetView) {
+	if w.ended() {
 		return
 	}
-	if l.run.running {
-		l.run.due = true
+	if p.running {
+		p.due = true
 		return
 	}
-	l.run.running, l.run.due = true, false
-	v, pid, planner, base, rev, known := l.v, c.PID(), l.run.planner, l.el.plan, l.el.planRev, l.view.knownSplits()
+	p.running, p.due = true, false
+	v, pid, planner, known := p.v, p.v.pid.leader, p.planner, view.knownSplits()
 	w.goFunc(v, pid, func(ctx context.Context) any {
 		report := func() { w.deliver(v, pid, seedProgressed{}) }
 		return planRun(ctx, v, planner, w.gen, base, rev, known, report)
 	})
 }
 
-// finishedRun marks the run's goroutine done, whatever its lead's fate, and
-// starts a run due for the current lead.
-func (l *leaderActor) finishedRun(c *actor.Context, stale bool) {
-	l.run.running = false
-	l.seedsPublishable()
-	if stale && l.run.due {
-		l.runPlan(c)
+// finished takes the result m of the run started under lead w. The run's
+// goroutine is done whatever w's fate; the result applies only while w
+// lasts, and a result of an ended lead is ignored (planDiscarded). It
+// returns the outcome the leader acts on.
+func (p *planRunner) finished(w *lead, m planDone) planOutcome {
+	p.running = false
+	if w.ended() {
+		return planDiscarded
 	}
-}
-
-// seedsPublishable makes the splits that appeared while the run seeded an
-// input change, at one of its progress reports or at its end.
-func (l *leaderActor) seedsPublishable() {
-	l.pub.dirty = l.pub.dirty || l.pub.seeded
-	l.pub.seeded = false
-}
-
-// planned applies a run's result; its lead still lasts.
-func (l *leaderActor) planned(c *actor.Context, m planDone) {
 	switch m.outcome {
 	case planDiscarded:
-		return
 	case planFatal:
-		l.v.fatalIf(m.err)
-		return
+		p.v.fatalIf(m.err)
 	case planLost:
-		l.v.met.replan(m.outcome.label(), m.took)
-		l.log.Warn("plan publish lost to a newer leader; stepping down", "generation", l.el.term.lead.gen)
-		l.el.resign(nil)
-		return
+		p.v.met.replan(m.outcome.label(), m.took)
+		p.log.Warn("plan publish lost to a newer leader; stepping down", "generation", w.gen)
 	case planFailed:
-		l.v.met.replan(m.outcome.label(), m.took)
-		l.run.failed = true
+		p.v.met.replan(m.outcome.label(), m.took)
+		p.failed = true
 		if m.err != nil {
-			l.log.Warn("planner run failed; will retry", "err", m.err)
+			p.log.Warn("planner run failed; will retry", "err", m.err)
 		}
-		return
+	default:
+		p.failed = false
+		p.v.met.replan(m.outcome.label(), m.took)
+		p.v.met.plannedRecords(m.created)
+		if m.finalized {
+			p.log.Info("plan finalized", "planned", m.plan.Planned)
+		}
 	}
-	l.run.failed = false
-	l.v.met.replan(m.outcome.label(), m.took)
-	l.v.met.plannedRecords(m.created)
-	if m.finalized {
-		l.log.Info("plan finalized", "planned", m.plan.Planned)
+	return m.outcome
+}
+
+// resume starts the run that was due under lead w, when one is.
+func (p *planRunner) resume(w *lead, base protocol.PlanRecord, rev uint64, view *fleetView) {
+	if p.due {
+		p.start(w, base, rev, view)
 	}
-	l.adoptPlan(c, m.plan, m.rev)
-	l.pub.dirty = true
-	if l.run.due {
-		l.runPlan(c)
-	} else if w := l.el.working(); w != nil && l.el.plan.Finality == coordination.PlanOpen {
-		stopTimer(l.run.replan)
-		l.run.replan = w.after(l.v, l.v.cfg.ReplanInterval, c.PID(), replanDue{})
+}
+
+// next follows a published plan under lead w: it starts the run that was
+// due, or else, while the plan record base is open, arms the replan timer
+// under w.
+func (p *planRunner) next(w *lead, base protocol.PlanRecord, rev uint64, view *fleetView) {
+	switch {
+	case p.due:
+		p.start(w, base, rev, view)
+	case !w.ended() && base.Finality == coordination.PlanOpen:
+		stopTimer(p.replan)
+		p.replan = w.after(p.v, p.v.cfg.ReplanInterval, p.v.pid.leader, replanDue{})
 	}
-	l.tick(c)
 }
 
 // planRun runs the planner and seeds, recounts and publishes its plan

@@ -315,3 +315,51 @@ func TestARenewalDuringSeedingPublishesNothing(t *testing.T) {
 		}
 	})
 }
+
+// The planner run takes the lead it runs under (docs/protocol.md,
+// "Leadership"): under a lead that ended it starts no run and arms no
+// replan timer, and a result delivered under such a lead is ignored; under
+// a lead that lasts, the same calls run the planner and apply the result.
+func TestThePlanRunnerRefusesAStaleLead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := &gatedPlanner{testPlanner: finalPlan("a")}
+		lr := newPartRig(t, p)
+		run := newPlanRunner(lr.v, lr.v.log)
+		run.planner = p
+		view := newFleetView(0)
+		base := lr.plan()
+		open := base
+		open.Finality = coordination.PlanOpen
+		stale, live := endedLead(1), newLead(lr.v.ctx, 1)
+		defer live.end()
+
+		run.start(stale, base, lr.planRev, &view)
+		run.next(stale, open, lr.planRev, &view)
+		synctest.Wait()
+		if p.calls.Load() != 0 || run.seeding() || run.replan != nil {
+			t.Fatalf("under an ended lead: planner called %d times, seeding %v, replan timer %v; want nothing started", p.calls.Load(), run.seeding(), run.replan != nil)
+		}
+		if o := run.finished(stale, planDone{outcome: planFailed}); o != planDiscarded || run.retryDue() {
+			t.Fatalf("a failed run under an ended lead: outcome %v, retry due %v; want it ignored", o, run.retryDue())
+		}
+
+		run.start(live, base, lr.planRev, &view)
+		synctest.Wait()
+		got := lr.delivered(live)
+		if p.calls.Load() != 1 || len(got) != 1 {
+			t.Fatalf("under a live lead: planner called %d times, delivered %v; want one run and its result", p.calls.Load(), got)
+		}
+		d, ok := got[0].(planDone)
+		if !ok || run.finished(live, d) != planChanged || run.seeding() {
+			t.Fatalf("the live run's result %+v was not applied as changed (seeding %v)", got[0], run.seeding())
+		}
+		run.next(live, open, lr.planRev, &view)
+		if run.replan == nil {
+			t.Fatal("no replan timer armed for an open plan under a live lead")
+		}
+		run.stop()
+		if o := run.finished(live, planDone{outcome: planFailed}); o != planFailed || !run.retryDue() {
+			t.Fatalf("a failed run under a live lead: outcome %v, retry due %v; want a retry due", o, run.retryDue())
+		}
+	})
+}
