@@ -10,7 +10,7 @@ import (
 
 // The adopt-and-retry loop of a write on a record this worker writes under
 // a tenancy: the split record's fail, hand-back and completion
-// (splitwrite.go) and the progress record's commit (handle_commit.go)
+// (splitwrite.go) and the progress record's commit (commitwrite.go)
 // (docs/protocol.md, "Commits", "Hand-back, fail, quarantine"). A lost CAS
 // is judged from the record read after it: the intended write landed
 // unseen (adopted), the record still belongs to this tenancy and moved

@@ -2,9 +2,10 @@
 // actors on the hollywood engine (github.com/anthdm/hollywood).
 //
 // One call of [Spawn] creates one worker: a root actor and its children
-// (watch, lease, leader, assign, splitwriter, revoke) on the caller's engine,
-// every actor id carrying the instance id and the worker's nonce, so several
-// workers may share one engine and one store. The returned [*Coordinator]
+// (watch, lease, leader, assign, splitwriter, revoke) on the caller's
+// engine, every actor id carrying the instance id and the worker's nonce,
+// so several workers may share one engine and one store, and the commit
+// writer, an actor with a mailbox of its own that writes the commits. The returned [*Coordinator]
 // is the handle a driver calls:
 //
 //	e, _ := actor.NewEngine(actor.NewEngineConfig())

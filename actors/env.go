@@ -41,6 +41,8 @@ type env struct {
 
 	backlog backlog // the credit of the watch hand-off (backlog.go)
 
+	commitWriters commitWriters // the commit writer's shards (commitwriter.go)
+
 	ctx    context.Context // cancelled at Depart's end or Abort
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -92,7 +92,7 @@ func TestCasProgressConflicts(t *testing.T) {
 			if tt.failGet {
 				fs.failGet = key
 			}
-			d := casProgress(context.Background(), v, "a", progressCell{epoch: 2, prog: fence, rev: rev}, tt.p)
+			d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, tt.p)
 			if d.outcome != tt.want || d.adopted != tt.adopted {
 				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.outcome, d.adopted, d.err, tt.want, tt.adopted)
 			}
@@ -207,7 +207,7 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 		if _, err := st.Delete(context.Background(), store.Durable, key, 0); err != nil {
 			t.Fatal(err)
 		}
-		d := casProgress(context.Background(), v, "a", progressCell{epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4})
+		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4})
 		if d.outcome != casLanded || d.rec.Watermark == nil || *d.rec.Watermark != 4 {
 			t.Fatalf("outcome %v record %+v (err %v), want landed at watermark 4", d.outcome, d.rec, d.err)
 		}
@@ -220,7 +220,7 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 		st := memstore.New(30 * time.Second)
 		v := casEnv(t, st)
 		rev := put(t, st, key, protocol.EncodeProgress(fence), 0)
-		d := casProgress(context.Background(), v, "a", progressCell{epoch: 2, prog: fence, rev: rev + 10}, coordination.SplitProgress{Watermark: 4})
+		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev + 10}, coordination.SplitProgress{Watermark: 4})
 		if d.outcome != casFatal || !strings.Contains(d.err.Error(), "store rollback") {
 			t.Fatalf("outcome %v err %v, want Fatal store rollback", d.outcome, d.err)
 		}

@@ -4,7 +4,6 @@ import (
 	"sync"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/internal/protocol"
 )
 
 // outbox is the one structure shared between the handle and the root actor:
@@ -21,20 +20,6 @@ type outbox struct {
 	// polled maps a split to the epoch of the Gained that Poll last handed
 	// out for it; a Lost handed out removes it. Calls refer to that tenancy.
 	polled map[coordination.SplitID]uint64
-	// cells holds, per split, the latest tenancy the root started: its
-	// progress record as the fence or the last commit left it. From its
-	// Gained on, the handle is that record's only writer (commits run on the
-	// caller's goroutine); the root marks the cell ended when the tenancy
-	// ends.
-	cells map[coordination.SplitID]*progressCell
-}
-
-// progressCell is one tenancy's progress record as this worker last wrote it.
-type progressCell struct {
-	epoch uint64
-	prog  protocol.ProgressRecord
-	rev   uint64
-	ended bool
 }
 
 // push enqueues events and wakes the driver. Events after a latched failure
@@ -97,49 +82,6 @@ func (o *outbox) take() ([]coordination.Event, error) {
 		return evs, nil
 	}
 	return nil, o.err
-}
-
-// begin records a tenancy the root started, with the progress record its
-// fence left.
-func (o *outbox) begin(id coordination.SplitID, epoch uint64, prog protocol.ProgressRecord, rev uint64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.cells == nil {
-		o.cells = map[coordination.SplitID]*progressCell{}
-	}
-	o.cells[id] = &progressCell{epoch: epoch, prog: prog, rev: rev}
-}
-
-// ended marks the tenancy (id, epoch) ended: calls for it are not held.
-func (o *outbox) ended(id coordination.SplitID, epoch uint64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if c := o.cells[id]; c != nil && c.epoch == epoch {
-		c.ended = true
-	}
-}
-
-// heldCell returns a copy of the progress cell of the polled tenancy of id,
-// or false when that tenancy is not held (never polled, ended, or
-// re-claimed with its Gained still unpolled).
-func (o *outbox) heldCell(id coordination.SplitID) (progressCell, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	c := o.cells[id]
-	if c == nil || c.ended || c.epoch != o.polled[id] {
-		return progressCell{}, false
-	}
-	return *c, true
-}
-
-// advance records a progress write of tenancy (id, epoch) that landed at
-// rev, unless a newer one is already recorded.
-func (o *outbox) advance(id coordination.SplitID, epoch uint64, prog protocol.ProgressRecord, rev uint64) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if c := o.cells[id]; c != nil && c.epoch == epoch && rev > c.rev {
-		c.prog, c.rev = prog, rev
-	}
 }
 
 // polledEpoch returns the epoch of the tenancy whose Gained Poll last handed

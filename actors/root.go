@@ -15,11 +15,12 @@ import (
 // rootActor is the coordinator actor: it owns the tenancy registry (tenancy.go),
 // the one record of which tenancies this worker holds, and announces its
 // changes; it is the only writer of seam events into the outbox, where it
-// enforces the event ordering rules; it starts and ends the outbox's
-// progress cells with the tenancies. It routes handle commands (Fail,
-// Release, Depart go to the split-writer actor, which answers the original
-// requester; commits bypass it, see handle_commit.go) and never does store
-// I/O.
+// enforces the event ordering rules; it hands each started tenancy's
+// progress record to the commit writer (openCell), which closes it on the
+// tenancy's TenancyEnded. It routes handle commands (Fail, Release, Depart
+// go to the split-writer actor, which answers the original requester;
+// commits go to the commit writer, see commitwriter.go) and never does
+// store I/O.
 type rootActor struct {
 	v   *env
 	log *slog.Logger
@@ -137,7 +138,6 @@ func (r *rootActor) verdictReached(m messages.VerdictReached) {
 // (E1, E3) and tells the actors that follow tenancies.
 func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
 	r.reg.end(id)
-	r.v.out.ended(id, epoch)
 	r.v.met.owned(r.reg.len())
 	if reason.Involuntary() {
 		if reason != messages.EndRevoked {
@@ -164,7 +164,7 @@ func (r *rootActor) claimWon(c *actor.Context, m messages.ClaimWon) {
 		r.v.route(roleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
 		return
 	}
-	r.v.out.begin(id, m.Epoch, m.Fence, m.FenceRev)
+	r.v.route(roleRoot, openCell{split: id, epoch: m.Epoch, prog: m.Fence, rev: m.FenceRev})
 	r.v.out.push(coordination.Gained{Split: m.Spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
 }
 

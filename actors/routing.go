@@ -11,7 +11,8 @@ import (
 )
 
 // role names a part of one worker that sends or receives messages: the
-// root, the six children, and the handle (the caller's goroutine).
+// root, the six children, the commit writer (commitwriter.go; not an actor
+// of the engine) and the handle (the caller's goroutine).
 type role uint8
 
 const (
@@ -22,14 +23,16 @@ const (
 	roleAssign
 	roleSplitWriter
 	roleRevoke
+	roleCommitWriter
 	roleHandle
 )
 
-var roleNames = [...]string{"root", "watch", "lease", "leader", "assign", "splitwriter", "revoke", "handle"}
+var roleNames = [...]string{"root", "watch", "lease", "leader", "assign", "splitwriter", "revoke", "commitwriter", "handle"}
 
 func (r role) String() string { return roleNames[r] }
 
-// of returns the PID of actor role r (never roleHandle).
+// of returns the PID of actor role r (never roleCommitWriter nor
+// roleHandle).
 func (p pids) of(r role) *actor.PID {
 	return [...]*actor.PID{p.root, p.watch, p.lease, p.leader, p.assign, p.splitWriter, p.revoke}[r]
 }
@@ -90,14 +93,18 @@ var routes = []route{
 	{msgs: types(messages.SplitQuarantined{}), from: roleSplitWriter, to: []role{roleRoot}},
 	// Tenancies: the root's registry is their one owner.
 	{msgs: types(messages.EndTenancy{}), from: roleSplitWriter, to: []role{roleRoot}, note: "a fence seen in the split record"},
-	{msgs: types(messages.EndTenancy{}), from: roleHandle, to: []role{roleRoot}, note: "a fenced or completed commit"},
-	{msgs: types(messages.TenancyStarted{}, messages.TenancyEnded{}), from: roleRoot, to: []role{roleAssign, roleSplitWriter, roleRevoke}, note: "the registry's changes, each once; followers keep a derived view"},
+	{msgs: types(messages.EndTenancy{}), from: roleCommitWriter, to: []role{roleRoot}, note: "a fenced or completed commit"},
+	{msgs: types(messages.TenancyStarted{}), from: roleRoot, to: []role{roleAssign, roleSplitWriter, roleRevoke}, note: "the registry's changes, each once; followers keep a derived view"},
+	{msgs: types(messages.TenancyEnded{}), from: roleRoot, to: []role{roleAssign, roleSplitWriter, roleRevoke, roleCommitWriter}, note: "the commit writer closes the tenancy's progress cell"},
+	{msgs: types(openCell{}), from: roleRoot, to: []role{roleCommitWriter}, note: "the progress record the claim's fence left, before Gained"},
 	{msgs: types(messages.HandBackResolved{}), from: roleSplitWriter, to: []role{roleRoot}, note: "relayed by the root"},
 	{msgs: types(messages.HandBackResolved{}), from: roleRoot, to: []role{roleRevoke, roleAssign}, note: "always after the tenancy's TenancyEnded: one ordered stream"},
 	// Revocations.
 	{msgs: types(messages.AssignedSetChanged{}), from: roleAssign, to: []role{roleRevoke}},
 	{msgs: types(messages.RevocationRequested{}, messages.ForceRevocation{}), from: roleRevoke, to: []role{roleRoot}},
-	{msgs: types(messages.CommitLanded{}), from: roleHandle, to: []role{roleRevoke}},
+	// Commits.
+	{msgs: types(commitRequest{}), from: roleHandle, to: []role{roleCommitWriter}, note: "Commit, CommitFinal; answered by a commitResult"},
+	{msgs: types(messages.CommitLanded{}), from: roleCommitWriter, to: []role{roleRevoke}},
 	// Handle commands (requests: the reply goes to the caller).
 	{msgs: types(messages.StartJob{}, messages.FailSplit{}, messages.ReleaseSplits{}, messages.DepartJob{}), from: roleHandle, to: []role{roleRoot}},
 	{msgs: types(messages.DeclineRevoke{}), from: roleHandle, to: []role{roleRevoke}, note: "the revoke actor forces it through the root"},
@@ -147,8 +154,30 @@ func (v *env) route(from role, msg any) {
 		v.backlog.add(len(to) * credits(msg))
 	}
 	for _, r := range to {
-		v.send(v.pid.of(r), msg)
+		v.sendTo(r, msg)
 	}
+}
+
+// sendTo delivers msg to role r: to the commit writer's shard that owns the
+// split msg is about, or to r's actor.
+func (v *env) sendTo(r role, msg any) {
+	if r != roleCommitWriter {
+		v.send(v.pid.of(r), msg)
+		return
+	}
+	if v.ctx.Err() != nil { // as env.send: nothing is delivered after shutdown
+		return
+	}
+	v.commitWriterOf(splitOf(msg)).box.post(msg)
+}
+
+// askCommit hands the handle's commit request to the commit writer, the
+// destination its route names, and waits for the result.
+func (v *env) askCommit(req commitRequest) commitResult {
+	if r := lookup(roleHandle, req); len(r.to) != 1 || r.to[0] != roleCommitWriter {
+		panic(fmt.Sprintf("actors: commit requests route to %s", roleList(r.to)))
+	}
+	return v.commitWriterOf(req.split).ask(req)
 }
 
 // reply answers a request: to is its requester, a handle request's sender

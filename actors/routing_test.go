@@ -118,6 +118,9 @@ func TestMessagesDocNamesEveryRoutedMessage(t *testing.T) {
 	}
 	for _, r := range routes {
 		for _, ty := range r.msgs {
+			if ty.PkgPath() != reflect.TypeOf(messages.JobStarted{}).PkgPath() {
+				continue // the actors' own messages (openCell, commitRequest) are not messages'
+			}
 			if !strings.Contains(string(b), ty.Name()) {
 				t.Errorf("messages/doc.go does not name %s (sent by %s)", ty.Name(), r.from)
 			}

@@ -60,6 +60,10 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
 	v.cap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
 	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.commitWriters = newCommitWriters(v)
+	for _, w := range v.commitWriters.shards {
+		v.goFunc(w.run)
+	}
 	name := id + "." + v.nonce[:12]
 	spawn := func(p actor.Producer, kind string) *actor.PID {
 		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), backlogMiddleware(v)), actor.WithMaxRestarts(0))

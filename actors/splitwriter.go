@@ -40,7 +40,7 @@ type handBackBatch struct {
 // protocol", "Hand-back, fail, quarantine"): claims with their progress
 // fence, completions, fails, hand-backs and quarantines. It adopts
 // maybe-landed writes, drops splits whose records moved away, and takes
-// the verdict. Commits are written by the handle (handle_commit.go).
+// the verdict. Commits are written by the commit writer (commitwriter.go).
 type splitWriterActor struct {
 	v   *env
 	log *slog.Logger
@@ -105,7 +105,7 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 	case messages.TenancyEnded:
 		sw.held.apply(m)
 		if m.Reason == messages.EndCompleted {
-			// The handle's completed commit landed: complete the split record.
+			// A completing commit landed: complete the split record.
 			sw.enqueue(c, completeOp{split: m.Split, epoch: m.Epoch})
 		}
 	case messages.Departing:

@@ -9,8 +9,8 @@ import (
 )
 
 // tenancy is one held tenancy of a split: its epoch and the session that
-// claimed it. (Its progress record belongs to the handle, which commits on
-// the caller's goroutine: see progressCell.)
+// claimed it. (Its progress record belongs to the commit writer: see
+// progressCell.)
 type tenancy struct {
 	epoch uint64
 	nonce string

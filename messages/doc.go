@@ -8,15 +8,16 @@
 //
 // The handle (the caller's goroutine) asks the root with StartJob,
 // FailSplit, ReleaseSplits and DepartJob, and the revoke actor with
-// DeclineRevoke; each is answered by its Reply. After a commit it tells the
-// revoke actor CommitLanded, and asks the root EndTenancy when the commit
-// was fenced or completed.
+// DeclineRevoke; each is answered by its Reply. Its commits go to the
+// commit writer, which after each one tells the revoke actor CommitLanded,
+// and asks the root EndTenancy when the commit was fenced or completed.
 //
 // The root owns the tenancy registry. It tells every actor JobStarted and
 // Departing; it announces each registry change once, TenancyStarted and
-// TenancyEnded, to assign, splitwriter and revoke; it forwards the writes of
-// Fail, Release, Depart and forced revocations to the split-writer actor
-// (FailSplit, HandBackSplits, answered by HandBackSplitsReply or
+// TenancyEnded, to assign, splitwriter and revoke (and TenancyEnded to the
+// commit writer); it forwards the writes of Fail, Release, Depart and
+// forced revocations to the split-writer actor (FailSplit,
+// HandBackSplits, answered by HandBackSplitsReply or
 // ReleaseSplitsReply); it rebroadcasts VerdictReached to assign, leader and
 // revoke; and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.

@@ -1,0 +1,188 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"hash/maphash"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+)
+
+// commitWriterShards is how many shards the commit writer has: commits of
+// splits in different shards never queue behind one another.
+const commitWriterShards = 16
+
+// commitWriter is one shard of the commit-writing actor (docs/architecture.md,
+// "The commit path"). It owns the progress cells of the tenancies whose
+// split hashes to it: from a tenancy's Gained on, the shard is the only
+// writer of its progress record. It takes three messages, in the order they
+// were posted: openCell and TenancyEnded from the root, commitRequest from
+// the handle, which it answers with a commitResult; it tells the revoke
+// actor CommitLanded and asks the root EndTenancy for a completed or fenced
+// commit.
+type commitWriter struct {
+	v     *env
+	box   *mailbox
+	cells map[coordination.SplitID]*progressCell // touched only by the turn's holder
+}
+
+// progressCell is one tenancy's progress record as this worker last wrote
+// it.
+type progressCell struct {
+	epoch uint64
+	prog  protocol.ProgressRecord
+	rev   uint64
+}
+
+// openCell hands the commit writer a started tenancy's progress record as
+// its claim's fence left it. The root posts it before the tenancy's Gained.
+type openCell struct {
+	split coordination.SplitID
+	epoch uint64
+	prog  protocol.ProgressRecord
+	rev   uint64
+}
+
+// commitRequest asks for one commit of progress on the tenancy (split,
+// epoch) whose Gained Poll handed out; reply (capacity 1) gets its result.
+type commitRequest struct {
+	ctx      context.Context // bounds the write (OpTimeout, the stop)
+	split    coordination.SplitID
+	epoch    uint64
+	progress coordination.SplitProgress
+	reply    chan commitResult
+}
+
+// commitResult is a commit's outcome: err is Commit's result; landed says
+// the write is durable.
+type commitResult struct {
+	err    error
+	landed bool
+}
+
+// commitWriters are the commit writer's shards; a split's shard is picked
+// by a hash of its id under seed.
+type commitWriters struct {
+	seed   maphash.Seed
+	shards []*commitWriter
+}
+
+func newCommitWriters(v *env) commitWriters {
+	ws := commitWriters{seed: maphash.MakeSeed(), shards: make([]*commitWriter, commitWriterShards)}
+	for i := range ws.shards {
+		ws.shards[i] = &commitWriter{v: v, box: newMailbox(), cells: map[coordination.SplitID]*progressCell{}}
+	}
+	return ws
+}
+
+// commitWriterOf returns the shard that owns split id's progress cells.
+func (v *env) commitWriterOf(id coordination.SplitID) *commitWriter {
+	return v.commitWriters.shards[maphash.String(v.commitWriters.seed, string(id))%commitWriterShards]
+}
+
+// splitOf returns the split a message for the commit writer is about.
+func splitOf(msg any) coordination.SplitID {
+	switch m := msg.(type) {
+	case openCell:
+		return m.split
+	case commitRequest:
+		return m.split
+	case messages.TenancyEnded:
+		return m.Split
+	}
+	panic(fmt.Sprintf("actors: %T is not a commit writer's message", msg))
+}
+
+// run processes what is posted to the shard until the worker shuts down.
+func (w *commitWriter) run(ctx context.Context) {
+	for {
+		batch := w.box.next(ctx)
+		if batch == nil {
+			return
+		}
+		for _, msg := range batch {
+			w.receive(msg)
+		}
+		w.box.endTurn()
+	}
+}
+
+func (w *commitWriter) receive(msg any) {
+	switch m := msg.(type) {
+	case openCell:
+		w.cells[m.split] = &progressCell{epoch: m.epoch, prog: m.prog, rev: m.rev}
+	case messages.TenancyEnded:
+		w.close(m.Split, m.Epoch)
+	case commitRequest:
+		m.reply <- w.commit(m)
+	default:
+		panic(fmt.Sprintf("actors: the commit writer got %T", msg))
+	}
+}
+
+// ask runs req and returns its result: on the caller's goroutine when the
+// shard is idle with nothing queued, else through the shard's mailbox, in
+// order, giving up when req.ctx ends.
+func (w *commitWriter) ask(req commitRequest) commitResult {
+	if w.box.tryTurn() {
+		defer w.box.endTurn()
+		return w.commit(req)
+	}
+	w.v.sendTo(roleCommitWriter, req)
+	select {
+	case res := <-req.reply:
+		return res
+	case <-req.ctx.Done():
+		return commitResult{err: storeErr(fmt.Sprintf("committing split %s", req.split), req.ctx.Err())}
+	}
+}
+
+// close ends the cell of tenancy (id, epoch): later commits of it are not
+// held.
+func (w *commitWriter) close(id coordination.SplitID, epoch uint64) {
+	if c := w.cells[id]; c != nil && c.epoch == epoch {
+		delete(w.cells, id)
+	}
+}
+
+// commit writes one commit and tells the actors its outcome: CommitLanded
+// to revoke, EndTenancy to the root when it completed the split or found
+// the tenancy fenced.
+func (w *commitWriter) commit(req commitRequest) commitResult {
+	id, epoch := req.split, req.epoch
+	cell := w.cells[id]
+	if cell == nil || cell.epoch != epoch {
+		return commitResult{err: notHeld(id)}
+	}
+	d := casProgress(req.ctx, w.v, id, cell, req.progress)
+	switch d.outcome {
+	case casLanded:
+		cell.advance(d.rec, d.rev)
+		if !d.adopted {
+			w.v.route(roleCommitWriter, messages.CommitLanded{Split: id, Epoch: epoch})
+		}
+		if d.rec.Completed {
+			w.close(id, epoch)
+			w.v.route(roleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+		}
+		return commitResult{landed: true}
+	case casFenced:
+		w.close(id, epoch)
+		w.v.route(roleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+	case casFatal:
+		w.v.failNow(d.err)
+	default:
+		w.v.fatalIf(d.err)
+	}
+	return commitResult{err: d.err}
+}
+
+// advance records a write of the cell's tenancy that landed at rev, unless
+// a newer one is already recorded.
+func (c *progressCell) advance(prog protocol.ProgressRecord, rev uint64) {
+	if rev > c.rev {
+		c.prog, c.rev = prog, rev
+	}
+}

@@ -1,0 +1,277 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/store/memstore"
+)
+
+// TestMailboxProcessesInPostOrderOneAtATime: senders that post and senders
+// that take the turn themselves (tryTurn) never overtake what was posted
+// before them, and no two goroutines ever hold the turn at once.
+func TestMailboxProcessesInPostOrderOneAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const senders, each = 4, 500
+		box := newMailbox()
+		var holders atomic.Int32
+		var order []string // appended only by the turn's holder
+		process := func(msg any) {
+			if n := holders.Add(1); n != 1 {
+				t.Errorf("%d goroutines hold the turn", n)
+			}
+			order = append(order, msg.(string))
+			holders.Add(-1)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go func() {
+			for {
+				batch := box.next(ctx)
+				if batch == nil {
+					return
+				}
+				for _, m := range batch {
+					process(m)
+				}
+				box.endTurn()
+			}
+		}()
+		var wg sync.WaitGroup
+		for s := range senders {
+			wg.Go(func() {
+				for i := range each {
+					msg := fmt.Sprintf("%d/%04d", s, i)
+					if i%2 == 0 && box.tryTurn() {
+						process(msg)
+						box.endTurn()
+						continue
+					}
+					box.post(msg)
+				}
+			})
+		}
+		wg.Wait()
+		settle() // the shard's goroutine drained the queue and waits
+		if len(order) != senders*each {
+			t.Fatalf("processed %d messages, want %d", len(order), senders*each)
+		}
+		last := map[byte]string{}
+		for _, m := range order {
+			if prev := last[m[0]]; prev != "" && m < prev {
+				t.Fatalf("sender %c: %s processed after %s", m[0], m, prev)
+			}
+			last[m[0]] = m
+		}
+	})
+}
+
+// TestMailboxTurnIsRefusedWhileBusyOrQueued: a sender may run its message
+// itself only when nothing is in progress and nothing waits.
+func TestMailboxTurnIsRefusedWhileBusyOrQueued(t *testing.T) {
+	box := newMailbox()
+	if !box.tryTurn() {
+		t.Fatal("an idle, empty mailbox refused the turn")
+	}
+	if box.tryTurn() {
+		t.Fatal("the turn was given twice")
+	}
+	box.post("queued")
+	box.endTurn()
+	if box.tryTurn() {
+		t.Fatal("the turn was given while a message waits: it would overtake it")
+	}
+	if got := box.next(context.Background()); !slices.Equal(got, []any{"queued"}) {
+		t.Fatalf("next = %v", got)
+	}
+	box.endTurn()
+	if !box.tryTurn() {
+		t.Fatal("the turn was refused once the queue was drained")
+	}
+}
+
+// loneCommitWriter is one commit-writer shard on a memstore whose peers
+// (root, revoke) are one recording actor; run starts its goroutine, sent
+// returns what the peers received. The store holds a's progress record as
+// the fence of tenancy (a, 2) of this worker ("me") left it.
+type loneCommitWriter struct {
+	w     *commitWriter
+	st    *memstore.Store
+	fence openCell
+	sent  func() []any
+}
+
+func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var msgs []any
+	rec := e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
+	st := memstore.New(30 * time.Second)
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = "me"
+	v := &env{e: e, cfg: cfg, clk: clock.NewMock(), id: "me", nonce: "n", log: discardLogger(), out: &outbox{}}
+	v.session.Store(&v.nonce)
+	v.st = &guardedStore{Store: st, halted: &v.halted}
+	v.fp.Store(protocol.Fingerprint("job:v1"))
+	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.pid = pids{root: rec, revoke: rec}
+	v.commitWriters = newCommitWriters(v)
+	t.Cleanup(func() {
+		v.cancel()
+		<-e.Poison(rec).Done()
+	})
+	fence := protocol.FreshProgress("a", v.fp.Load(), "me", 2, 0)
+	rev := put(t, st, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
+	return &loneCommitWriter{
+		w: v.commitWriterOf("a"), st: st,
+		fence: openCell{split: "a", epoch: 2, prog: fence, rev: rev},
+		sent: func() []any {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(msgs)
+		},
+	}
+}
+
+func (l *loneCommitWriter) run(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.w.run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination.SplitProgress) commitResult {
+	return l.w.ask(commitRequest{ctx: ctx, split: "a", epoch: epoch, progress: p, reply: make(chan commitResult, 1)})
+}
+
+// queued is how many messages wait in the shard's mailbox.
+func (l *loneCommitWriter) queued() int {
+	l.w.box.mu.Lock()
+	defer l.w.box.mu.Unlock()
+	return len(l.w.box.queue)
+}
+
+func (l *loneCommitWriter) watermark(t *testing.T) int64 {
+	e, _, err := l.st.Get(context.Background(), store.Durable, protocol.ProgressKey("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := protocol.DecodeProgress(e.Key, e.Value, protocol.Fingerprint("job:v1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Watermark == nil {
+		return -1
+	}
+	return *rec.Watermark
+}
+
+// TestACommitWaitsForTheCellPostedBeforeIt: a commit asked while the
+// tenancy's openCell is still queued runs after it, through the shard's
+// goroutine, and lands; taking the turn at once would have found no cell.
+func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoneCommitWriter(t)
+		l.w.v.sendTo(roleCommitWriter, l.fence) // queued: the shard's goroutine is not running yet
+		res := make(chan commitResult, 1)
+		go func() { res <- l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 5}) }()
+		settle()
+		if n := l.queued(); n != 2 {
+			t.Fatalf("%d messages queued, want the cell and the commit", n)
+		}
+		l.run(t)
+		if r := <-res; !r.landed || r.err != nil {
+			t.Fatalf("commit behind its cell: landed %v, %v", r.landed, r.err)
+		}
+		if got := l.watermark(t); got != 5 {
+			t.Fatalf("watermark %d, want 5", got)
+		}
+		settle()
+		if got := l.sent(); !slices.Equal(got, []any{messages.CommitLanded{Split: "a", Epoch: 2}}) {
+			t.Fatalf("told %#v, want CommitLanded", got)
+		}
+	})
+}
+
+// TestACommitOfAnEndedOrOtherTenancyWritesNothing: for an epoch other than
+// the cell's, or once the root's TenancyEnded closed the cell, a commit is
+// Fenced (not held) and the record keeps its last commit.
+func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoneCommitWriter(t)
+		l.run(t)
+		l.w.v.sendTo(roleCommitWriter, l.fence)
+		settle()
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 5}); !r.landed {
+			t.Fatalf("first commit: %v", r.err)
+		}
+		if r := l.ask(context.Background(), 1, coordination.SplitProgress{Watermark: 6}); r.landed || coordination.KindOf(r.err) != coordination.Fenced {
+			t.Fatalf("commit of epoch 1 under the cell of epoch 2: landed %v, %v", r.landed, r.err)
+		}
+		l.w.v.sendTo(roleCommitWriter, messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
+		settle()
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 7}); r.landed || coordination.KindOf(r.err) != coordination.Fenced {
+			t.Fatalf("commit after TenancyEnded: landed %v, %v", r.landed, r.err)
+		}
+		if got := l.watermark(t); got != 5 {
+			t.Fatalf("watermark %d, want 5 (nothing written after the end)", got)
+		}
+	})
+}
+
+// TestACompletingCommitEndsTheTenancy: a commit that completes the split
+// asks the root EndTenancy(EndCompleted) and closes the cell.
+func TestACompletingCommitEndsTheTenancy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoneCommitWriter(t)
+		l.run(t)
+		l.w.v.sendTo(roleCommitWriter, l.fence)
+		settle()
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 9, Completed: true}); !r.landed {
+			t.Fatalf("completing commit: %v", r.err)
+		}
+		settle()
+		if got := l.sent(); !slices.Contains(got, any(messages.EndTenancy{Split: "a", Epoch: 2, Reason: messages.EndCompleted})) {
+			t.Fatalf("told %#v, want EndTenancy completed", got)
+		}
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 10}); coordination.KindOf(r.err) != coordination.Fenced {
+			t.Fatalf("commit after completion: %v", r.err)
+		}
+	})
+}
+
+// TestACommitGivesUpWhenItsContextEnds: a commit queued in a shard that
+// does not get to it returns a Retryable error once its context ends.
+func TestACommitGivesUpWhenItsContextEnds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLoneCommitWriter(t)
+		l.w.v.sendTo(roleCommitWriter, l.fence) // never processed: no goroutine runs
+		ctx, cancel := context.WithCancel(context.Background())
+		res := make(chan commitResult, 1)
+		go func() { res <- l.ask(ctx, 2, coordination.SplitProgress{Watermark: 5}) }()
+		settle()
+		if n := l.queued(); n != 2 {
+			t.Fatalf("%d messages queued, want the cell and the commit", n)
+		}
+		cancel()
+		if r := <-res; r.landed || coordination.KindOf(r.err) != coordination.Retryable {
+			t.Fatalf("abandoned commit: landed %v, %v", r.landed, r.err)
+		}
+	})
+}
