@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/spate-go/coordination"
@@ -30,7 +31,7 @@ type casResult[R any] struct {
 type casWrite[R any] struct {
 	split coordination.SplitID
 	key   string
-	doing string // what the write does, for error reasons ("committing split a")
+	doing string // what the write does to split, for error reasons ("committing")
 	// build returns the record to write over base and its encoding, or a
 	// result that ends the write without I/O (stop).
 	build func(base R) (want R, b []byte, stop *casResult[R])
@@ -51,6 +52,10 @@ type casWrite[R any] struct {
 	rebased func(got R, rev uint64)
 }
 
+// what names the write for an error reason ("committing split a"); built
+// only on the error paths.
+func (w casWrite[R]) what() string { return fmt.Sprintf("%s split %s", w.doing, w.split) }
+
 // casAdopt runs w from base at revision rev with the adopt-and-retry-once
 // rule.
 func casAdopt[R any](ctx context.Context, v *env, w casWrite[R], base R, rev uint64) casResult[R] {
@@ -64,7 +69,7 @@ func casAdopt[R any](ctx context.Context, v *env, w casWrite[R], base R, rev uin
 		v.met.write(writeLabel(ok, err), time.Since(start))
 		switch {
 		case err != nil:
-			return casResult[R]{outcome: casUnconfirmed, err: storeErr(w.doing, err), rec: base, rev: rev}
+			return casResult[R]{outcome: casUnconfirmed, err: storeErr(w.what(), err), rec: base, rev: rev}
 		case ok:
 			return casResult[R]{outcome: casLanded, rec: want, rev: uint64(r)}
 		}
@@ -76,7 +81,7 @@ func casAdopt[R any](ctx context.Context, v *env, w casWrite[R], base R, rev uin
 			}
 		}
 		if err != nil {
-			return casResult[R]{outcome: casUnconfirmed, err: storeErr(w.doing, err), rec: base, rev: rev}
+			return casResult[R]{outcome: casUnconfirmed, err: storeErr(w.what(), err), rec: base, rev: rev}
 		}
 		if w.rollback && found && uint64(e.Revision) < rev {
 			return casResult[R]{outcome: casFatal, err: storeRolledBack(store.Durable, w.key, uint64(e.Revision), rev)}
@@ -102,7 +107,7 @@ func casAdopt[R any](ctx context.Context, v *env, w casWrite[R], base R, rev uin
 			if w.rebased != nil {
 				w.rebased(got, rev)
 			}
-			return casResult[R]{outcome: casUnconfirmed, err: keptMoving(w.doing), rec: got, rev: rev}
+			return casResult[R]{outcome: casUnconfirmed, err: keptMoving(w.what()), rec: got, rev: rev}
 		}
 	}
 }

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -19,7 +18,7 @@ func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell *pro
 	return casAdopt(ctx, v, casWrite[protocol.ProgressRecord]{
 		split: id,
 		key:   protocol.ProgressKey(id),
-		doing: fmt.Sprintf("committing split %s", id),
+		doing: "committing",
 		build: func(base protocol.ProgressRecord) (protocol.ProgressRecord, []byte, *casResult[protocol.ProgressRecord]) {
 			if err := checkWatermark(id, base, p); err != nil {
 				return base, nil, &casResult[protocol.ProgressRecord]{outcome: casFatal, err: err}

@@ -46,7 +46,8 @@ type openCell struct {
 }
 
 // commitRequest asks for one commit of progress on the tenancy (split,
-// epoch) whose Gained Poll handed out; reply (capacity 1) gets its result.
+// epoch) whose Gained Poll handed out; reply (capacity 1), set when the
+// request is posted, gets its result.
 type commitRequest struct {
 	ctx      context.Context // bounds the write (OpTimeout, the stop)
 	split    coordination.SplitID
@@ -130,6 +131,7 @@ func (w *commitWriter) ask(req commitRequest) commitResult {
 		defer w.box.endTurn()
 		return w.commit(req)
 	}
+	req.reply = make(chan commitResult, 1)
 	w.v.sendTo(roleCommitWriter, req)
 	select {
 	case res := <-req.reply:

@@ -157,7 +157,7 @@ func (l *loneCommitWriter) run(t *testing.T) {
 }
 
 func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination.SplitProgress) commitResult {
-	return l.w.ask(commitRequest{ctx: ctx, split: "a", epoch: epoch, progress: p, reply: make(chan commitResult, 1)})
+	return l.w.ask(commitRequest{ctx: ctx, split: "a", epoch: epoch, progress: p})
 }
 
 // queued is how many messages wait in the shard's mailbox.

@@ -95,7 +95,7 @@ func (c *Coordinator) commit(ctx context.Context, split coordination.SplitID, pr
 		return commitResult{err: notHeld(split)}
 	}
 	progress.State = cloneBytes(progress.State)
-	return c.v.askCommit(commitRequest{ctx: ctx, split: split, epoch: epoch, progress: progress, reply: make(chan commitResult, 1)})
+	return c.v.askCommit(commitRequest{ctx: ctx, split: split, epoch: epoch, progress: progress})
 }
 
 // stopContext returns a context that ends stopGrace after the stop channel

@@ -172,12 +172,17 @@ func (v *env) sendTo(r role, msg any) {
 }
 
 // askCommit hands the handle's commit request to the commit writer, the
-// destination its route names, and waits for the result.
+// destination its route names (checked once, in init), and waits for the
+// result.
 func (v *env) askCommit(req commitRequest) commitResult {
-	if r := lookup(roleHandle, req); len(r.to) != 1 || r.to[0] != roleCommitWriter {
-		panic(fmt.Sprintf("actors: commit requests route to %s", roleList(r.to)))
-	}
 	return v.commitWriterOf(req.split).ask(req)
+}
+
+// init checks the routing table for askCommit once, as the package loads.
+func init() {
+	if r := lookup(roleHandle, commitRequest{}); len(r.to) != 1 || r.to[0] != roleCommitWriter {
+		panic(fmt.Sprintf("actors: commit requests route to %s, but askCommit sends them to the commit writer", roleList(r.to)))
+	}
 }
 
 // reply answers a request: to is its requester, a handle request's sender

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -38,7 +37,7 @@ func casSplit(ctx context.Context, v *env, id coordination.SplitID, epoch uint64
 	return casAdopt(ctx, v, casWrite[protocol.SplitRecord]{
 		split: id,
 		key:   protocol.SplitKey(id),
-		doing: fmt.Sprintf("%s split %s", doing, id),
+		doing: doing,
 		build: func(base protocol.SplitRecord) (protocol.SplitRecord, []byte, *splitWritten) {
 			if base.Status.Terminal() {
 				return base, nil, &splitWritten{outcome: casFenced, err: fenced}
