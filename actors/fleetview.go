@@ -66,7 +66,9 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		if !ok && m.Instance != l.v.id {
 			l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
 		}
-		l.pub.dirty = l.pub.dirty || !ok || old != m.MaxInFlight
+		if !ok || old != m.MaxInFlight {
+			l.pub.changed()
+		}
 		f.members[m.Instance] = m.MaxInFlight
 		f.sessions[m.Instance] = m.Nonce
 		f.grace.Join(m.Instance, now)
@@ -84,7 +86,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 				f.departedAt[m.Instance] = now
 			}
 		}
-		l.pub.dirty = true
+		l.pub.changed()
 	case messages.RecordsObserved:
 		tick := false
 		for _, r := range m.Records {
@@ -97,7 +99,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	case messages.RecordDeleted:
 		delete(f.records, m.Split)
 		f.grace.Release(m.Split)
-		l.pub.dirty = true
+		l.pub.changed()
 		l.tick(c)
 		return
 	case messages.AssignmentObserved:
@@ -132,13 +134,13 @@ func (l *leaderActor) recordObserved(m messages.RecordObserved, now time.Time) (
 	f.records[m.Split] = facts
 	switch {
 	case !old.seen && l.run.seeding():
-		l.pub.seeded = true
+		l.pub.seededMeanwhile()
 		return false
 	case !old.seen:
-		l.pub.dirty = true
+		l.pub.changed()
 		return true
 	case f.inputChanged(m.Split, old, facts):
-		l.pub.dirty = true
+		l.pub.changed()
 		return true
 	}
 	return false

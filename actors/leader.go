@@ -21,13 +21,16 @@ import (
 //   - the planner run (planning.go), a component of its own: it runs the
 //     Planner, seeds and publishes the plan (docs/protocol.md, "Planning"),
 //     each of its methods taking the lead it runs under;
-//   - the publisher (publish.go): computes and writes the assignment records
-//     (docs/protocol.md, "Assignment and the rebalance delay") from the fleet
-//     view (fleetview.go).
+//   - the publisher (publish.go), a component of its own: it computes and
+//     writes the assignment records (docs/protocol.md, "Assignment and the
+//     rebalance delay") from the fleet view (fleetview.go), each of its
+//     methods that starts work or applies a result taking the lead it runs
+//     under.
 //
 // The election hands the planner run and the publisher a lead (lead.go) once
-// the fence landed; it ends when the leadership does, and fromLead never
-// applies a result of an ended lead. The parts share one process because a
+// the fence landed; it ends when the leadership does, and no result of an
+// ended lead is applied: fromLead drops the election's, and the planner run
+// and the publisher, given the lead a result came under, drop their own. The parts share one process because a
 // run and a publish read the fleet view and the plan view at the instant
 // they start, and a publish is suppressed while a run seeds; as separate
 // actors each would keep its own copy of those facts.
@@ -51,6 +54,7 @@ func newLeader(v *env) actor.Producer {
 		l := &leaderActor{v: v, log: v.log.With("actor", "leader"), view: newFleetView(v.cfg.StartupGrace)}
 		l.el = newElection(v, l.log, l.workEnded)
 		l.run = newPlanRunner(v, l.log)
+		l.pub = newPublisher(v, l.log)
 		return l
 	}
 }
@@ -66,10 +70,12 @@ func (l *leaderActor) Receive(c *actor.Context) {
 		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
 	case messages.WatchesChanged:
 		l.phase.observe(m)
-		l.pub.dirty = l.pub.dirty || m.Live
+		if m.Live {
+			l.pub.changed()
+		}
 		l.tick(c)
 	case messages.Reconciled:
-		l.pub.dirty = true
+		l.pub.changed()
 		l.tick(c)
 	case messages.HeartbeatTicked:
 		l.heartbeat(c)
@@ -102,8 +108,10 @@ func (l *leaderActor) Receive(c *actor.Context) {
 	case leadResult:
 		l.fromLead(c, m)
 	case publishDue:
-		l.pub.soon = false
-		l.publish(c)
+		l.pub.taken()
+		if _, _, plan := l.el.planView(); l.phase.live && plan {
+			l.pub.publish(l.el.working(), &l.view, l.fingerprint)
+		}
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -119,7 +127,12 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 		l.planned(c, m.lead, r)
 		return
 	case publishDone:
-		l.pub.busy = false
+		if l.pub.published(m.lead, r, &l.view) {
+			l.pub.schedule()
+		} else {
+			l.tick(c)
+		}
+		return
 	}
 	if m.lead.ended() {
 		l.tick(c)
@@ -133,14 +146,13 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 	case leaderRetryDue:
 		l.el.retried(r)
 	case seedProgressed:
-		l.seedsPublishable()
+		l.pub.seedsPublishable()
 		l.tick(c)
 	case replanDue:
 		l.runPlan()
-	case publishDone:
-		l.published(c, r)
 	case holdEnded:
-		l.holdEnded(c)
+		l.pub.holdEnded(m.lead)
+		l.tick(c)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", r))
 	}
@@ -150,12 +162,9 @@ func (l *leaderActor) heartbeat(c *actor.Context) {
 	now := l.v.clk.Now()
 	l.el.renew(now)
 	if l.view.expireDepartures(now, l.v.cfg.RebalanceDelay) {
-		l.pub.dirty = true
+		l.pub.changed()
 	}
-	if l.pub.retry || l.view.grace.Due(now) {
-		l.pub.retry = false
-		l.pub.dirty = true
-	}
+	l.pub.heartbeat(now, &l.view)
 	if l.run.retryDue() {
 		l.runPlan()
 	}
@@ -170,7 +179,7 @@ func (l *leaderActor) tick(c *actor.Context) {
 	if l.phase.live && !l.phase.over() && l.el.canCampaign() {
 		l.el.campaign()
 	}
-	l.schedulePublish(c)
+	l.pub.schedule()
 }
 
 // fenced starts the planner run and the publisher under the work lead the
@@ -178,7 +187,7 @@ func (l *leaderActor) tick(c *actor.Context) {
 func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
 	if w := l.el.fenced(m, l.phase.over()); w != nil {
 		l.view.indexPublished()
-		l.pub.dirty = true
+		l.pub.changed()
 		l.runPlan()
 	}
 	l.tick(c)
@@ -195,7 +204,7 @@ func (l *leaderActor) runPlan() {
 // only while w lasts.
 func (l *leaderActor) planned(c *actor.Context, w *lead, m planDone) {
 	o := l.run.finished(w, m)
-	l.seedsPublishable()
+	l.pub.seedsPublishable()
 	switch {
 	case w.ended():
 		pl, rev, _ := l.el.planView()
@@ -205,18 +214,11 @@ func (l *leaderActor) planned(c *actor.Context, w *lead, m planDone) {
 		l.el.resign(nil)
 	case o == planChanged || o == planUnchanged:
 		l.adoptPlan(c, m.plan, m.rev)
-		l.pub.dirty = true
+		l.pub.changed()
 		pl, rev, _ := l.el.planView()
 		l.run.next(w, pl, rev, &l.view)
 		l.tick(c)
 	}
-}
-
-// seedsPublishable makes the splits that appeared while the run seeded an
-// input change, at one of its progress reports or at its end.
-func (l *leaderActor) seedsPublishable() {
-	l.pub.dirty = l.pub.dirty || l.pub.seeded
-	l.pub.seeded = false
 }
 
 // adoptPlan takes a newer plan record into the election's plan view.
@@ -231,6 +233,5 @@ func (l *leaderActor) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev ui
 func (l *leaderActor) workEnded() {
 	l.view.unindexPublished()
 	l.run.reset()
-	stopTimer(l.pub.hold)
-	l.pub.hold = nil
+	l.pub.stopWork()
 }

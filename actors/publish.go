@@ -3,9 +3,10 @@ package actors
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
+	"time"
 
-	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
@@ -30,11 +31,15 @@ type (
 	}
 )
 
-// publisher is the leader actor's assignment publisher part
-// (docs/protocol.md, "Assignment and the rebalance delay"): at most one
-// evaluation in flight, triggers coalesced into the next. Written by the
-// leader actor only.
+// publisher is the leader actor's assignment publisher (docs/protocol.md,
+// "Assignment and the rebalance delay"), a component with its own state: at
+// most one evaluation in flight, triggers coalesced into the next. Each
+// method that starts work or applies its result takes the lead it runs
+// under: nothing is written under a lead that ended, and a result delivered
+// under one is not folded into the view. Written by the leader actor only.
 type publisher struct {
+	v          *env
+	log        *slog.Logger
 	dirty      bool         // an input of the assignment function changed
 	seeded     bool         // splits appeared while this leader's run seeds: dirty at its next progress report
 	soon       bool         // a publishDue is queued
@@ -45,33 +50,64 @@ type publisher struct {
 	hold       *clock.Timer // fires holdEnded when the startup hold ends; nil when none is armed
 }
 
-// schedulePublish queues one evaluation behind the messages already in the
-// inbox, so an evaluation sees a whole burst of watch events rather than a
-// half-applied view; triggers meanwhile coalesce into it.
-func (l *leaderActor) schedulePublish(c *actor.Context) {
-	if p := &l.pub; p.dirty && !p.soon && !p.busy {
-		p.soon = true
-		l.v.send(c.PID(), publishDue{})
+func newPublisher(v *env, log *slog.Logger) publisher {
+	return publisher{v: v, log: log}
+}
+
+// changed records that an input of the assignment function changed.
+func (p *publisher) changed() { p.dirty = true }
+
+// seededMeanwhile records that a split appeared while the planner run
+// seeds: it becomes an input change at the run's next progress report or
+// its end (seedsPublishable), not before.
+func (p *publisher) seededMeanwhile() { p.seeded = true }
+
+// seedsPublishable makes the splits that appeared while the run seeded an
+// input change.
+func (p *publisher) seedsPublishable() {
+	p.dirty = p.dirty || p.seeded
+	p.seeded = false
+}
+
+// heartbeat makes the assignment dirty when a retry waits for the
+// heartbeat or a startup grace pin of view ended by now.
+func (p *publisher) heartbeat(now time.Time, view *fleetView) {
+	if p.retry || view.grace.Due(now) {
+		p.retry = false
+		p.dirty = true
 	}
 }
 
-// publish computes the desired assignment and writes the records that
-// changed, under the work lead.
-func (l *leaderActor) publish(c *actor.Context) {
-	w := l.el.working()
-	if w == nil || !l.phase.live || !l.el.hasPlan || len(l.view.members) == 0 || l.pub.busy {
+// schedule queues one evaluation behind the messages already in the
+// inbox, so an evaluation sees a whole burst of watch events rather than a
+// half-applied view; triggers meanwhile coalesce into it.
+func (p *publisher) schedule() {
+	if p.dirty && !p.soon && !p.busy {
+		p.soon = true
+		p.v.send(p.v.pid.leader, publishDue{})
+	}
+}
+
+// taken records that the queued publishDue arrived.
+func (p *publisher) taken() { p.soon = false }
+
+// publish computes the desired assignment from view (fingerprint is this
+// worker's job) and writes the records that changed, under lead w. It
+// refuses a lead that ended (or none), and does nothing while a publish is
+// in flight or view has no member.
+func (p *publisher) publish(w *lead, view *fleetView, fingerprint string) {
+	if w.ended() || len(view.members) == 0 || p.busy {
 		return
 	}
-	l.pub.dirty, l.pub.busy = false, true
-	now := l.v.clk.Now()
-	in, holdEnd := l.view.grace.Hold(now, l.view.assignInput(l.v.cfg, l.fingerprint, l.v.cap), l.view.running)
-	if !holdEnd.IsZero() && l.pub.hold == nil {
-		l.pub.hold = w.after(l.v, holdEnd.Sub(now), c.PID(), holdEnded{})
+	p.dirty, p.busy = false, true
+	v, now := p.v, p.v.clk.Now()
+	in, holdEnd := view.grace.Hold(now, view.assignInput(v.cfg, fingerprint, v.cap), view.running)
+	if !holdEnd.IsZero() && p.hold == nil {
+		p.hold = w.after(v, holdEnd.Sub(now), v.pid.leader, holdEnded{})
 	}
-	pinned := l.view.grace.Pinned(now, in.Splits)
-	cache, members, windows := l.view.snapshot()
-	v := l.v
-	w.goFunc(v, c.PID(), func(ctx context.Context) any {
+	pinned := view.grace.Pinned(now, in.Splits)
+	cache, members, windows := view.snapshot()
+	w.goFunc(v, v.pid.leader, func(ctx context.Context) any {
 		return publishAssignment(ctx, v, in, pinned, cache, members, windows, w.gen)
 	})
 }
@@ -148,41 +184,56 @@ func writeAssignment(ctx context.Context, v *env, inst string, b []byte, old ass
 	return v.st.Create(oc, store.Durable, protocol.AssignKey(inst), b)
 }
 
-// holdEnded evaluates the assignment once the startup hold is over, so the
-// splits it kept back are placed at once rather than at the next heartbeat.
-func (l *leaderActor) holdEnded(c *actor.Context) {
-	l.pub.hold = nil
-	l.pub.dirty = true
-	l.tick(c)
+// holdEnded makes the assignment dirty once the startup hold armed under
+// lead w is over, so the splits it kept back are placed at once rather than
+// at the next heartbeat; a hold of an ended lead is ignored.
+func (p *publisher) holdEnded(w *lead) {
+	if w.ended() {
+		return
+	}
+	p.hold = nil
+	p.dirty = true
 }
 
-// published folds a publish's result into the cache; its lead still lasts.
-func (l *leaderActor) published(c *actor.Context, m publishDone) {
-	f := &l.view
-	for _, w := range m.written {
-		l.log.Debug("assignment written", "key", protocol.AssignKey(w.inst), "splits", len(w.rec.Splits), "rev", w.rev)
-		if old, ok := f.assigns[w.inst]; !ok || w.rev > old.rev {
-			f.cacheAssign(w)
+// published takes the result m of the publish started under lead w: the
+// publish is done whatever w's fate, and its writes are folded into view's
+// cache only while w lasts. It reports whether they were.
+func (p *publisher) published(w *lead, m publishDone, view *fleetView) bool {
+	p.busy = false
+	if w.ended() {
+		return false
+	}
+	for _, a := range m.written {
+		p.log.Debug("assignment written", "key", protocol.AssignKey(a.inst), "splits", len(a.rec.Splits), "rev", a.rev)
+		if old, ok := view.assigns[a.inst]; !ok || a.rev > old.rev {
+			view.cacheAssign(a)
 		}
 	}
 	// A lost write uncaches the entry it was based on, never a fresher one
 	// the watch delivered meanwhile (that would make every later Create lose
 	// again).
 	for _, lost := range m.lost {
-		if cur, ok := f.assigns[lost.inst]; ok && cur.rev == lost.rev {
-			f.uncacheAssign(lost.inst)
+		if cur, ok := view.assigns[lost.inst]; ok && cur.rev == lost.rev {
+			view.uncacheAssign(lost.inst)
 		}
 	}
 	var retry publishRetry
-	l.pub.lostStreak, retry = judgeLosses(l.pub.lostStreak, len(m.lost) > 0)
-	l.pub.dirty = l.pub.dirty || retry == retryNow
-	l.pub.retry = l.pub.retry || retry == retryHeartbeat || m.failed
+	p.lostStreak, retry = judgeLosses(p.lostStreak, len(m.lost) > 0)
+	p.dirty = p.dirty || retry == retryNow
+	p.retry = p.retry || retry == retryHeartbeat || m.failed
 	for _, inst := range m.deleted {
-		f.uncacheAssign(inst)
+		view.uncacheAssign(inst)
 	}
-	if len(m.written) > 0 && (m.members != l.pub.announced || m.moved > 0) {
-		l.pub.announced = m.members
-		l.log.Info("assignment published", "members", len(f.members), "moved", m.moved, "generation", l.el.term.lead.gen)
+	if len(m.written) > 0 && (m.members != p.announced || m.moved > 0) {
+		p.announced = m.members
+		p.log.Info("assignment published", "members", len(view.members), "moved", m.moved, "generation", w.gen)
 	}
-	l.schedulePublish(c)
+	return true
+}
+
+// stopWork drops what the publisher kept for a work lead that ended: the
+// startup hold's timer.
+func (p *publisher) stopWork() {
+	stopTimer(p.hold)
+	p.hold = nil
 }

@@ -229,3 +229,48 @@ func TestTheStartupHoldKeepsBackOnlyWhatNoLiveMemberOwns(t *testing.T) {
 		})
 	}
 }
+
+// The publisher takes the lead it runs under (docs/protocol.md,
+// "Leadership"): under a lead that ended it writes no assignment record and
+// folds no publish result into the view; under a lead that lasts, the same
+// calls write the member's record and cache it.
+func TestThePublisherRefusesAStaleLead(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newPartRig(t, finalPlan("a"))
+		pub := newPublisher(lr.v, lr.v.log)
+		view := newFleetView(0)
+		view.members["w1"], view.sessions["w1"] = 0, "nonce-w1"
+		view.records["a"] = splitFacts{status: protocol.StatusRunnable, weight: 1, seen: true}
+		stale, live := endedLead(1), newLead(lr.v.ctx, 1)
+		defer live.end()
+		landed := publishDone{written: []assignCache{{inst: "w1", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"a"}}, rev: 7}}}
+
+		pub.changed()
+		pub.publish(stale, &view, "job:v1")
+		synctest.Wait()
+		if _, _, ok := lr.assignment("w1"); ok || pub.busy {
+			t.Fatalf("under an ended lead: record written %v, publish in flight %v; want nothing started", ok, pub.busy)
+		}
+		if pub.published(stale, landed, &view) || len(view.assigns) != 0 {
+			t.Fatalf("a publish result under an ended lead was folded into the view: %+v", view.assigns)
+		}
+		pub.dirty = false
+		pub.holdEnded(stale)
+		if pub.dirty {
+			t.Fatal("the end of a startup hold armed under an ended lead made the assignment dirty")
+		}
+		pub.changed()
+
+		pub.publish(live, &view, "job:v1")
+		synctest.Wait()
+		a, _, ok := lr.assignment("w1")
+		got := lr.delivered(live)
+		if !ok || a.Generation != 1 || !slices.Equal(a.Splits, []coordination.SplitID{"a"}) || len(got) != 1 {
+			t.Fatalf("under a live lead: record %+v (written %v), delivered %v; want split a published at generation 1", a, ok, got)
+		}
+		d, ok := got[0].(publishDone)
+		if !ok || !pub.published(live, d, &view) || view.assigns["w1"].rev == 0 || pub.busy {
+			t.Fatalf("the live publish's result %+v was not folded into the view: %+v", got[0], view.assigns)
+		}
+	})
+}
