@@ -293,3 +293,72 @@ func TestLeaderCrashHandsPlanningOver(t *testing.T) {
 		}
 	})
 }
+
+// campaignOnce runs one campaign of el and returns the Create's result.
+func (lr *leaderRig) campaignOnce(el *election) electDone {
+	lr.t.Helper()
+	before := len(recorded[electDone](lr))
+	el.campaign()
+	synctest.Wait()
+	got := recorded[electDone](lr)
+	if len(got) != before+1 {
+		lr.t.Fatalf("%d results of one campaign, want 1", len(got)-before)
+	}
+	return got[len(got)-1]
+}
+
+// The election, driven alone through its verbs, hands out the work lead
+// only once the generation fence landed, calls stopped whenever the work
+// lead may have ended, and gives up a key it wins after the worker retired
+// (docs/protocol.md, "Leadership").
+func TestTheElectionHandsOutTheWorkLeadOnlyOnceFenced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newPartRig(t, finalPlan("a"))
+		stops := 0
+		el := newElection(lr.v, lr.v.log, func() { stops++ })
+		if el.canCampaign() {
+			t.Fatal("the election may stand without a plan record to fence")
+		}
+		el.observePlan(lr.plan(), lr.planRev)
+		if !el.canCampaign() {
+			t.Fatal("the election may not stand with a plan record and no leader seen")
+		}
+		won := lr.campaignOnce(&el)
+		if won.outcome != electWon || won.gen != 1 {
+			t.Fatalf("campaign %+v, want generation 1 won", won)
+		}
+		if !el.acquired(won, "job:v1", false) || el.term == nil || el.working() != nil || el.canCampaign() {
+			t.Fatalf("after the win: term %v, work lead %v, may stand %v; want a term fencing, no work lead yet", el.term != nil, el.working(), el.canCampaign())
+		}
+		synctest.Wait()
+		fences := lr.delivered(el.term.lead)
+		if len(fences) != 1 {
+			t.Fatalf("the term delivered %v, want the fence's result", fences)
+		}
+		w := el.fenced(fences[0].(fenceDone), false)
+		if w == nil || w.gen != 1 || el.working() != w || lr.plan().Generation != 1 {
+			t.Fatalf("fenced: work lead %v (working %v), plan generation %d; want a generation 1 lead handed out", w, el.working(), lr.plan().Generation)
+		}
+		el.retire()
+		if !w.ended() || el.working() != nil || el.term == nil || stops != 1 {
+			t.Fatalf("retired: work lead ended %v, term kept %v, stops %d; want the work lead ended, the key kept, one stop", w.ended(), el.term != nil, stops)
+		}
+		el.resign(nil)
+		synctest.Wait()
+		if _, _, ok := lr.leaderKey(); ok || el.term != nil || stops != 2 {
+			t.Fatalf("resigned: key present %v, term %v, stops %d; want the key deleted and a second stop", ok, el.term != nil, stops)
+		}
+
+		// A key won after the worker retired is given up at once: no fence,
+		// no work lead.
+		lr.r.clk.Add(lr.v.cfg.LeaseDuration / 3)
+		late := lr.campaignOnce(&el)
+		if late.outcome != electWon || el.acquired(late, "job:v1", true) || el.term != nil || stops != 3 {
+			t.Fatalf("a retired win %+v: term %v, stops %d; want the term ended at once", late, el.term != nil, stops)
+		}
+		synctest.Wait()
+		if _, _, ok := lr.leaderKey(); ok {
+			t.Fatal("a retired worker kept the leader key it won")
+		}
+	})
+}

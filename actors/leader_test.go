@@ -462,3 +462,16 @@ func endedLead(gen uint64) *lead {
 	d.end()
 	return d
 }
+
+// recorded returns the messages of type T the rig's recorder received.
+func recorded[T any](lr *leaderRig) []T {
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	var got []T
+	for _, m := range lr.got {
+		if x, ok := m.(T); ok {
+			got = append(got, x)
+		}
+	}
+	return got
+}
