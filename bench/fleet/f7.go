@@ -3,8 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/spate-go/coordination/store"
 )
 
 // figureF7 measures a restart on an existing job: the job's c.splits
@@ -17,7 +20,9 @@ import (
 // claims need (the first landed write of each split key after the restart
 // began), issued from as many goroutines as there are workers. It reports
 // the rate ratio raw/claims (target >= 0.5 at 10,000 splits) and its
-// inverse (target <= 2 at 100,000).
+// inverse (target <= 2 at 100,000), and where the time before the first
+// Gained goes: when the leader key was won and when the first assignment
+// record was written, both relative to the fleet's start.
 func figureF7(ctx context.Context, e *env, c config) (string, error) {
 	const job = "f7"
 	defer func() { _ = e.dropJob(job) }()
@@ -46,7 +51,18 @@ func figureF7(ctx context.Context, e *env, c config) (string, error) {
 	var mu sync.Mutex
 	seen := make(map[string]bool)
 	var claims []rawWrite
+	var leaderAt, assignAt time.Duration
 	f.setHook(func(_ int, w write) {
+		if w.ok && w.op != opDelete {
+			mu.Lock()
+			if leaderAt == 0 && w.ks == store.Ephemeral && w.op == opCreate && isLeaderKey(w.key) {
+				leaderAt = w.end.Sub(f.started)
+			}
+			if assignAt == 0 && leaderAt != 0 && w.ks == store.Durable && isAssignKey(w.key) {
+				assignAt = w.end.Sub(f.started)
+			}
+			mu.Unlock()
+		}
 		if !w.ok || w.op == opDelete || !isSplitKey(w.key) {
 			return
 		}
@@ -73,6 +89,7 @@ func figureF7(ctx context.Context, e *env, c config) (string, error) {
 	claiming := took - first
 	mu.Lock()
 	ws := append([]rawWrite(nil), claims...)
+	elected, assigned := leaderAt, assignAt
 	mu.Unlock()
 
 	rawSt, err := e.store("f7raw")
@@ -84,7 +101,17 @@ func figureF7(ctx context.Context, e *env, c config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("F7 restart: %d workers claim %d seeded splits (MaxInFlight %d): Start -> all held %s, first Gained -> all held %s (first Gained per worker at %s-%s; %s); raw %d writes [%s] from %d goroutines: %s; rate ratio raw/claims %.2f from Start, %.2f from the first Gained (target >= 0.5); claims/raw %.2f (target <= 2 at 100000); held %v",
-		c.workers, c.splits, c.maxInFlight, secs(took), secs(claiming), secs(first), secs(last), work, len(ws), mix(ws), c.workers, secs(raw),
+	return fmt.Sprintf("F7 restart: %d workers claim %d seeded splits (MaxInFlight %d): Start -> all held %s, first Gained -> all held %s (leader key won at %s, first assignment written at %s, first Gained per worker at %s-%s; %s); raw %d writes [%s] from %d goroutines: %s; rate ratio raw/claims %.2f from Start, %.2f from the first Gained (target >= 0.5); claims/raw %.2f (target <= 2 at 100000); held %v",
+		c.workers, c.splits, c.maxInFlight, secs(took), secs(claiming), secs(elected), secs(assigned), secs(first), secs(last), work, len(ws), mix(ws), c.workers, secs(raw),
 		ratio(raw, took), ratio(raw, claiming), ratio(took, raw), f.counts()), nil
+}
+
+// isLeaderKey reports whether key is the leader value's: "leader", or
+// "leader" under a family prefix ("job.leader").
+func isLeaderKey(key string) bool { return key == "leader" || strings.HasSuffix(key, ".leader") }
+
+// isAssignKey reports whether key is a member's assignment record:
+// "assign.<member>", or that under a family prefix ("job.assign.<member>").
+func isAssignKey(key string) bool {
+	return strings.HasPrefix(key, "assign.") || strings.Contains(key, ".assign.")
 }
