@@ -10,6 +10,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -86,7 +87,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
-	case messages.RecordsObserved:
+	case recordmsg.RecordsObserved:
 		act := false
 		for _, r := range m.Records {
 			act = a.recordObserved(r) || act
@@ -110,7 +111,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 			delete(a.sessions, m.Instance)
 			a.ownerChanged(c, m.Instance)
 		}
-	case messages.AssignmentObserved:
+	case recordmsg.AssignmentObserved:
 		a.assignment(c, m)
 	case messages.AssignmentDeleted:
 		a.unassigned()
@@ -148,7 +149,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 
 // recordObserved applies a split record put to the claim view and reports
 // whether the split is now one to act on (see reindex).
-func (a *assignActor) recordObserved(m messages.RecordObserved) bool {
+func (a *assignActor) recordObserved(m recordmsg.RecordObserved) bool {
 	old, had := a.records[m.Split]
 	if had && m.Rev <= old.rev {
 		return false
@@ -225,7 +226,7 @@ func (a *assignActor) unassigned() {
 }
 
 // assignment applies this worker's assignment record.
-func (a *assignActor) assignment(c *actor.Context, m messages.AssignmentObserved) {
+func (a *assignActor) assignment(c *actor.Context, m recordmsg.AssignmentObserved) {
 	if m.Assignment.Generation < a.appliedGen {
 		return
 	}
@@ -410,14 +411,14 @@ func (a *assignActor) launch(c *actor.Context, id coordination.SplitID, cand pro
 	r := a.records[id]
 	if cand.Leftover && !a.assigned[id] {
 		a.inflight[id] = false
-		a.v.route(roleAssign, messages.ReturnLeftover{Split: id, Record: r.rec, RecordRev: r.rev})
+		a.v.route(roleAssign, recordmsg.ReturnLeftover{Split: id, Record: r.rec, RecordRev: r.rev})
 		return
 	}
 	a.inflight[id] = !cand.Quarantine
 	if !cand.Quarantine {
 		a.claims++
 	}
-	a.v.route(roleAssign, messages.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev})
+	a.v.route(roleAssign, recordmsg.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev})
 }
 
 // queuedCandidate is one entry of the claim queue.

@@ -6,8 +6,7 @@ import (
 	"sync"
 
 	"github.com/anthdm/hollywood/actor"
-
-	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/internal/recordmsg"
 )
 
 // watchBacklog bounds the watch-fed items of one worker that are in
@@ -83,7 +82,7 @@ func credits(msg any) int {
 	switch m := msg.(type) {
 	case watchEvents:
 		return len(m.evs)
-	case messages.RecordsObserved:
+	case recordmsg.RecordsObserved:
 		return len(m.Records)
 	}
 	if routeIndex[routeKey{roleWatch, reflect.TypeOf(msg)}] != nil {

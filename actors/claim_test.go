@@ -9,7 +9,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -93,7 +93,7 @@ func TestClaimSplit(t *testing.T) {
 			if !ok {
 				t.Fatal("not a candidate")
 			}
-			d := claimSplit(context.Background(), v, messages.ClaimSplit{Candidate: cand, Record: tt.view, RecordRev: rev}, 0)
+			d := claimSplit(context.Background(), v, recordmsg.ClaimSplit{Candidate: cand, Record: tt.view, RecordRev: rev}, 0)
 			if d.outcome != tt.wantOut || d.done != tt.wantDone {
 				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
 			}

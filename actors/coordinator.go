@@ -47,6 +47,13 @@ var _ coordination.Coordinator = (*Coordinator)(nil)
 // generated "spate-" + 32 hex characters.
 func (c *Coordinator) InstanceID() string { return c.v.id }
 
+// PID returns the coordinator actor's PID, for a user's own actor on the
+// same engine: it may send FailSplit, ReleaseSplits and DeclineRevoke
+// (package messages, "What a user's actor may send") with its context's
+// Send, and receives FailSplitReply, ReleaseSplitsReply or
+// DeclineRevokeReply. Each names the tenancy by the epoch of its Gained.
+func (c *Coordinator) PID() *actor.PID { return c.v.pid.root }
+
 // ended returns the error every call but Poll returns after Abort or
 // Depart, or nil. c.mu must be held.
 func (c *Coordinator) ended() error {

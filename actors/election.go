@@ -9,6 +9,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
@@ -320,7 +321,7 @@ func (e *election) retried(m leaderRetryDue) {
 }
 
 // sighted takes a watched or listed put of the leader key.
-func (e *election) sighted(m messages.LeaderObserved) {
+func (e *election) sighted(m recordmsg.LeaderObserved) {
 	e.sawLeader()
 	t := e.term
 	if t == nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
@@ -116,17 +117,17 @@ func TestLeaderObservations(t *testing.T) {
 		leads bool
 	}{
 		{"another session's key ends the lead", func(rev uint64) any {
-			return messages.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2"}, Rev: rev + 1}
+			return recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2"}, Rev: rev + 1}
 		}, false},
 		{"a stale delete is ignored", func(rev uint64) any { return messages.LeaderDeleted{Rev: rev - 1} }, true},
 		{"a newer delete ends the lead", func(rev uint64) any { return messages.LeaderDeleted{Rev: rev + 1} }, false},
 		{"a synthesized delete ends the lead", func(uint64) any { return messages.LeaderDeleted{Synthesized: true} }, false},
 		{"the session's end ends the lead", func(uint64) any { return messages.SessionEnded{} }, false},
 		{"a plan of a newer generation ends the lead", func(uint64) any {
-			return messages.PlanObserved{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
+			return recordmsg.PlanObserved{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
 		}, false},
 		{"our own key is nothing new", func(rev uint64) any {
-			return messages.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev}
+			return recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev}
 		}, true},
 	}
 	for _, tt := range tests {
@@ -157,7 +158,7 @@ func TestWatchedRenewalsKeepTheLeadWhileRepliesFail(t *testing.T) {
 		for range 6 {
 			lr.beat()
 			_, rev, _ := lr.leaderKey()
-			lr.send(messages.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev})
+			lr.send(recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev})
 		}
 		if !lr.leading() {
 			t.Fatal("stepped down although the watch proved every renewal landed")

@@ -3,6 +3,7 @@ package actors_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors"
+	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
 )
 
@@ -124,4 +126,72 @@ func ExampleCoordinator_Healthy() {
 	// 503 coordination error (fatal): coordinator used before Start
 	// 200 ready
 	// 503 coordination error (fatal): coordinator departed
+}
+
+// failer is a user's own actor: told a Gained, it fails that tenancy
+// through the coordinator actor and hands the reply on.
+type failer struct {
+	coordinator *actor.PID
+	replies     chan<- error
+}
+
+func (f failer) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case coordination.Gained:
+		c.Send(f.coordinator, messages.FailSplit{Split: m.Split.ID, Epoch: uint64(m.Epoch), Reason: "poison record"})
+	case messages.FailSplitReply:
+		f.replies <- m.Err
+	}
+}
+
+// ExampleCoordinator_PID has a user's actor fail a split by message: it
+// sends FailSplit to the coordinator actor and receives FailSplitReply. A
+// second FailSplit of the same tenancy finds it no longer held.
+func ExampleCoordinator_PID() {
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		panic(err)
+	}
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = "worker-1"
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	c, err := actors.Spawn(e, memstore.New(cfg.LeaseDuration), cfg)
+	if err != nil {
+		panic(err)
+	}
+	w := coordination.NewWaker()
+	c.SetWaker(w)
+	if err := c.Start(onePlan{ids: []coordination.SplitID{"part-0"}}); err != nil {
+		panic(err)
+	}
+	replies := make(chan error, 1)
+	user := e.Spawn(func() actor.Receiver { return failer{coordinator: c.PID(), replies: replies} }, "failer")
+	var gained coordination.Gained
+	for gained.Split.ID == "" {
+		select {
+		case <-w.C():
+		case <-time.After(10 * time.Second):
+			panic("nothing gained")
+		}
+		evs, err := c.Poll()
+		if err != nil {
+			panic(err)
+		}
+		for _, ev := range evs {
+			if g, ok := ev.(coordination.Gained); ok {
+				gained = g
+			}
+		}
+	}
+	for range 2 {
+		e.Send(user, gained)
+		fmt.Println("fail", gained.Split.ID, "at epoch", gained.Epoch, "->", <-replies)
+	}
+	<-e.Poison(user).Done()
+	if err := c.Depart(); err != nil {
+		panic(err)
+	}
+	// Output:
+	// fail part-0 at epoch 1 -> <nil>
+	// fail part-0 at epoch 1 -> coordination error (fenced): split part-0: not held here; nothing was written
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
@@ -18,7 +19,7 @@ func TestFenceRebasesOnAConcurrentPlanWrite(t *testing.T) {
 		seen := lr.plan()
 		seenRev := lr.planRev
 		lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.PlannerState = []byte(`"cursor"`) })
-		lr.send(messages.PlanObserved{Plan: seen, Rev: seenRev}, // the watch lags: the leader fences from a stale base
+		lr.send(recordmsg.PlanObserved{Plan: seen, Rev: seenRev}, // the watch lags: the leader fences from a stale base
 			messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
 			messages.WatchesChanged{Live: true})
 		lr.mustLead(1)
@@ -34,7 +35,7 @@ func TestFenceStepsDownOnANewerGeneration(t *testing.T) {
 		lr := newLeaderRig(t, p)
 		seen, seenRev := lr.plan(), lr.planRev
 		lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.Generation = 3 })
-		lr.send(messages.PlanObserved{Plan: seen, Rev: seenRev}, messages.WatchesChanged{Live: true})
+		lr.send(recordmsg.PlanObserved{Plan: seen, Rev: seenRev}, messages.WatchesChanged{Live: true})
 		lr.mustNotLead()
 		if p.calls.Load() != 0 || lr.plan().Generation != 3 {
 			t.Fatalf("planner ran %d times, plan generation %d; want no run and generation 3 kept", p.calls.Load(), lr.plan().Generation)
@@ -73,7 +74,7 @@ func TestFenceFatal(t *testing.T) {
 				lr := newLeaderRig(t, p)
 				seen, seenRev := lr.plan(), lr.planRev
 				tt.break_(lr)
-				lr.send(messages.PlanObserved{Plan: seen, Rev: seenRev}, messages.WatchesChanged{Live: true})
+				lr.send(recordmsg.PlanObserved{Plan: seen, Rev: seenRev}, messages.WatchesChanged{Live: true})
 				if err := lr.failure(); coordination.KindOf(err) != coordination.Fatal || !reasonHas(err, tt.reason) {
 					t.Fatalf("failure %v, want Fatal naming %q", err, tt.reason)
 				}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -87,7 +88,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 			}
 		}
 		l.pub.changed()
-	case messages.RecordsObserved:
+	case recordmsg.RecordsObserved:
 		tick := false
 		for _, r := range m.Records {
 			tick = l.recordObserved(r, now) || tick
@@ -102,7 +103,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		l.pub.changed()
 		l.tick(c)
 		return
-	case messages.AssignmentObserved:
+	case recordmsg.AssignmentObserved:
 		if old, ok := f.assigns[m.Instance]; !ok || m.Rev > old.rev {
 			f.cacheAssign(assignCache{inst: m.Instance, rec: m.Assignment, rev: m.Rev})
 		}
@@ -123,7 +124,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 // (or its end) instead of making the assignment dirty, so that no other
 // trigger (a presence renewal) publishes it in between: seeding n splits
 // costs O(log n) evaluations, not one per trigger.
-func (l *leaderActor) recordObserved(m messages.RecordObserved, now time.Time) (tick bool) {
+func (l *leaderActor) recordObserved(m recordmsg.RecordObserved, now time.Time) (tick bool) {
 	f := &l.view
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true}

@@ -7,6 +7,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -79,17 +80,17 @@ func (l *leaderActor) Receive(c *actor.Context) {
 		l.tick(c)
 	case messages.HeartbeatTicked:
 		l.heartbeat(c)
-	case messages.LeaderObserved:
+	case recordmsg.LeaderObserved:
 		l.el.sighted(m)
 	case messages.LeaderDeleted:
 		l.el.deleted(m)
 		l.tick(c)
-	case messages.PlanObserved:
+	case recordmsg.PlanObserved:
 		l.adoptPlan(c, m.Plan, m.Rev)
 	case messages.PlanDeleted:
 		l.el.planDeleted()
-	case messages.PresenceObserved, messages.PresenceDeleted, messages.RecordsObserved, messages.RecordDeleted,
-		messages.AssignmentObserved, messages.AssignmentDeleted:
+	case messages.PresenceObserved, messages.PresenceDeleted, recordmsg.RecordsObserved, messages.RecordDeleted,
+		recordmsg.AssignmentObserved, messages.AssignmentDeleted:
 		l.observeFleet(c, m)
 	case messages.SessionEnded:
 		l.el.orphan("session ended; stepping down")

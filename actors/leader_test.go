@@ -13,6 +13,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -216,7 +217,7 @@ func (lr *leaderRig) send(msgs ...any) {
 // goLive plays the watch coming up: the plan record, w1's presence, live.
 func (lr *leaderRig) goLive() {
 	pl := lr.plan()
-	lr.send(messages.PlanObserved{Plan: pl, Rev: lr.planRev},
+	lr.send(recordmsg.PlanObserved{Plan: pl, Rev: lr.planRev},
 		messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
 		messages.WatchesChanged{Live: true})
 }
@@ -294,13 +295,13 @@ func (lr *leaderRig) observeSplits() {
 		lr.t.Fatal(err)
 	}
 	fp := protocol.Fingerprint("job:v1")
-	var run messages.RecordsObserved
+	var run recordmsg.RecordsObserved
 	for _, e := range es {
 		rec, err := protocol.DecodeSplit(e.Key, e.Value, fp)
 		if err != nil {
 			lr.t.Fatal(err)
 		}
-		run.Records = append(run.Records, messages.RecordObserved{Split: rec.ID, Record: rec, Rev: uint64(e.Revision)})
+		run.Records = append(run.Records, recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: uint64(e.Revision)})
 	}
 	lr.send(run)
 }
@@ -427,7 +428,7 @@ func (lr *leaderRig) takeOver() {
 	if err != nil || !ok {
 		lr.t.Fatalf("create w2's leader key: %v %v", ok, err)
 	}
-	lr.send(messages.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2", Generation: 2}, Rev: uint64(nrev)})
+	lr.send(recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2", Generation: 2}, Rev: uint64(nrev)})
 }
 
 // reasonHas reports whether err is set and its reason contains s.

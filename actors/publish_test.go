@@ -10,6 +10,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -20,7 +21,7 @@ func (lr *leaderRig) observeAssignment(w string) {
 	if !ok {
 		lr.t.Fatalf("no assignment record for %s", w)
 	}
-	lr.send(messages.AssignmentObserved{Instance: w, Assignment: a, Rev: rev})
+	lr.send(recordmsg.AssignmentObserved{Instance: w, Assignment: a, Rev: rev})
 }
 
 func TestLosingLeadershipMidPublishThenTheNextTermPublishes(t *testing.T) {
@@ -218,7 +219,7 @@ func TestTheStartupHoldKeepsBackOnlyWhatNoLiveMemberOwns(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := newLeaderRig(t, finalPlan("a", "b"), withGrace)
 				rec := protocol.SplitRecord{ID: "a", FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Owner: "w1", Nonce: tt.nonce}
-				lr.send(messages.RecordsObserved{Records: []messages.RecordObserved{{Split: "a", Record: rec, Rev: 1}}})
+				lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: rec, Rev: 1}}})
 				lr.goLive()
 				lr.mustLead(1)
 				lr.observeSplits()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -67,12 +68,17 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.failSplit(c, m)
 	case messages.ReleaseSplits:
 		r.release(c, m)
+	case messages.DeclineRevoke: // from a user's actor (Coordinator.PID)
+		if m.ReplyTo == nil {
+			m.ReplyTo = c.Sender()
+		}
+		r.v.route(roleRoot, m)
 	case messages.ForceRevocation:
 		if r.reg.holds(m.Split, m.Epoch) {
 			r.end(c, m.Split, m.Epoch, messages.EndRevoked)
 			r.v.route(roleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
 		}
-	case messages.ClaimWon:
+	case recordmsg.ClaimWon:
 		r.claimWon(c, m)
 	case messages.EndTenancy:
 		if r.reg.holds(m.Split, m.Epoch) {
@@ -150,7 +156,7 @@ func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64,
 	r.v.route(roleRoot, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
 }
 
-func (r *rootActor) claimWon(c *actor.Context, m messages.ClaimWon) {
+func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 	id := m.Spec.ID
 	if !r.reg.start(id, tenancy{epoch: m.Epoch, nonce: m.Nonce}) {
 		r.log.Warn("claim won for a split already held; ignoring", "split", id, "epoch", m.Epoch)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -69,12 +70,12 @@ func types(msgs ...any) []reflect.Type {
 // (routing_test.go checks that they match).
 var routes = []route{
 	// Observations: the watch actor bridges watched and listed keys.
-	{msgs: types(messages.RecordsObserved{}, messages.RecordDeleted{}), from: roleWatch, to: []role{roleSplitWriter, roleAssign, roleLeader}, note: "split records; puts in runs of up to 256"},
+	{msgs: types(recordmsg.RecordsObserved{}, messages.RecordDeleted{}), from: roleWatch, to: []role{roleSplitWriter, roleAssign, roleLeader}, note: "split records; puts in runs of up to 256"},
 	{msgs: types(messages.PresenceObserved{}), from: roleWatch, to: []role{roleLeader, roleAssign}, own: []role{roleLease}, note: "the lease confirms its landed renewals"},
 	{msgs: types(messages.PresenceDeleted{}), from: roleWatch, to: []role{roleLeader, roleAssign}},
-	{msgs: types(messages.LeaderObserved{}, messages.LeaderDeleted{}), from: roleWatch, to: []role{roleLeader}},
-	{msgs: types(messages.PlanObserved{}, messages.PlanDeleted{}), from: roleWatch, to: []role{roleLeader, roleSplitWriter}},
-	{msgs: types(messages.AssignmentObserved{}, messages.AssignmentDeleted{}), from: roleWatch, to: []role{roleLeader}, own: []role{roleAssign}},
+	{msgs: types(recordmsg.LeaderObserved{}, messages.LeaderDeleted{}), from: roleWatch, to: []role{roleLeader}},
+	{msgs: types(recordmsg.PlanObserved{}, messages.PlanDeleted{}), from: roleWatch, to: []role{roleLeader, roleSplitWriter}},
+	{msgs: types(recordmsg.AssignmentObserved{}, messages.AssignmentDeleted{}), from: roleWatch, to: []role{roleLeader}, own: []role{roleAssign}},
 	{msgs: types(messages.WatchesChanged{}), from: roleWatch, to: []role{roleLeader, roleAssign, roleSplitWriter, roleRevoke, roleLease}},
 	{msgs: types(messages.Reconciled{}), from: roleWatch, to: []role{roleLeader}},
 	// The session.
@@ -87,8 +88,8 @@ var routes = []route{
 	{msgs: types(messages.VerdictReached{}), from: roleSplitWriter, to: []role{roleRoot}, note: "the verdict, once"},
 	{msgs: types(messages.VerdictReached{}), from: roleRoot, to: []role{roleAssign, roleLeader, roleRevoke}},
 	// Claims.
-	{msgs: types(messages.ClaimSplit{}, messages.ReturnLeftover{}), from: roleAssign, to: []role{roleSplitWriter}},
-	{msgs: types(messages.ClaimWon{}), from: roleSplitWriter, to: []role{roleRoot}},
+	{msgs: types(recordmsg.ClaimSplit{}, recordmsg.ReturnLeftover{}), from: roleAssign, to: []role{roleSplitWriter}},
+	{msgs: types(recordmsg.ClaimWon{}), from: roleSplitWriter, to: []role{roleRoot}},
 	{msgs: types(messages.ClaimAbandoned{}), from: roleSplitWriter, to: []role{roleAssign}},
 	{msgs: types(messages.SplitQuarantined{}), from: roleSplitWriter, to: []role{roleRoot}},
 	// Tenancies: the root's registry is their one owner.
@@ -108,6 +109,7 @@ var routes = []route{
 	// Handle commands (requests: the reply goes to the caller).
 	{msgs: types(messages.StartJob{}, messages.FailSplit{}, messages.ReleaseSplits{}, messages.DepartJob{}), from: roleHandle, to: []role{roleRoot}},
 	{msgs: types(messages.DeclineRevoke{}), from: roleHandle, to: []role{roleRevoke}, note: "the revoke actor forces it through the root"},
+	{msgs: types(messages.DeclineRevoke{}), from: roleRoot, to: []role{roleRevoke}, note: "a user's actor's, sent to Coordinator.PID"},
 	{msgs: types(messages.FailSplit{}, messages.HandBackSplits{}), from: roleRoot, to: []role{roleSplitWriter}, note: "the writes of Fail, Release, Depart and forced revocations"},
 	{msgs: types(messages.StepDown{}), from: roleRoot, to: []role{roleLeader}, note: "Depart; answered once the leader key is deleted"},
 	{msgs: types(messages.WithdrawPresence{}), from: roleRoot, to: []role{roleLease}, note: "Depart; answered once the presence key is deleted"},
@@ -215,7 +217,7 @@ func concerns(msg any, id string) bool {
 	switch m := msg.(type) {
 	case messages.PresenceObserved:
 		return m.Instance == id
-	case messages.AssignmentObserved:
+	case recordmsg.AssignmentObserved:
 		return m.Instance == id
 	case messages.AssignmentDeleted:
 		return m.Instance == id

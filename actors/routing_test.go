@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -67,7 +68,7 @@ func TestLookupPanicsOnUnroutedMessage(t *testing.T) {
 			t.Fatal("lookup of an unrouted message did not panic")
 		}
 	}()
-	lookup(roleAssign, messages.RecordObserved{})
+	lookup(roleAssign, recordmsg.RecordObserved{})
 }
 
 // TestRecipientsOwnKeyOnlyForThisWorker checks the own-key column: an
@@ -79,12 +80,12 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 		msg  any
 		want string
 	}{
-		{"peer assignment", messages.AssignmentObserved{Instance: "w2"}, "leader"},
-		{"own assignment", messages.AssignmentObserved{Instance: "w1"}, "leader, assign"},
+		{"peer assignment", recordmsg.AssignmentObserved{Instance: "w2"}, "leader"},
+		{"own assignment", recordmsg.AssignmentObserved{Instance: "w1"}, "leader, assign"},
 		{"own assignment deleted", messages.AssignmentDeleted{Instance: "w1"}, "leader, assign"},
 		{"peer presence", messages.PresenceObserved{Instance: "w2"}, "leader, assign"},
 		{"own presence", messages.PresenceObserved{Instance: "w1"}, "leader, assign, lease"},
-		{"split records", messages.RecordsObserved{}, "splitwriter, assign, leader"},
+		{"split records", recordmsg.RecordsObserved{}, "splitwriter, assign, leader"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,8 +103,8 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 		t.Errorf("HandBackResolved from the root goes to %s, want revoke, assign", got)
 	}
 	// The table's own slices are never aliased by an append.
-	recipients(roleWatch, messages.AssignmentObserved{Instance: "w1"}, "w1")
-	if got := roleList(lookup(roleWatch, messages.AssignmentObserved{}).to); got != "leader" {
+	recipients(roleWatch, recordmsg.AssignmentObserved{Instance: "w1"}, "w1")
+	if got := roleList(lookup(roleWatch, recordmsg.AssignmentObserved{}).to); got != "leader" {
 		t.Errorf("the route's to was modified: %s", got)
 	}
 }

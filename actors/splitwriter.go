@@ -10,6 +10,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -86,13 +87,13 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
 		sw.fp = m.FP
-	case messages.RecordsObserved:
+	case recordmsg.RecordsObserved:
 		for _, r := range m.Records {
 			sw.fold(r.Split, r.Record, r.Rev)
 		}
 	case messages.RecordDeleted:
 		sw.deleted(m.Split)
-	case messages.PlanObserved:
+	case recordmsg.PlanObserved:
 		sw.plan, sw.hasPlan = m.Plan, true
 		sw.judge()
 	case messages.PlanDeleted:
@@ -114,9 +115,9 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 		sw.enqueue(c, failOp{split: m.Split, epoch: m.Epoch, reason: m.Reason, replyTo: m.ReplyTo})
 	case messages.HandBackSplits:
 		sw.handBack(c, m)
-	case messages.ClaimSplit:
+	case recordmsg.ClaimSplit:
 		sw.enqueue(c, claimOp{claim: m})
-	case messages.ReturnLeftover:
+	case recordmsg.ReturnLeftover:
 		sw.enqueue(c, leftoverOp{leftover: m})
 	case failDone:
 		sw.learn(m.op.split, m.res.rec, m.res.rev)
@@ -489,6 +490,6 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 	default:
 		sw.v.met.acquired(d.kind.AcquisitionReason())
 		sw.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		sw.v.route(roleSplitWriter, messages.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
+		sw.v.route(roleSplitWriter, recordmsg.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
 	}
 }

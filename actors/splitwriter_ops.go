@@ -7,6 +7,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -49,10 +50,10 @@ type completeOp struct {
 }
 
 // claimOp runs the claim protocol for a candidate (claim.go).
-type claimOp struct{ claim messages.ClaimSplit }
+type claimOp struct{ claim recordmsg.ClaimSplit }
 
 // leftoverOp returns a leftover of this session the assign actor found.
-type leftoverOp struct{ leftover messages.ReturnLeftover }
+type leftoverOp struct{ leftover recordmsg.ReturnLeftover }
 
 // departLeftoverOp returns a leftover of this session on Depart, in the
 // departure's hand-back batch (depart.go); epoch is the record's, set when

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -94,9 +95,9 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 			func(m any) bool {
 				return m == messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded}
 			}},
-		{"claim after Departing", []any{messages.Departing{}, messages.ClaimSplit{Candidate: protocol.Candidate{ID: "b"}, RecordRev: 4}},
+		{"claim after Departing", []any{messages.Departing{}, recordmsg.ClaimSplit{Candidate: protocol.Candidate{ID: "b"}, RecordRev: 4}},
 			func(m any) bool { return m == messages.ClaimAbandoned{Split: "b", Rev: 4} }},
-		{"leftover return after Departing", []any{messages.Departing{}, messages.ReturnLeftover{Split: "c", RecordRev: 5}},
+		{"leftover return after Departing", []any{messages.Departing{}, recordmsg.ReturnLeftover{Split: "c", RecordRev: 5}},
 			func(m any) bool { return m == messages.ClaimAbandoned{Split: "c", Rev: 5} }},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -95,7 +96,7 @@ func TestHeldViewFollowsTheRootsChanges(t *testing.T) {
 		t.Fatalf("after starts: %v", h)
 	}
 	h.apply(messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
-	h.apply(messages.RecordObserved{Split: "b"}) // not a registry change: ignored
+	h.apply(recordmsg.RecordObserved{Split: "b"}) // not a registry change: ignored
 	if h.holds("a", 2) || !h.holds("b", 1) || len(h) != 1 {
 		t.Fatalf("after the end: %v", h)
 	}

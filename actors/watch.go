@@ -11,6 +11,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
@@ -96,7 +97,7 @@ type watchActor struct {
 	// run is the split record puts applied and not yet routed; observe
 	// sends it as one RecordsObserved before any other observation and at
 	// the end of every message (flush).
-	run []messages.RecordObserved
+	run []recordmsg.RecordObserved
 }
 
 func newWatch(v *env) actor.Producer {
@@ -419,7 +420,7 @@ func (w *watchActor) del(ks store.Keyspace, key string, rev uint64, synth bool) 
 // first and then itself, so every subscriber sees the observations in the
 // order they were made.
 func (w *watchActor) observe(msg any) {
-	if r, ok := msg.(messages.RecordObserved); ok {
+	if r, ok := msg.(recordmsg.RecordObserved); ok {
 		w.run = append(w.run, r)
 		if len(w.run) == maxWatchBurst {
 			w.flush()
@@ -433,7 +434,7 @@ func (w *watchActor) observe(msg any) {
 // flush sends the current run of split record puts.
 func (w *watchActor) flush() {
 	if len(w.run) > 0 {
-		w.v.route(roleWatch, messages.RecordsObserved{Records: w.run})
+		w.v.route(roleWatch, recordmsg.RecordsObserved{Records: w.run})
 		w.run = nil
 	}
 }
@@ -447,7 +448,7 @@ func (w *watchActor) decodePut(ks store.Keyspace, key string, val []byte, rev ui
 			w.v.fatalIf(err)
 			return
 		}
-		w.observe(messages.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
+		w.observe(recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
 	case protocol.KeyPresence:
 		pr, err := protocol.DecodePresence(key, val)
 		if err != nil {
@@ -460,7 +461,7 @@ func (w *watchActor) decodePut(ks store.Keyspace, key string, val []byte, rev ui
 			w.v.fatalIf(err)
 			return
 		}
-		w.observe(messages.LeaderObserved{Leader: l, Rev: rev})
+		w.observe(recordmsg.LeaderObserved{Leader: l, Rev: rev})
 	case protocol.KeyPlanRecord:
 		pl, err := protocol.DecodePlan(key, val)
 		if err != nil {
@@ -471,14 +472,14 @@ func (w *watchActor) decodePut(ks store.Keyspace, key string, val []byte, rev ui
 			w.v.fatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
 			return
 		}
-		w.observe(messages.PlanObserved{Plan: pl, Rev: rev})
+		w.observe(recordmsg.PlanObserved{Plan: pl, Rev: rev})
 	case protocol.KeyAssignment:
 		a, err := protocol.DecodeAssignment(key, val)
 		if err != nil {
 			w.log.Warn("unreadable assignment; ignoring it", "key", key, "err", err)
 			return
 		}
-		w.observe(messages.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev})
+		w.observe(recordmsg.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	default:

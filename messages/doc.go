@@ -2,7 +2,27 @@
 // typed messages its actors (see the actors package) send one another, and
 // who sends what to whom. The declared routing table is actors/routing.go
 // (rendered in docs/architecture.md, "Routing"); this doc is its reading
-// guide.
+// guide. The messages that carry a store record itself (RecordsObserved,
+// LeaderObserved, PlanObserved, AssignmentObserved, ClaimSplit,
+// ReturnLeftover, ClaimWon) are the module's internal recordmsg package:
+// every type here has fields any program can build and read.
+//
+// # What a user's actor may send
+//
+// A user's own actor on the coordinator's engine may send the coordinator
+// actor (actors.Coordinator.PID) three commands with its context's Send,
+// and receives the reply as a message:
+//
+//   - FailSplit{Split, Epoch, Reason} fails the tenancy (as
+//     Coordinator.Fail): FailSplitReply.
+//   - ReleaseSplits{Splits, Epochs, Drained} hands the tenancies back (as
+//     Release or ReleaseDrained); Epochs[i] is Splits[i]'s: ReleaseSplitsReply.
+//   - DeclineRevoke{Split, Epoch} refuses a revocation (as
+//     Coordinator.DeclineRevoke): DeclineRevokeReply.
+//
+// Epoch is the epoch of the tenancy's Gained; a command for a tenancy that
+// is no longer held writes nothing and its reply's Err is Fenced. Every
+// other message is the actors' own: a user has no business sending it.
 //
 // # Who sends what to whom
 //
@@ -19,7 +39,8 @@
 // forced revocations to the split-writer actor (FailSplit,
 // HandBackSplits, answered by HandBackSplitsReply or
 // ReleaseSplitsReply); it rebroadcasts VerdictReached to assign, leader and
-// revoke; and during Depart it asks the leader StepDown and the lease
+// revoke; it forwards a user's actor's DeclineRevoke to the revoke actor;
+// and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
 //
 // The watch actor turns watched and listed keys into observations:
@@ -56,13 +77,7 @@
 // follows one scheme: intents are imperative (ClaimSplit, EndTenancy),
 // facts are past participles (TenancyEnded), replies are the intent's name
 // plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue).
-// Fields use this package's and the public packages' types, except where a
-// message carries a store record itself (an observed split, leader, plan or
-// assignment record, the split record a claim writes from, the progress
-// record a claim fenced): those are internal/protocol's record types,
-// which this package does not copy.
+// Fields use this package's and the public packages' types.
 //
-// The package has no behaviour and promises nothing beyond the field docs;
-// it is internal plumbing exported only because the actors package lives
-// in another package.
+// The package has no behaviour and promises nothing beyond the field docs.
 package messages

@@ -2,7 +2,6 @@ package messages
 
 import (
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/internal/protocol"
 )
 
 // EndReason says why a tenancy ended.
@@ -55,19 +54,6 @@ func (r EndReason) String() string {
 		return "departed"
 	}
 	return "unknown"
-}
-
-// ClaimWon reports that a claim won and fenced the progress record: the
-// split-writer actor holds the split at Epoch; the root registers the tenancy and
-// emits Gained.
-type ClaimWon struct {
-	Spec  coordination.SplitSpec
-	Epoch uint64
-	Nonce string // the session that claimed it
-	// Fence is the progress record the claim fenced, at FenceRev; Gained
-	// carries its progress.
-	Fence    protocol.ProgressRecord
-	FenceRev uint64
 }
 
 // EndTenancy asks the root, the owner of the tenancy registry, to end
