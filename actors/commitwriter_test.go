@@ -160,6 +160,20 @@ func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination
 	return l.w.ask(commitRequest{ctx: ctx, split: "a", epoch: epoch, progress: p})
 }
 
+// askBehindTheCell posts the tenancy's cell while the shard's goroutine is
+// not running, then asks a commit of watermark 5 on a goroutine of its own
+// and returns its result channel once the commit is queued behind the cell.
+func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <-chan commitResult {
+	l.w.v.sendTo(roleCommitWriter, l.fence)
+	res := make(chan commitResult, 1)
+	go func() { res <- l.ask(ctx, 2, coordination.SplitProgress{Watermark: 5}) }()
+	settle()
+	if n := l.queued(); n != 2 {
+		t.Fatalf("%d messages queued, want the cell and the commit", n)
+	}
+	return res
+}
+
 // queued is how many messages wait in the shard's mailbox.
 func (l *loneCommitWriter) queued() int {
 	l.w.box.mu.Lock()
@@ -188,13 +202,7 @@ func (l *loneCommitWriter) watermark(t *testing.T) int64 {
 func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLoneCommitWriter(t)
-		l.w.v.sendTo(roleCommitWriter, l.fence) // queued: the shard's goroutine is not running yet
-		res := make(chan commitResult, 1)
-		go func() { res <- l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 5}) }()
-		settle()
-		if n := l.queued(); n != 2 {
-			t.Fatalf("%d messages queued, want the cell and the commit", n)
-		}
+		res := l.askBehindTheCell(t, context.Background())
 		l.run(t)
 		if r := <-res; !r.landed || r.err != nil {
 			t.Fatalf("commit behind its cell: landed %v, %v", r.landed, r.err)
@@ -261,14 +269,8 @@ func TestACompletingCommitEndsTheTenancy(t *testing.T) {
 func TestACommitGivesUpWhenItsContextEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLoneCommitWriter(t)
-		l.w.v.sendTo(roleCommitWriter, l.fence) // never processed: no goroutine runs
 		ctx, cancel := context.WithCancel(context.Background())
-		res := make(chan commitResult, 1)
-		go func() { res <- l.ask(ctx, 2, coordination.SplitProgress{Watermark: 5}) }()
-		settle()
-		if n := l.queued(); n != 2 {
-			t.Fatalf("%d messages queued, want the cell and the commit", n)
-		}
+		res := l.askBehindTheCell(t, ctx) // never processed: no goroutine runs
 		cancel()
 		if r := <-res; r.landed || coordination.KindOf(r.err) != coordination.Retryable {
 			t.Fatalf("abandoned commit: landed %v, %v", r.landed, r.err)
