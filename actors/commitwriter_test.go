@@ -160,6 +160,13 @@ func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination
 	return l.w.ask(commitRequest{ctx: ctx, split: "a", epoch: epoch, progress: p})
 }
 
+// runWithTheCell starts the shard's goroutine and opens the tenancy's cell.
+func (l *loneCommitWriter) runWithTheCell(t *testing.T) {
+	l.run(t)
+	l.w.v.sendTo(roleCommitWriter, l.fence)
+	settle()
+}
+
 // askBehindTheCell posts the tenancy's cell while the shard's goroutine is
 // not running, then asks a commit of watermark 5 on a goroutine of its own
 // and returns its result channel once the commit is queued behind the cell.
@@ -223,9 +230,7 @@ func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
 func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLoneCommitWriter(t)
-		l.run(t)
-		l.w.v.sendTo(roleCommitWriter, l.fence)
-		settle()
+		l.runWithTheCell(t)
 		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 5}); !r.landed {
 			t.Fatalf("first commit: %v", r.err)
 		}
@@ -248,9 +253,7 @@ func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
 func TestACompletingCommitEndsTheTenancy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLoneCommitWriter(t)
-		l.run(t)
-		l.w.v.sendTo(roleCommitWriter, l.fence)
-		settle()
+		l.runWithTheCell(t)
 		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 9, Completed: true}); !r.landed {
 			t.Fatalf("completing commit: %v", r.err)
 		}
