@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"slices"
 
@@ -221,13 +222,13 @@ func EncodeSpec(r SpecRecord) []byte {
 // EncodeSplit returns r's record bytes; an empty Owner or Nonce is written
 // as null.
 func EncodeSplit(r SplitRecord) []byte {
-	return marshal(splitWire{Schema, string(r.ID), r.FP, max(r.Weight, 1), r.Epoch, r.Status.String(), nullable(r.Owner),
+	return appendSplit(make([]byte, 0, 200+len(r.ID)+len(r.Owner)+len(r.Nonce)), splitWire{Schema, string(r.ID), r.FP, max(r.Weight, 1), r.Epoch, r.Status.String(), nullable(r.Owner),
 		nullable(r.Nonce), r.Attempts, r.WrittenAtMs})
 }
 
 // EncodeProgress returns r's record bytes; an empty Owner is written as null.
 func EncodeProgress(r ProgressRecord) []byte {
-	return marshal(progressWire{Schema, string(r.ID), r.FP, r.Epoch, nullable(r.Owner),
+	return appendProgress(make([]byte, 0, 200+len(r.ID)+len(r.Owner)+base64.StdEncoding.EncodedLen(len(r.State))), progressWire{Schema, string(r.ID), r.FP, r.Epoch, nullable(r.Owner),
 		r.Watermark, r.State, r.Completed, r.WrittenAtMs})
 }
 
