@@ -74,14 +74,21 @@ func (s *lazyTTL) reap(ctx context.Context, key string) error {
 	s.mu.Lock()
 	l, ok := s.leases[key]
 	due := ok && time.Now().After(l.at)
-	if due {
-		delete(s.leases, key)
-	}
 	s.mu.Unlock()
 	if !due {
 		return nil
 	}
+	// The lease is dropped only once the key is gone: until then, reads
+	// still see it expired (dropping it first let a List in between
+	// return the expired key).
 	_, err := s.inner.Delete(ctx, store.Ephemeral, key, l.rev)
+	if err == nil {
+		s.mu.Lock()
+		if cur, ok := s.leases[key]; ok && cur.rev == l.rev {
+			delete(s.leases, key)
+		}
+		s.mu.Unlock()
+	}
 	return err
 }
 
