@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
-	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -123,12 +122,8 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 	var msgs []any
 	rec := e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
 	st := memstore.New(30 * time.Second)
-	cfg := coordination.DefaultConfig()
-	cfg.InstanceID = "me"
-	v := &env{e: e, cfg: cfg, clk: clock.NewMock(), id: "me", nonce: "n", log: discardLogger(), out: &outbox{}}
-	v.session.Store(&v.nonce)
-	v.st = &guardedStore{Store: st, halted: &v.halted}
-	v.fp.Store(protocol.Fingerprint("job:v1"))
+	v := casEnv(t, st) // worker "me" of job "job:v1"
+	v.e = e
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	v.pid = pids{root: rec, revoke: rec}
 	v.commitWriters = newCommitWriters(v)
