@@ -1,0 +1,189 @@
+package protocol
+
+import (
+	"cmp"
+	"math"
+	"math/bits"
+	"slices"
+	"time"
+
+	"github.com/spate-go/coordination"
+)
+
+// The leader's decision to cut running splits (docs/protocol.md, "Runtime
+// split", "Who decides"): only when the fleet would otherwise idle, the
+// largest remaining work first, never leaving a residual below the minimum,
+// at most once per interval.
+
+// KeepPPMHalf is the least share of its remaining work a cut leaves the
+// primary, in millionths: a cut at most halves what remains.
+const KeepPPMHalf = 500_000
+
+// keepPPMMax is the most a cut leaves the primary: something must be cut.
+const keepPPMMax = 999_999
+
+// CutMember is one live member as [DecideCuts] sees it.
+type CutMember struct {
+	// Instance is the member's instance id.
+	Instance string
+	// Budget is its lane budget, clamped as for the assignment.
+	Budget uint32
+	// Held is how many splits its live session holds.
+	Held uint32
+}
+
+// CutHeld is one split a live session holds.
+type CutHeld struct {
+	// Split is the split's id.
+	Split coordination.SplitID
+	// Owner is the holding instance.
+	Owner string
+	// Epoch is the holding tenancy's epoch, as its split record names it.
+	Epoch uint64
+	// Remaining is the owner's estimate of the split's remaining work, in
+	// the split's weight units, as its presence reported it for Epoch.
+	Remaining uint64
+	// Reported is false when the owner reported no estimate for this
+	// tenancy (a source that cannot split, or a split outside its few
+	// largest): such a split is not cut and counts 0 towards the job's
+	// remaining work.
+	Reported bool
+	// Outstanding is true while a cut request for the split is outstanding
+	// (no residual seen yet and the request younger than the interval).
+	Outstanding bool
+}
+
+// CutInput is what [DecideCuts] decides from.
+type CutInput struct {
+	// Members are the live members.
+	Members []CutMember
+	// Unheld are the weights of the runnable splits no live session holds.
+	Unheld []uint64
+	// Held are the splits live sessions hold, each split once.
+	Held []CutHeld
+	// Now is the leader's clock.
+	Now time.Time
+	// LastAsked is when an evaluation last asked for a cut, or when this
+	// leader started leading if later; zero means never.
+	LastAsked time.Time
+	// Interval is the least time between two evaluations that ask; negative
+	// means never cut.
+	Interval time.Duration
+	// MinWeight is the least residual worth a cut, in weight units; 0 is
+	// treated as 1.
+	MinWeight uint64
+}
+
+// CutAsk is one cut the leader requests of a split's owner.
+type CutAsk struct {
+	// Split is the split to cut.
+	Split coordination.SplitID
+	// Owner is the instance that holds it.
+	Owner string
+	// Epoch is the tenancy the request is for; the owner acts only while it
+	// holds the split at this epoch.
+	Epoch uint64
+	// KeepPPM is the share of the remaining work the primary keeps, in
+	// millionths: KeepPPMHalf..999999.
+	KeepPPM uint32
+	// Residual is the residual's estimated weight, at least the input's
+	// MinWeight.
+	Residual uint64
+}
+
+// IdleLanes returns the lanes of live members that neither hold a split
+// nor could be given a runnable unheld one: the free lanes less the unheld
+// splits, or 0.
+func (in CutInput) IdleLanes() int {
+	free := 0
+	for _, m := range in.Members {
+		if m.Budget > m.Held {
+			free += int(m.Budget - m.Held)
+		}
+	}
+	return max(free-len(in.Unheld), 0)
+}
+
+// PerLane returns the job's remaining work per lane, T of docs/protocol.md:
+// the reported estimates plus the unheld splits' weights, over every lane of
+// every live member; 0 when there are no lanes.
+func (in CutInput) PerLane() float64 {
+	lanes := 0.0
+	for _, m := range in.Members {
+		lanes += float64(m.Budget)
+	}
+	if lanes == 0 {
+		return 0
+	}
+	total := 0.0
+	for _, w := range in.Unheld {
+		total += float64(w)
+	}
+	for _, h := range in.Held {
+		if h.Reported {
+			total += float64(h.Remaining)
+		}
+	}
+	return total / lanes
+}
+
+// CutOf returns the cut of a split with remaining work r when the job's
+// remaining work per lane is perLane: the primary keeps max(1/2, perLane/r)
+// in millionths (at most 999999), the residual the rest, rounded down. ok is
+// false when the split is not worth cutting: r is not above perLane, or the
+// residual would be below minWeight (0 counts as 1).
+func CutOf(r uint64, perLane float64, minWeight uint64) (keepPPM uint32, residual uint64, ok bool) {
+	if r == 0 || float64(r) <= perLane {
+		return 0, 0, false
+	}
+	keep := math.Ceil(perLane / float64(r) * 1e6)
+	keepPPM = uint32(min(max(keep, KeepPPMHalf), keepPPMMax))
+	residual = residualOf(r, keepPPM)
+	return keepPPM, residual, residual >= max(minWeight, 1)
+}
+
+// residualOf is r × (1e6 − keepPPM) / 1e6, rounded down, without overflow.
+func residualOf(r uint64, keepPPM uint32) uint64 {
+	hi, lo := bits.Mul64(r, uint64(1_000_000-keepPPM))
+	q, _ := bits.Div64(hi, lo, 1_000_000)
+	return q
+}
+
+// DecideCuts returns the cuts to request now, largest remaining work first,
+// or nil. It asks nothing unless the rate bound allows it (Interval not
+// negative, at least Interval since LastAsked) and some lanes would idle;
+// then it asks for at most [CutInput.IdleLanes] cuts, one per split, of the
+// reported splits with no request outstanding in descending Remaining (ties
+// by id), skipping those [CutOf] finds not worth it. It is deterministic and
+// does not depend on the order of its inputs.
+func DecideCuts(in CutInput) []CutAsk {
+	if in.Interval < 0 || !in.LastAsked.IsZero() && in.Now.Before(in.LastAsked.Add(in.Interval)) {
+		return nil
+	}
+	idle := in.IdleLanes()
+	if idle == 0 {
+		return nil
+	}
+	cands := make([]CutHeld, 0, len(in.Held))
+	for _, h := range in.Held {
+		if h.Reported && !h.Outstanding {
+			cands = append(cands, h)
+		}
+	}
+	slices.SortFunc(cands, func(a, b CutHeld) int {
+		return cmp.Or(cmp.Compare(b.Remaining, a.Remaining), cmp.Compare(a.Split, b.Split))
+	})
+	perLane := in.PerLane()
+	var asks []CutAsk
+	for _, h := range cands {
+		if len(asks) == idle {
+			break
+		}
+		keep, residual, ok := CutOf(h.Remaining, perLane, in.MinWeight)
+		if !ok {
+			continue
+		}
+		asks = append(asks, CutAsk{Split: h.Split, Owner: h.Owner, Epoch: h.Epoch, KeepPPM: keep, Residual: residual})
+	}
+	return asks
+}
