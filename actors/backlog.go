@@ -80,8 +80,8 @@ func (b *backlog) done(k int) {
 // message that is not watch-fed.
 func credits(msg any) int {
 	switch m := msg.(type) {
-	case watchEvents:
-		return len(m.evs)
+	case eventBurst:
+		return m.Events()
 	case recordmsg.RecordsObserved:
 		return len(m.Records)
 	}
@@ -90,6 +90,10 @@ func credits(msg any) int {
 	}
 	return 0
 }
+
+// eventBurst is a watch-fed message carrying a burst of watch events (the
+// watch actor's own): it took one credit per event.
+type eventBurst interface{ Events() int }
 
 // backlogMiddleware returns a watch-fed message's credit once its actor has
 // handled it, panic or not.

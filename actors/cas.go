@@ -111,3 +111,36 @@ func casAdopt[R any](ctx context.Context, v *env, w casWrite[R], base R, rev uin
 		}
 	}
 }
+
+// conflictClass is how a lost CAS on a record this worker writes is judged
+// from the record read after it (docs/protocol.md, "Commits" and
+// "Hand-back, fail, quarantine").
+type conflictClass int
+
+// casOutcome is how a fenced write resolved.
+type casOutcome int
+
+// writeLabel is the outcome label of a fenced write's reply for
+// coordination_writes metrics.
+func writeLabel(ok bool, err error) string {
+	switch {
+	case err != nil:
+		return "error"
+	case ok:
+		return "ok"
+	}
+	return "conflict"
+}
+
+const (
+	conflictLanded conflictClass = iota + 1 // the intended write (or a completion of this tenancy) is there
+	conflictAdopt                           // still this tenancy's and live: adopt, retry once
+	conflictFenced                          // another tenancy, terminal, or absent
+)
+
+const (
+	casLanded casOutcome = iota + 1
+	casFenced
+	casUnconfirmed
+	casFatal
+)

@@ -40,15 +40,3 @@ func judgeClaimWrite(ok bool, err error) casOutcome {
 	}
 	return casFenced
 }
-
-// writeLabel is the outcome label of a fenced write's reply for
-// coordination_writes metrics.
-func writeLabel(ok bool, err error) string {
-	switch {
-	case err != nil:
-		return "error"
-	case ok:
-		return "ok"
-	}
-	return "conflict"
-}

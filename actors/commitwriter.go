@@ -36,33 +36,6 @@ type progressCell struct {
 	rev   uint64
 }
 
-// openCell hands the commit writer a started tenancy's progress record as
-// its claim's fence left it. The root posts it before the tenancy's Gained.
-type openCell struct {
-	split coordination.SplitID
-	epoch uint64
-	prog  protocol.ProgressRecord
-	rev   uint64
-}
-
-// commitRequest asks for one commit of progress on the tenancy (split,
-// epoch) whose Gained Poll handed out; reply (capacity 1), set when the
-// request is posted, gets its result.
-type commitRequest struct {
-	ctx      context.Context // bounds the write (OpTimeout, the stop)
-	split    coordination.SplitID
-	epoch    uint64
-	progress coordination.SplitProgress
-	reply    chan commitResult
-}
-
-// commitResult is a commit's outcome: err is Commit's result; landed says
-// the write is durable.
-type commitResult struct {
-	err    error
-	landed bool
-}
-
 // commitWriters are the commit writer's shards; a split's shard is picked
 // by a hash of its id under seed.
 type commitWriters struct {
@@ -79,8 +52,21 @@ func newCommitWriters(v *env) commitWriters {
 }
 
 // commitWriterOf returns the shard that owns split id's progress cells.
-func (v *env) commitWriterOf(id coordination.SplitID) *commitWriter {
-	return v.commitWriters.shards[maphash.String(v.commitWriters.seed, string(id))%commitWriterShards]
+func (ws commitWriters) of(id coordination.SplitID) *commitWriter {
+	return ws.shards[maphash.String(ws.seed, string(id))%commitWriterShards]
+}
+
+// Post queues msg on the shard of the split it concerns (commitDesk).
+func (ws commitWriters) Post(msg any) { ws.of(splitOf(msg)).box.post(msg) }
+
+// Ask runs req on its split's shard (commitDesk).
+func (ws commitWriters) Ask(req commitRequest) commitResult { return ws.of(req.split).ask(req) }
+
+// start runs each shard's goroutine until the worker shuts down.
+func (ws commitWriters) start(v *env) {
+	for _, w := range ws.shards {
+		v.goFunc(w.run)
+	}
 }
 
 // splitOf returns the split a message for the commit writer is about.

@@ -126,7 +126,8 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 	v.e = e
 	v.ctx, v.cancel = context.WithCancel(context.Background())
 	v.pid = pids{root: rec, revoke: rec}
-	v.commitWriters = newCommitWriters(v)
+	ws := newCommitWriters(v)
+	v.commits = ws
 	t.Cleanup(func() {
 		v.cancel()
 		<-e.Poison(rec).Done()
@@ -134,7 +135,7 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 	fence := protocol.FreshProgress("a", v.fp.Load(), "me", 2, 0)
 	rev := put(t, st, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	return &loneCommitWriter{
-		w: v.commitWriterOf("a"), st: st,
+		w: ws.of("a"), st: st,
 		fence: openCell{split: "a", epoch: 2, prog: fence, rev: rev},
 		sent: func() []any {
 			mu.Lock()

@@ -41,7 +41,7 @@ type env struct {
 
 	backlog backlog // the credit of the watch hand-off (backlog.go)
 
-	commitWriters commitWriters // the commit writer's shards (commitwriter.go)
+	commits commitDesk // the commit writer (commitwriter.go), set by Spawn
 
 	ctx    context.Context // cancelled at Depart's end or Abort
 	cancel context.CancelFunc

@@ -221,7 +221,7 @@ func (l *leaseActor) renewPresence(c *actor.Context) {
 		defer cancel()
 		key := protocol.WorkerKey(v.id)
 		res := presenceRenewed{at: at}
-		r, ok, err := v.st.Update(oc, store.Ephemeral, key, v.presenceValue(nonce), store.Revision(rev))
+		r, ok, err := v.st.Update(oc, store.Ephemeral, key, presenceValue(v, nonce), store.Revision(rev))
 		switch {
 		case err != nil:
 			res.outcome, res.err = renewError, err

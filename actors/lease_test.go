@@ -132,7 +132,7 @@ func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordinat
 	v.session.Store(&v.nonce)
 	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
 	v.ctx, v.cancel = context.WithCancel(context.Background())
-	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), v.presenceValue(nonce))
+	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), presenceValue(v, nonce))
 	if err != nil || !ok {
 		t.Fatalf("create the presence key: %v %v", ok, err)
 	}

@@ -170,14 +170,14 @@ func (v *env) sendTo(r role, msg any) {
 	if v.ctx.Err() != nil { // as env.send: nothing is delivered after shutdown
 		return
 	}
-	v.commitWriterOf(splitOf(msg)).box.post(msg)
+	v.commits.Post(msg)
 }
 
 // askCommit hands the handle's commit request to the commit writer, the
 // destination its route names (checked once, in init), and waits for the
 // result.
 func (v *env) askCommit(req commitRequest) commitResult {
-	return v.commitWriterOf(req.split).ask(req)
+	return v.commits.Ask(req)
 }
 
 // init checks the routing table for askCommit once, as the package loads.

@@ -2,8 +2,6 @@ package actors
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 
 	"github.com/anthdm/hollywood/actor"
@@ -60,10 +58,9 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
 	v.cap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
 	v.ctx, v.cancel = context.WithCancel(context.Background())
-	v.commitWriters = newCommitWriters(v)
-	for _, w := range v.commitWriters.shards {
-		v.goFunc(w.run)
-	}
+	commits := newCommitWriters(v)
+	v.commits = commits
+	commits.start(v)
 	name := id + "." + v.nonce[:12]
 	spawn := func(p actor.Producer, kind string) *actor.PID {
 		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), backlogMiddleware(v)), actor.WithMaxRestarts(0))
@@ -76,11 +73,4 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.pid.revoke = spawn(newRevoke(v), "revoke")
 	v.pid.root = spawn(newRoot(v), "coordinator")
 	return &Coordinator{v: v}, nil
-}
-
-// randomHex returns 32 lowercase hex characters from crypto/rand.
-func randomHex() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -51,3 +51,30 @@ func casSplit(ctx context.Context, v *env, id coordination.SplitID, epoch uint64
 		decode: protocol.DecodeSplit,
 	}, base.rec, base.rev)
 }
+
+// classifySplitConflict judges the split record got against the write
+// intended by the tenancy epoch of me's session nonce.
+func classifySplitConflict(me, nonce string, epoch uint64, intended protocol.SplitRecord, found bool, got protocol.SplitRecord) conflictClass {
+	switch {
+	case !found:
+		return conflictFenced
+	case got == intended || sameSplitWrite(intended, got):
+		return conflictLanded
+	case got.Owner == me && got.Nonce == nonce && got.Epoch == epoch && got.Status == protocol.StatusRunnable:
+		return conflictAdopt
+	}
+	return conflictFenced
+}
+
+// sameSplitWrite reports whether got carries the intended write (the
+// advisory time aside).
+func sameSplitWrite(intended, got protocol.SplitRecord) bool {
+	got.WrittenAtMs = intended.WrittenAtMs
+	return got == intended
+}
+
+// movedAway reports whether split record rec shows that tenancy t of me
+// ended: a later epoch, or another owner or session.
+func movedAway(rec protocol.SplitRecord, me string, t tenancy) bool {
+	return rec.Epoch > t.epoch || (rec.Epoch == t.epoch && (rec.Owner != me || rec.Nonce != t.nonce))
+}

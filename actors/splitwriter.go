@@ -14,22 +14,6 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// recEntry is a split record and its revision.
-type recEntry struct {
-	rec protocol.SplitRecord
-	rev uint64
-}
-
-// casOutcome is how a fenced write resolved.
-type casOutcome int
-
-const (
-	casLanded casOutcome = iota + 1
-	casFenced
-	casUnconfirmed
-	casFatal
-)
-
 type handBackBatch struct {
 	pending     int
 	unconfirmed []coordination.SplitID
@@ -492,4 +476,17 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 		sw.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
 		sw.v.route(roleSplitWriter, recordmsg.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
 	}
+}
+
+// resolution is what the actors following a surrendered tenancy are told
+// about its owner-clearing (fail, hand-back, completion) write: landed,
+// fenced by another owner, or unconfirmed (a store error, or Fatal).
+func resolution(o casOutcome) messages.HandBackOutcome {
+	switch o {
+	case casLanded:
+		return messages.HandBackLanded
+	case casFenced:
+		return messages.HandBackFenced
+	}
+	return messages.HandBackUnconfirmed
 }

@@ -172,7 +172,7 @@ func join(ctx context.Context, v *env, fingerprint string) error {
 }
 
 // presenceValue is the presence value of session nonce.
-func (v *env) presenceValue(nonce string) []byte {
+func presenceValue(v *env, nonce string) []byte {
 	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: nonce, MaxInFlight: uint32(v.cfg.MaxInFlight)})
 }
 
@@ -186,7 +186,7 @@ func announceSession(ctx context.Context, v *env, nonce, ended string) (uint64, 
 	c, cancel := v.opCtx(ctx)
 	defer cancel()
 	key := protocol.WorkerKey(v.id)
-	rev, ok, err := v.st.Create(c, store.Ephemeral, key, v.presenceValue(nonce))
+	rev, ok, err := v.st.Create(c, store.Ephemeral, key, presenceValue(v, nonce))
 	if err != nil {
 		return 0, storeErr("announcing presence", err)
 	}
@@ -205,7 +205,7 @@ func announceSession(ctx context.Context, v *env, nonce, ended string) (uint64, 
 			return 0, twinError(v.id)
 		}
 	}
-	rev, ok, err = v.st.Update(c, store.Ephemeral, key, v.presenceValue(nonce), e.Revision)
+	rev, ok, err = v.st.Update(c, store.Ephemeral, key, presenceValue(v, nonce), e.Revision)
 	if err != nil {
 		return 0, storeErr("announcing presence", err)
 	}

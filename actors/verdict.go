@@ -77,3 +77,22 @@ func (sw *splitWriterActor) listed(m verdictListed) {
 	sw.verdict = true
 	sw.v.route(roleSplitWriter, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
 }
+
+// verdict judges the job from a listing of split records alone
+// (docs/protocol.md, "Completion"). ok is false when no verdict can be given.
+func verdict(recs []protocol.SplitRecord, planned uint64) (stalled bool, completed, quarantined uint64, ok bool) {
+	if uint64(len(recs)) < planned {
+		return false, 0, 0, false
+	}
+	for _, r := range recs {
+		switch r.Status {
+		case protocol.StatusCompleted:
+			completed++
+		case protocol.StatusQuarantined:
+			quarantined++
+		default:
+			return false, 0, 0, false
+		}
+	}
+	return quarantined > 0, completed, quarantined, true
+}
