@@ -9,6 +9,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -34,14 +35,14 @@ const maxClaimsInFlight = 128
 // recomputed from the claim view and held whenever either changes, kept so
 // that a decision costs O(log n) instead of a pass over every split.
 type assignActor struct {
-	v   *env
+	v   *worker.Env
 	log *slog.Logger
 
-	records  map[coordination.SplitID]recEntry
+	records  map[coordination.SplitID]worker.SplitEntry
 	sessions map[string]string                        // instance → live session nonce
 	byOwner  map[string]map[coordination.SplitID]bool // instance → splits its records name
 
-	held     heldView                        // derived from the root's registry (tenancy.go)
+	held     worker.HeldView                 // derived from the root's registry (tenancy.go)
 	inflight map[coordination.SplitID]bool   // every write in flight (bounded by maxClaimsInFlight); value: it counts as a claim against MaxInFlight (quarantines and leftover returns do not)
 	claims   int                             // claims in flight
 	handing  map[coordination.SplitID]uint64 // surrendered, its write not resolved yet
@@ -56,19 +57,19 @@ type assignActor struct {
 	assigned   map[coordination.SplitID]bool
 	named      map[coordination.SplitID]time.Time // first named while not held
 
-	phase   jobPhase
+	phase   worker.JobPhase
 	session bool // a session is established (false between SessionEnded and SessionStarted)
 }
 
-func newAssign(v *env) actor.Producer {
+func newAssign(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &assignActor{
 			v:        v,
-			log:      v.log.With("actor", "assign"),
-			records:  map[coordination.SplitID]recEntry{},
+			log:      v.Log.With("actor", "assign"),
+			records:  map[coordination.SplitID]worker.SplitEntry{},
 			sessions: map[string]string{},
 			byOwner:  map[string]map[coordination.SplitID]bool{},
-			held:     heldView{},
+			held:     worker.HeldView{},
 			inflight: map[coordination.SplitID]bool{},
 			handing:  map[coordination.SplitID]uint64{},
 			lostAt:   map[coordination.SplitID]uint64{},
@@ -97,7 +98,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 		}
 	case messages.RecordDeleted:
 		if old, ok := a.records[m.Split]; ok {
-			a.unindexOwner(m.Split, old.rec.Owner)
+			a.unindexOwner(m.Split, old.Rec.Owner)
 			delete(a.records, m.Split)
 		}
 		a.changed(c, m.Split)
@@ -130,7 +131,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 		}
 		a.step(c)
 	case messages.WatchesChanged:
-		a.phase.observe(m)
+		a.phase.Observe(m)
 		a.step(c)
 	case messages.SessionEnded:
 		a.session = false
@@ -141,7 +142,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 		}
 		a.step(c)
 	case messages.VerdictReached, messages.Departing:
-		a.phase.observe(m)
+		a.phase.Observe(m)
 	default:
 		a.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -151,13 +152,13 @@ func (a *assignActor) Receive(c *actor.Context) {
 // whether the split is now one to act on (see reindex).
 func (a *assignActor) recordObserved(m recordmsg.RecordObserved) bool {
 	old, had := a.records[m.Split]
-	if had && m.Rev <= old.rev {
+	if had && m.Rev <= old.Rev {
 		return false
 	}
 	if had {
-		a.unindexOwner(m.Split, old.rec.Owner)
+		a.unindexOwner(m.Split, old.Rec.Owner)
 	}
-	a.records[m.Split] = recEntry{rec: m.Record, rev: m.Rev}
+	a.records[m.Split] = worker.SplitEntry{Rec: m.Record, Rev: m.Rev}
 	a.indexOwner(m.Split, m.Record.Owner)
 	if r, ok := a.lostAt[m.Split]; ok && m.Rev > r {
 		delete(a.lostAt, m.Split)
@@ -168,10 +169,10 @@ func (a *assignActor) recordObserved(m recordmsg.RecordObserved) bool {
 // tenancyStarted follows the registry: the claim's slot is free, so the
 // next write starts at once, and the split is held.
 func (a *assignActor) tenancyStarted(c *actor.Context, m messages.TenancyStarted) {
-	a.held.apply(m)
+	a.held.Apply(m)
 	a.release(m.Split)
 	if t, ok := a.named[m.Split]; ok {
-		a.v.met.latency(a.v.clk.Since(t))
+		a.v.Metrics.Latency(a.v.Clock.Since(t))
 		delete(a.named, m.Split)
 	}
 	a.changed(c, m.Split)
@@ -182,12 +183,12 @@ func (a *assignActor) tenancyStarted(c *actor.Context, m messages.TenancyStarted
 // hand-back's resolution before it is a candidate again (a fenced or
 // starved one has none).
 func (a *assignActor) tenancyEnded(c *actor.Context, m messages.TenancyEnded) {
-	a.held.apply(m)
+	a.held.Apply(m)
 	if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
 		a.handing[m.Split] = m.Epoch
 	}
 	if a.assigned[m.Split] {
-		a.named[m.Split] = a.v.clk.Now()
+		a.named[m.Split] = a.v.Clock.Now()
 	}
 	a.changed(c, m.Split)
 	a.step(c)
@@ -209,7 +210,7 @@ func (a *assignActor) claimAbandoned(c *actor.Context, m messages.ClaimAbandoned
 	a.release(m.Split)
 	if m.Retry {
 		a.cooldown[m.Split] = true
-	} else if r := a.records[m.Split].rev; m.Rev >= r {
+	} else if r := a.records[m.Split].Rev; m.Rev >= r {
 		a.lostAt[m.Split] = m.Rev
 	}
 	a.changed(c, m.Split)
@@ -222,7 +223,7 @@ func (a *assignActor) unassigned() {
 	a.decided = false
 	a.assigned = map[coordination.SplitID]bool{}
 	a.named = map[coordination.SplitID]time.Time{}
-	a.v.route(roleAssign, messages.AssignedSetChanged{})
+	a.v.Route(worker.RoleAssign, messages.AssignedSetChanged{})
 }
 
 // assignment applies this worker's assignment record.
@@ -233,7 +234,7 @@ func (a *assignActor) assignment(c *actor.Context, m recordmsg.AssignmentObserve
 	a.appliedGen = m.Assignment.Generation
 	a.decided = true
 	set := make(map[coordination.SplitID]bool, len(m.Assignment.Splits))
-	now := a.v.clk.Now()
+	now := a.v.Clock.Now()
 	for _, id := range m.Assignment.Splits {
 		set[id] = true
 		if _, held := a.held[id]; !held {
@@ -259,7 +260,7 @@ func (a *assignActor) assignment(c *actor.Context, m recordmsg.AssignmentObserve
 			a.index(id) // a leftover no longer assigned is returned
 		}
 	}
-	a.v.route(roleAssign, messages.AssignedSetChanged{Decided: true, Splits: append([]coordination.SplitID(nil), m.Assignment.Splits...)})
+	a.v.Route(worker.RoleAssign, messages.AssignedSetChanged{Decided: true, Splits: append([]coordination.SplitID(nil), m.Assignment.Splits...)})
 	a.step(c)
 }
 
@@ -301,8 +302,8 @@ func (a *assignActor) input(id coordination.SplitID) (protocol.CandidateInput, b
 	}
 	_, held := a.held[id]
 	return protocol.CandidateInput{
-		Record: r.rec, Held: held, OwnerSession: a.sessions[r.rec.Owner],
-		Me: a.v.id, MyNonce: a.v.sessionNonce(), MaxAttempts: a.v.cfg.MaxAttempts,
+		Record: r.Rec, Held: held, OwnerSession: a.sessions[r.Rec.Owner],
+		Me: a.v.ID, MyNonce: a.v.SessionNonce(), MaxAttempts: a.v.Config.MaxAttempts,
 	}, true
 }
 
@@ -377,7 +378,7 @@ func (a *assignActor) release(id coordination.SplitID) {
 // at most maxClaimsInFlight writes at once: quarantines and leftover returns
 // first, then claims while the lanes allow.
 func (a *assignActor) step(c *actor.Context) {
-	if !a.phase.live || !a.session || a.phase.over() || a.v.halted.Load() {
+	if !a.phase.Live || !a.session || a.phase.Over() || a.v.Halted.Load() {
 		return
 	}
 	for id := range a.extra {
@@ -391,7 +392,7 @@ func (a *assignActor) step(c *actor.Context) {
 	if !a.decided {
 		return
 	}
-	for a.queue.Len() > 0 && len(a.held)+a.claims < a.v.cfg.MaxInFlight && len(a.inflight) < maxClaimsInFlight {
+	for a.queue.Len() > 0 && len(a.held)+a.claims < a.v.Config.MaxInFlight && len(a.inflight) < maxClaimsInFlight {
 		q := heap.Pop(&a.queue).(queuedCandidate)
 		if a.queued[q.id] != q.kind {
 			continue // superseded by a later entry of another kind
@@ -411,14 +412,14 @@ func (a *assignActor) launch(c *actor.Context, id coordination.SplitID, cand pro
 	r := a.records[id]
 	if cand.Leftover && !a.assigned[id] {
 		a.inflight[id] = false
-		a.v.route(roleAssign, recordmsg.ReturnLeftover{Split: id, Record: r.rec, RecordRev: r.rev})
+		a.v.Route(worker.RoleAssign, recordmsg.ReturnLeftover{Split: id, Record: r.Rec, RecordRev: r.Rev})
 		return
 	}
 	a.inflight[id] = !cand.Quarantine
 	if !cand.Quarantine {
 		a.claims++
 	}
-	a.v.route(roleAssign, recordmsg.ClaimSplit{Candidate: cand, Record: r.rec, RecordRev: r.rev})
+	a.v.Route(worker.RoleAssign, recordmsg.ClaimSplit{Candidate: cand, Record: r.Rec, RecordRev: r.Rev})
 }
 
 // queuedCandidate is one entry of the claim queue.

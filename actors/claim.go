@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
@@ -18,39 +19,39 @@ const fenceTries = 8
 // for m, or a quarantine on takeover: confirm the owner's session ended,
 // read the spec (claims only), CAS the split record, then fence the
 // progress record. It runs on its own goroutine.
-func claimSplit(ctx context.Context, v *env, m recordmsg.ClaimSplit, now int64) claimed {
+func claimSplit(ctx context.Context, v *worker.Env, m recordmsg.ClaimSplit, now int64) claimed {
 	cand, base, rev := m.Candidate, m.Record, m.RecordRev
 	if cand.Confirm {
 		live, err := sessionLive(ctx, v, base.Owner, base.Nonce)
 		if err != nil || live {
-			return claimed{outcome: casFenced, retry: err != nil}
+			return claimed{outcome: worker.CASFenced, retry: err != nil}
 		}
 	}
 	var spec coordination.SplitSpec
 	if !cand.Quarantine {
 		var err error
 		if spec, err = readSpec(ctx, v, cand.ID); err != nil {
-			v.fatalIf(err)
-			return claimed{outcome: casUnconfirmed, retry: true}
+			v.FatalIf(err)
+			return claimed{outcome: worker.CASUnconfirmed, retry: true}
 		}
 	}
-	nonce := v.sessionNonce()
+	nonce := v.SessionNonce()
 	var want protocol.SplitRecord
 	if cand.Quarantine {
 		want = base.QuarantineOnTakeover(now)
 	} else {
-		want = base.Claim(v.id, nonce, base.NextEpoch(), cand.Kind.ConsumesAttempt(), now)
+		want = base.Claim(v.ID, nonce, base.NextEpoch(), cand.Kind.ConsumesAttempt(), now)
 	}
 	key := protocol.SplitKey(cand.ID)
 	start := time.Now()
-	r, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(want), store.Revision(rev))
+	r, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(want), store.Revision(rev))
 	oc := judgeClaimWrite(ok, err)
-	v.met.write(writeLabel(ok, err), time.Since(start))
-	if oc != casLanded {
-		v.fatalIf(err)
+	v.Metrics.Write(worker.WriteLabel(ok, err), time.Since(start))
+	if oc != worker.CASLanded {
+		v.FatalIf(err)
 		return claimed{outcome: oc, retry: err != nil}
 	}
-	d := claimed{outcome: casLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine, spec: spec}
+	d := claimed{outcome: worker.CASLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine, spec: spec}
 	if cand.Quarantine {
 		return d
 	}
@@ -63,17 +64,17 @@ func claimSplit(ctx context.Context, v *env, m recordmsg.ClaimSplit, now int64) 
 		// record instead of delivering it.
 		d.done = true
 		done := want.Complete(now)
-		if r2, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(done), store.Revision(r)); err == nil && ok {
+		if r2, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(done), store.Revision(r)); err == nil && ok {
 			d.rec, d.rev = done, uint64(r2)
 		}
 	case fenceSuperseded:
-		d.outcome = casFenced
+		d.outcome = worker.CASFenced
 	case fenceFailed:
 		// Without a fence the split cannot be delivered: hand the record back
 		// (if that fails too, it is a leftover of this session).
-		d.outcome, d.retry = casUnconfirmed, true
+		d.outcome, d.retry = worker.CASUnconfirmed, true
 		back := want.HandBack(now)
-		if r2, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeSplit(back), store.Revision(r)); err == nil && ok {
+		if r2, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(back), store.Revision(r)); err == nil && ok {
 			d.rec, d.rev = back, uint64(r2)
 		}
 	}
@@ -83,16 +84,16 @@ func claimSplit(ctx context.Context, v *env, m recordmsg.ClaimSplit, now int64) 
 // readSpec reads split id's spec. A split record implies its spec (seeding
 // writes it first), so a missing one was deleted outside the library:
 // Fatal.
-func readSpec(ctx context.Context, v *env, id coordination.SplitID) (coordination.SplitSpec, error) {
+func readSpec(ctx context.Context, v *worker.Env, id coordination.SplitID) (coordination.SplitSpec, error) {
 	key := protocol.SpecKey(id)
-	e, found, err := v.st.Get(ctx, store.Durable, key)
+	e, found, err := v.Store.Get(ctx, store.Durable, key)
 	switch {
 	case err != nil:
 		return coordination.SplitSpec{}, err
 	case !found:
-		return coordination.SplitSpec{}, specMissing(id, key)
+		return coordination.SplitSpec{}, worker.SpecMissing(id, key)
 	}
-	s, err := protocol.DecodeSpec(key, e.Value, v.fp.Load())
+	s, err := protocol.DecodeSpec(key, e.Value, v.FPHash.Load())
 	if err != nil {
 		return coordination.SplitSpec{}, err
 	}
@@ -101,14 +102,14 @@ func readSpec(ctx context.Context, v *env, id coordination.SplitID) (coordinatio
 
 // sessionLive reads instance's presence and reports whether it still
 // carries session nonce.
-func sessionLive(ctx context.Context, v *env, instance, nonce string) (bool, error) {
+func sessionLive(ctx context.Context, v *worker.Env, instance, nonce string) (bool, error) {
 	key := protocol.WorkerKey(instance)
-	e, found, err := v.st.Get(ctx, store.Ephemeral, key)
+	e, found, err := v.Store.Get(ctx, store.Ephemeral, key)
 	if err != nil || !found {
 		return false, err
 	}
 	p, err := protocol.DecodePresence(key, e.Value)
-	return err == nil && judgeHolder(nonce, true, p.Nonce) == holderMine, nil
+	return err == nil && worker.JudgeHolder(nonce, true, p.Nonce) == worker.HolderMine, nil
 }
 
 // fenceProgress raises split id's progress record to epoch for this worker
@@ -116,14 +117,14 @@ func sessionLive(ctx context.Context, v *env, instance, nonce string) (bool, err
 // move it; it returns the fenced record and its revision. A split never
 // owned before (first) usually has no progress record, so its create is
 // tried without a read first.
-func fenceProgress(ctx context.Context, v *env, id coordination.SplitID, epoch uint64, first bool, now int64) (protocol.ProgressRecord, uint64, fenceResult) {
+func fenceProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, first bool, now int64) (protocol.ProgressRecord, uint64, fenceResult) {
 	key := protocol.ProgressKey(id)
 	for try := range fenceTries {
 		var e store.Entry
 		found := false
 		if !first || try > 0 {
 			var err error
-			if e, found, err = v.st.Get(ctx, store.Durable, key); err != nil {
+			if e, found, err = v.Store.Get(ctx, store.Durable, key); err != nil {
 				return protocol.ProgressRecord{}, 0, fenceFailed
 			}
 		}
@@ -132,12 +133,12 @@ func fenceProgress(ctx context.Context, v *env, id coordination.SplitID, epoch u
 				// Every split owned before has a progress record (its first
 				// fence created it): this one was deleted outside the library
 				// (docs/protocol.md, "Missing records").
-				v.log.Warn("progress record missing (deleted outside the library); recreating it empty, the split replays from its start", "split", id, "key", key, "epoch", epoch)
+				v.Log.Warn("progress record missing (deleted outside the library); recreating it empty, the split replays from its start", "split", id, "key", key, "epoch", epoch)
 			}
-			fresh := protocol.FreshProgress(id, v.fp.Load(), v.id, epoch, now)
-			r, ok, err := v.st.Create(ctx, store.Durable, key, protocol.EncodeProgress(fresh))
+			fresh := protocol.FreshProgress(id, v.FPHash.Load(), v.ID, epoch, now)
+			r, ok, err := v.Store.Create(ctx, store.Durable, key, protocol.EncodeProgress(fresh))
 			if err != nil {
-				v.fatalIf(err)
+				v.FatalIf(err)
 				return protocol.ProgressRecord{}, 0, fenceFailed
 			}
 			if ok {
@@ -145,18 +146,18 @@ func fenceProgress(ctx context.Context, v *env, id coordination.SplitID, epoch u
 			}
 			continue
 		}
-		got, err := protocol.DecodeProgress(key, e.Value, v.fp.Load())
+		got, err := protocol.DecodeProgress(key, e.Value, v.FPHash.Load())
 		if err != nil {
-			v.fatalIf(err)
+			v.FatalIf(err)
 			return protocol.ProgressRecord{}, 0, fenceFailed
 		}
 		if res, done := judgeProgressFence(got, epoch); done {
 			return got, uint64(e.Revision), res
 		}
-		want := got.Fence(v.id, epoch, now)
-		r, ok, err := v.st.Update(ctx, store.Durable, key, protocol.EncodeProgress(want), e.Revision)
+		want := got.Fence(v.ID, epoch, now)
+		r, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeProgress(want), e.Revision)
 		if err != nil {
-			v.fatalIf(err)
+			v.FatalIf(err)
 			return protocol.ProgressRecord{}, 0, fenceFailed
 		}
 		if ok {

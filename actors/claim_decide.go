@@ -1,6 +1,9 @@
 package actors
 
-import "github.com/spate-go/coordination/internal/protocol"
+import (
+	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/internal/protocol"
+)
 
 // fenceResult is how a progress fence resolved (docs/protocol.md, "Claim
 // protocol").
@@ -31,12 +34,12 @@ func judgeProgressFence(got protocol.ProgressRecord, epoch uint64) (res fenceRes
 // compare-and-swap of the split record: a lost compare means another
 // worker moved the record first, so the claim is fenced; a store error
 // leaves its fate unknown.
-func judgeClaimWrite(ok bool, err error) casOutcome {
+func judgeClaimWrite(ok bool, err error) worker.CASOutcome {
 	switch {
 	case err != nil:
-		return casUnconfirmed
+		return worker.CASUnconfirmed
 	case ok:
-		return casLanded
+		return worker.CASLanded
 	}
-	return casFenced
+	return worker.CASFenced
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -36,19 +37,19 @@ func TestJudgeClaimWrite(t *testing.T) {
 		name    string
 		ok      bool
 		err     error
-		outcome casOutcome
+		outcome worker.CASOutcome
 		label   string
 	}{
-		{"landed", true, nil, casLanded, "ok"},
-		{"lost compare: fenced", false, nil, casFenced, "conflict"},
-		{"store error: unconfirmed", false, boom, casUnconfirmed, "error"},
+		{"landed", true, nil, worker.CASLanded, "ok"},
+		{"lost compare: fenced", false, nil, worker.CASFenced, "conflict"},
+		{"store error: unconfirmed", false, boom, worker.CASUnconfirmed, "error"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := judgeClaimWrite(tt.ok, tt.err); got != tt.outcome {
 				t.Fatalf("judgeClaimWrite = %v, want %v", got, tt.outcome)
 			}
-			if got := writeLabel(tt.ok, tt.err); got != tt.label {
+			if got := worker.WriteLabel(tt.ok, tt.err); got != tt.label {
 				t.Fatalf("writeLabel = %q, want %q", got, tt.label)
 			}
 		})

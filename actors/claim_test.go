@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
@@ -31,7 +32,7 @@ func TestClaimSplit(t *testing.T) {
 		moved     *protocol.SplitRecord    // a split record write after the view
 		late      *protocol.ProgressRecord // a progress write after the view (a late commit)
 		presence  string                   // the owner's live session nonce, "" for none
-		wantOut   casOutcome
+		wantOut   worker.CASOutcome
 		wantDone  bool
 		wantSplit func(protocol.SplitRecord) protocol.SplitRecord // from the view
 		wantProg  *coordination.SplitProgress
@@ -39,36 +40,36 @@ func TestClaimSplit(t *testing.T) {
 		failFence bool // the progress fence's read fails
 		wantFatal bool
 	}{
-		{name: "an expired claim fences and charges one attempt", view: dead, wantOut: casLanded,
+		{name: "an expired claim fences and charges one attempt", view: dead, wantOut: worker.CASLanded,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
 		{name: "a late commit of the previous tenancy is carried", view: dead,
-			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 7}, 0)), wantOut: casLanded,
+			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 7}, 0)), wantOut: worker.CASLanded,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) },
 			wantProg:  &coordination.SplitProgress{Watermark: 7}},
 		{name: "a completed progress record completes the split", view: dead,
-			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 9, Completed: true}, 0)), wantOut: casLanded, wantDone: true,
+			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 9, Completed: true}, 0)), wantOut: worker.CASLanded, wantDone: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).Complete(0) },
 			wantProg:  &coordination.SplitProgress{Watermark: 9, Completed: true}},
-		{name: "a live owner session is never robbed", view: dead, presence: "d1", wantOut: casFenced,
+		{name: "a live owner session is never robbed", view: dead, presence: "d1", wantOut: worker.CASFenced,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
-		{name: "a stale view writes nothing", view: dead, moved: ptr(dead.HandBack(0)), wantOut: casFenced,
+		{name: "a stale view writes nothing", view: dead, moved: ptr(dead.HandBack(0)), wantOut: worker.CASFenced,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.HandBack(0) }},
 		{name: "a quarantine on takeover writes only the split record", view: func() protocol.SplitRecord { r := dead; r.Attempts = maxAttempts - 1; return r }(),
-			wantOut: casLanded, wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.QuarantineOnTakeover(0) }},
-		{name: "a missing spec is Fatal and writes nothing", view: dead, noSpec: true, wantOut: casUnconfirmed, wantFatal: true,
+			wantOut: worker.CASLanded, wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.QuarantineOnTakeover(0) }},
+		{name: "a missing spec is Fatal and writes nothing", view: dead, noSpec: true, wantOut: worker.CASUnconfirmed, wantFatal: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
-		{name: "a later claim's fence supersedes this one", view: dead, late: ptr(prevFence.Fence("peer", 3, 0)), wantOut: casFenced,
+		{name: "a later claim's fence supersedes this one", view: dead, late: ptr(prevFence.Fence("peer", 3, 0)), wantOut: worker.CASFenced,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
-		{name: "a progress record at the top epoch is Fatal", view: dead, late: ptr(prevFence.Fence("peer", math.MaxUint64, 0)), wantOut: casUnconfirmed, wantFatal: true,
+		{name: "a progress record at the top epoch is Fatal", view: dead, late: ptr(prevFence.Fence("peer", math.MaxUint64, 0)), wantOut: worker.CASUnconfirmed, wantFatal: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
-		{name: "a failed fence hands the claim back", view: dead, failFence: true, wantOut: casUnconfirmed,
+		{name: "a failed fence hands the claim back", view: dead, failFence: true, wantOut: worker.CASUnconfirmed,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).HandBack(0) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
 			v := casEnv(t, fs)
-			v.cfg.MaxAttempts = maxAttempts
+			v.Config.MaxAttempts = maxAttempts
 			key, pkey := protocol.SplitKey("a"), protocol.ProgressKey("a")
 			if !tt.noSpec {
 				put(t, fs, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, fp, 1)), 0)
@@ -97,7 +98,7 @@ func TestClaimSplit(t *testing.T) {
 			if d.outcome != tt.wantOut || d.done != tt.wantDone {
 				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
 			}
-			if f := v.out.failure(); (coordination.KindOf(f) == coordination.Fatal) != tt.wantFatal {
+			if f := v.Outbox.Failure(); (coordination.KindOf(f) == coordination.Fatal) != tt.wantFatal {
 				t.Fatalf("failure %v, want Fatal %v", f, tt.wantFatal)
 			}
 			e, _, _ := fs.Get(context.Background(), store.Durable, key)
@@ -114,7 +115,7 @@ func TestClaimSplit(t *testing.T) {
 			}
 			pe, _, _ := fs.Get(context.Background(), store.Durable, pkey)
 			prog, _ := protocol.DecodeProgress(pe.Key, pe.Value, fp)
-			fenced := tt.wantOut == casLanded && !tt.wantDone && !cand.Quarantine
+			fenced := tt.wantOut == worker.CASLanded && !tt.wantDone && !cand.Quarantine
 			if fenced != (prog.Epoch == 3 && prog.Owner == "me") {
 				t.Fatalf("progress %+v: fenced %v, want %v", prog, !fenced, fenced)
 			}

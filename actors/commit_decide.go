@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -16,12 +17,12 @@ func checkWatermark(id coordination.SplitID, rec protocol.ProgressRecord, p coor
 
 // classifyProgressConflict judges the progress record got (found=false:
 // absent) against a commit intended by tenancy epoch of me.
-func classifyProgressConflict(me string, epoch uint64, intended protocol.ProgressRecord, found bool, got protocol.ProgressRecord) conflictClass {
+func classifyProgressConflict(me string, epoch uint64, intended protocol.ProgressRecord, found bool, got protocol.ProgressRecord) worker.ConflictClass {
 	switch {
 	case !found || got.Epoch != epoch || got.Owner != me:
-		return conflictFenced
+		return worker.ConflictFenced
 	case intended.SameProgress(got) || got.Completed:
-		return conflictLanded // this tenancy's write, or its completion, landed unseen
+		return worker.ConflictLanded // this tenancy's write, or its completion, landed unseen
 	}
-	return conflictAdopt
+	return worker.ConflictAdopt
 }

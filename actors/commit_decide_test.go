@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"pgregory.net/rapid"
@@ -25,14 +26,14 @@ func TestClassifyProgressConflict(t *testing.T) {
 		name  string
 		found bool
 		got   protocol.ProgressRecord
-		want  conflictClass
+		want  worker.ConflictClass
 	}{
-		{"absent is a fence", false, protocol.ProgressRecord{}, conflictFenced},
-		{"the intended write landed", true, intended, conflictLanded},
-		{"this tenancy's completion landed", true, done, conflictLanded},
-		{"own earlier write: adopt", true, base, conflictAdopt},
-		{"another owner", true, other, conflictFenced},
-		{"a later fence", true, higher, conflictFenced},
+		{"absent is a fence", false, protocol.ProgressRecord{}, worker.ConflictFenced},
+		{"the intended write landed", true, intended, worker.ConflictLanded},
+		{"this tenancy's completion landed", true, done, worker.ConflictLanded},
+		{"own earlier write: adopt", true, base, worker.ConflictAdopt},
+		{"another owner", true, other, worker.ConflictFenced},
+		{"a later fence", true, higher, worker.ConflictFenced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,14 +55,14 @@ func TestClassifySplitConflict(t *testing.T) {
 		name  string
 		found bool
 		got   protocol.SplitRecord
-		want  conflictClass
+		want  worker.ConflictClass
 	}{
-		{"absent is a fence", false, protocol.SplitRecord{}, conflictFenced},
-		{"the intended write landed", true, base.HandBack(9), conflictLanded},
-		{"own earlier write: adopt", true, base, conflictAdopt},
-		{"another session of this instance", true, otherSession, conflictFenced},
-		{"a later claim", true, higher, conflictFenced},
-		{"terminal", true, done, conflictFenced},
+		{"absent is a fence", false, protocol.SplitRecord{}, worker.ConflictFenced},
+		{"the intended write landed", true, base.HandBack(9), worker.ConflictLanded},
+		{"own earlier write: adopt", true, base, worker.ConflictAdopt},
+		{"another session of this instance", true, otherSession, worker.ConflictFenced},
+		{"a later claim", true, higher, worker.ConflictFenced},
+		{"terminal", true, done, worker.ConflictFenced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -73,7 +74,7 @@ func TestClassifySplitConflict(t *testing.T) {
 }
 
 func TestMovedAway(t *testing.T) {
-	held := tenancy{epoch: 2, nonce: "n"}
+	held := worker.Tenancy{Epoch: 2, Nonce: "n"}
 	mine := protocol.SplitRecord{Epoch: 2, Owner: "me", Nonce: "n"}
 	tests := []struct {
 		name string
@@ -108,15 +109,15 @@ func TestJudgeSurrender(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		rec  protocol.SplitRecord
-		want surrender
+		want worker.Surrender
 	}{
-		{"this tenancy's", mine, surrenderWrite},
-		{"a later epoch", later, surrenderFenced},
-		{"another owner", peer, surrenderFenced},
-		{"completed", done, surrenderNothing},
-		{"quarantined", quar, surrenderNothing},
+		{"this tenancy's", mine, worker.SurrenderWrite},
+		{"a later epoch", later, worker.SurrenderFenced},
+		{"another owner", peer, worker.SurrenderFenced},
+		{"completed", done, worker.SurrenderNothing},
+		{"quarantined", quar, worker.SurrenderNothing},
 	} {
-		if got := judgeSurrender(tt.rec, "me", 2); got != tt.want {
+		if got := worker.JudgeSurrender(tt.rec, "me", 2); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -200,13 +201,13 @@ func TestVerdictProperty(t *testing.T) {
 
 func TestResolution(t *testing.T) {
 	tests := []struct {
-		in   casOutcome
+		in   worker.CASOutcome
 		want messages.HandBackOutcome
 	}{
-		{casLanded, messages.HandBackLanded},
-		{casFenced, messages.HandBackFenced},
-		{casUnconfirmed, messages.HandBackUnconfirmed},
-		{casFatal, messages.HandBackUnconfirmed},
+		{worker.CASLanded, messages.HandBackLanded},
+		{worker.CASFenced, messages.HandBackFenced},
+		{worker.CASUnconfirmed, messages.HandBackUnconfirmed},
+		{worker.CASFatal, messages.HandBackUnconfirmed},
 	}
 	for _, tt := range tests {
 		if got := resolution(tt.in); got != tt.want {

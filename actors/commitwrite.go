@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
@@ -13,32 +14,32 @@ import (
 // adopt-and-retry-once rule (cas.go) for a conflict caused by this
 // tenancy's own earlier write. A regressing watermark or an oversized
 // record is Fatal before any write.
-func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell *progressCell, p coordination.SplitProgress) casResult[protocol.ProgressRecord] {
-	now := v.nowMs()
-	return casAdopt(ctx, v, casWrite[protocol.ProgressRecord]{
-		split: id,
-		key:   protocol.ProgressKey(id),
-		doing: "committing",
-		build: func(base protocol.ProgressRecord) (protocol.ProgressRecord, []byte, *casResult[protocol.ProgressRecord]) {
+func casProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, cell *progressCell, p coordination.SplitProgress) worker.CASResult[protocol.ProgressRecord] {
+	now := v.NowMs()
+	return worker.CASAdopt(ctx, v, worker.CASWrite[protocol.ProgressRecord]{
+		Split: id,
+		Key:   protocol.ProgressKey(id),
+		Doing: "committing",
+		Build: func(base protocol.ProgressRecord) (protocol.ProgressRecord, []byte, *worker.CASResult[protocol.ProgressRecord]) {
 			if err := checkWatermark(id, base, p); err != nil {
-				return base, nil, &casResult[protocol.ProgressRecord]{outcome: casFatal, err: err}
+				return base, nil, &worker.CASResult[protocol.ProgressRecord]{Outcome: worker.CASFatal, Err: err}
 			}
 			want := base.Commit(p, now)
 			b := protocol.EncodeProgress(want)
-			if err := protocol.CheckProgressSize(id, len(b), v.cap); err != nil {
-				return base, nil, &casResult[protocol.ProgressRecord]{outcome: casFatal, err: err}
+			if err := protocol.CheckProgressSize(id, len(b), v.ValueCap); err != nil {
+				return base, nil, &worker.CASResult[protocol.ProgressRecord]{Outcome: worker.CASFatal, Err: err}
 			}
 			return want, b, nil
 		},
-		classify: func(want protocol.ProgressRecord, found bool, got protocol.ProgressRecord) conflictClass {
-			return classifyProgressConflict(v.id, cell.epoch, want, found, got)
+		Classify: func(want protocol.ProgressRecord, found bool, got protocol.ProgressRecord) worker.ConflictClass {
+			return classifyProgressConflict(v.ID, cell.epoch, want, found, got)
 		},
-		decode: protocol.DecodeProgress,
-		recreate: func(ctx context.Context, b []byte) (store.Entry, bool, bool, error) {
+		Decode: protocol.DecodeProgress,
+		Recreate: func(ctx context.Context, b []byte) (store.Entry, bool, bool, error) {
 			return recreateProgress(ctx, v, id, cell.epoch, b)
 		},
-		rollback: true,
-		rebased:  cell.advance,
+		Rollback: true,
+		Rebased:  cell.advance,
 	}, cell.prog, cell.rev)
 }
 
@@ -48,16 +49,16 @@ func casProgress(ctx context.Context, v *env, id coordination.SplitID, cell *pro
 // meant to write (b), which carries everything it committed before: nothing
 // regresses. A lost create means a claimant's fence recreated it first: the
 // record is read again (e, found) for the usual conflict rules.
-func recreateProgress(ctx context.Context, v *env, id coordination.SplitID, epoch uint64, b []byte) (e store.Entry, found, recreated bool, err error) {
+func recreateProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, b []byte) (e store.Entry, found, recreated bool, err error) {
 	key := protocol.ProgressKey(id)
-	r, ok, err := v.st.Create(ctx, store.Durable, key, b)
+	r, ok, err := v.Store.Create(ctx, store.Durable, key, b)
 	switch {
 	case err != nil:
 		return store.Entry{}, false, false, err
 	case ok:
-		v.log.Warn("progress record missing (deleted outside the library); recreated from this tenancy's commit", "split", id, "key", key, "epoch", epoch)
+		v.Log.Warn("progress record missing (deleted outside the library); recreated from this tenancy's commit", "split", id, "key", key, "epoch", epoch)
 		return store.Entry{Key: key, Value: b, Revision: r}, true, true, nil
 	}
-	e, found, err = v.st.Get(ctx, store.Durable, key)
+	e, found, err = v.Store.Get(ctx, store.Durable, key)
 	return e, found, false, err
 }

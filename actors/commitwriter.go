@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 )
@@ -23,7 +24,7 @@ const commitWriterShards = 16
 // actor CommitLanded and asks the root EndTenancy for a completed or fenced
 // commit.
 type commitWriter struct {
-	v     *env
+	v     *worker.Env
 	box   *mailbox
 	cells map[coordination.SplitID]*progressCell // touched only by the turn's holder
 }
@@ -43,7 +44,7 @@ type commitWriters struct {
 	shards []*commitWriter
 }
 
-func newCommitWriters(v *env) commitWriters {
+func newCommitWriters(v *worker.Env) commitWriters {
 	ws := commitWriters{seed: maphash.MakeSeed(), shards: make([]*commitWriter, commitWriterShards)}
 	for i := range ws.shards {
 		ws.shards[i] = &commitWriter{v: v, box: newMailbox(), cells: map[coordination.SplitID]*progressCell{}}
@@ -60,22 +61,24 @@ func (ws commitWriters) of(id coordination.SplitID) *commitWriter {
 func (ws commitWriters) Post(msg any) { ws.of(splitOf(msg)).box.post(msg) }
 
 // Ask runs req on its split's shard (commitDesk).
-func (ws commitWriters) Ask(req commitRequest) commitResult { return ws.of(req.split).ask(req) }
+func (ws commitWriters) Ask(req worker.CommitRequest) worker.CommitResult {
+	return ws.of(req.Split).ask(req)
+}
 
 // start runs each shard's goroutine until the worker shuts down.
-func (ws commitWriters) start(v *env) {
+func (ws commitWriters) start(v *worker.Env) {
 	for _, w := range ws.shards {
-		v.goFunc(w.run)
+		v.Go(w.run)
 	}
 }
 
 // splitOf returns the split a message for the commit writer is about.
 func splitOf(msg any) coordination.SplitID {
 	switch m := msg.(type) {
-	case openCell:
-		return m.split
-	case commitRequest:
-		return m.split
+	case worker.OpenCell:
+		return m.Split
+	case worker.CommitRequest:
+		return m.Split
 	case messages.TenancyEnded:
 		return m.Split
 	}
@@ -98,12 +101,12 @@ func (w *commitWriter) run(ctx context.Context) {
 
 func (w *commitWriter) receive(msg any) {
 	switch m := msg.(type) {
-	case openCell:
-		w.cells[m.split] = &progressCell{epoch: m.epoch, prog: m.prog, rev: m.rev}
+	case worker.OpenCell:
+		w.cells[m.Split] = &progressCell{epoch: m.Epoch, prog: m.Prog, rev: m.Rev}
 	case messages.TenancyEnded:
 		w.close(m.Split, m.Epoch)
-	case commitRequest:
-		m.reply <- w.commit(m)
+	case worker.CommitRequest:
+		m.Reply <- w.commit(m)
 	default:
 		panic(fmt.Sprintf("actors: the commit writer got %T", msg))
 	}
@@ -112,18 +115,18 @@ func (w *commitWriter) receive(msg any) {
 // ask runs req and returns its result: on the caller's goroutine when the
 // shard is idle with nothing queued, else through the shard's mailbox, in
 // order, giving up when req.ctx ends.
-func (w *commitWriter) ask(req commitRequest) commitResult {
+func (w *commitWriter) ask(req worker.CommitRequest) worker.CommitResult {
 	if w.box.tryTurn() {
 		defer w.box.endTurn()
 		return w.commit(req)
 	}
-	req.reply = make(chan commitResult, 1)
-	w.v.sendTo(roleCommitWriter, req)
+	req.Reply = make(chan worker.CommitResult, 1)
+	w.v.SendTo(worker.RoleCommitWriter, req)
 	select {
-	case res := <-req.reply:
+	case res := <-req.Reply:
 		return res
-	case <-req.ctx.Done():
-		return commitResult{err: storeErr(fmt.Sprintf("committing split %s", req.split), req.ctx.Err())}
+	case <-req.Ctx.Done():
+		return worker.CommitResult{Err: worker.StoreErr(fmt.Sprintf("committing split %s", req.Split), req.Ctx.Err())}
 	}
 }
 
@@ -138,33 +141,33 @@ func (w *commitWriter) close(id coordination.SplitID, epoch uint64) {
 // commit writes one commit and tells the actors its outcome: CommitLanded
 // to revoke, EndTenancy to the root when it completed the split or found
 // the tenancy fenced.
-func (w *commitWriter) commit(req commitRequest) commitResult {
-	id, epoch := req.split, req.epoch
+func (w *commitWriter) commit(req worker.CommitRequest) worker.CommitResult {
+	id, epoch := req.Split, req.Epoch
 	cell := w.cells[id]
 	if cell == nil || cell.epoch != epoch {
-		return commitResult{err: notHeld(id)}
+		return worker.CommitResult{Err: worker.NotHeld(id)}
 	}
-	d := casProgress(req.ctx, w.v, id, cell, req.progress)
-	switch d.outcome {
-	case casLanded:
-		cell.advance(d.rec, d.rev)
-		if !d.adopted {
-			w.v.route(roleCommitWriter, messages.CommitLanded{Split: id, Epoch: epoch})
+	d := casProgress(req.Ctx, w.v, id, cell, req.Progress)
+	switch d.Outcome {
+	case worker.CASLanded:
+		cell.advance(d.Rec, d.Rev)
+		if !d.Adopted {
+			w.v.Route(worker.RoleCommitWriter, messages.CommitLanded{Split: id, Epoch: epoch})
 		}
-		if d.rec.Completed {
+		if d.Rec.Completed {
 			w.close(id, epoch)
-			w.v.route(roleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+			w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
 		}
-		return commitResult{landed: true}
-	case casFenced:
+		return worker.CommitResult{Landed: true}
+	case worker.CASFenced:
 		w.close(id, epoch)
-		w.v.route(roleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
-	case casFatal:
-		w.v.failNow(d.err)
+		w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+	case worker.CASFatal:
+		w.v.FailNow(d.Err)
 	default:
-		w.v.fatalIf(d.err)
+		w.v.FatalIf(d.Err)
 	}
-	return commitResult{err: d.err}
+	return worker.CommitResult{Err: d.Err}
 }
 
 // advance records a write of the cell's tenancy that landed at rev, unless

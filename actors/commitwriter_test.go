@@ -13,6 +13,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -109,7 +110,7 @@ func TestMailboxTurnIsRefusedWhileBusyOrQueued(t *testing.T) {
 type loneCommitWriter struct {
 	w     *commitWriter
 	st    *memstore.Store
-	fence openCell
+	fence worker.OpenCell
 	sent  func() []any
 }
 
@@ -123,20 +124,20 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 	rec := e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
 	st := memstore.New(30 * time.Second)
 	v := casEnv(t, st) // worker "me" of job "job:v1"
-	v.e = e
-	v.ctx, v.cancel = context.WithCancel(context.Background())
-	v.pid = pids{root: rec, revoke: rec}
+	v.Engine = e
+	v.Ctx, v.Cancel = context.WithCancel(context.Background())
+	v.PIDs = worker.PIDs{Root: rec, Revoke: rec}
 	ws := newCommitWriters(v)
-	v.commits = ws
+	v.Commits = ws
 	t.Cleanup(func() {
-		v.cancel()
+		v.Cancel()
 		<-e.Poison(rec).Done()
 	})
-	fence := protocol.FreshProgress("a", v.fp.Load(), "me", 2, 0)
+	fence := protocol.FreshProgress("a", v.FPHash.Load(), "me", 2, 0)
 	rev := put(t, st, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	return &loneCommitWriter{
 		w: ws.of("a"), st: st,
-		fence: openCell{split: "a", epoch: 2, prog: fence, rev: rev},
+		fence: worker.OpenCell{Split: "a", Epoch: 2, Prog: fence, Rev: rev},
 		sent: func() []any {
 			mu.Lock()
 			defer mu.Unlock()
@@ -152,23 +153,23 @@ func (l *loneCommitWriter) run(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination.SplitProgress) commitResult {
-	return l.w.ask(commitRequest{ctx: ctx, split: "a", epoch: epoch, progress: p})
+func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination.SplitProgress) worker.CommitResult {
+	return l.w.ask(worker.CommitRequest{Ctx: ctx, Split: "a", Epoch: epoch, Progress: p})
 }
 
 // runWithTheCell starts the shard's goroutine and opens the tenancy's cell.
 func (l *loneCommitWriter) runWithTheCell(t *testing.T) {
 	l.run(t)
-	l.w.v.sendTo(roleCommitWriter, l.fence)
+	l.w.v.SendTo(worker.RoleCommitWriter, l.fence)
 	settle()
 }
 
 // askBehindTheCell posts the tenancy's cell while the shard's goroutine is
 // not running, then asks a commit of watermark 5 on a goroutine of its own
 // and returns its result channel once the commit is queued behind the cell.
-func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <-chan commitResult {
-	l.w.v.sendTo(roleCommitWriter, l.fence)
-	res := make(chan commitResult, 1)
+func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <-chan worker.CommitResult {
+	l.w.v.SendTo(worker.RoleCommitWriter, l.fence)
+	res := make(chan worker.CommitResult, 1)
 	go func() { res <- l.ask(ctx, 2, coordination.SplitProgress{Watermark: 5}) }()
 	settle()
 	if n := l.queued(); n != 2 {
@@ -207,8 +208,8 @@ func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
 		l := newLoneCommitWriter(t)
 		res := l.askBehindTheCell(t, context.Background())
 		l.run(t)
-		if r := <-res; !r.landed || r.err != nil {
-			t.Fatalf("commit behind its cell: landed %v, %v", r.landed, r.err)
+		if r := <-res; !r.Landed || r.Err != nil {
+			t.Fatalf("commit behind its cell: landed %v, %v", r.Landed, r.Err)
 		}
 		if got := l.watermark(t); got != 5 {
 			t.Fatalf("watermark %d, want 5", got)
@@ -227,16 +228,16 @@ func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLoneCommitWriter(t)
 		l.runWithTheCell(t)
-		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 5}); !r.landed {
-			t.Fatalf("first commit: %v", r.err)
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 5}); !r.Landed {
+			t.Fatalf("first commit: %v", r.Err)
 		}
-		if r := l.ask(context.Background(), 1, coordination.SplitProgress{Watermark: 6}); r.landed || coordination.KindOf(r.err) != coordination.Fenced {
-			t.Fatalf("commit of epoch 1 under the cell of epoch 2: landed %v, %v", r.landed, r.err)
+		if r := l.ask(context.Background(), 1, coordination.SplitProgress{Watermark: 6}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
+			t.Fatalf("commit of epoch 1 under the cell of epoch 2: landed %v, %v", r.Landed, r.Err)
 		}
-		l.w.v.sendTo(roleCommitWriter, messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
+		l.w.v.SendTo(worker.RoleCommitWriter, messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
 		settle()
-		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 7}); r.landed || coordination.KindOf(r.err) != coordination.Fenced {
-			t.Fatalf("commit after TenancyEnded: landed %v, %v", r.landed, r.err)
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 7}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
+			t.Fatalf("commit after TenancyEnded: landed %v, %v", r.Landed, r.Err)
 		}
 		if got := l.watermark(t); got != 5 {
 			t.Fatalf("watermark %d, want 5 (nothing written after the end)", got)
@@ -250,15 +251,15 @@ func TestACompletingCommitEndsTheTenancy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLoneCommitWriter(t)
 		l.runWithTheCell(t)
-		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 9, Completed: true}); !r.landed {
-			t.Fatalf("completing commit: %v", r.err)
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 9, Completed: true}); !r.Landed {
+			t.Fatalf("completing commit: %v", r.Err)
 		}
 		settle()
 		if got := l.sent(); !slices.Contains(got, any(messages.EndTenancy{Split: "a", Epoch: 2, Reason: messages.EndCompleted})) {
 			t.Fatalf("told %#v, want EndTenancy completed", got)
 		}
-		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 10}); coordination.KindOf(r.err) != coordination.Fenced {
-			t.Fatalf("commit after completion: %v", r.err)
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 10}); coordination.KindOf(r.Err) != coordination.Fenced {
+			t.Fatalf("commit after completion: %v", r.Err)
 		}
 	})
 }
@@ -271,8 +272,8 @@ func TestACommitGivesUpWhenItsContextEnds(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		res := l.askBehindTheCell(t, ctx) // never processed: no goroutine runs
 		cancel()
-		if r := <-res; r.landed || coordination.KindOf(r.err) != coordination.Retryable {
-			t.Fatalf("abandoned commit: landed %v, %v", r.landed, r.err)
+		if r := <-res; r.Landed || coordination.KindOf(r.Err) != coordination.Retryable {
+			t.Fatalf("abandoned commit: landed %v, %v", r.Landed, r.Err)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -30,7 +31,7 @@ const stopGrace = 50 * time.Millisecond
 // nothing), so a lane of an ended tenancy can never write onto the next one.
 // Depart hands back every owned split, polled or not.
 type Coordinator struct {
-	v *env
+	v *worker.Env
 
 	mu       sync.Mutex
 	stop     <-chan struct{}
@@ -45,23 +46,23 @@ var _ coordination.Coordinator = (*Coordinator)(nil)
 
 // InstanceID returns the resolved instance id: Config.InstanceID, or the
 // generated "spate-" + 32 hex characters.
-func (c *Coordinator) InstanceID() string { return c.v.id }
+func (c *Coordinator) InstanceID() string { return c.v.ID }
 
 // PID returns the coordinator actor's PID, for a user's own actor on the
 // same engine: it may send FailSplit, ReleaseSplits and DeclineRevoke
 // (package messages, "What a user's actor may send") with its context's
 // Send, and receives FailSplitReply, ReleaseSplitsReply or
 // DeclineRevokeReply. Each names the tenancy by the epoch of its Gained.
-func (c *Coordinator) PID() *actor.PID { return c.v.pid.root }
+func (c *Coordinator) PID() *actor.PID { return c.v.PIDs.Root }
 
 // ended returns the error every call but Poll returns after Abort or
 // Depart, or nil. c.mu must be held.
 func (c *Coordinator) ended() error {
 	switch {
 	case c.aborted:
-		return errAborted
+		return worker.ErrAborted
 	case c.departed:
-		return errDeparted
+		return worker.ErrDeparted
 	}
 	return nil
 }
@@ -74,9 +75,9 @@ func (c *Coordinator) gate() error {
 		return err
 	}
 	if !c.started {
-		return errBeforeStart
+		return worker.ErrBeforeStart
 	}
-	return c.v.out.failure()
+	return c.v.Outbox.Failure()
 }
 
 // SetWaker installs the Waker signalled after events are enqueued or a
@@ -89,8 +90,8 @@ func (c *Coordinator) SetWaker(w *coordination.Waker) {
 	if gone {
 		return
 	}
-	if !c.v.out.setWaker(w) {
-		c.v.log.Warn("SetWaker after Start is ignored")
+	if !c.v.Outbox.SetWaker(w) {
+		c.v.Log.Warn("SetWaker after Start is ignored")
 	}
 }
 
@@ -107,9 +108,9 @@ func (c *Coordinator) SetStop(stop <-chan struct{}) {
 	if stop == nil {
 		return
 	}
-	ctx, cancel := context.WithCancel(c.v.ctx)
+	ctx, cancel := context.WithCancel(c.v.Ctx)
 	c.stopCtx = ctx
-	c.v.wg.Go(func() {
+	c.v.WG.Go(func() {
 		defer cancel()
 		select {
 		case <-stop:
@@ -146,10 +147,10 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 		return &coordination.Error{Kind: coordination.Fatal, Reason: "the planner fingerprint must not be empty"}
 	}
 	c.started = true
-	c.v.out.start()
-	c.v.fp.Store(protocol.Fingerprint(fp))
+	c.v.Outbox.Start()
+	c.v.FPHash.Store(protocol.Fingerprint(fp))
 	msg := messages.StartJob{Planner: p, Fingerprint: fp}
-	c.v.send(c.v.routeOf(roleHandle, msg), msg)
+	c.v.Send(c.v.RouteOf(worker.RoleHandle, msg), msg)
 	return nil
 }
 
@@ -162,13 +163,13 @@ func (c *Coordinator) Poll() ([]coordination.Event, error) {
 	c.mu.Unlock()
 	switch {
 	case aborted:
-		return nil, errAborted
+		return nil, worker.ErrAborted
 	case departed:
 		return nil, nil
 	case !started:
 		return nil, &coordination.Error{Kind: coordination.Fatal, Reason: "Poll called before Start"}
 	}
-	return c.v.out.take()
+	return c.v.Outbox.Take()
 }
 
 // call sends msg to the root and waits for the reply, at most bound (real
@@ -181,13 +182,13 @@ func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop b
 		stop = c.stop
 		c.mu.Unlock()
 	}
-	resp := c.v.e.Request(c.v.routeOf(roleHandle, msg), msg, bound)
+	resp := c.v.Engine.Request(c.v.RouteOf(worker.RoleHandle, msg), msg, bound)
 	type result struct {
 		v   any
 		err error
 	}
 	done := make(chan result, 1) // capacity 1: the goroutine never blocks
-	c.v.wg.Go(func() {
+	c.v.WG.Go(func() {
 		v, err := resp.Result()
 		done <- result{v, err}
 	})
@@ -196,7 +197,7 @@ func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop b
 		select {
 		case r := <-done:
 			if r.err != nil {
-				return nil, noAnswer(bound)
+				return nil, worker.NoAnswer(bound)
 			}
 			return r.v, nil
 		case <-stop:
@@ -205,12 +206,12 @@ func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop b
 			defer t.Stop()
 			grace = t.C
 		case <-grace:
-			return nil, stoppedBeforeDone(op)
+			return nil, worker.StoppedBeforeDone(op)
 		}
 	}
 }
 
-func (c *Coordinator) callBound() time.Duration { return 3*c.v.cfg.OpTimeout + 100*time.Millisecond }
+func (c *Coordinator) callBound() time.Duration { return 3*c.v.Config.OpTimeout + 100*time.Millisecond }
 
 // Fail reports a held split as unprocessable by the tenancy of epoch
 // (docs/protocol.md, "Hand-back, fail, quarantine"): nil (landed), Fenced
@@ -245,7 +246,7 @@ func (c *Coordinator) release(op string, splits []coordination.SplitID, drained 
 	}
 	epochs := make([]uint64, len(splits))
 	for i, id := range splits {
-		epochs[i] = c.v.out.polledEpoch(id)
+		epochs[i] = c.v.Outbox.PolledEpoch(id)
 	}
 	r, err := c.call(op, messages.ReleaseSplits{Splits: append([]coordination.SplitID(nil), splits...), Epochs: epochs, Drained: drained}, c.callBound(), true)
 	if err != nil {
@@ -259,7 +260,7 @@ func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 	if err := c.gate(); err != nil {
 		return err
 	}
-	r, err := c.call("decline revoke", messages.DeclineRevoke{Split: split, Epoch: c.v.out.polledEpoch(split)}, c.callBound(), true)
+	r, err := c.call("decline revoke", messages.DeclineRevoke{Split: split, Epoch: c.v.Outbox.PolledEpoch(split)}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -276,14 +277,14 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 		return err
 	}
 	c.departed = true
-	c.v.gone.Store(true)
+	c.v.Gone.Store(true)
 	started := c.started
 	c.mu.Unlock()
 	if !started {
 		c.shutdown()
 		return nil
 	}
-	bound := 2*c.v.cfg.OpTimeout + 100*time.Millisecond
+	bound := 2*c.v.Config.OpTimeout + 100*time.Millisecond
 	deadline := time.Now().Add(bound)
 	r, err := c.call("depart", messages.DepartJob{Held: append([]coordination.SplitID(nil), held...)}, bound, false)
 	if err == nil {
@@ -302,9 +303,9 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
-	st, v := c.v.raw, c.v
+	st, v := c.v.Raw, c.v
 	var wg sync.WaitGroup
-	nonce := v.sessionNonce()
+	nonce := v.SessionNonce()
 	for _, h := range held {
 		wg.Go(func() {
 			key := protocol.SplitKey(h.Split)
@@ -312,12 +313,12 @@ func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Ti
 			if err != nil || !ok {
 				return
 			}
-			rec, err := protocol.DecodeSplit(key, e.Value, v.fp.Load())
+			rec, err := protocol.DecodeSplit(key, e.Value, v.FPHash.Load())
 			if err != nil {
 				return
 			}
-			if judgeSurrender(rec, v.id, h.Epoch) == surrenderWrite && rec.Nonce == nonce {
-				_, _, _ = st.Update(ctx, store.Durable, key, protocol.EncodeSplit(rec.HandBack(v.nowMs())), e.Revision)
+			if worker.JudgeSurrender(rec, v.ID, h.Epoch) == worker.SurrenderWrite && rec.Nonce == nonce {
+				_, _, _ = st.Update(ctx, store.Durable, key, protocol.EncodeSplit(rec.HandBack(v.NowMs())), e.Revision)
 			}
 		})
 	}
@@ -327,7 +328,7 @@ func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Ti
 			_, _ = st.Delete(ctx, store.Ephemeral, protocol.KeyLeader, e.Revision)
 		}
 	}
-	wk := protocol.WorkerKey(v.id)
+	wk := protocol.WorkerKey(v.ID)
 	if e, ok, err := st.Get(ctx, store.Ephemeral, wk); err == nil && ok {
 		if p, err := protocol.DecodePresence(wk, e.Value); err == nil && p.Nonce == nonce {
 			_, _ = st.Delete(ctx, store.Ephemeral, wk, e.Revision)
@@ -347,7 +348,7 @@ func (c *Coordinator) Abort() {
 	}
 	c.aborted = true
 	c.mu.Unlock()
-	c.v.halted.Store(true)
+	c.v.Halted.Store(true)
 	c.shutdown()
 }
 
@@ -356,29 +357,29 @@ func (c *Coordinator) Abort() {
 func (c *Coordinator) shutdown() {
 	c.shutOnce.Do(func() {
 		v := c.v
-		v.out.close()
-		v.cancel()
-		bound := 2*v.cfg.OpTimeout + time.Second
+		v.Outbox.Close()
+		v.Cancel()
+		bound := 2*v.Config.OpTimeout + time.Second
 		t := time.NewTimer(bound)
 		defer t.Stop()
-		p := v.pid
-		for _, pid := range []*actor.PID{p.watch, p.lease, p.leader, p.assign, p.splitWriter, p.revoke, p.root} {
+		p := v.PIDs
+		for _, pid := range []*actor.PID{p.Watch, p.Lease, p.Leader, p.Assign, p.SplitWriter, p.Revoke, p.Root} {
 			select {
-			case <-v.e.Poison(pid).Done():
+			case <-v.Engine.Poison(pid).Done():
 			case <-t.C:
-				v.log.Warn("actor did not stop in time", "actor", pid.ID)
+				v.Log.Warn("actor did not stop in time", "actor", pid.ID)
 				return
 			}
 		}
 		done := make(chan struct{})
 		go func() {
-			v.wg.Wait()
+			v.WG.Wait()
 			close(done)
 		}()
 		select {
 		case <-done:
 		case <-t.C:
-			v.log.Warn("background work did not stop in time")
+			v.Log.Warn("background work did not stop in time")
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 )
@@ -18,20 +19,20 @@ import (
 
 func (r *rootActor) depart(c *actor.Context, m messages.DepartJob) {
 	r.departing = true
-	r.v.route(roleRoot, messages.Departing{})
-	if r.v.out.failure() != nil {
+	r.v.Route(worker.RoleRoot, messages.Departing{})
+	if r.v.Outbox.Failure() != nil {
 		var hs []messages.HeldSplit
 		for _, id := range m.Held {
 			if e, ok := r.reg.epoch(id); ok {
 				hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
 			}
 		}
-		r.v.reply(c.Sender(), messages.DepartJobReply{Err: r.v.out.failure(), Failed: true, Held: hs})
+		r.v.Reply(c.Sender(), messages.DepartJobReply{Err: r.v.Outbox.Failure(), Failed: true, Held: hs})
 		return
 	}
 	r.departReply = c.Sender()
 	v, pid := r.v, c.PID()
-	r.departTimer = time.AfterFunc(2*r.v.cfg.OpTimeout, func() { v.send(pid, departDeadline{}) })
+	r.departTimer = time.AfterFunc(2*r.v.Config.OpTimeout, func() { v.Send(pid, departDeadline{}) })
 	var hs []messages.HeldSplit
 	for _, id := range r.reg.splits() {
 		e, _ := r.reg.epoch(id)
@@ -44,7 +45,7 @@ func (r *rootActor) depart(c *actor.Context, m messages.DepartJob) {
 	// The split-writer actor hands back the held splits and returns this
 	// session's leftovers, then answers HandBackSplitsReply to the root,
 	// which demotes and withdraws presence (docs/protocol.md, "Departure").
-	r.v.route(roleRoot, messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
+	r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
 }
 
 // departTimedOut answers Depart within its bound with what is known:
@@ -54,9 +55,9 @@ func (r *rootActor) departTimedOut(c *actor.Context) {
 		return
 	}
 	if !r.departHanded && len(r.departSplits) > 0 {
-		r.departErr = handBackUnconfirmed(r.departSplits)
+		r.departErr = worker.HandBackUnconfirmed(r.departSplits)
 	}
-	r.v.reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
+	r.v.Reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
 	r.departReply = nil
 }
 
@@ -68,11 +69,11 @@ func (r *rootActor) departHandedBack(c *actor.Context, m messages.HandBackSplits
 	}
 	r.departHanded = true
 	if len(m.Unconfirmed) > 0 {
-		r.departErr = handBackUnconfirmed(m.Unconfirmed)
+		r.departErr = worker.HandBackUnconfirmed(m.Unconfirmed)
 	}
 	r.departPending = 2
-	r.v.route(roleRoot, messages.StepDown{ReplyTo: c.PID()})
-	r.v.route(roleRoot, messages.WithdrawPresence{ReplyTo: c.PID()})
+	r.v.Route(worker.RoleRoot, messages.StepDown{ReplyTo: c.PID()})
+	r.v.Route(worker.RoleRoot, messages.WithdrawPresence{ReplyTo: c.PID()})
 }
 
 // departStepped counts one of the demotion and the withdrawal done and
@@ -80,7 +81,7 @@ func (r *rootActor) departHandedBack(c *actor.Context, m messages.HandBackSplits
 func (r *rootActor) departStepped(c *actor.Context) {
 	r.departPending--
 	if r.departPending == 0 && r.departReply != nil {
-		r.v.reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
+		r.v.Reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
 		r.departReply = nil
 		r.departTimer.Stop()
 	}
@@ -101,7 +102,7 @@ func (sw *splitWriterActor) departLeftovers(held []messages.HeldSplit, batch uin
 	}
 	var ops []splitOp
 	for id, r := range sw.records {
-		if !skip[id] && sw.isLeftover(id, r.rec) {
+		if !skip[id] && sw.isLeftover(id, r.Rec) {
 			ops = append(ops, departLeftoverOp{split: id, batch: batch, deadline: deadline})
 		}
 	}
@@ -112,7 +113,7 @@ func (sw *splitWriterActor) departLeftovers(held []messages.HeldSplit, batch uin
 // session: runnable, naming this worker and its current session, not held.
 func (sw *splitWriterActor) isLeftover(id coordination.SplitID, rec protocol.SplitRecord) bool {
 	_, held := sw.held[id]
-	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == sw.v.id && rec.Nonce == sw.v.sessionNonce()
+	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == sw.v.ID && rec.Nonce == sw.v.SessionNonce()
 }
 
 // departLeftoverResult applies the outcome of a leftover's return. A
@@ -120,13 +121,13 @@ func (sw *splitWriterActor) isLeftover(id coordination.SplitID, rec protocol.Spl
 // held the split): the record stays a leftover, taken as Expired once the
 // session ended, as before.
 func (sw *splitWriterActor) departLeftoverResult(op departLeftoverOp, d splitWritten) {
-	switch d.outcome {
-	case casLanded:
+	switch d.Outcome {
+	case worker.CASLanded:
 		sw.log.Debug("leftover of this session handed back on departure", "split", op.split, "epoch", op.epoch)
-	case casFatal:
-		sw.v.failNow(d.err)
-	case casUnconfirmed:
-		sw.log.Warn("leftover of this session was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.err)
+	case worker.CASFatal:
+		sw.v.FailNow(d.Err)
+	case worker.CASUnconfirmed:
+		sw.log.Warn("leftover of this session was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.Err)
 	}
 	sw.settleBatch(op.batch, op.split, messages.EndDeparted, false)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
@@ -32,9 +33,9 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 		"quarantined":     rec("me", "", protocol.StatusQuarantined),
 		"unowned":         rec("", "", protocol.StatusRunnable),
 	} {
-		sw.records[id] = recEntry{rec: r, rev: 7}
+		sw.records[id] = worker.SplitEntry{Rec: r, Rev: 7}
 	}
-	sw.held.apply(messages.TenancyStarted{Split: "held", Epoch: 3, Nonce: "n"})
+	sw.held.Apply(messages.TenancyStarted{Split: "held", Epoch: 3, Nonce: "n"})
 	deadline := time.Unix(100, 0)
 	ops := sw.departLeftovers([]messages.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
 	var got []coordination.SplitID
@@ -51,7 +52,7 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	// The session renewed its nonce (a self-fence): the record is an earlier
 	// session's now, a Reclaim candidate, not this session's leftover.
 	next := "n2"
-	v.session.Store(&next)
+	v.Session.Store(&next)
 	if ops := sw.departLeftovers(nil, 10, deadline); len(ops) != 0 {
 		t.Errorf("after a new session: %d leftovers, want none", len(ops))
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -62,7 +63,7 @@ type (
 // it. Written by the leader actor only, which dispatches to it and keeps
 // none of its bookkeeping.
 type election struct {
-	v       *env
+	v       *worker.Env
 	log     *slog.Logger
 	stopped func() // the work lead may have ended: the planner run and the publisher drop their state
 
@@ -88,13 +89,13 @@ type term struct {
 	work     *lead  // handed to the planner run and the publisher once fenced; nil before
 	nonce    string // the session nonce the key was won with
 	rev      uint64 // the key's latest known revision
-	renewals renewalClock
+	renewals worker.RenewalClock
 	renewing bool   // a renewal is in flight
 	retries  uint64 // the round of the retry armed last; a retry of another round is moot
-	failures failureRun
+	failures worker.FailureRun
 }
 
-func newElection(v *env, log *slog.Logger, stopped func()) election {
+func newElection(v *worker.Env, log *slog.Logger, stopped func()) election {
 	return election{v: v, log: log, stopped: stopped}
 }
 
@@ -114,7 +115,7 @@ func (e *election) working() *lead {
 // (docs/protocol.md, "Leadership"). The job's phase is the caller's to add.
 func (e *election) canCampaign() bool {
 	return !e.seesLeader() && e.term == nil && !e.electing && e.hasPlan &&
-		(e.lastDemote.IsZero() || e.v.clk.Since(e.lastDemote) >= e.v.cfg.LeaseDuration/3)
+		(e.lastDemote.IsZero() || e.v.Clock.Since(e.lastDemote) >= e.v.Config.LeaseDuration/3)
 }
 
 // seesLeader reports whether a leader key is believed to be in the store: it
@@ -125,23 +126,23 @@ func (e *election) canCampaign() bool {
 // Create at most.
 func (e *election) seesLeader() bool {
 	seen := e.leaderSeen
-	return !seen.IsZero() && e.v.clk.Since(seen) < e.v.cfg.LeaseDuration
+	return !seen.IsZero() && e.v.Clock.Since(seen) < e.v.Config.LeaseDuration
 }
 
 // sawLeader records that a leader key is in the store now.
-func (e *election) sawLeader() { e.leaderSeen = e.v.clk.Now() }
+func (e *election) sawLeader() { e.leaderSeen = e.v.Clock.Now() }
 
 // campaign creates the leader key for the next generation (etcd's
 // Election.Campaign); the result comes back as electDone.
 func (e *election) campaign() {
 	e.electing = true
-	v, pid, gen, nonce := e.v, e.v.pid.leader, e.plan.Generation+1, e.v.sessionNonce()
-	v.goFunc(func(ctx context.Context) {
-		oc, cancel := v.opCtx(ctx)
+	v, pid, gen, nonce := e.v, e.v.PIDs.Leader, e.plan.Generation+1, e.v.SessionNonce()
+	v.Go(func(ctx context.Context) {
+		oc, cancel := v.OpCtx(ctx)
 		defer cancel()
-		at := v.clk.Now()
-		rev, ok, err := v.st.Create(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: gen}))
-		v.send(pid, electDone{outcome: judgeElection(ok, err), rev: uint64(rev), gen: gen, nonce: nonce, at: at, err: err})
+		at := v.Clock.Now()
+		rev, ok, err := v.Store.Create(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(protocol.LeaderRecord{Owner: v.ID, Nonce: nonce, Generation: gen}))
+		v.Send(pid, electDone{outcome: judgeElection(ok, err), rev: uint64(rev), gen: gen, nonce: nonce, at: at, err: err})
 	})
 }
 
@@ -153,7 +154,7 @@ func (e *election) acquired(m electDone, fingerprint string, retired bool) bool 
 	e.electing = false
 	switch m.outcome {
 	case electFailed:
-		if !e.v.fatalIf(m.err) {
+		if !e.v.FatalIf(m.err) {
 			e.log.Warn("election failed; will retry", "err", m.err)
 		}
 		return false
@@ -161,18 +162,18 @@ func (e *election) acquired(m electDone, fingerprint string, retired bool) bool 
 		e.sawLeader() // another worker's key: no need to stand again before it is renewed or gone
 		return false
 	}
-	t := &term{lead: newLead(e.v.ctx, m.gen), nonce: m.nonce, rev: m.rev}
+	t := &term{lead: newLead(e.v.Ctx, m.gen), nonce: m.nonce, rev: m.rev}
 	e.term = t
 	if retired {
 		e.resign(nil)
 		return false
 	}
-	t.renewals.restart(m.at)
+	t.renewals.Restart(m.at)
 	e.sawLeader()
-	e.v.met.leading(true)
+	e.v.Metrics.Leading(true)
 	e.log.Info("became leader", "generation", m.gen)
 	v, base, baseRev := e.v, e.plan, e.planRev
-	t.lead.goFunc(v, v.pid.leader, func(ctx context.Context) any {
+	t.lead.goFunc(v, v.PIDs.Leader, func(ctx context.Context) any {
 		return generationFence(ctx, v, t.lead.gen, base, baseRev, fingerprint)
 	})
 	return true
@@ -185,7 +186,7 @@ func (e *election) acquired(m electDone, fingerprint string, retired bool) bool 
 func (e *election) fenced(m fenceDone, retired bool) *lead {
 	switch m.step {
 	case fenceFatal:
-		e.v.fatalIf(m.err)
+		e.v.FatalIf(m.err)
 		return nil
 	case fenceNewer:
 		e.log.Warn("newer leader generation observed; stepping down", "generation", e.term.lead.gen)
@@ -232,15 +233,15 @@ func (e *election) renew(now time.Time) {
 	t := e.term
 	switch {
 	case t == nil:
-	case now.Sub(t.renewals.lastOK) >= e.v.cfg.LeaseDuration:
+	case now.Sub(t.renewals.LastOK) >= e.v.Config.LeaseDuration:
 		e.orphan("leader lease expired; stepping down")
 	case !t.renewing:
 		t.renewing = true
 		v, rev, nonce, pgen := e.v, t.rev, t.nonce, e.plan.Generation
-		at := v.clk.Now()
-		landed := t.renewals.sent(at) // a lost compare that finds our nonce proves a write sent no earlier than this landed
-		t.lead.goFunc(v, v.pid.leader, func(ctx context.Context) any {
-			return renewLeader(ctx, v, protocol.LeaderRecord{Owner: v.id, Nonce: nonce, Generation: pgen}, rev, at, landed)
+		at := v.Clock.Now()
+		landed := t.renewals.Sent(at) // a lost compare that finds our nonce proves a write sent no earlier than this landed
+		t.lead.goFunc(v, v.PIDs.Leader, func(ctx context.Context) any {
+			return renewLeader(ctx, v, protocol.LeaderRecord{Owner: v.ID, Nonce: nonce, Generation: pgen}, rev, at, landed)
 		})
 	}
 }
@@ -250,10 +251,10 @@ func (e *election) renew(now time.Time) {
 // failed one (a timeout, a lost reply) it reads it back under a fresh bound
 // to learn whether this one did (docs/protocol.md, "Leadership"), so a
 // leader whose writes all land keeps its term with its watch down.
-func renewLeader(ctx context.Context, v *env, lr protocol.LeaderRecord, rev uint64, at, landed time.Time) renewDone {
-	oc, cancel := v.opCtx(ctx)
+func renewLeader(ctx context.Context, v *worker.Env, lr protocol.LeaderRecord, rev uint64, at, landed time.Time) renewDone {
+	oc, cancel := v.OpCtx(ctx)
 	defer cancel()
-	r, ok, err := v.st.Update(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(lr), store.Revision(rev))
+	r, ok, err := v.Store.Update(oc, store.Ephemeral, protocol.KeyLeader, protocol.EncodeLeader(lr), store.Revision(rev))
 	switch fate := judgeLeaderUpdate(ok, err); {
 	case fate == leaderRenewUnknown && coordination.KindOf(err) != coordination.Fatal:
 		if got, ok := readBackLeader(ctx, v, lr.Nonce, rev); ok {
@@ -270,8 +271,8 @@ func renewLeader(ctx context.Context, v *env, lr protocol.LeaderRecord, rev uint
 
 // readLeader reads and decodes the leader key; err is the read's or the
 // decoding's error.
-func readLeader(ctx context.Context, v *env) (store.Entry, bool, protocol.LeaderRecord, error) {
-	e, found, err := v.st.Get(ctx, store.Ephemeral, protocol.KeyLeader)
+func readLeader(ctx context.Context, v *worker.Env) (store.Entry, bool, protocol.LeaderRecord, error) {
+	e, found, err := v.Store.Get(ctx, store.Ephemeral, protocol.KeyLeader)
 	var lr protocol.LeaderRecord
 	if err == nil && found {
 		lr, err = protocol.DecodeLeader(protocol.KeyLeader, e.Value)
@@ -282,11 +283,11 @@ func readLeader(ctx context.Context, v *env) (store.Entry, bool, protocol.Leader
 // readBackLeader reads the leader key after a renewal at rev failed, under
 // a fresh bound, and reports the revision at which it found a renewal of
 // session nonce landed (readBackLanded, the presence's rule).
-func readBackLeader(ctx context.Context, v *env, nonce string, rev uint64) (uint64, bool) {
-	oc, cancel := v.readBackCtx(ctx)
+func readBackLeader(ctx context.Context, v *worker.Env, nonce string, rev uint64) (uint64, bool) {
+	oc, cancel := v.ReadBackCtx(ctx)
 	defer cancel()
 	e, found, lr, err := readLeader(oc, v)
-	return uint64(e.Revision), readBackLanded(nonce, rev, found, lr.Nonce, uint64(e.Revision), err)
+	return uint64(e.Revision), worker.ReadBackLanded(nonce, rev, found, lr.Nonce, uint64(e.Revision), err)
 }
 
 // renewed takes a renewal's result, delivered under the term's lead.
@@ -295,17 +296,17 @@ func (e *election) renewed(m renewDone) {
 	t.renewing = false
 	switch m.fate {
 	case leaderRenewUnknown:
-		if !e.v.fatalIf(m.err) {
-			t.failures.failed(e.log, "leader renewal failed; will retry", m.err)
+		if !e.v.FatalIf(m.err) {
+			t.failures.Failed(e.log, "leader renewal failed; will retry", m.err)
 			t.retries++
-			t.lead.after(e.v, renewRetryDelay(e.v.cfg.LeaseDuration), e.v.pid.leader, leaderRetryDue{round: t.retries})
+			t.lead.after(e.v, worker.RenewRetryDelay(e.v.Config.LeaseDuration), e.v.PIDs.Leader, leaderRetryDue{round: t.retries})
 		}
 	case leaderRenewLost:
 		e.orphan("leader renewal lost; stepping down")
 	case leaderRenewed:
 		t.rev = max(t.rev, m.rev)
-		t.renewals.landed(m.at)
-		t.failures.landed(e.log, "leader key renewed again")
+		t.renewals.Landed(m.at)
+		t.failures.Landed(e.log, "leader key renewed again")
 		t.retries++ // a retry armed earlier is moot
 		e.sawLeader()
 	}
@@ -315,8 +316,8 @@ func (e *election) renewed(m renewDone) {
 // (docs/protocol.md, "Leadership"), or steps down when it went unrenewed
 // for a LeaseDuration; a retry made moot by a later outcome does nothing.
 func (e *election) retried(m leaderRetryDue) {
-	if t := e.term; t != nil && m.round == t.retries && !e.v.halted.Load() {
-		e.renew(e.v.clk.Now())
+	if t := e.term; t != nil && m.round == t.retries && !e.v.Halted.Load() {
+		e.renew(e.v.Clock.Now())
 	}
 }
 
@@ -334,7 +335,7 @@ func (e *election) sighted(m recordmsg.LeaderObserved) {
 		// A renewal of ours landed unseen: credit it from the oldest
 		// renewal whose fate is unknown.
 		t.rev = m.Rev
-		t.renewals.proven(t.renewing)
+		t.renewals.Proven(t.renewing)
 	}
 }
 
@@ -349,7 +350,7 @@ func (e *election) deleted(m messages.LeaderDeleted) {
 // stepDown answers Depart's StepDown once the leader key is given up.
 func (e *election) stepDown(m messages.StepDown) {
 	if e.term == nil {
-		e.v.reply(m.ReplyTo, messages.StepDownReply{})
+		e.v.Reply(m.ReplyTo, messages.StepDownReply{})
 		return
 	}
 	e.resign(m.ReplyTo)
@@ -389,8 +390,8 @@ func (e *election) orphan(why string) {
 func (e *election) end() {
 	e.term.lead.end()
 	e.term = nil
-	e.lastDemote = e.v.clk.Now()
-	e.v.met.leading(false)
+	e.lastDemote = e.v.Clock.Now()
+	e.v.Metrics.Leading(false)
 	e.stopped()
 }
 
@@ -401,12 +402,12 @@ func (e *election) resign(replyTo *actor.PID) {
 	rev := e.term.rev
 	e.end()
 	v := e.v
-	v.goFunc(func(ctx context.Context) {
-		oc, cancel := v.opCtx(ctx)
-		_, _ = v.st.Delete(oc, store.Ephemeral, protocol.KeyLeader, store.Revision(rev))
+	v.Go(func(ctx context.Context) {
+		oc, cancel := v.OpCtx(ctx)
+		_, _ = v.Store.Delete(oc, store.Ephemeral, protocol.KeyLeader, store.Revision(rev))
 		cancel()
 		if replyTo != nil {
-			v.reply(replyTo, messages.StepDownReply{})
+			v.Reply(replyTo, messages.StepDownReply{})
 		}
 	})
 }

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -55,7 +56,7 @@ func judgeLeaderRead(nonce string, found bool, lr protocol.LeaderRecord, readErr
 	if readErr != nil {
 		return leaderRenewUnknown, readErr
 	}
-	if judgeHolder(nonce, found, lr.Nonce) == holderMine {
+	if worker.JudgeHolder(nonce, found, lr.Nonce) == worker.HolderMine {
 		return leaderRenewed, nil // an earlier renewal landed
 	}
 	return leaderRenewLost, nil // gone, or another session's
@@ -75,7 +76,7 @@ const (
 // revision putRev, seen by the term holding the key under nonce at rev.
 func judgeLeaderPut(nonce string, rev uint64, put protocol.LeaderRecord, putRev uint64) leaderSighting {
 	switch {
-	case judgeHolder(nonce, true, put.Nonce) == holderOther:
+	case worker.JudgeHolder(nonce, true, put.Nonce) == worker.HolderOther:
 		return sightingLost
 	case putRev > rev:
 		return sightingLanded
@@ -126,7 +127,7 @@ func judgeFenceRead(getErr error, found bool, pl protocol.PlanRecord, decodeErr 
 	case getErr != nil:
 		return fenceRetry, nil
 	case !found:
-		return fenceFatal, planMissing
+		return fenceFatal, worker.PlanMissing
 	case decodeErr != nil:
 		return fenceFatal, decodeErr
 	case pl.Fingerprint != fingerprint:

@@ -8,6 +8,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -169,7 +170,7 @@ func TestJudgeFenceRead(t *testing.T) {
 			if got != tt.want || coordination.KindOf(err) != tt.wantKind {
 				t.Fatalf("got (%v, %v), want (%v, kind %v)", got, err, tt.want, tt.wantKind)
 			}
-			if tt.reason != "" && !strings.Contains(reasonOf(err), tt.reason) {
+			if tt.reason != "" && !strings.Contains(worker.ReasonOf(err), tt.reason) {
 				t.Fatalf("error %v does not say %q", err, tt.reason)
 			}
 		})

@@ -316,7 +316,7 @@ func TestTheElectionHandsOutTheWorkLeadOnlyOnceFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := newPartRig(t, finalPlan("a"))
 		stops := 0
-		el := newElection(lr.v, lr.v.log, func() { stops++ })
+		el := newElection(lr.v, lr.v.Log, func() { stops++ })
 		if el.canCampaign() {
 			t.Fatal("the election may stand without a plan record to fence")
 		}
@@ -352,7 +352,7 @@ func TestTheElectionHandsOutTheWorkLeadOnlyOnceFenced(t *testing.T) {
 
 		// A key won after the worker retired is given up at once: no fence,
 		// no work lead.
-		lr.r.clk.Add(lr.v.cfg.LeaseDuration / 3)
+		lr.r.clk.Add(lr.v.Config.LeaseDuration / 3)
 		late := lr.campaignOnce(&el)
 		if late.outcome != electWon || el.acquired(late, "job:v1", true) || el.term != nil || stops != 3 {
 			t.Fatalf("a retired win %+v: term %v, stops %d; want the term ended at once", late, el.term != nil, stops)

@@ -53,9 +53,9 @@ func BenchmarkRecordFanout(b *testing.B) {
 		}
 		idle := func() bool {
 			for _, c := range cs {
-				c.v.backlog.mu.Lock()
-				n := c.v.backlog.n
-				c.v.backlog.mu.Unlock()
+				c.v.Backlog.Mu.Lock()
+				n := c.v.Backlog.N
+				c.v.Backlog.Mu.Unlock()
 				if n != 0 {
 					return false
 				}

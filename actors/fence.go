@@ -5,6 +5,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
@@ -17,7 +18,7 @@ const generationFenceTries = 3
 // (docs/protocol.md, "Leadership"); fingerprint is this worker's job. It runs
 // on a goroutine of the term's lead and returns fenceLanded with the plan
 // it wrote, fenceNewer, or fenceFatal.
-func generationFence(ctx context.Context, v *env, gen uint64, base protocol.PlanRecord, rev uint64, fingerprint string) fenceDone {
+func generationFence(ctx context.Context, v *worker.Env, gen uint64, base protocol.PlanRecord, rev uint64, fingerprint string) fenceDone {
 	var unknown [][]byte // this fence's writes whose replies were errors: they may have landed
 	for range generationFenceTries {
 		if base.Generation >= gen {
@@ -25,10 +26,10 @@ func generationFence(ctx context.Context, v *env, gen uint64, base protocol.Plan
 		}
 		want := base
 		want.Generation = gen
-		want.UpdatedAtMs = v.nowMs()
+		want.UpdatedAtMs = v.NowMs()
 		b := protocol.EncodePlan(want)
-		oc, cancel := v.opCtx(ctx)
-		r, ok, err := v.st.Update(oc, store.Durable, protocol.KeyPlan, b, store.Revision(rev))
+		oc, cancel := v.OpCtx(ctx)
+		r, ok, err := v.Store.Update(oc, store.Durable, protocol.KeyPlan, b, store.Revision(rev))
 		step, err := judgeFenceWrite(ok, err)
 		if step == fenceRetry {
 			unknown = append(unknown, b)
@@ -61,8 +62,8 @@ func generationFence(ctx context.Context, v *env, gen uint64, base protocol.Plan
 // readFenceBase reads the plan record after a lost fence compare and judges
 // it: fenceRebase with the record and its revision, fenceRetry, or
 // fenceFatal.
-func readFenceBase(ctx context.Context, v *env, fingerprint string) (fenceStep, protocol.PlanRecord, store.Revision, error) {
-	e, found, getErr := v.st.Get(ctx, store.Durable, protocol.KeyPlan)
+func readFenceBase(ctx context.Context, v *worker.Env, fingerprint string) (fenceStep, protocol.PlanRecord, store.Revision, error) {
+	e, found, getErr := v.Store.Get(ctx, store.Durable, protocol.KeyPlan)
 	var pl protocol.PlanRecord
 	var decodeErr error
 	if getErr == nil && found {

@@ -60,11 +60,11 @@ func newFleetView(startupGrace time.Duration) fleetView {
 // observeFleet folds one watched fleet observation into the view and marks
 // the assignment input changed when it did.
 func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
-	f, now := &l.view, l.v.clk.Now()
+	f, now := &l.view, l.v.Clock.Now()
 	switch m := msg.(type) {
 	case messages.PresenceObserved:
 		old, ok := f.members[m.Instance]
-		if !ok && m.Instance != l.v.id {
+		if !ok && m.Instance != l.v.ID {
 			l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
 		}
 		if !ok || old != m.MaxInFlight {
@@ -81,9 +81,9 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		delete(f.members, m.Instance)
 		delete(f.sessions, m.Instance)
 		f.grace.Leave(m.Instance)
-		if m.Instance != l.v.id {
+		if m.Instance != l.v.ID {
 			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
-			if _, ok := f.departedAt[m.Instance]; !ok && l.v.cfg.RebalanceDelay > 0 {
+			if _, ok := f.departedAt[m.Instance]; !ok && l.v.Config.RebalanceDelay > 0 {
 				f.departedAt[m.Instance] = now
 			}
 		}
@@ -149,10 +149,10 @@ func (l *leaderActor) recordObserved(m recordmsg.RecordObserved, now time.Time) 
 
 func (l *leaderActor) gauges() {
 	n := len(l.view.members)
-	if _, ok := l.view.members[l.v.id]; !ok {
+	if _, ok := l.view.members[l.v.ID]; !ok {
 		n++
 	}
-	l.v.met.workers(n)
+	l.v.Metrics.Workers(n)
 }
 
 // running reports whether a live member holds a split in its current

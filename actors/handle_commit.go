@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
 // The handle's commits are written by the commit writer
@@ -24,13 +25,13 @@ func (c *Coordinator) Commit(split coordination.SplitID, progress coordination.S
 		return err
 	}
 	ctx, stopped := c.stopContext()
-	ctx, cancel := c.v.opCtx(ctx)
+	ctx, cancel := c.v.OpCtx(ctx)
 	defer cancel()
 	res := c.commit(ctx, split, progress)
-	if !res.landed && stopped() {
-		return stoppedBeforeDone("commit")
+	if !res.Landed && stopped() {
+		return worker.StoppedBeforeDone("commit")
 	}
-	return res.err
+	return res.Err
 }
 
 // CommitFinal writes the last commits of a stop: one result per entry, in
@@ -52,7 +53,7 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 		}
 		bySplit[cm.Split] = append(bySplit[cm.Split], i)
 	}
-	ctx, cancel := c.v.opCtx(c.v.ctx)
+	ctx, cancel := c.v.OpCtx(c.v.Ctx)
 	defer cancel()
 	settled := make([]bool, len(commits))
 	var mu sync.Mutex
@@ -60,7 +61,7 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 	for _, id := range order {
 		wg.Go(func() { // bounded by ctx (OpTimeout)
 			for _, i := range bySplit[id] {
-				err := c.commit(ctx, id, commits[i].Progress).err
+				err := c.commit(ctx, id, commits[i].Progress).Err
 				mu.Lock()
 				errs[i], settled[i] = err, true
 				mu.Unlock()
@@ -68,8 +69,8 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 		})
 	}
 	done := make(chan struct{})                  // closed once every entry settled
-	c.v.wg.Go(func() { wg.Wait(); close(done) }) // owned by the worker: shutdown waits for it
-	t := time.NewTimer(c.v.cfg.OpTimeout + 50*time.Millisecond)
+	c.v.WG.Go(func() { wg.Wait(); close(done) }) // owned by the worker: shutdown waits for it
+	t := time.NewTimer(c.v.Config.OpTimeout + 50*time.Millisecond)
 	defer t.Stop()
 	select {
 	case <-done:
@@ -81,7 +82,7 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 	for i, cm := range commits {
 		out[i] = errs[i]
 		if !settled[i] {
-			out[i] = finalUnconfirmed(cm.Split, c.v.cfg.OpTimeout)
+			out[i] = worker.FinalUnconfirmed(cm.Split, c.v.Config.OpTimeout)
 		}
 	}
 	return out
@@ -89,13 +90,13 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 
 // commit asks the commit writer for one commit of split on the tenancy
 // whose Gained Poll last handed out.
-func (c *Coordinator) commit(ctx context.Context, split coordination.SplitID, progress coordination.SplitProgress) commitResult {
-	epoch := c.v.out.polledEpoch(split)
+func (c *Coordinator) commit(ctx context.Context, split coordination.SplitID, progress coordination.SplitProgress) worker.CommitResult {
+	epoch := c.v.Outbox.PolledEpoch(split)
 	if epoch == 0 {
-		return commitResult{err: notHeld(split)}
+		return worker.CommitResult{Err: worker.NotHeld(split)}
 	}
 	progress.State = cloneBytes(progress.State)
-	return c.v.askCommit(commitRequest{ctx: ctx, split: split, epoch: epoch, progress: progress})
+	return c.v.AskCommit(worker.CommitRequest{Ctx: ctx, Split: split, Epoch: epoch, Progress: progress})
 }
 
 // stopContext returns a context that ends stopGrace after the stop channel
@@ -105,7 +106,7 @@ func (c *Coordinator) stopContext() (context.Context, func() bool) {
 	ctx := c.stopCtx
 	c.mu.Unlock()
 	if ctx == nil {
-		return c.v.ctx, func() bool { return false }
+		return c.v.Ctx, func() bool { return false }
 	}
-	return ctx, func() bool { return ctx.Err() != nil && c.v.ctx.Err() == nil }
+	return ctx, func() bool { return ctx.Err() != nil && c.v.Ctx.Err() == nil }
 }

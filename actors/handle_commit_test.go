@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -72,15 +73,15 @@ func TestCasProgressConflicts(t *testing.T) {
 		moved   protocol.ProgressRecord // what lands after the writer's view
 		p       coordination.SplitProgress
 		failGet bool
-		want    casOutcome
+		want    worker.CASOutcome
 		adopted bool
 	}{
-		{"own maybe-landed write: adopt and retry", own, coordination.SplitProgress{Watermark: 9}, false, casLanded, false},
-		{"the intended write already landed", own, coordination.SplitProgress{Watermark: 5}, false, casLanded, true},
-		{"this tenancy's completion already landed", done, coordination.SplitProgress{Watermark: 9}, false, casLanded, true},
-		{"adopted record re-checks the watermark", own, coordination.SplitProgress{Watermark: 4}, false, casFatal, false},
-		{"a failed read is retryable", own, coordination.SplitProgress{Watermark: 9}, true, casUnconfirmed, false},
-		{"a later fence is a fence", later, coordination.SplitProgress{Watermark: 9}, false, casFenced, false},
+		{"own maybe-landed write: adopt and retry", own, coordination.SplitProgress{Watermark: 9}, false, worker.CASLanded, false},
+		{"the intended write already landed", own, coordination.SplitProgress{Watermark: 5}, false, worker.CASLanded, true},
+		{"this tenancy's completion already landed", done, coordination.SplitProgress{Watermark: 9}, false, worker.CASLanded, true},
+		{"adopted record re-checks the watermark", own, coordination.SplitProgress{Watermark: 4}, false, worker.CASFatal, false},
+		{"a failed read is retryable", own, coordination.SplitProgress{Watermark: 9}, true, worker.CASUnconfirmed, false},
+		{"a later fence is a fence", later, coordination.SplitProgress{Watermark: 9}, false, worker.CASFenced, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,17 +94,17 @@ func TestCasProgressConflicts(t *testing.T) {
 				fs.failGet = key
 			}
 			d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, tt.p)
-			if d.outcome != tt.want || d.adopted != tt.adopted {
-				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.outcome, d.adopted, d.err, tt.want, tt.adopted)
+			if d.Outcome != tt.want || d.Adopted != tt.adopted {
+				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.Outcome, d.Adopted, d.Err, tt.want, tt.adopted)
 			}
 			switch tt.want {
-			case casUnconfirmed:
-				if coordination.KindOf(d.err) != coordination.Retryable {
-					t.Fatalf("err %v", d.err)
+			case worker.CASUnconfirmed:
+				if coordination.KindOf(d.Err) != coordination.Retryable {
+					t.Fatalf("err %v", d.Err)
 				}
-			case casFenced:
-				if coordination.KindOf(d.err) != coordination.Fenced || !strings.Contains(d.err.Error(), "another worker owns it now; nothing was written") {
-					t.Fatalf("err %v", d.err)
+			case worker.CASFenced:
+				if coordination.KindOf(d.Err) != coordination.Fenced || !strings.Contains(d.Err.Error(), "another worker owns it now; nothing was written") {
+					t.Fatalf("err %v", d.Err)
 				}
 			}
 		})
@@ -208,12 +209,12 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4})
-		if d.outcome != casLanded || d.rec.Watermark == nil || *d.rec.Watermark != 4 {
-			t.Fatalf("outcome %v record %+v (err %v), want landed at watermark 4", d.outcome, d.rec, d.err)
+		if d.Outcome != worker.CASLanded || d.Rec.Watermark == nil || *d.Rec.Watermark != 4 {
+			t.Fatalf("outcome %v record %+v (err %v), want landed at watermark 4", d.Outcome, d.Rec, d.Err)
 		}
 		e, found, err := st.Get(context.Background(), store.Durable, key)
-		if err != nil || !found || e.Revision != store.Revision(d.rev) {
-			t.Fatalf("stored %v %v %v, want the recreated record at revision %d", e, found, err, d.rev)
+		if err != nil || !found || e.Revision != store.Revision(d.Rev) {
+			t.Fatalf("stored %v %v %v, want the recreated record at revision %d", e, found, err, d.Rev)
 		}
 	})
 	t.Run("below a seen revision: Fatal", func(t *testing.T) {
@@ -221,8 +222,8 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 		v := casEnv(t, st)
 		rev := put(t, st, key, protocol.EncodeProgress(fence), 0)
 		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev + 10}, coordination.SplitProgress{Watermark: 4})
-		if d.outcome != casFatal || !strings.Contains(d.err.Error(), "store rollback") {
-			t.Fatalf("outcome %v err %v, want Fatal store rollback", d.outcome, d.err)
+		if d.Outcome != worker.CASFatal || !strings.Contains(d.Err.Error(), "store rollback") {
+			t.Fatalf("outcome %v err %v, want Fatal store rollback", d.Outcome, d.Err)
 		}
 	})
 }

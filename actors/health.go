@@ -1,6 +1,9 @@
 package actors
 
-import "github.com/spate-go/coordination"
+import (
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
+)
 
 // Healthy reports whether the worker is fit to hold work, for orchestrator
 // readiness probes: nil while it holds its session (it joined the job and
@@ -24,16 +27,16 @@ func (c *Coordinator) Healthy() error {
 	case err != nil:
 		return err
 	case !started:
-		return errBeforeStart
+		return worker.ErrBeforeStart
 	}
-	if err := c.v.out.failure(); err != nil {
+	if err := c.v.Outbox.Failure(); err != nil {
 		return err
 	}
 	switch {
-	case !c.v.sessionLive.Load():
-		return coordination.Errorf(coordination.Retryable, "worker %s holds no session: joining the job, or announcing a new session after presence renewals did not land for LeaseDuration (%s)", c.v.id, c.v.cfg.LeaseDuration)
-	case !c.v.watchesLive.Load():
-		return coordination.Errorf(coordination.Retryable, "worker %s: watches are not live yet (opening, or re-establishing after a break); it claims nothing meanwhile", c.v.id)
+	case !c.v.SessionLive.Load():
+		return coordination.Errorf(coordination.Retryable, "worker %s holds no session: joining the job, or announcing a new session after presence renewals did not land for LeaseDuration (%s)", c.v.ID, c.v.Config.LeaseDuration)
+	case !c.v.WatchesLive.Load():
+		return coordination.Errorf(coordination.Retryable, "worker %s: watches are not live yet (opening, or re-establishing after a break); it claims nothing meanwhile", c.v.ID)
 	}
 	return nil
 }

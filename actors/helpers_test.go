@@ -13,6 +13,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -144,14 +145,14 @@ func (r *rig) startOn(st store.Store, id string, p coordination.Planner, mut ...
 }
 
 // casEnv is a minimal env for driving the write functions directly.
-func casEnv(tb testing.TB, st store.Store) *env {
+func casEnv(tb testing.TB, st store.Store) *worker.Env {
 	tb.Helper()
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "me"
-	v := &env{cfg: cfg, clk: clock.NewMock(), id: "me", nonce: "n", log: discardLogger(), out: &outbox{}}
-	v.session.Store(&v.nonce)
-	v.st = &guardedStore{Store: st, halted: &v.halted}
-	v.fp.Store(protocol.Fingerprint("job:v1"))
+	v := &worker.Env{Config: cfg, Clock: clock.NewMock(), ID: "me", Nonce: "n", Log: discardLogger(), Outbox: &worker.Outbox{}}
+	v.Session.Store(&v.Nonce)
+	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted}
+	v.FPHash.Store(protocol.Fingerprint("job:v1"))
 	return v
 }
 

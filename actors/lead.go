@@ -6,6 +6,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
+	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
 // lead is one leadership as the work done under it sees it (docs/protocol.md,
@@ -47,17 +48,17 @@ type leadResult struct {
 }
 
 // deliver sends msg under the lead to pid; safe from any goroutine.
-func (d *lead) deliver(v *env, pid *actor.PID, msg any) {
-	v.send(pid, leadResult{lead: d, msg: msg})
+func (d *lead) deliver(v *worker.Env, pid *actor.PID, msg any) {
+	v.Send(pid, leadResult{lead: d, msg: msg})
 }
 
 // goFunc runs f on a worker goroutine with the lead's context and delivers
 // its result under the lead to pid.
-func (d *lead) goFunc(v *env, pid *actor.PID, f func(ctx context.Context) any) {
-	v.goFunc(func(context.Context) { d.deliver(v, pid, f(d.ctx)) })
+func (d *lead) goFunc(v *worker.Env, pid *actor.PID, f func(ctx context.Context) any) {
+	v.Go(func(context.Context) { d.deliver(v, pid, f(d.ctx)) })
 }
 
 // after arms a clock timer that delivers msg under the lead to pid.
-func (d *lead) after(v *env, dur time.Duration, pid *actor.PID, msg any) *clock.Timer {
-	return v.clk.AfterFunc(dur, func() { d.deliver(v, pid, msg) })
+func (d *lead) after(v *worker.Env, dur time.Duration, pid *actor.PID, msg any) *clock.Timer {
+	return v.Clock.AfterFunc(dur, func() { d.deliver(v, pid, msg) })
 }

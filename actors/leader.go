@@ -6,6 +6,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -36,13 +37,13 @@ import (
 // they start, and a publish is suppressed while a run seeds; as separate
 // actors each would keep its own copy of those facts.
 type leaderActor struct {
-	v   *env
+	v   *worker.Env
 	log *slog.Logger
 
 	fingerprint string
 	// phase: the watches are live, the verdict, Depart began (StepDown
 	// marks it departed too).
-	phase jobPhase
+	phase worker.JobPhase
 
 	el   election
 	run  planRunner
@@ -50,9 +51,9 @@ type leaderActor struct {
 	view fleetView
 }
 
-func newLeader(v *env) actor.Producer {
+func newLeader(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
-		l := &leaderActor{v: v, log: v.log.With("actor", "leader"), view: newFleetView(v.cfg.StartupGrace)}
+		l := &leaderActor{v: v, log: v.Log.With("actor", "leader"), view: newFleetView(v.Config.StartupGrace)}
 		l.el = newElection(v, l.log, l.workEnded)
 		l.run = newPlanRunner(v, l.log)
 		l.pub = newPublisher(v, l.log)
@@ -70,7 +71,7 @@ func (l *leaderActor) Receive(c *actor.Context) {
 	case messages.JobStarted:
 		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
 	case messages.WatchesChanged:
-		l.phase.observe(m)
+		l.phase.Observe(m)
 		if m.Live {
 			l.pub.changed()
 		}
@@ -97,20 +98,20 @@ func (l *leaderActor) Receive(c *actor.Context) {
 	case messages.SessionStarted:
 		l.tick(c)
 	case messages.VerdictReached, messages.Departing:
-		l.phase.observe(m)
+		l.phase.Observe(m)
 		l.el.retire()
 	case messages.StepDown:
-		l.phase.departed = true
+		l.phase.Departed = true
 		l.el.stepDown(m)
 	case electDone:
-		if l.el.acquired(m, l.fingerprint, l.phase.over()) {
-			l.view.grace.Lead(l.v.clk.Now())
+		if l.el.acquired(m, l.fingerprint, l.phase.Over()) {
+			l.view.grace.Lead(l.v.Clock.Now())
 		}
 	case leadResult:
 		l.fromLead(c, m)
 	case publishDue:
 		l.pub.taken()
-		if _, _, plan := l.el.planView(); l.phase.live && plan {
+		if _, _, plan := l.el.planView(); l.phase.Live && plan {
 			l.pub.publish(l.el.working(), &l.view, l.fingerprint)
 		}
 	default:
@@ -160,9 +161,9 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 }
 
 func (l *leaderActor) heartbeat(c *actor.Context) {
-	now := l.v.clk.Now()
+	now := l.v.Clock.Now()
 	l.el.renew(now)
-	if l.view.expireDepartures(now, l.v.cfg.RebalanceDelay) {
+	if l.view.expireDepartures(now, l.v.Config.RebalanceDelay) {
 		l.pub.changed()
 	}
 	l.pub.heartbeat(now, &l.view)
@@ -174,10 +175,10 @@ func (l *leaderActor) heartbeat(c *actor.Context) {
 
 // tick stands for election or publishes when due.
 func (l *leaderActor) tick(c *actor.Context) {
-	if l.v.halted.Load() {
+	if l.v.Halted.Load() {
 		return
 	}
-	if l.phase.live && !l.phase.over() && l.el.canCampaign() {
+	if l.phase.Live && !l.phase.Over() && l.el.canCampaign() {
 		l.el.campaign()
 	}
 	l.pub.schedule()
@@ -186,7 +187,7 @@ func (l *leaderActor) tick(c *actor.Context) {
 // fenced starts the planner run and the publisher under the work lead the
 // election hands out once the generation fence landed.
 func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
-	if w := l.el.fenced(m, l.phase.over()); w != nil {
+	if w := l.el.fenced(m, l.phase.Over()); w != nil {
 		l.view.indexPublished()
 		l.pub.changed()
 		l.runPlan()

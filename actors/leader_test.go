@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -166,7 +167,7 @@ type leaderRig struct {
 	t       *testing.T
 	r       *rig
 	st      *scriptStore
-	v       *env
+	v       *worker.Env
 	pid     *actor.PID
 	reg     *prometheus.Registry
 	replies *actor.PID // a recorder: StepDownReply lands here
@@ -186,20 +187,20 @@ func newLeaderRig(t *testing.T, p coordination.Planner, mut ...func(*coordinatio
 	for _, f := range mut {
 		f(&cfg)
 	}
-	v := &env{e: r.e, raw: lr.st, cfg: cfg, clk: r.clk, id: "w1", nonce: "nonce-w1", log: cfg.Logger, out: &outbox{}}
-	v.met = newMetrics(lr.reg, "w1", discardLogger())
-	v.session.Store(&v.nonce)
-	v.st = &guardedStore{Store: lr.st, halted: &v.halted, met: v.met}
-	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v := &worker.Env{Engine: r.e, Raw: lr.st, Config: cfg, Clock: r.clk, ID: "w1", Nonce: "nonce-w1", Log: cfg.Logger, Outbox: &worker.Outbox{}}
+	v.Metrics = worker.NewMetrics(lr.reg, "w1", discardLogger())
+	v.Session.Store(&v.Nonce)
+	v.Store = &worker.GuardedStore{Store: lr.st, Halted: &v.Halted, Metrics: v.Metrics}
+	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	lr.v = v
 	lr.pid = r.e.Spawn(newLeader(v), "leader")
-	v.pid.leader = lr.pid
+	v.PIDs.Leader = lr.pid
 	lr.replies = r.e.Spawn(func() actor.Receiver { return recorder{mu: &lr.mu, msgs: &lr.got} }, "replies")
 	t.Cleanup(func() {
-		v.cancel()
+		v.Cancel()
 		<-r.e.Poison(lr.pid).Done()
 		<-r.e.Poison(lr.replies).Done()
-		v.wg.Wait()
+		v.WG.Wait()
 	})
 	lr.planRev = put(t, r.st, protocol.KeyPlan, protocol.EncodePlan(protocol.PlanRecord{Fingerprint: p.Fingerprint()}), 0)
 	lr.send(messages.JobStarted{Planner: p, Fingerprint: p.Fingerprint(), FP: protocol.Fingerprint(p.Fingerprint())})
@@ -224,7 +225,7 @@ func (lr *leaderRig) goLive() {
 
 // beat advances the mock clock by a heartbeat interval and sends the tick.
 func (lr *leaderRig) beat() {
-	lr.r.clk.Add(lr.v.cfg.LeaseDuration / 3)
+	lr.r.clk.Add(lr.v.Config.LeaseDuration / 3)
 	lr.send(messages.HeartbeatTicked{})
 }
 
@@ -323,7 +324,7 @@ func (lr *leaderRig) leading() bool {
 }
 
 // failure is the latched Fatal, or nil.
-func (lr *leaderRig) failure() error { return lr.v.out.failure() }
+func (lr *leaderRig) failure() error { return lr.v.Outbox.Failure() }
 
 // replied counts the StepDownReply messages received.
 func (lr *leaderRig) replied() int {
@@ -432,7 +433,9 @@ func (lr *leaderRig) takeOver() {
 }
 
 // reasonHas reports whether err is set and its reason contains s.
-func reasonHas(err error, s string) bool { return err != nil && strings.Contains(reasonOf(err), s) }
+func reasonHas(err error, s string) bool {
+	return err != nil && strings.Contains(worker.ReasonOf(err), s)
+}
 
 // newPartRig is a leader rig for testing one part of the leader (the
 // planner run, the publisher) alone, over the rig's env: the rig's own
@@ -440,7 +443,7 @@ func reasonHas(err error, s string) bool { return err != nil && strings.Contains
 // the rig's recorder (delivered).
 func newPartRig(t *testing.T, p coordination.Planner, mut ...func(*coordination.Config)) *leaderRig {
 	lr := newLeaderRig(t, p, mut...)
-	lr.v.pid.leader = lr.replies
+	lr.v.PIDs.Leader = lr.replies
 	return lr
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -45,27 +46,27 @@ type (
 // LeaseDuration or the key vanished, starts a new session with a new
 // nonce, and detects live twins.
 type leaseActor struct {
-	v   *env
+	v   *worker.Env
 	log *slog.Logger
 
 	joined       bool
 	departed     bool
 	presenceRev  uint64
-	renewals     renewalClock
+	renewals     worker.RenewalClock
 	presenceBusy bool
 	lapsed       bool       // the session ended; a new one is being announced
 	announcing   string     // the nonce of an announce whose write may have landed; the next attempt reuses it
 	withdraw     *actor.PID // Depart asked to delete presence while a renewal ran
 	round        uint64
 	hb           *clock.Timer
-	retryRound   uint64       // the round of the retry armed last; a retry of another round is moot
-	retry        *clock.Timer // the armed retry of a failed renewal or announce
-	failures     failureRun   // the failed renewals since the last that landed
+	retryRound   uint64            // the round of the retry armed last; a retry of another round is moot
+	retry        *clock.Timer      // the armed retry of a failed renewal or announce
+	failures     worker.FailureRun // the failed renewals since the last that landed
 }
 
-func newLease(v *env) actor.Producer {
+func newLease(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
-		return &leaseActor{v: v, log: v.log.With("actor", "lease")}
+		return &leaseActor{v: v, log: v.Log.With("actor", "lease")}
 	}
 }
 
@@ -74,38 +75,38 @@ func (l *leaseActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
-		stopTimer(l.hb)
-		stopTimer(l.retry)
+		worker.StopTimer(l.hb)
+		worker.StopTimer(l.retry)
 	case messages.JobStarted:
 		v, pid := l.v, c.PID()
-		v.goFunc(func(ctx context.Context) {
+		v.Go(func(ctx context.Context) {
 			rev, err := startup(ctx, v, m.Fingerprint)
-			v.send(pid, startupDone{rev: rev, err: err})
+			v.Send(pid, startupDone{rev: rev, err: err})
 		})
 	case startupDone:
 		if m.err != nil {
-			if l.v.ctx.Err() == nil && !l.v.gone.Load() {
-				l.v.failNow(m.err)
+			if l.v.Ctx.Err() == nil && !l.v.Gone.Load() {
+				l.v.FailNow(m.err)
 			}
 			return
 		}
 		l.joined, l.presenceRev = true, m.rev
-		l.v.sessionLive.Store(true)
-		l.renewals.restart(l.v.clk.Now())
-		l.v.route(roleLease, messages.Joined{})
+		l.v.SessionLive.Store(true)
+		l.renewals.Restart(l.v.Clock.Now())
+		l.v.Route(worker.RoleLease, messages.Joined{})
 		l.schedule(c)
 	case messages.HeartbeatDue:
 		if m.Round == l.round {
 			l.beat(c)
 		}
 	case renewRetryDue:
-		if m.round == l.retryRound && !l.v.halted.Load() {
+		if m.round == l.retryRound && !l.v.Halted.Load() {
 			l.keepAlive(c)
 		}
 	case presenceRenewed:
 		l.renewed(c, m)
 	case messages.PresenceObserved:
-		if m.Instance == l.v.id {
+		if m.Instance == l.v.ID {
 			l.observed(m)
 		}
 	case sessionAnnounced:
@@ -117,7 +118,7 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
 	case messages.WatchesChanged:
-		l.v.watchesLive.Store(m.Live)
+		l.v.WatchesLive.Store(m.Live)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -133,38 +134,38 @@ func (l *leaseActor) maybeWithdraw() {
 	reply := l.withdraw
 	l.withdraw = nil
 	v, rev := l.v, l.presenceRev
-	v.goFunc(func(ctx context.Context) {
+	v.Go(func(ctx context.Context) {
 		if rev != 0 {
-			c, cancel := v.opCtx(ctx)
-			_, _ = v.st.Delete(c, store.Ephemeral, protocol.WorkerKey(v.id), store.Revision(rev))
+			c, cancel := v.OpCtx(ctx)
+			_, _ = v.Store.Delete(c, store.Ephemeral, protocol.WorkerKey(v.ID), store.Revision(rev))
 			cancel()
 		}
-		v.reply(reply, messages.WithdrawPresenceReply{})
+		v.Reply(reply, messages.WithdrawPresenceReply{})
 	})
 }
 
 func (l *leaseActor) schedule(c *actor.Context) {
 	l.round++
-	d := heartbeatInterval(l.v.cfg.LeaseDuration, l.v.id, l.v.nonce, l.round)
-	l.hb = l.v.after(d, c.PID(), messages.HeartbeatDue{Round: l.round})
+	d := heartbeatInterval(l.v.Config.LeaseDuration, l.v.ID, l.v.Nonce, l.round)
+	l.hb = l.v.After(d, c.PID(), messages.HeartbeatDue{Round: l.round})
 }
 
 // beat is one heartbeat: renew the session, self-fence a starved one, and
 // tick the actors that act at every heartbeat.
 func (l *leaseActor) beat(c *actor.Context) {
-	if l.v.halted.Load() {
+	if l.v.Halted.Load() {
 		return // failed or aborted: no further writes, no more beats
 	}
 	l.schedule(c)
 	l.keepAlive(c)
-	l.v.route(roleLease, messages.HeartbeatTicked{Round: l.round})
+	l.v.Route(worker.RoleLease, messages.HeartbeatTicked{Round: l.round})
 }
 
 // keepAlive self-fences a starved session and renews the presence, or
 // announces a new session after one ended; called at every heartbeat and
 // at the retry of a failed attempt. One attempt is in flight at a time.
 func (l *leaseActor) keepAlive(c *actor.Context) {
-	if !l.departed && !l.lapsed && l.v.clk.Since(l.renewals.lastOK) >= l.v.cfg.LeaseDuration {
+	if !l.departed && !l.lapsed && l.v.Clock.Since(l.renewals.LastOK) >= l.v.Config.LeaseDuration {
 		l.log.Warn("presence not renewed for a full LeaseDuration; ending the session")
 		l.endSession(c)
 	}
@@ -183,22 +184,22 @@ func (l *leaseActor) keepAlive(c *actor.Context) {
 // before the lease runs out.
 func (l *leaseActor) retrySoon(c *actor.Context) {
 	l.retryRound++
-	stopTimer(l.retry)
-	l.retry = l.v.after(renewRetryDelay(l.v.cfg.LeaseDuration), c.PID(), renewRetryDue{round: l.retryRound})
+	worker.StopTimer(l.retry)
+	l.retry = l.v.After(worker.RenewRetryDelay(l.v.Config.LeaseDuration), c.PID(), renewRetryDue{round: l.retryRound})
 }
 
 // retryMoot disarms the retry once an attempt succeeded.
 func (l *leaseActor) retryMoot() {
 	l.retryRound++
-	stopTimer(l.retry)
+	worker.StopTimer(l.retry)
 }
 
 // endSession drops every held split and pauses claims and leadership until
 // a new session is announced (docs/protocol.md, "Sessions").
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
-	l.v.sessionLive.Store(false)
-	l.v.route(roleLease, messages.SessionEnded{})
+	l.v.SessionLive.Store(false)
+	l.v.Route(worker.RoleLease, messages.SessionEnded{})
 }
 
 // renewOutcome classifies a presence renewal.
@@ -213,15 +214,15 @@ const (
 
 func (l *leaseActor) renewPresence(c *actor.Context) {
 	l.presenceBusy = true
-	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.sessionNonce()
-	at := v.clk.Now()
-	landed := l.renewals.sent(at) // a read that finds our nonce proves a write sent no earlier than this landed
-	v.goFunc(func(ctx context.Context) {
-		oc, cancel := v.opCtx(ctx)
+	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.SessionNonce()
+	at := v.Clock.Now()
+	landed := l.renewals.Sent(at) // a read that finds our nonce proves a write sent no earlier than this landed
+	v.Go(func(ctx context.Context) {
+		oc, cancel := v.OpCtx(ctx)
 		defer cancel()
-		key := protocol.WorkerKey(v.id)
+		key := protocol.WorkerKey(v.ID)
 		res := presenceRenewed{at: at}
-		r, ok, err := v.st.Update(oc, store.Ephemeral, key, presenceValue(v, nonce), store.Revision(rev))
+		r, ok, err := v.Store.Update(oc, store.Ephemeral, key, presenceValue(v, nonce), store.Revision(rev))
 		switch {
 		case err != nil:
 			res.outcome, res.err = renewError, err
@@ -233,7 +234,7 @@ func (l *leaseActor) renewPresence(c *actor.Context) {
 		case ok:
 			res.outcome, res.rev = renewOK, uint64(r)
 		default:
-			e, found, err := v.st.Get(oc, store.Ephemeral, key)
+			e, found, err := v.Store.Get(oc, store.Ephemeral, key)
 			var pr protocol.PresenceRecord
 			if err == nil && found {
 				pr, err = protocol.DecodePresence(key, e.Value)
@@ -241,7 +242,7 @@ func (l *leaseActor) renewPresence(c *actor.Context) {
 			res.outcome, res.err = judgeRenewal(nonce, found, pr, err)
 			res.rev, res.at = uint64(e.Revision), landed
 		}
-		v.send(pid, res)
+		v.Send(pid, res)
 	})
 }
 
@@ -250,16 +251,16 @@ func (l *leaseActor) renewPresence(c *actor.Context) {
 // above rev proves that a renewal landed (docs/protocol.md, "Sessions"),
 // so a worker whose writes all land keeps its session with its watch down;
 // it returns the revision found.
-func readBackRenewal(ctx context.Context, v *env, nonce string, rev uint64) (uint64, bool) {
-	oc, cancel := v.readBackCtx(ctx)
+func readBackRenewal(ctx context.Context, v *worker.Env, nonce string, rev uint64) (uint64, bool) {
+	oc, cancel := v.ReadBackCtx(ctx)
 	defer cancel()
-	key := protocol.WorkerKey(v.id)
-	e, found, err := v.st.Get(oc, store.Ephemeral, key)
+	key := protocol.WorkerKey(v.ID)
+	e, found, err := v.Store.Get(oc, store.Ephemeral, key)
 	var p protocol.PresenceRecord
 	if err == nil && found {
 		p, err = protocol.DecodePresence(key, e.Value)
 	}
-	return uint64(e.Revision), readBackLanded(nonce, rev, found, p.Nonce, uint64(e.Revision), err)
+	return uint64(e.Revision), worker.ReadBackLanded(nonce, rev, found, p.Nonce, uint64(e.Revision), err)
 }
 
 func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
@@ -279,16 +280,16 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 		if m.rev > l.presenceRev {
 			l.presenceRev = m.rev
 		}
-		l.renewals.landed(m.at)
-		l.failures.landed(l.log, "presence renewed again")
+		l.renewals.Landed(m.at)
+		l.failures.Landed(l.log, "presence renewed again")
 		l.retryMoot()
 	case renewError:
-		if !l.v.fatalIf(m.err) {
-			l.failures.failed(l.log, "presence renewal failed; will retry", m.err)
+		if !l.v.FatalIf(m.err) {
+			l.failures.Failed(l.log, "presence renewal failed; will retry", m.err)
 			l.retrySoon(c)
 		}
 	case renewTwin:
-		l.v.failNow(twinError(l.v.id))
+		l.v.FailNow(worker.TwinError(l.v.ID))
 	case renewEnded:
 		l.log.Warn("presence key is gone; ending the session")
 		l.endSession(c)
@@ -302,10 +303,10 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 // it from the oldest renewal sent whose fate is unknown (docs/protocol.md,
 // "Sessions"), so a worker whose writes all land never self-fences.
 func (l *leaseActor) observed(m messages.PresenceObserved) {
-	if l.lapsed || l.departed || m.Nonce != l.v.sessionNonce() || m.Rev <= l.presenceRev {
+	if l.lapsed || l.departed || m.Nonce != l.v.SessionNonce() || m.Rev <= l.presenceRev {
 		return
 	}
-	if l.renewals.proven(l.presenceBusy) {
+	if l.renewals.Proven(l.presenceBusy) {
 		l.presenceRev = m.Rev
 	}
 }
@@ -314,15 +315,15 @@ func (l *leaseActor) observed(m messages.PresenceObserved) {
 // (created, or taken over from the ended session).
 func (l *leaseActor) announce(c *actor.Context) {
 	l.presenceBusy = true
-	v, pid, old := l.v, c.PID(), l.v.sessionNonce()
+	v, pid, old := l.v, c.PID(), l.v.SessionNonce()
 	if l.announcing == "" {
-		l.announcing = randomHex()
+		l.announcing = worker.RandomHex()
 	}
 	nonce := l.announcing
-	at := v.clk.Now()
-	v.goFunc(func(ctx context.Context) {
+	at := v.Clock.Now()
+	v.Go(func(ctx context.Context) {
 		rev, err := announceSession(ctx, v, nonce, old)
-		v.send(pid, sessionAnnounced{nonce: nonce, rev: rev, at: at, err: err})
+		v.Send(pid, sessionAnnounced{nonce: nonce, rev: rev, at: at, err: err})
 	})
 }
 
@@ -333,7 +334,7 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	}
 	if l.withdraw != nil {
 		if m.err == nil {
-			l.v.session.Store(&m.nonce)
+			l.v.Session.Store(&m.nonce)
 			l.presenceRev = m.rev
 		}
 		l.maybeWithdraw()
@@ -343,17 +344,17 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 		return
 	}
 	if m.err != nil {
-		if !l.v.fatalIf(m.err) {
+		if !l.v.FatalIf(m.err) {
 			l.log.Warn("announcing a new session failed; will retry", "err", m.err)
 			l.retrySoon(c)
 		}
 		return
 	}
 	l.retryMoot()
-	l.v.session.Store(&m.nonce)
+	l.v.Session.Store(&m.nonce)
 	l.lapsed, l.presenceRev = false, m.rev
-	l.v.sessionLive.Store(true)
-	l.renewals.restart(m.at)
+	l.v.SessionLive.Store(true)
+	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
-	l.v.route(roleLease, messages.SessionStarted{Nonce: m.nonce})
+	l.v.Route(worker.RoleLease, messages.SessionStarted{Nonce: m.nonce})
 }

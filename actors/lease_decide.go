@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"time"
 
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -14,10 +15,10 @@ func judgeRenewal(nonce string, found bool, p protocol.PresenceRecord, readErr e
 	if readErr != nil {
 		return renewError, readErr
 	}
-	switch judgeHolder(nonce, found, p.Nonce) {
-	case holderGone:
+	switch worker.JudgeHolder(nonce, found, p.Nonce) {
+	case worker.HolderGone:
 		return renewEnded, nil
-	case holderMine:
+	case worker.HolderMine:
 		return renewOK, nil // an earlier renewal landed
 	}
 	return renewTwin, nil
@@ -31,7 +32,7 @@ func judgeRenewal(nonce string, found bool, p protocol.PresenceRecord, readErr e
 // taken over, and so is an unreadable one (decodeErr).
 func judgeTakeover(ended, nonce string, p protocol.PresenceRecord, decodeErr error) (twin bool) {
 	return ended != "" && decodeErr == nil &&
-		judgeHolder(ended, true, p.Nonce) == holderOther && judgeHolder(nonce, true, p.Nonce) == holderOther
+		worker.JudgeHolder(ended, true, p.Nonce) == worker.HolderOther && worker.JudgeHolder(nonce, true, p.Nonce) == worker.HolderOther
 }
 
 // heartbeatInterval is LeaseDuration/3 × f_r with f_r in [0.8, 1.2) derived

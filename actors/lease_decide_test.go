@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"pgregory.net/rapid"
 )
@@ -62,29 +63,29 @@ func TestJitterProperties(t *testing.T) {
 func TestRenewalClock(t *testing.T) {
 	t0 := time.Unix(0, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
-	var r renewalClock
-	r.restart(at(0))
-	if got := r.sent(at(10)); !got.Equal(at(10)) {
+	var r worker.RenewalClock
+	r.Restart(at(0))
+	if got := r.Sent(at(10)); !got.Equal(at(10)) {
 		t.Fatalf("first unknown renewal credited from %v", got)
 	}
-	if got := r.sent(at(20)); !got.Equal(at(10)) {
+	if got := r.Sent(at(20)); !got.Equal(at(10)) {
 		t.Fatalf("a later renewal must credit the oldest unknown one (10s), got %v", got)
 	}
-	if !r.proven(true) || !r.lastOK.Equal(at(10)) {
-		t.Fatalf("proven in flight: lastOK %v, want 10s", r.lastOK)
+	if !r.Proven(true) || !r.LastOK.Equal(at(10)) {
+		t.Fatalf("proven in flight: lastOK %v, want 10s", r.LastOK)
 	}
-	if !r.unknownSince.Equal(at(10)) {
+	if !r.UnknownSince.Equal(at(10)) {
 		t.Fatal("a renewal still in flight must stay unknown")
 	}
-	r.landed(at(20))
-	if !r.lastOK.Equal(at(20)) || !r.unknownSince.IsZero() {
+	r.Landed(at(20))
+	if !r.LastOK.Equal(at(20)) || !r.UnknownSince.IsZero() {
 		t.Fatalf("landed: %+v", r)
 	}
-	if r.proven(false) {
+	if r.Proven(false) {
 		t.Fatal("nothing unknown, nothing to credit")
 	}
-	r.landed(at(5))
-	if !r.lastOK.Equal(at(20)) {
+	r.Landed(at(5))
+	if !r.LastOK.Equal(at(20)) {
 		t.Fatal("an older write must never move lastOK back")
 	}
 }
@@ -97,17 +98,17 @@ func TestJudgeHolder(t *testing.T) {
 		name  string
 		found bool
 		got   string
-		want  keyHolder
+		want  worker.KeyHolder
 	}{
-		{"absent", false, "", holderGone},
-		{"absent whatever the value", false, "n1", holderGone},
-		{"this session's nonce", true, "n1", holderMine},
-		{"another session's nonce", true, "n2", holderOther},
-		{"an empty nonce is another session's", true, "", holderOther},
+		{"absent", false, "", worker.HolderGone},
+		{"absent whatever the value", false, "n1", worker.HolderGone},
+		{"this session's nonce", true, "n1", worker.HolderMine},
+		{"another session's nonce", true, "n2", worker.HolderOther},
+		{"an empty nonce is another session's", true, "", worker.HolderOther},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := judgeHolder("n1", tt.found, tt.got); got != tt.want {
+			if got := worker.JudgeHolder("n1", tt.found, tt.got); got != tt.want {
 				t.Fatalf("judgeHolder = %v, want %v", got, tt.want)
 			}
 		})
@@ -156,7 +157,7 @@ func TestReadBackLanded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := readBackLanded("n", 7, tt.found, tt.got, tt.gotRev, tt.err); got != tt.want {
+			if got := worker.ReadBackLanded("n", 7, tt.found, tt.got, tt.gotRev, tt.err); got != tt.want {
 				t.Fatalf("readBackLanded = %v, want %v", got, tt.want)
 			}
 		})
@@ -176,7 +177,7 @@ func TestReadBackLandedProperties(t *testing.T) {
 			err = errors.New("boom")
 		}
 		want := !failed && found && got == nonce && gotRev > rev
-		if readBackLanded(nonce, rev, found, got, gotRev, err) != want {
+		if worker.ReadBackLanded(nonce, rev, found, got, gotRev, err) != want {
 			t.Fatalf("readBackLanded(%q, %d, %v, %q, %d, %v) != %v", nonce, rev, found, got, gotRev, err, want)
 		}
 	})
@@ -187,7 +188,7 @@ func TestReadBackLandedProperties(t *testing.T) {
 // and at most a few retries fit in one heartbeat.
 func TestRenewRetryDelay(t *testing.T) {
 	for _, lease := range []time.Duration{300 * time.Millisecond, 1500 * time.Millisecond, 30 * time.Second} {
-		d := renewRetryDelay(lease)
+		d := worker.RenewRetryDelay(lease)
 		if minBeat := time.Duration(float64(lease/3) * 0.8); d <= 0 || d > minBeat/3 || 4*d < lease/3 {
 			t.Fatalf("lease %s: retry delay %s, want in (0, %s] and a quarter heartbeat", lease, d, minBeat/3)
 		}

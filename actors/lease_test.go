@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -110,7 +111,7 @@ func (s *outageStore) Get(ctx context.Context, ks store.Keyspace, key string) (s
 type leaseRig struct {
 	r   *rig
 	st  *outageStore
-	v   *env
+	v   *worker.Env
 	rev uint64 // the presence revision written at the start
 }
 
@@ -125,23 +126,23 @@ func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 // spawnLoneLease runs a lone lease actor of worker w1 (cfg's clock) with
 // session nonce over st on e, joined now: its presence key is written and
 // the first heartbeat is armed. It is stopped at the test's cleanup.
-func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*env, uint64) {
+func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*worker.Env, uint64) {
 	t.Helper()
-	v := &env{e: e, raw: st, cfg: cfg, clk: cfg.Clock, id: "w1", nonce: nonce, log: cfg.Logger, out: &outbox{}}
-	v.met = newMetrics(prometheus.NewPedanticRegistry(), "w1", discardLogger())
-	v.session.Store(&v.nonce)
-	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
-	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v := &worker.Env{Engine: e, Raw: st, Config: cfg, Clock: cfg.Clock, ID: "w1", Nonce: nonce, Log: cfg.Logger, Outbox: &worker.Outbox{}}
+	v.Metrics = worker.NewMetrics(prometheus.NewPedanticRegistry(), "w1", discardLogger())
+	v.Session.Store(&v.Nonce)
+	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
+	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), presenceValue(v, nonce))
 	if err != nil || !ok {
 		t.Fatalf("create the presence key: %v %v", ok, err)
 	}
 	pid := e.Spawn(newLease(v), "lease")
-	v.pid.lease = pid
+	v.PIDs.Lease = pid
 	t.Cleanup(func() {
-		v.cancel()
+		v.Cancel()
 		<-e.Poison(pid).Done()
-		v.wg.Wait()
+		v.WG.Wait()
 	})
 	e.Send(pid, startupDone{rev: uint64(rev)})
 	return v, uint64(rev)
@@ -204,15 +205,15 @@ func TestAnOutageOverTwoHeartbeatsKeepsTheSession(t *testing.T) {
 			case since >= b3+step:
 				lr.st.down.Store(false)
 			}
-			if !lr.v.sessionLive.Load() {
+			if !lr.v.SessionLive.Load() {
 				t.Fatalf("the session ended %s after the start (outage from %s to %s, lease %s)", since, b1+step, b3+step, lease)
 			}
 		}
-		if p, rev := lr.presence(t); p.Nonce != nonce || rev <= atOutage || lr.v.sessionNonce() != nonce {
-			t.Fatalf("presence %+v at revision %d, session %q; want session %q renewed past %d", p, rev, lr.v.sessionNonce(), nonce, atOutage)
+		if p, rev := lr.presence(t); p.Nonce != nonce || rev <= atOutage || lr.v.SessionNonce() != nonce {
+			t.Fatalf("presence %+v at revision %d, session %q; want session %q renewed past %d", p, rev, lr.v.SessionNonce(), nonce, atOutage)
 		}
 		// Not hammered: one try per retry delay, plus the two heartbeats.
-		if n, most := int(lr.st.refused.Load()), int((b3-b1)/renewRetryDelay(lease))+3; n > most {
+		if n, most := int(lr.st.refused.Load()), int((b3-b1)/worker.RenewRetryDelay(lease))+3; n > most {
 			t.Fatalf("%d renewals tried during an outage of %s, want at most %d", n, b3-b1, most)
 		}
 	})
@@ -297,7 +298,7 @@ func TestTheDefaultsSurviveAHungStoreForAThirdOfTheLease(t *testing.T) {
 		for end := time.Now().Add(3 * lease); time.Now().Before(end); {
 			time.Sleep(100 * time.Millisecond)
 			synctest.Wait()
-			if !v.sessionLive.Load() || v.sessionNonce() != nonce {
+			if !v.SessionLive.Load() || v.SessionNonce() != nonce {
 				st.mu.Lock()
 				from := st.from
 				st.mu.Unlock()

@@ -6,4 +6,4 @@ import "log/slog"
 // slog.Default() when it was nil) with the worker's "instance" on every
 // record. driver.Run and driver.New log there too unless given
 // driver.WithLogger, so a worker's records all carry its instance.
-func (c *Coordinator) Logger() *slog.Logger { return c.v.log }
+func (c *Coordinator) Logger() *slog.Logger { return c.v.Log }

@@ -12,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
 func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
@@ -145,15 +146,15 @@ func TestMetricsRegistrationConflictIsSkipped(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	clash := prometheus.NewCounter(prometheus.CounterOpts{Name: "coordination_releases_total", Help: "x", ConstLabels: prometheus.Labels{"worker": "w1"}})
 	reg.MustRegister(clash)
-	m := newMetrics(reg, "w1", discardLogger())
-	if m.releases != nil {
+	m := worker.NewMetrics(reg, "w1", discardLogger())
+	if m.Releases != nil {
 		t.Fatal("conflicting family was kept")
 	}
-	m.released() // nil-safe
-	var nilM *metrics
-	nilM.released()
-	nilM.owned(3)
-	if m.splitsOwned == nil {
+	m.Released() // nil-safe
+	var nilM *worker.Metrics
+	nilM.Released()
+	nilM.Owned(3)
+	if m.SplitsOwned == nil {
 		t.Fatal("other families were not registered")
 	}
 }

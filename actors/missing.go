@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
@@ -31,19 +32,19 @@ type recordChecked struct {
 // confirmDeleted reads split id's record after the view saw it deleted and
 // reports what it found; a read that fails is retried, missingTries times.
 func (sw *splitWriterActor) confirmDeleted(id coordination.SplitID) {
-	v, pid := sw.v, sw.v.pid.splitWriter
-	v.goFunc(func(ctx context.Context) {
+	v, pid := sw.v, sw.v.PIDs.SplitWriter
+	v.Go(func(ctx context.Context) {
 		key := protocol.SplitKey(id)
 		for try := range missingTries {
-			oc, cancel := v.opCtx(ctx)
-			e, found, err := v.st.Get(oc, store.Durable, key)
+			oc, cancel := v.OpCtx(ctx)
+			e, found, err := v.Store.Get(oc, store.Durable, key)
 			cancel()
 			if err == nil {
-				v.send(pid, recordChecked{id: id, found: found, entry: e})
+				v.Send(pid, recordChecked{id: id, found: found, entry: e})
 				return
 			}
-			if v.fatalIf(err) || try == missingTries-1 || !sleepCtx(ctx, v.cfg.OpTimeout) {
-				v.log.Warn("could not confirm a split record's deletion", "key", key, "err", err)
+			if v.FatalIf(err) || try == missingTries-1 || !sleepCtx(ctx, v.Config.OpTimeout) {
+				v.Log.Warn("could not confirm a split record's deletion", "key", key, "err", err)
 				return
 			}
 		}
@@ -55,12 +56,12 @@ func (sw *splitWriterActor) confirmDeleted(id coordination.SplitID) {
 func (sw *splitWriterActor) checked(m recordChecked) {
 	key := protocol.SplitKey(m.id)
 	if !m.found {
-		sw.v.failNow(splitRecordDeleted(key))
+		sw.v.FailNow(worker.SplitRecordDeleted(key))
 		return
 	}
-	rec, err := protocol.DecodeSplit(key, m.entry.Value, sw.v.fp.Load())
+	rec, err := protocol.DecodeSplit(key, m.entry.Value, sw.v.FPHash.Load())
 	if err != nil {
-		sw.v.fatalIf(err)
+		sw.v.FatalIf(err)
 		return
 	}
 	sw.log.Warn("a split record the view saw deleted is in the store; keeping it", "key", key)

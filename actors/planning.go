@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
@@ -37,7 +38,7 @@ type (
 // lasts, and a result is applied only while the lead it ran under lasts.
 // Written by the leader actor only.
 type planRunner struct {
-	v       *env
+	v       *worker.Env
 	log     *slog.Logger
 	planner coordination.Planner
 	running bool // a run's goroutine is in flight
@@ -46,7 +47,7 @@ type planRunner struct {
 	replan  *clock.Timer
 }
 
-func newPlanRunner(v *env, log *slog.Logger) planRunner {
+func newPlanRunner(v *worker.Env, log *slog.Logger) planRunner {
 	return planRunner{v: v, log: log}
 }
 
@@ -59,12 +60,12 @@ func (p *planRunner) retryDue() bool { return p.failed && !p.running }
 
 // reset drops what the runner kept for a work lead that ended.
 func (p *planRunner) reset() {
-	stopTimer(p.replan)
+	worker.StopTimer(p.replan)
 	p.failed, p.due = false, false
 }
 
 // stop stops the replan timer when the actor stops.
-func (p *planRunner) stop() { stopTimer(p.replan) }
+func (p *planRunner) stop() { worker.StopTimer(p.replan) }
 
 // start starts a run under lead w from the plan record base at rev, or marks
 // one due after the current run. It refuses a lead that ended (or none): a
@@ -79,7 +80,7 @@ func (p *planRunner) start(w *lead, base protocol.PlanRecord, rev uint64, view *
 		return
 	}
 	p.running, p.due = true, false
-	v, pid, planner, known := p.v, p.v.pid.leader, p.planner, view.knownSplits()
+	v, pid, planner, known := p.v, p.v.PIDs.Leader, p.planner, view.knownSplits()
 	w.goFunc(v, pid, func(ctx context.Context) any {
 		report := func() { w.deliver(v, pid, seedProgressed{}) }
 		return planRun(ctx, v, planner, w.gen, base, rev, known, report)
@@ -98,20 +99,20 @@ func (p *planRunner) finished(w *lead, m planDone) planOutcome {
 	switch m.outcome {
 	case planDiscarded:
 	case planFatal:
-		p.v.fatalIf(m.err)
+		p.v.FatalIf(m.err)
 	case planLost:
-		p.v.met.replan(m.outcome.label(), m.took)
+		p.v.Metrics.Replan(m.outcome.label(), m.took)
 		p.log.Warn("plan publish lost to a newer leader; stepping down", "generation", w.gen)
 	case planFailed:
-		p.v.met.replan(m.outcome.label(), m.took)
+		p.v.Metrics.Replan(m.outcome.label(), m.took)
 		p.failed = true
 		if m.err != nil {
 			p.log.Warn("planner run failed; will retry", "err", m.err)
 		}
 	default:
 		p.failed = false
-		p.v.met.replan(m.outcome.label(), m.took)
-		p.v.met.plannedRecords(m.created)
+		p.v.Metrics.Replan(m.outcome.label(), m.took)
+		p.v.Metrics.PlannedRecords(m.created)
 		if m.finalized {
 			p.log.Info("plan finalized", "planned", m.plan.Planned)
 		}
@@ -134,15 +135,15 @@ func (p *planRunner) next(w *lead, base protocol.PlanRecord, rev uint64, view *f
 	case p.due:
 		p.start(w, base, rev, view)
 	case !w.ended() && base.Finality == coordination.PlanOpen:
-		stopTimer(p.replan)
-		p.replan = w.after(p.v, p.v.cfg.ReplanInterval, p.v.pid.leader, replanDue{})
+		worker.StopTimer(p.replan)
+		p.replan = w.after(p.v, p.v.Config.ReplanInterval, p.v.PIDs.Leader, replanDue{})
 	}
 }
 
 // planRun runs the planner and seeds, recounts and publishes its plan
 // (docs/protocol.md, "Planning"). It runs on a goroutine of the work lead,
 // whose context ctx is.
-func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint64, base protocol.PlanRecord, rev uint64, known map[coordination.SplitID]bool, report func()) (d planDone) {
+func planRun(ctx context.Context, v *worker.Env, planner coordination.Planner, gen uint64, base protocol.PlanRecord, rev uint64, known map[coordination.SplitID]bool, report func()) (d planDone) {
 	start := time.Now()
 	defer func() { d.took = time.Since(start) }()
 	sp, panicked, err := safePlan(ctx, planner, coordination.PlanContext{PlannerState: base.PlannerState, Generation: gen})
@@ -153,7 +154,7 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 		d.outcome, d.err = judgePlannerErr(err, panicked)
 		return d
 	}
-	if err := validatePlan(sp, base, gen, v.cap, v.nowMs()); err != nil {
+	if err := validatePlan(sp, base, gen, v.ValueCap, v.NowMs()); err != nil {
 		return planDone{outcome: planFatal, err: err}
 	}
 	created, err := seed(ctx, v, sp.Splits, known, protocol.Fingerprint(base.Fingerprint), gen, report)
@@ -161,13 +162,13 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 	if err != nil {
 		d.outcome, d.err = judgeSeedErr(err, ctx.Err() != nil)
 		if d.outcome == planFailed {
-			v.log.Warn("seeding failed; will retry", "err", err)
+			v.Log.Warn("seeding failed; will retry", "err", err)
 		}
 		return d
 	}
-	oc, cancel := v.opCtx(ctx)
+	oc, cancel := v.OpCtx(ctx)
 	defer cancel()
-	es, err := v.st.List(oc, store.Durable, protocol.PrefixSplit)
+	es, err := v.Store.List(oc, store.Durable, protocol.PrefixSplit)
 	if err != nil {
 		d.outcome, d.err = judgeStoreErr(err, ctx.Err() != nil)
 		return d
@@ -178,13 +179,13 @@ func planRun(ctx context.Context, v *env, planner coordination.Planner, gen uint
 	if sp.PlannerState != nil {
 		want.PlannerState = append([]byte{}, sp.PlannerState...)
 	}
-	want.UpdatedAtMs = v.nowMs()
-	r, ok, err := v.st.Update(oc, store.Durable, protocol.KeyPlan, protocol.EncodePlan(want), store.Revision(rev))
+	want.UpdatedAtMs = v.NowMs()
+	r, ok, err := v.Store.Update(oc, store.Durable, protocol.KeyPlan, protocol.EncodePlan(want), store.Revision(rev))
 	switch {
 	case err != nil:
 		d.outcome, d.err = judgeStoreErr(err, ctx.Err() != nil)
 	case !ok:
-		_, found, getErr := v.st.Get(oc, store.Durable, protocol.KeyPlan)
+		_, found, getErr := v.Store.Get(oc, store.Durable, protocol.KeyPlan)
 		d.outcome, d.err = judgeLostPublish(getErr, found)
 	default:
 		d.plan, d.rev = want, uint64(r)
@@ -220,7 +221,7 @@ func validatePlan(sp coordination.SplitPlan, base protocol.PlanRecord, gen uint6
 	for _, ps := range sp.Splits {
 		id := ps.Spec.ID
 		if _, err := coordination.NewSplitID(string(id)); err != nil {
-			return coordination.Errorf(coordination.Fatal, "planner returned an invalid split id: %s", reasonOf(err))
+			return coordination.Errorf(coordination.Fatal, "planner returned an invalid split id: %s", worker.ReasonOf(err))
 		}
 		if seen[id] {
 			return coordination.Errorf(coordination.Fatal, "planner returned split %s more than once", id)

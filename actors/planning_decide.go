@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -36,7 +37,7 @@ func judgePlannerErr(err error, panicked bool) (planOutcome, error) {
 	case panicked:
 		return planFatal, err
 	case coordination.KindOf(err) == coordination.Fatal:
-		return planFatal, coordination.Errorf(coordination.Fatal, "planner: %s", reasonOf(err))
+		return planFatal, coordination.Errorf(coordination.Fatal, "planner: %s", worker.ReasonOf(err))
 	}
 	return planFailed, err
 }
@@ -70,7 +71,7 @@ func judgeStoreErr(err error, ended bool) (planOutcome, error) {
 // the plan record is gone (Fatal) or a newer leader wrote it.
 func judgeLostPublish(getErr error, found bool) (planOutcome, error) {
 	if getErr == nil && !found {
-		return planFatal, planMissing
+		return planFatal, worker.PlanMissing
 	}
 	return planLost, nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -35,8 +36,8 @@ func TestJudgePlannerErr(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := judgePlannerErr(tt.err, tt.panicked)
-			if got != tt.want || reasonOf(err) != tt.reason {
-				t.Fatalf("got (%v, %q), want (%v, %q)", got, reasonOf(err), tt.want, tt.reason)
+			if got != tt.want || worker.ReasonOf(err) != tt.reason {
+				t.Fatalf("got (%v, %q), want (%v, %q)", got, worker.ReasonOf(err), tt.want, tt.reason)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -40,14 +41,14 @@ func TestPlannerRunFatal(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := newLeaderRig(t, tt.planner)
-				lr.v.cap = tt.cap
+				lr.v.ValueCap = tt.cap
 				lr.goLive()
 				err := lr.failure()
 				if coordination.KindOf(err) != coordination.Fatal || !reasonHas(err, tt.reason) {
 					t.Fatalf("failure %v, want Fatal %q", err, tt.reason)
 				}
-				if tt.reason == "planner panic: boom" && reasonOf(err) != tt.reason {
-					t.Fatalf("reason %q, want exactly %q", reasonOf(err), tt.reason)
+				if tt.reason == "planner panic: boom" && worker.ReasonOf(err) != tt.reason {
+					t.Fatalf("reason %q, want exactly %q", worker.ReasonOf(err), tt.reason)
 				}
 				if n := lr.splits(); n != 0 {
 					t.Fatalf("%d split records written by a run that failed", n)
@@ -302,7 +303,7 @@ func TestARenewalDuringSeedingPublishesNothing(t *testing.T) {
 			return lr.st.count("Create", protocol.AssignKey("w1")) + lr.st.count("Update", protocol.AssignKey("w1"))
 		}
 		before := writes()
-		lr.r.clk.Add(lr.v.cfg.LeaseDuration / 3)
+		lr.r.clk.Add(lr.v.Config.LeaseDuration / 3)
 		lr.send(messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 2}) // a renewal
 		if n := writes() - before; n != 0 {
 			t.Fatalf("%d assignment writes after a renewal while seeding, want 0", n)
@@ -324,13 +325,13 @@ func TestThePlanRunnerRefusesAStaleLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := &gatedPlanner{testPlanner: finalPlan("a")}
 		lr := newPartRig(t, p)
-		run := newPlanRunner(lr.v, lr.v.log)
+		run := newPlanRunner(lr.v, lr.v.Log)
 		run.planner = p
 		view := newFleetView(0)
 		base := lr.plan()
 		open := base
 		open.Finality = coordination.PlanOpen
-		stale, live := endedLead(1), newLead(lr.v.ctx, 1)
+		stale, live := endedLead(1), newLead(lr.v.Ctx, 1)
 		defer live.end()
 
 		run.start(stale, base, lr.planRev, &view)

@@ -10,6 +10,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
@@ -38,7 +39,7 @@ type (
 // under: nothing is written under a lead that ended, and a result delivered
 // under one is not folded into the view. Written by the leader actor only.
 type publisher struct {
-	v          *env
+	v          *worker.Env
 	log        *slog.Logger
 	dirty      bool         // an input of the assignment function changed
 	seeded     bool         // splits appeared while this leader's run seeds: dirty at its next progress report
@@ -50,7 +51,7 @@ type publisher struct {
 	hold       *clock.Timer // fires holdEnded when the startup hold ends; nil when none is armed
 }
 
-func newPublisher(v *env, log *slog.Logger) publisher {
+func newPublisher(v *worker.Env, log *slog.Logger) publisher {
 	return publisher{v: v, log: log}
 }
 
@@ -84,7 +85,7 @@ func (p *publisher) heartbeat(now time.Time, view *fleetView) {
 func (p *publisher) schedule() {
 	if p.dirty && !p.soon && !p.busy {
 		p.soon = true
-		p.v.send(p.v.pid.leader, publishDue{})
+		p.v.Send(p.v.PIDs.Leader, publishDue{})
 	}
 }
 
@@ -100,14 +101,14 @@ func (p *publisher) publish(w *lead, view *fleetView, fingerprint string) {
 		return
 	}
 	p.dirty, p.busy = false, true
-	v, now := p.v, p.v.clk.Now()
-	in, holdEnd := view.grace.Hold(now, view.assignInput(v.cfg, fingerprint, v.cap), view.running)
+	v, now := p.v, p.v.Clock.Now()
+	in, holdEnd := view.grace.Hold(now, view.assignInput(v.Config, fingerprint, v.ValueCap), view.running)
 	if !holdEnd.IsZero() && p.hold == nil {
-		p.hold = w.after(v, holdEnd.Sub(now), v.pid.leader, holdEnded{})
+		p.hold = w.after(v, holdEnd.Sub(now), v.PIDs.Leader, holdEnded{})
 	}
 	pinned := view.grace.Pinned(now, in.Splits)
 	cache, members, windows := view.snapshot()
-	w.goFunc(v, v.pid.leader, func(ctx context.Context) any {
+	w.goFunc(v, v.PIDs.Leader, func(ctx context.Context) any {
 		return publishAssignment(ctx, v, in, pinned, cache, members, windows, w.gen)
 	})
 }
@@ -115,7 +116,7 @@ func (p *publisher) publish(w *lead, view *fleetView, fingerprint string) {
 // publishAssignment evaluates the assignment function and writes every
 // member's record that changed at generation gen, and deletes the records of
 // members gone for good; it runs on a goroutine of the work lead.
-func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members, windows map[string]bool, gen uint64) publishDone {
+func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInput, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members, windows map[string]bool, gen uint64) publishDone {
 	out := protocol.KeepPinned(in, protocol.Assign(in), pinned)
 	var d publishDone
 	prev := map[coordination.SplitID]string{}
@@ -145,15 +146,15 @@ func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, pin
 		}
 		rec := protocol.AssignmentRecord{Generation: gen, Splits: splits}
 		b := protocol.EncodeAssignment(rec)
-		if err := protocol.CheckAssignmentSize(inst, len(b), v.cap); err != nil {
-			v.fatalIf(err)
+		if err := protocol.CheckAssignmentSize(inst, len(b), v.ValueCap); err != nil {
+			v.FatalIf(err)
 			d.failed = true
 			return d
 		}
 		rev, ok, err := writeAssignment(ctx, v, inst, b, old, cached)
 		switch judgeAssignWrite(ok, err) {
 		case assignFailed:
-			v.fatalIf(err)
+			v.FatalIf(err)
 			d.failed = true
 		case assignWritten:
 			d.written = append(d.written, assignCache{inst: inst, rec: rec, rev: uint64(rev)})
@@ -163,8 +164,8 @@ func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, pin
 	}
 	for inst, a := range cache {
 		if !members[inst] && !windows[inst] {
-			oc, cancel := v.opCtx(ctx)
-			if ok, err := v.st.Delete(oc, store.Durable, protocol.AssignKey(inst), store.Revision(a.rev)); judgeAssignWrite(ok, err) == assignWritten {
+			oc, cancel := v.OpCtx(ctx)
+			if ok, err := v.Store.Delete(oc, store.Durable, protocol.AssignKey(inst), store.Revision(a.rev)); judgeAssignWrite(ok, err) == assignWritten {
 				d.deleted = append(d.deleted, inst)
 			}
 			cancel()
@@ -175,13 +176,13 @@ func publishAssignment(ctx context.Context, v *env, in protocol.AssignInput, pin
 
 // writeAssignment writes member inst's record b: an Update of the cached
 // record old, or a Create when none is cached.
-func writeAssignment(ctx context.Context, v *env, inst string, b []byte, old assignCache, cached bool) (store.Revision, bool, error) {
-	oc, cancel := v.opCtx(ctx)
+func writeAssignment(ctx context.Context, v *worker.Env, inst string, b []byte, old assignCache, cached bool) (store.Revision, bool, error) {
+	oc, cancel := v.OpCtx(ctx)
 	defer cancel()
 	if cached {
-		return v.st.Update(oc, store.Durable, protocol.AssignKey(inst), b, store.Revision(old.rev))
+		return v.Store.Update(oc, store.Durable, protocol.AssignKey(inst), b, store.Revision(old.rev))
 	}
-	return v.st.Create(oc, store.Durable, protocol.AssignKey(inst), b)
+	return v.Store.Create(oc, store.Durable, protocol.AssignKey(inst), b)
 }
 
 // holdEnded makes the assignment dirty once the startup hold armed under
@@ -234,6 +235,6 @@ func (p *publisher) published(w *lead, m publishDone, view *fleetView) bool {
 // stopWork drops what the publisher kept for a work lead that ended: the
 // startup hold's timer.
 func (p *publisher) stopWork() {
-	stopTimer(p.hold)
+	worker.StopTimer(p.hold)
 	p.hold = nil
 }

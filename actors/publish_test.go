@@ -136,7 +136,7 @@ func TestAHugeAdvertisedBudgetCannotOutgrowTheValueCap(t *testing.T) {
 		}
 		lr := newLeaderRig(t, finalPlan(ids...))
 		const valueCap = 1024
-		lr.v.cap = valueCap
+		lr.v.ValueCap = valueCap
 		lr.goLive()
 		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", MaxInFlight: math.MaxUint32, Rev: 2})
 		lr.mustLead(1)
@@ -173,7 +173,7 @@ func withGrace(c *coordination.Config) { c.StartupGrace = coordination.DefaultCo
 func TestAStartingFleetIsPlacedWhenTheStartupHoldEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := newLeaderRig(t, finalPlan("a", "b", "c", "d"), withGrace)
-		grace := lr.v.cfg.StartupGrace
+		grace := lr.v.Config.StartupGrace
 		lr.goLive()
 		lr.mustLead(1)
 		lr.observeSplits()
@@ -238,11 +238,11 @@ func TestTheStartupHoldKeepsBackOnlyWhatNoLiveMemberOwns(t *testing.T) {
 func TestThePublisherRefusesAStaleLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := newPartRig(t, finalPlan("a"))
-		pub := newPublisher(lr.v, lr.v.log)
+		pub := newPublisher(lr.v, lr.v.Log)
 		view := newFleetView(0)
 		view.members["w1"], view.sessions["w1"] = 0, "nonce-w1"
 		view.records["a"] = splitFacts{status: protocol.StatusRunnable, weight: 1, seen: true}
-		stale, live := endedLead(1), newLead(lr.v.ctx, 1)
+		stale, live := endedLead(1), newLead(lr.v.Ctx, 1)
 		defer live.end()
 		landed := publishDone{written: []assignCache{{inst: "w1", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"a"}}, rev: 7}}}
 

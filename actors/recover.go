@@ -7,19 +7,20 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
 // recoverMiddleware wraps an actor's Receive so that a panic never reaches
 // hollywood (which restarts the actor, losing its state, and kills the
 // process on the fourth restart). The panic is logged with its stack and
 // fails the worker with Fatal `internal error: <panic value>`.
-func recoverMiddleware(v *env, name string) actor.MiddlewareFunc {
+func recoverMiddleware(v *worker.Env, name string) actor.MiddlewareFunc {
 	return func(next actor.ReceiveFunc) actor.ReceiveFunc {
 		return func(c *actor.Context) {
 			defer func() {
 				if r := recover(); r != nil {
-					v.log.Error("internal error", "actor", name, "err", fmt.Sprint(r), "stack", string(debug.Stack()))
-					v.fail(coordination.Errorf(coordination.Fatal, "internal error: %v", r))
+					v.Log.Error("internal error", "actor", name, "err", fmt.Sprint(r), "stack", string(debug.Stack()))
+					v.Fail(coordination.Errorf(coordination.Fatal, "internal error: %v", r))
 				}
 			}()
 			next(c)

@@ -8,16 +8,17 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/messages"
 )
 
 // revokeActor drives each revocation to exactly one outcome: drained, forced or
 // cancelled (docs/protocol.md, "Revocation"), including the silence watchdog of a cancelled drain.
 type revokeActor struct {
-	v   *env
+	v   *worker.Env
 	log *slog.Logger
 
-	held    heldView // derived from the root's registry (tenancy.go)
+	held    worker.HeldView // derived from the root's registry (tenancy.go)
 	entries map[coordination.SplitID]*revocation
 	// declines holds the DeclineRevoke calls waiting for their forced
 	// hand-back, answered when the tenancy's end resolves, whoever ended it.
@@ -25,15 +26,15 @@ type revokeActor struct {
 	assigned map[coordination.SplitID]bool
 	decided  bool
 
-	phase jobPhase
+	phase worker.JobPhase
 }
 
-func newRevoke(v *env) actor.Producer {
+func newRevoke(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &revokeActor{
 			v:        v,
-			log:      v.log.With("actor", "revoke"),
-			held:     heldView{},
+			log:      v.Log.With("actor", "revoke"),
+			held:     worker.HeldView{},
 			entries:  map[coordination.SplitID]*revocation{},
 			declines: map[coordination.SplitID]pendingDecline{},
 			assigned: map[coordination.SplitID]bool{},
@@ -60,18 +61,18 @@ func (r *revokeActor) Receive(c *actor.Context) {
 		}
 		r.step(c)
 	case messages.WatchesChanged:
-		r.phase.observe(m)
+		r.phase.Observe(m)
 		r.step(c)
 	case messages.HeartbeatTicked:
 		r.deadlines(c)
 	case messages.VerdictReached, messages.Departing:
-		r.phase.observe(m)
+		r.phase.Observe(m)
 	case messages.TenancyStarted:
-		r.held.apply(m)
-		r.follow(c, m.Split, m.Epoch, r.v.clk.Now())
+		r.held.Apply(m)
+		r.follow(c, m.Split, m.Epoch, r.v.Clock.Now())
 		r.deadlines(c)
 	case messages.TenancyEnded:
-		r.held.apply(m)
+		r.held.Apply(m)
 		if m.Reason == messages.EndFenced || m.Reason == messages.EndStarved {
 			// No hand-back follows these ends: settle and answer here.
 			if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
@@ -81,7 +82,7 @@ func (r *revokeActor) Receive(c *actor.Context) {
 		}
 	case messages.CommitLanded:
 		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
-			e.lastProgress = r.v.clk.Now()
+			e.lastProgress = r.v.Clock.Now()
 		}
 	case messages.HandBackResolved:
 		r.resolved(m)
@@ -95,9 +96,9 @@ func (r *revokeActor) Receive(c *actor.Context) {
 // step applies the revocation rules to every held split (after the
 // assigned set or the watches changed) and checks every deadline.
 func (r *revokeActor) step(c *actor.Context) {
-	now := r.v.clk.Now()
+	now := r.v.Clock.Now()
 	for id, t := range r.held {
-		r.follow(c, id, t.epoch, now)
+		r.follow(c, id, t.Epoch, now)
 	}
 	r.deadlines(c)
 }
@@ -105,7 +106,7 @@ func (r *revokeActor) step(c *actor.Context) {
 // follow applies the revocation rules (docs/protocol.md, "Following the
 // assignment") to one held split.
 func (r *revokeActor) follow(c *actor.Context, id coordination.SplitID, epoch uint64, now time.Time) {
-	if !r.decided || !r.phase.live || r.phase.over() {
+	if !r.decided || !r.phase.Live || r.phase.Over() {
 		return
 	}
 	e := r.entries[id]
@@ -116,49 +117,49 @@ func (r *revokeActor) follow(c *actor.Context, id coordination.SplitID, epoch ui
 	switch decideRevocation(r.assigned[id], e) {
 	case revokeCancel:
 		e.cancelled, e.lastProgress = true, now
-		r.v.met.revocation("cancelled")
+		r.v.Metrics.Revocation("cancelled")
 	case revokeRequest:
 		if e == nil {
 			e = &revocation{epoch: epoch, started: now}
 			r.entries[id] = e
 		}
 		e.cancelled, e.lastProgress = false, now
-		r.v.met.revocation("requested")
+		r.v.Metrics.Revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.route(roleRevoke, messages.RevocationRequested{Split: id, Epoch: epoch})
+		r.v.Route(worker.RoleRevoke, messages.RevocationRequested{Split: id, Epoch: epoch})
 	}
 }
 
 // deadlines forces every revocation whose drain deadline passed, and hands
 // back every cancelled one that stayed silent for a full DrainDeadline.
 func (r *revokeActor) deadlines(c *actor.Context) {
-	now := r.v.clk.Now()
+	now := r.v.Clock.Now()
 	for id, e := range r.entries {
-		switch judgeDeadline(*e, now, r.v.cfg.DrainDeadline) {
+		switch judgeDeadline(*e, now, r.v.Config.DrainDeadline) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			r.v.route(roleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+			r.v.Route(worker.RoleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			r.v.route(roleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+			r.v.Route(worker.RoleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
 		}
 	}
-	r.v.met.draining(len(r.entries))
+	r.v.Metrics.Draining(len(r.entries))
 }
 
 // settle removes an entry and counts its outcome ("" counts none).
 func (r *revokeActor) settle(id coordination.SplitID, e *revocation, outcome string) {
 	delete(r.entries, id)
 	if outcome != "" && !e.cancelled {
-		r.v.met.revocation(outcome)
+		r.v.Metrics.Revocation(outcome)
 		if outcome == "drained" {
-			r.v.met.drained(r.v.clk.Since(e.started))
+			r.v.Metrics.Drained(r.v.Clock.Since(e.started))
 			r.log.Debug("drain finished", "split", id)
 		}
 	}
-	r.v.met.draining(len(r.entries))
+	r.v.Metrics.Draining(len(r.entries))
 }
 
 // resolved settles an entry from the outcome of its hand-back (docs/protocol.md, "Revocation").
@@ -166,7 +167,7 @@ func (r *revokeActor) resolved(m messages.HandBackResolved) {
 	outcome, unconfirmed := judgeResolution(m.Reason, m.Outcome)
 	var err error
 	if unconfirmed {
-		err = handBackUnconfirmed([]coordination.SplitID{m.Split})
+		err = worker.HandBackUnconfirmed([]coordination.SplitID{m.Split})
 	}
 	r.answerDecline(m.Split, m.Epoch, err)
 	e, ok := r.entries[m.Split]
@@ -180,8 +181,8 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 	if m.ReplyTo == nil {
 		m.ReplyTo = c.Sender() // the handle's request
 	}
-	if err := r.v.out.failure(); err != nil {
-		r.v.reply(m.ReplyTo, messages.DeclineRevokeReply{Err: err})
+	if err := r.v.Outbox.Failure(); err != nil {
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Err: err})
 		return
 	}
 	e, ok := r.entries[m.Split]
@@ -189,24 +190,24 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 	case !ok:
 	case e.epoch != m.Epoch:
 		ok = false // the entry is for a tenancy the driver has not polled
-	case !r.held.holds(m.Split, e.epoch):
+	case !r.held.Holds(m.Split, e.epoch):
 		// The root already surrendered the tenancy (its TenancyEnded came
 		// first): the hand-back's outcome settles the entry, and nothing
 		// is left to force (a forced hand-back would never be answered).
-		r.v.reply(m.ReplyTo, messages.DeclineRevokeReply{})
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{})
 		return
 	}
 	if !ok || e.cancelled {
 		if ok {
 			delete(r.entries, m.Split)
-			r.v.met.draining(len(r.entries))
+			r.v.Metrics.Draining(len(r.entries))
 		}
-		r.v.reply(m.ReplyTo, messages.DeclineRevokeReply{})
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{})
 		return
 	}
 	r.settle(m.Split, e, "forced")
 	r.declines[m.Split] = pendingDecline{epoch: e.epoch, reply: m.ReplyTo}
-	r.v.route(roleRevoke, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
+	r.v.Route(worker.RoleRevoke, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
 }
 
 // answerDecline answers the DeclineRevoke waiting on tenancy (id, epoch), if
@@ -216,6 +217,6 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 func (r *revokeActor) answerDecline(id coordination.SplitID, epoch uint64, err error) {
 	if d, ok := r.declines[id]; ok && d.epoch == epoch {
 		delete(r.declines, id)
-		r.v.reply(d.reply, messages.DeclineRevokeReply{Err: err})
+		r.v.Reply(d.reply, messages.DeclineRevokeReply{Err: err})
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -46,15 +47,15 @@ func newRevokeRig(t *testing.T) *revokeRig {
 	r := newRig(t)
 	rr := &revokeRig{t: t, e: r.e, clk: r.clk, reg: prometheus.NewPedanticRegistry()}
 	cfg := testConfig(t, r.clk, "w1")
-	v := &env{e: r.e, cfg: cfg, clk: r.clk, id: "w1", log: discardLogger(), out: &outbox{}, met: newMetrics(rr.reg, "w1", discardLogger())}
-	v.ctx, v.cancel = context.WithCancel(context.Background())
-	v.pid.root = r.e.Spawn(func() actor.Receiver { return recorder{mu: &rr.mu, msgs: &rr.msgs} }, "root")
+	v := &worker.Env{Engine: r.e, Config: cfg, Clock: r.clk, ID: "w1", Log: discardLogger(), Outbox: &worker.Outbox{}, Metrics: worker.NewMetrics(rr.reg, "w1", discardLogger())}
+	v.Ctx, v.Cancel = context.WithCancel(context.Background())
+	v.PIDs.Root = r.e.Spawn(func() actor.Receiver { return recorder{mu: &rr.mu, msgs: &rr.msgs} }, "root")
 	rr.pid = r.e.Spawn(newRevoke(v), "revoke")
-	rr.root = v.pid.root
-	v.pid.revoke = rr.pid
+	rr.root = v.PIDs.Root
+	v.PIDs.Revoke = rr.pid
 	t.Cleanup(func() {
 		<-r.e.Poison(rr.pid).Done()
-		<-r.e.Poison(v.pid.root).Done()
+		<-r.e.Poison(v.PIDs.Root).Done()
 	})
 	return rr
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -23,7 +24,7 @@ import (
 // commits go to the commit writer, see commitwriter.go) and never does
 // store I/O.
 type rootActor struct {
-	v   *env
+	v   *worker.Env
 	log *slog.Logger
 
 	reg         registry
@@ -43,11 +44,11 @@ type rootActor struct {
 // departDeadline fires when Depart's own bound is about to pass.
 type departDeadline struct{}
 
-func newRoot(v *env) actor.Producer {
+func newRoot(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &rootActor{
 			v:           v,
-			log:         v.log.With("actor", "coordinator"),
+			log:         v.Log.With("actor", "coordinator"),
 			reg:         newRegistry(),
 			quarantined: map[coordination.SplitID]bool{},
 		}
@@ -63,7 +64,7 @@ func (r *rootActor) Receive(c *actor.Context) {
 			r.departTimer.Stop()
 		}
 	case messages.StartJob:
-		r.v.route(roleRoot, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
+		r.v.Route(worker.RoleRoot, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
 	case messages.FailSplit:
 		r.failSplit(c, m)
 	case messages.ReleaseSplits:
@@ -72,11 +73,11 @@ func (r *rootActor) Receive(c *actor.Context) {
 		if m.ReplyTo == nil {
 			m.ReplyTo = c.Sender()
 		}
-		r.v.route(roleRoot, m)
+		r.v.Route(worker.RoleRoot, m)
 	case messages.ForceRevocation:
 		if r.reg.holds(m.Split, m.Epoch) {
 			r.end(c, m.Split, m.Epoch, messages.EndRevoked)
-			r.v.route(roleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
+			r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
 		}
 	case recordmsg.ClaimWon:
 		r.claimWon(c, m)
@@ -95,10 +96,10 @@ func (r *rootActor) Receive(c *actor.Context) {
 		// Every surrender write is asked after the root's TenancyEnded was
 		// routed, so relaying its outcome here puts it after that
 		// TenancyEnded in each follower's inbox.
-		r.v.route(roleRoot, m)
+		r.v.Route(worker.RoleRoot, m)
 	case messages.RevocationRequested:
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
-			r.v.out.push(coordination.RevokeRequested{Split: m.Split})
+			r.v.Outbox.Push(coordination.RevokeRequested{Split: m.Split})
 		}
 	case messages.VerdictReached:
 		r.verdictReached(m)
@@ -120,8 +121,8 @@ func (r *rootActor) Receive(c *actor.Context) {
 func (r *rootActor) splitQuarantined(m messages.SplitQuarantined) {
 	if !r.quarantined[m.Split] && !r.verdict {
 		r.quarantined[m.Split] = true
-		r.v.met.quarantined()
-		r.v.out.push(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
+		r.v.Metrics.Quarantined()
+		r.v.Outbox.Push(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
 	}
 }
 
@@ -133,70 +134,70 @@ func (r *rootActor) verdictReached(m messages.VerdictReached) {
 	}
 	r.verdict = true
 	if m.Stalled {
-		r.v.out.push(coordination.Stalled{Completed: m.Completed, Quarantined: m.Quarantined})
+		r.v.Outbox.Push(coordination.Stalled{Completed: m.Completed, Quarantined: m.Quarantined})
 	} else {
-		r.v.out.push(coordination.AllComplete{})
+		r.v.Outbox.Push(coordination.AllComplete{})
 	}
-	r.v.route(roleRoot, m)
+	r.v.Route(worker.RoleRoot, m)
 }
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
 // (E1, E3) and tells the actors that follow tenancies.
 func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
 	r.reg.end(id)
-	r.v.met.owned(r.reg.len())
+	r.v.Metrics.Owned(r.reg.len())
 	if reason.Involuntary() {
 		if reason != messages.EndRevoked {
-			r.v.met.lost(reason.String())
+			r.v.Metrics.Lost(reason.String())
 		}
 		if !r.verdict {
-			r.v.out.push(coordination.Lost{Split: id})
+			r.v.Outbox.Push(coordination.Lost{Split: id})
 		}
 	}
-	r.v.route(roleRoot, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
+	r.v.Route(worker.RoleRoot, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
 }
 
 func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 	id := m.Spec.ID
-	if !r.reg.start(id, tenancy{epoch: m.Epoch, nonce: m.Nonce}) {
+	if !r.reg.start(id, worker.Tenancy{Epoch: m.Epoch, Nonce: m.Nonce}) {
 		r.log.Warn("claim won for a split already held; ignoring", "split", id, "epoch", m.Epoch)
 		return
 	}
-	r.v.met.owned(r.reg.len())
-	r.v.route(roleRoot, messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce})
+	r.v.Metrics.Owned(r.reg.len())
+	r.v.Route(worker.RoleRoot, messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce})
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, messages.EndDeparted)
-		r.v.route(roleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
+		r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
 		return
 	}
-	r.v.route(roleRoot, openCell{split: id, epoch: m.Epoch, prog: m.Fence, rev: m.FenceRev})
-	r.v.out.push(coordination.Gained{Split: m.Spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
+	r.v.Route(worker.RoleRoot, worker.OpenCell{Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev})
+	r.v.Outbox.Push(coordination.Gained{Split: m.Spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
 }
 
 func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {
-	if err := r.v.out.failure(); err != nil {
-		r.v.reply(c.Sender(), messages.FailSplitReply{Err: err})
+	if err := r.v.Outbox.Failure(); err != nil {
+		r.v.Reply(c.Sender(), messages.FailSplitReply{Err: err})
 		return
 	}
 	e, ok := r.reg.epoch(m.Split)
 	if !ok {
-		r.v.reply(c.Sender(), messages.FailSplitReply{Err: notHeld(m.Split)})
+		r.v.Reply(c.Sender(), messages.FailSplitReply{Err: worker.NotHeld(m.Split)})
 		return
 	}
 	if e != m.Epoch {
-		r.v.reply(c.Sender(), messages.FailSplitReply{Err: epochNotHeld(m.Split, m.Epoch, e)})
+		r.v.Reply(c.Sender(), messages.FailSplitReply{Err: worker.EpochNotHeld(m.Split, m.Epoch, e)})
 		return
 	}
-	r.v.met.failed()
+	r.v.Metrics.Failed()
 	r.end(c, m.Split, e, messages.EndFailed)
 	m.ReplyTo = c.Sender()
-	r.v.route(roleRoot, m)
+	r.v.Route(worker.RoleRoot, m)
 }
 
 func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
-	if err := r.v.out.failure(); err != nil {
-		r.v.reply(c.Sender(), messages.ReleaseSplitsReply{Err: err})
+	if err := r.v.Outbox.Failure(); err != nil {
+		r.v.Reply(c.Sender(), messages.ReleaseSplitsReply{Err: err})
 		return
 	}
 	reason := messages.EndReleased
@@ -211,8 +212,8 @@ func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
 		}
 	}
 	if len(hs) == 0 {
-		r.v.reply(c.Sender(), messages.ReleaseSplitsReply{})
+		r.v.Reply(c.Sender(), messages.ReleaseSplitsReply{})
 		return
 	}
-	r.v.route(roleRoot, messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
+	r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
 }

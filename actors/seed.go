@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
@@ -27,7 +28,7 @@ const seedReport = 2048
 // split's writes stay in order; report is called when the count of created
 // split records reaches seedReport and each doubling after it. It returns how many split records it created and the first
 // error, after which no new split is started.
-func seed(ctx context.Context, v *env, splits []coordination.PlannedSplit, known map[coordination.SplitID]bool, fp, gen uint64, report func()) (int, error) {
+func seed(ctx context.Context, v *worker.Env, splits []coordination.PlannedSplit, known map[coordination.SplitID]bool, fp, gen uint64, report func()) (int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -78,11 +79,11 @@ feed:
 
 // seedOne writes one split's records; ok reports that it created the split
 // record.
-func seedOne(ctx context.Context, v *env, ps coordination.PlannedSplit, fp, gen uint64) (bool, error) {
+func seedOne(ctx context.Context, v *worker.Env, ps coordination.PlannedSplit, fp, gen uint64) (bool, error) {
 	id := ps.Spec.ID
-	oc, cancel := v.opCtx(ctx)
+	oc, cancel := v.OpCtx(ctx)
 	defer cancel()
-	_, fresh, err := v.st.Create(oc, store.Durable, protocol.SpecKey(id), protocol.EncodeSpec(protocol.NewSpec(ps.Spec, fp, gen)))
+	_, fresh, err := v.Store.Create(oc, store.Durable, protocol.SpecKey(id), protocol.EncodeSpec(protocol.NewSpec(ps.Spec, fp, gen)))
 	if err != nil {
 		return false, err
 	}
@@ -91,13 +92,13 @@ func seedOne(ctx context.Context, v *env, ps coordination.PlannedSplit, fp, gen 
 			return false, err
 		}
 	}
-	now := v.nowMs()
+	now := v.NowMs()
 	if ps.Seed != nil {
-		if _, _, err := v.st.Create(oc, store.Durable, protocol.ProgressKey(id), protocol.EncodeProgress(protocol.SeedProgress(id, fp, *ps.Seed, now))); err != nil {
+		if _, _, err := v.Store.Create(oc, store.Durable, protocol.ProgressKey(id), protocol.EncodeProgress(protocol.SeedProgress(id, fp, *ps.Seed, now))); err != nil {
 			return false, err
 		}
 	}
-	_, ok, err := v.st.Create(oc, store.Durable, protocol.SplitKey(id), protocol.EncodeSplit(protocol.SeedSplit(id, fp, ps.Spec.Weight, ps.Seed, now)))
+	_, ok, err := v.Store.Create(oc, store.Durable, protocol.SplitKey(id), protocol.EncodeSplit(protocol.SeedSplit(id, fp, ps.Spec.Weight, ps.Seed, now)))
 	return ok, err
 }
 
@@ -109,12 +110,12 @@ func seedOne(ctx context.Context, v *env, ps coordination.PlannedSplit, fp, gen 
 // existed and was deleted: seeding it again at epoch 0 would restart its
 // epochs below its progress record's, and every claim would lose its fence.
 // That is Fatal; a split never owned is seeded again as it was.
-func checkNotDeleted(ctx context.Context, v *env, id coordination.SplitID, fp uint64) error {
-	if _, found, err := v.st.Get(ctx, store.Durable, protocol.SplitKey(id)); err != nil || found {
+func checkNotDeleted(ctx context.Context, v *worker.Env, id coordination.SplitID, fp uint64) error {
+	if _, found, err := v.Store.Get(ctx, store.Durable, protocol.SplitKey(id)); err != nil || found {
 		return err
 	}
 	key := protocol.ProgressKey(id)
-	e, found, err := v.st.Get(ctx, store.Durable, key)
+	e, found, err := v.Store.Get(ctx, store.Durable, key)
 	if err != nil || !found {
 		return err
 	}
@@ -123,7 +124,7 @@ func checkNotDeleted(ctx context.Context, v *env, id coordination.SplitID, fp ui
 		return err
 	}
 	if p.Epoch > 0 {
-		return splitRecordDeleted(protocol.SplitKey(id))
+		return worker.SplitRecordDeleted(protocol.SplitKey(id))
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -32,7 +33,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	}
 	id := cfg.InstanceID
 	if id == "" {
-		id = "spate-" + randomHex()
+		id = "spate-" + worker.RandomHex()
 	}
 	cfg.InstanceID = id
 	if cfg.Clock == nil {
@@ -43,34 +44,34 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 		logger = slog.Default()
 	}
 	log := logger.With("instance", id)
-	v := &env{
-		e:     e,
-		raw:   st,
-		cfg:   cfg,
-		clk:   cfg.Clock,
-		id:    id,
-		nonce: randomHex(),
-		log:   log,
-		met:   newMetrics(cfg.Metrics, id, log),
-		out:   &outbox{},
+	v := &worker.Env{
+		Engine:  e,
+		Raw:     st,
+		Config:  cfg,
+		Clock:   cfg.Clock,
+		ID:      id,
+		Nonce:   worker.RandomHex(),
+		Log:     log,
+		Metrics: worker.NewMetrics(cfg.Metrics, id, log),
+		Outbox:  &worker.Outbox{},
 	}
-	v.session.Store(&v.nonce)
-	v.st = &guardedStore{Store: st, halted: &v.halted, met: v.met}
-	v.cap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
-	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.Session.Store(&v.Nonce)
+	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
+	v.ValueCap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
+	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	commits := newCommitWriters(v)
-	v.commits = commits
+	v.Commits = commits
 	commits.start(v)
-	name := id + "." + v.nonce[:12]
+	name := id + "." + v.Nonce[:12]
 	spawn := func(p actor.Producer, kind string) *actor.PID {
-		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), backlogMiddleware(v)), actor.WithMaxRestarts(0))
+		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), worker.BacklogMiddleware(v)), actor.WithMaxRestarts(0))
 	}
-	v.pid.watch = spawn(newWatch(v), "watch")
-	v.pid.lease = spawn(newLease(v), "lease")
-	v.pid.leader = spawn(newLeader(v), "leader")
-	v.pid.assign = spawn(newAssign(v), "assign")
-	v.pid.splitWriter = spawn(newSplitWriter(v), "splitwriter")
-	v.pid.revoke = spawn(newRevoke(v), "revoke")
-	v.pid.root = spawn(newRoot(v), "coordinator")
+	v.PIDs.Watch = spawn(newWatch(v), "watch")
+	v.PIDs.Lease = spawn(newLease(v), "lease")
+	v.PIDs.Leader = spawn(newLeader(v), "leader")
+	v.PIDs.Assign = spawn(newAssign(v), "assign")
+	v.PIDs.SplitWriter = spawn(newSplitWriter(v), "splitwriter")
+	v.PIDs.Revoke = spawn(newRevoke(v), "revoke")
+	v.PIDs.Root = spawn(newRoot(v), "coordinator")
 	return &Coordinator{v: v}, nil
 }

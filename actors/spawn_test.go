@@ -74,8 +74,8 @@ func TestSpawnResolvesInstanceID(t *testing.T) {
 		if c2.InstanceID() != "w-7" {
 			t.Fatalf("id %q", c2.InstanceID())
 		}
-		if c.v.nonce == c2.v.nonce || len(c.v.nonce) != 32 {
-			t.Fatalf("nonces %q %q", c.v.nonce, c2.v.nonce)
+		if c.v.Nonce == c2.v.Nonce || len(c.v.Nonce) != 32 {
+			t.Fatalf("nonces %q %q", c.v.Nonce, c2.v.Nonce)
 		}
 	})
 }

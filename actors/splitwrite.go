@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -15,12 +16,12 @@ import (
 // endTenancy writes end (the hand-back or the completion) on the split
 // record of surrendered tenancy epoch, if the record still names this
 // worker at that epoch; doing names the write for error reasons.
-func endTenancy(ctx context.Context, v *env, id coordination.SplitID, epoch uint64, doing string, base recEntry, end func(protocol.SplitRecord) protocol.SplitRecord) splitWritten {
-	switch judgeSurrender(base.rec, v.id, epoch) {
-	case surrenderFenced:
-		return splitWritten{outcome: casFenced}
-	case surrenderNothing:
-		return splitWritten{outcome: casLanded}
+func endTenancy(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, doing string, base worker.SplitEntry, end func(protocol.SplitRecord) protocol.SplitRecord) splitWritten {
+	switch worker.JudgeSurrender(base.Rec, v.ID, epoch) {
+	case worker.SurrenderFenced:
+		return splitWritten{Outcome: worker.CASFenced}
+	case worker.SurrenderNothing:
+		return splitWritten{Outcome: worker.CASLanded}
 	}
 	return casSplit(ctx, v, id, epoch, doing, base, end)
 }
@@ -31,39 +32,39 @@ func endTenancy(ctx context.Context, v *env, id coordination.SplitID, epoch uint
 // moved because of an earlier write of this worker that landed unseen. A
 // terminal record is never written: the write is fenced. doing ("handing
 // back") names the write for error reasons.
-func casSplit(ctx context.Context, v *env, id coordination.SplitID, epoch uint64, doing string, base recEntry, build func(protocol.SplitRecord) protocol.SplitRecord) splitWritten {
-	nonce := base.rec.Nonce
-	fenced := fencedErr(id)
-	return casAdopt(ctx, v, casWrite[protocol.SplitRecord]{
-		split: id,
-		key:   protocol.SplitKey(id),
-		doing: doing,
-		build: func(base protocol.SplitRecord) (protocol.SplitRecord, []byte, *splitWritten) {
+func casSplit(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, doing string, base worker.SplitEntry, build func(protocol.SplitRecord) protocol.SplitRecord) splitWritten {
+	nonce := base.Rec.Nonce
+	fenced := worker.FencedErr(id)
+	return worker.CASAdopt(ctx, v, worker.CASWrite[protocol.SplitRecord]{
+		Split: id,
+		Key:   protocol.SplitKey(id),
+		Doing: doing,
+		Build: func(base protocol.SplitRecord) (protocol.SplitRecord, []byte, *splitWritten) {
 			if base.Status.Terminal() {
-				return base, nil, &splitWritten{outcome: casFenced, err: fenced}
+				return base, nil, &splitWritten{Outcome: worker.CASFenced, Err: fenced}
 			}
 			want := build(base)
 			return want, protocol.EncodeSplit(want), nil
 		},
-		classify: func(want protocol.SplitRecord, found bool, got protocol.SplitRecord) conflictClass {
-			return classifySplitConflict(v.id, nonce, epoch, want, found, got)
+		Classify: func(want protocol.SplitRecord, found bool, got protocol.SplitRecord) worker.ConflictClass {
+			return classifySplitConflict(v.ID, nonce, epoch, want, found, got)
 		},
-		decode: protocol.DecodeSplit,
-	}, base.rec, base.rev)
+		Decode: protocol.DecodeSplit,
+	}, base.Rec, base.Rev)
 }
 
 // classifySplitConflict judges the split record got against the write
 // intended by the tenancy epoch of me's session nonce.
-func classifySplitConflict(me, nonce string, epoch uint64, intended protocol.SplitRecord, found bool, got protocol.SplitRecord) conflictClass {
+func classifySplitConflict(me, nonce string, epoch uint64, intended protocol.SplitRecord, found bool, got protocol.SplitRecord) worker.ConflictClass {
 	switch {
 	case !found:
-		return conflictFenced
+		return worker.ConflictFenced
 	case got == intended || sameSplitWrite(intended, got):
-		return conflictLanded
+		return worker.ConflictLanded
 	case got.Owner == me && got.Nonce == nonce && got.Epoch == epoch && got.Status == protocol.StatusRunnable:
-		return conflictAdopt
+		return worker.ConflictAdopt
 	}
-	return conflictFenced
+	return worker.ConflictFenced
 }
 
 // sameSplitWrite reports whether got carries the intended write (the
@@ -75,6 +76,6 @@ func sameSplitWrite(intended, got protocol.SplitRecord) bool {
 
 // movedAway reports whether split record rec shows that tenancy t of me
 // ended: a later epoch, or another owner or session.
-func movedAway(rec protocol.SplitRecord, me string, t tenancy) bool {
-	return rec.Epoch > t.epoch || (rec.Epoch == t.epoch && (rec.Owner != me || rec.Nonce != t.nonce))
+func movedAway(rec protocol.SplitRecord, me string, t worker.Tenancy) bool {
+	return rec.Epoch > t.Epoch || (rec.Epoch == t.Epoch && (rec.Owner != me || rec.Nonce != t.Nonce))
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -29,18 +30,18 @@ func TestCasSplitConflicts(t *testing.T) {
 		deleted    bool
 		failGet    bool
 		landErr    bool // the write lands but its reply is an error
-		want       casOutcome
+		want       worker.CASOutcome
 		adopted    bool
 		fencedText bool
 	}{
-		{name: "no conflict", want: casLanded},
-		{name: "own maybe-landed write: adopt and retry", moved: &moved, want: casLanded},
-		{name: "the intended write already landed", moved: ptr(mine.HandBack(0)), want: casLanded, adopted: true},
-		{name: "a peer's claim fences it", moved: &peer, want: casFenced, fencedText: true},
-		{name: "a deleted record fences it", deleted: true, want: casFenced, fencedText: true},
-		{name: "a failed read is unconfirmed", moved: &moved, failGet: true, want: casUnconfirmed},
-		{name: "a lost reply is unconfirmed", landErr: true, want: casUnconfirmed},
-		{name: "a corrupt record is Fatal", corrupt: true, want: casFatal},
+		{name: "no conflict", want: worker.CASLanded},
+		{name: "own maybe-landed write: adopt and retry", moved: &moved, want: worker.CASLanded},
+		{name: "the intended write already landed", moved: ptr(mine.HandBack(0)), want: worker.CASLanded, adopted: true},
+		{name: "a peer's claim fences it", moved: &peer, want: worker.CASFenced, fencedText: true},
+		{name: "a deleted record fences it", deleted: true, want: worker.CASFenced, fencedText: true},
+		{name: "a failed read is unconfirmed", moved: &moved, failGet: true, want: worker.CASUnconfirmed},
+		{name: "a lost reply is unconfirmed", landErr: true, want: worker.CASUnconfirmed},
+		{name: "a corrupt record is Fatal", corrupt: true, want: worker.CASFatal},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,7 +49,7 @@ func TestCasSplitConflicts(t *testing.T) {
 			v := casEnv(t, fs)
 			key := protocol.SplitKey("a")
 			rev := put(t, fs, key, protocol.EncodeSplit(mine), 0)
-			base := recEntry{rec: mine, rev: rev}
+			base := worker.SplitEntry{Rec: mine, Rev: rev}
 			switch {
 			case tt.moved != nil:
 				put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
@@ -66,14 +67,14 @@ func TestCasSplitConflicts(t *testing.T) {
 				fs.landThenErr = key
 			}
 			d := casSplit(context.Background(), v, "a", 2, "handing back", base, handBack)
-			if d.outcome != tt.want || d.adopted != tt.adopted {
-				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.outcome, d.adopted, d.err, tt.want, tt.adopted)
+			if d.Outcome != tt.want || d.Adopted != tt.adopted {
+				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.Outcome, d.Adopted, d.Err, tt.want, tt.adopted)
 			}
-			if tt.fencedText && (coordination.KindOf(d.err) != coordination.Fenced || !strings.Contains(d.err.Error(), "split a: another worker owns it now")) {
-				t.Fatalf("err %v", d.err)
+			if tt.fencedText && (coordination.KindOf(d.Err) != coordination.Fenced || !strings.Contains(d.Err.Error(), "split a: another worker owns it now")) {
+				t.Fatalf("err %v", d.Err)
 			}
-			if tt.want == casUnconfirmed && (coordination.KindOf(d.err) != coordination.Retryable || !strings.Contains(d.err.Error(), "handing back split a")) {
-				t.Fatalf("err %v", d.err)
+			if tt.want == worker.CASUnconfirmed && (coordination.KindOf(d.Err) != coordination.Retryable || !strings.Contains(d.Err.Error(), "handing back split a")) {
+				t.Fatalf("err %v", d.Err)
 			}
 		})
 	}
@@ -94,13 +95,13 @@ func TestEndTenancy(t *testing.T) {
 		name   string
 		rec    protocol.SplitRecord
 		end    func(protocol.SplitRecord) protocol.SplitRecord
-		want   casOutcome
+		want   worker.CASOutcome
 		status protocol.Status // the stored record's status afterwards
 	}{
-		{"hand-back", mine, handBack, casLanded, protocol.StatusRunnable},
-		{"completion", mine, complete, casLanded, protocol.StatusCompleted},
-		{"another owner: nothing written", peer, handBack, casFenced, protocol.StatusRunnable},
-		{"already terminal: nothing left to write", done, complete, casLanded, protocol.StatusCompleted},
+		{"hand-back", mine, handBack, worker.CASLanded, protocol.StatusRunnable},
+		{"completion", mine, complete, worker.CASLanded, protocol.StatusCompleted},
+		{"another owner: nothing written", peer, handBack, worker.CASFenced, protocol.StatusRunnable},
+		{"already terminal: nothing left to write", done, complete, worker.CASLanded, protocol.StatusCompleted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,9 +109,9 @@ func TestEndTenancy(t *testing.T) {
 			v := casEnv(t, st)
 			key := protocol.SplitKey("a")
 			rev := put(t, st, key, protocol.EncodeSplit(tt.rec), 0)
-			d := endTenancy(context.Background(), v, "a", 2, "ending", recEntry{rec: tt.rec, rev: rev}, tt.end)
-			if d.outcome != tt.want {
-				t.Fatalf("outcome %v (err %v), want %v", d.outcome, d.err, tt.want)
+			d := endTenancy(context.Background(), v, "a", 2, "ending", worker.SplitEntry{Rec: tt.rec, Rev: rev}, tt.end)
+			if d.Outcome != tt.want {
+				t.Fatalf("outcome %v (err %v), want %v", d.Outcome, d.Err, tt.want)
 			}
 			e, _, err := st.Get(context.Background(), store.Durable, key)
 			if err != nil {

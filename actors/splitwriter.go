@@ -9,6 +9,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -27,12 +28,12 @@ type handBackBatch struct {
 // maybe-landed writes, drops splits whose records moved away, and takes
 // the verdict. Commits are written by the commit writer (commitwriter.go).
 type splitWriterActor struct {
-	v   *env
+	v   *worker.Env
 	log *slog.Logger
 
 	fp        uint64
-	records   map[coordination.SplitID]recEntry
-	held      heldView // derived from the root's registry (tenancy.go)
+	records   map[coordination.SplitID]worker.SplitEntry
+	held      worker.HeldView // derived from the root's registry (tenancy.go)
 	busy      map[coordination.SplitID]bool
 	queue     map[coordination.SplitID][]splitOp // splitwriter_ops.go
 	completed int
@@ -51,13 +52,13 @@ type splitWriterActor struct {
 	handBacks map[uint64]*handBackBatch
 }
 
-func newSplitWriter(v *env) actor.Producer {
+func newSplitWriter(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &splitWriterActor{
 			v:         v,
-			log:       v.log.With("actor", "splitwriter"),
-			records:   map[coordination.SplitID]recEntry{},
-			held:      heldView{},
+			log:       v.Log.With("actor", "splitwriter"),
+			records:   map[coordination.SplitID]worker.SplitEntry{},
+			held:      worker.HeldView{},
 			busy:      map[coordination.SplitID]bool{},
 			queue:     map[coordination.SplitID][]splitOp{},
 			handBacks: map[uint64]*handBackBatch{},
@@ -85,10 +86,10 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 	case messages.HeartbeatTicked:
 		sw.judge()
 	case messages.TenancyStarted:
-		sw.held.apply(m)
+		sw.held.Apply(m)
 		sw.fenceSeen(m.Split)
 	case messages.TenancyEnded:
-		sw.held.apply(m)
+		sw.held.Apply(m)
 		if m.Reason == messages.EndCompleted {
 			// A completing commit landed: complete the split record.
 			sw.enqueue(c, completeOp{split: m.Split, epoch: m.Epoch})
@@ -104,15 +105,15 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 	case recordmsg.ReturnLeftover:
 		sw.enqueue(c, leftoverOp{leftover: m})
 	case failDone:
-		sw.learn(m.op.split, m.res.rec, m.res.rev)
+		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.failResult(m.op, m.res)
 		sw.next(c, m.op.split)
 	case handBackDone:
-		sw.learn(m.op.split, m.res.rec, m.res.rev)
+		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.handBackResult(m.op, m.res)
 		sw.next(c, m.op.split)
 	case completeDone:
-		sw.learn(m.op.split, m.res.rec, m.res.rev)
+		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.completeResult(m.op, m.res)
 		sw.next(c, m.op.split)
 	case claimDone:
@@ -120,11 +121,11 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 		sw.claimResult(m.op, m.res)
 		sw.next(c, m.op.target())
 	case leftoverDone:
-		sw.learn(m.op.target(), m.res.rec, m.res.rev)
+		sw.learn(m.op.target(), m.res.Rec, m.res.Rev)
 		sw.leftoverResult(m.op, m.res)
 		sw.next(c, m.op.target())
 	case departLeftoverDone:
-		sw.learn(m.op.split, m.res.rec, m.res.rev)
+		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.departLeftoverResult(m.op, m.res)
 		sw.next(c, m.op.split)
 	case verdictListed:
@@ -140,19 +141,19 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 // transitions, and fences of held splits.
 func (sw *splitWriterActor) fold(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) {
 	old, had := sw.records[id]
-	if had && rev <= old.rev {
+	if had && rev <= old.Rev {
 		return
 	}
-	sw.records[id] = recEntry{rec: rec, rev: rev}
+	sw.records[id] = worker.SplitEntry{Rec: rec, Rev: rev}
 	// A fence is reported before the quarantine it may carry.
 	sw.fenceSeen(id)
-	if !had || old.rec.Status != rec.Status {
+	if !had || old.Rec.Status != rec.Status {
 		if had {
-			sw.tally(old.rec, -1)
+			sw.tally(old.Rec, -1)
 		}
 		sw.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
-			sw.v.route(roleSplitWriter, messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
+			sw.v.Route(worker.RoleSplitWriter, messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
 		}
 	}
 	sw.judge()
@@ -171,7 +172,7 @@ func (sw *splitWriterActor) tally(r protocol.SplitRecord, d int) {
 	case protocol.StatusQuarantined:
 		sw.quarant += d
 	}
-	sw.v.met.tallies(sw.completed, sw.quarant, sw.total-int64(sw.completed), sw.weight-sw.doneWeight)
+	sw.v.Metrics.Tallies(sw.completed, sw.quarant, sw.total-int64(sw.completed), sw.weight-sw.doneWeight)
 }
 
 // deleted applies a split record's deletion. No write of the protocol
@@ -183,7 +184,7 @@ func (sw *splitWriterActor) deleted(id coordination.SplitID) {
 		return
 	}
 	delete(sw.records, id)
-	sw.tally(old.rec, -1)
+	sw.tally(old.Rec, -1)
 	sw.confirmDeleted(id)
 }
 
@@ -194,20 +195,20 @@ func (sw *splitWriterActor) deleted(id coordination.SplitID) {
 func (sw *splitWriterActor) fenceSeen(id coordination.SplitID) {
 	t, held := sw.held[id]
 	r, ok := sw.records[id]
-	if held && ok && movedAway(r.rec, sw.v.id, t) {
-		sw.drop(id, t.epoch)
+	if held && ok && movedAway(r.Rec, sw.v.ID, t) {
+		sw.drop(id, t.Epoch)
 	}
 }
 
 // drop asks the root to end a held split involuntarily (a fence).
 func (sw *splitWriterActor) drop(id coordination.SplitID, epoch uint64) {
-	sw.v.route(roleSplitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+	sw.v.Route(worker.RoleSplitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
 }
 
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
 func (sw *splitWriterActor) resolved(res messages.HandBackResolved) {
-	sw.v.route(roleSplitWriter, res)
+	sw.v.Route(worker.RoleSplitWriter, res)
 }
 
 // enqueue starts op, or queues it behind the write in flight on its split.
@@ -252,23 +253,23 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 	v, pid := sw.v, c.PID()
 	id := op.target()
 	base, have := sw.records[id]
-	now := v.nowMs()
+	now := v.NowMs()
 	sw.busy[id] = true
-	refused := splitWritten{outcome: casFenced}
+	refused := splitWritten{Outcome: worker.CASFenced}
 	switch op := op.(type) {
 	case failOp:
 		if !have { // the record left the view: nothing was written
-			v.send(pid, failDone{op: op, res: splitWritten{outcome: casFenced, err: fencedErr(id)}})
+			v.Send(pid, failDone{op: op, res: splitWritten{Outcome: worker.CASFenced, Err: worker.FencedErr(id)}})
 			return
 		}
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
 			return failDone{op: op, res: casSplit(ctx, v, id, op.epoch, "failing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
-				return r.Fail(v.cfg.MaxAttempts, now)
+				return r.Fail(v.Config.MaxAttempts, now)
 			})}
 		})
 	case handBackOp:
 		if !have {
-			v.send(pid, handBackDone{op: op, res: refused})
+			v.Send(pid, handBackDone{op: op, res: refused})
 			return
 		}
 		sw.launch(c, op.deadline, func(ctx context.Context) any {
@@ -278,7 +279,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 		})
 	case completeOp:
 		if !have {
-			v.send(pid, completeDone{op: op, res: refused})
+			v.Send(pid, completeDone{op: op, res: refused})
 			return
 		}
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
@@ -288,7 +289,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 		})
 	case claimOp:
 		if sw.departing || sw.verdict {
-			v.send(pid, claimDone{op: op, res: claimed{outcome: casFenced}})
+			v.Send(pid, claimDone{op: op, res: claimed{outcome: worker.CASFenced}})
 			return
 		}
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
@@ -296,19 +297,19 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 		})
 	case leftoverOp:
 		if sw.departing || sw.verdict {
-			v.send(pid, leftoverDone{op: op, res: refused})
+			v.Send(pid, leftoverDone{op: op, res: refused})
 			return
 		}
 		lo := op.leftover
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
-			return leftoverDone{op: op, res: casSplit(ctx, v, id, lo.Record.Epoch, "handing back", recEntry{rec: lo.Record, rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return leftoverDone{op: op, res: casSplit(ctx, v, id, lo.Record.Epoch, "handing back", worker.SplitEntry{Rec: lo.Record, Rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
 		})
 	case departLeftoverOp:
-		op.epoch = base.rec.Epoch
-		if !have || !sw.isLeftover(id, base.rec) {
-			v.send(pid, departLeftoverDone{op: op, res: refused})
+		op.epoch = base.Rec.Epoch
+		if !have || !sw.isLeftover(id, base.Rec) {
+			v.Send(pid, departLeftoverDone{op: op, res: refused})
 			return
 		}
 		sw.launch(c, op.deadline, func(ctx context.Context) any {
@@ -323,57 +324,57 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 // OpTimeout from now), and sends its result to the split-writer actor.
 func (sw *splitWriterActor) launch(c *actor.Context, deadline time.Time, write func(ctx context.Context) any) {
 	v, pid := sw.v, c.PID()
-	v.goFunc(func(ctx context.Context) {
+	v.Go(func(ctx context.Context) {
 		var cancel context.CancelFunc
 		if deadline.IsZero() {
-			ctx, cancel = v.opCtx(ctx)
+			ctx, cancel = v.OpCtx(ctx)
 		} else {
 			ctx, cancel = context.WithDeadline(ctx, deadline)
 		}
 		defer cancel()
-		v.send(pid, write(ctx))
+		v.Send(pid, write(ctx))
 	})
 }
 
 // completeResult tells the followers a completion resolved; its write is
 // not retried (a fenced one means the split moved on).
 func (sw *splitWriterActor) completeResult(op completeOp, d splitWritten) {
-	if d.outcome == casFatal {
-		sw.v.failNow(d.err)
+	if d.Outcome == worker.CASFatal {
+		sw.v.FailNow(d.Err)
 	}
 	sw.resolved(messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
 }
 
 // leftoverResult tells the assign actor a leftover's return resolved.
 func (sw *splitWriterActor) leftoverResult(op leftoverOp, d splitWritten) {
-	sw.v.fatalIf(d.err)
-	sw.v.route(roleSplitWriter, messages.ClaimAbandoned{Split: op.leftover.Split, Rev: op.leftover.RecordRev, Retry: d.outcome == casUnconfirmed})
+	sw.v.FatalIf(d.Err)
+	sw.v.Route(worker.RoleSplitWriter, messages.ClaimAbandoned{Split: op.leftover.Split, Rev: op.leftover.RecordRev, Retry: d.Outcome == worker.CASUnconfirmed})
 }
 
 // failResult answers Fail and tells the followers how it resolved.
 func (sw *splitWriterActor) failResult(op failOp, d splitWritten) {
-	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndFailed, Outcome: resolution(d.outcome)}
-	err, attempts := d.err, d.rec.Attempts
-	switch d.outcome {
-	case casLanded:
+	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndFailed, Outcome: resolution(d.Outcome)}
+	err, attempts := d.Err, d.Rec.Attempts
+	switch d.Outcome {
+	case worker.CASLanded:
 		err = nil
-	case casFatal:
-		sw.v.failNow(d.err)
-	case casUnconfirmed:
+	case worker.CASFatal:
+		sw.v.FailNow(d.Err)
+	case worker.CASUnconfirmed:
 		attempts++
-		sw.v.fatalIf(d.err)
+		sw.v.FatalIf(d.Err)
 	}
 	sw.log.Warn("split reported as failed", "split", op.split, "epoch", op.epoch, "attempts", attempts, "reason", op.reason)
 	sw.resolved(res)
 	if op.replyTo != nil {
-		sw.v.reply(op.replyTo, messages.FailSplitReply{Err: err})
+		sw.v.Reply(op.replyTo, messages.FailSplitReply{Err: err})
 	}
 }
 
 func (sw *splitWriterActor) handBack(c *actor.Context, m messages.HandBackSplits) {
 	sw.nextBatch++
 	id := sw.nextBatch
-	deadline := time.Now().Add(sw.v.cfg.OpTimeout)
+	deadline := time.Now().Add(sw.v.Config.OpTimeout)
 	ops := make([]splitOp, 0, len(m.Splits))
 	for _, h := range m.Splits {
 		ops = append(ops, handBackOp{split: h.Split, epoch: h.Epoch, batch: id, reason: m.Reason, deadline: deadline})
@@ -383,7 +384,7 @@ func (sw *splitWriterActor) handBack(c *actor.Context, m messages.HandBackSplits
 	}
 	if len(ops) == 0 {
 		if m.ReplyTo != nil {
-			sw.v.reply(m.ReplyTo, handBackReply(m.Reason, nil))
+			sw.v.Reply(m.ReplyTo, handBackReply(m.Reason, nil))
 		}
 		return
 	}
@@ -397,7 +398,7 @@ func (sw *splitWriterActor) handBack(c *actor.Context, m messages.HandBackSplits
 func handBackReply(reason messages.EndReason, unconfirmed []coordination.SplitID) any {
 	var err error
 	if len(unconfirmed) > 0 {
-		err = handBackUnconfirmed(unconfirmed)
+		err = worker.HandBackUnconfirmed(unconfirmed)
 	}
 	if reason == messages.EndDeparted {
 		return messages.HandBackSplitsReply{Unconfirmed: unconfirmed, Err: err}
@@ -408,23 +409,23 @@ func handBackReply(reason messages.EndReason, unconfirmed []coordination.SplitID
 // handBackResult tells the followers how a hand-back resolved and settles
 // it in its batch.
 func (sw *splitWriterActor) handBackResult(op handBackOp, d splitWritten) {
-	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: op.reason, Outcome: resolution(d.outcome)}
+	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: op.reason, Outcome: resolution(d.Outcome)}
 	switch res.Outcome {
 	case messages.HandBackLanded:
 		if op.reason == messages.EndReleased || op.reason == messages.EndDeparted {
-			sw.v.met.released()
+			sw.v.Metrics.Released()
 		}
 	case messages.HandBackUnconfirmed:
-		if d.outcome == casFatal {
-			sw.v.failNow(d.err)
+		if d.Outcome == worker.CASFatal {
+			sw.v.FailNow(d.Err)
 		}
-		sw.log.Warn("hand-back did not confirm; will retry it", "split", op.split, "err", d.err)
+		sw.log.Warn("hand-back did not confirm; will retry it", "split", op.split, "err", d.Err)
 	}
 	if op.reason == messages.EndRevoked {
 		if res.Outcome == messages.HandBackFenced {
-			sw.v.met.lost("fenced")
+			sw.v.Metrics.Lost("fenced")
 		} else {
-			sw.v.met.lost("revoked")
+			sw.v.Metrics.Lost("revoked")
 		}
 	}
 	sw.resolved(res)
@@ -446,7 +447,7 @@ func (sw *splitWriterActor) settleBatch(batch uint64, id coordination.SplitID, r
 	if b.pending == 0 {
 		delete(sw.handBacks, batch)
 		if b.replyTo != nil {
-			sw.v.reply(b.replyTo, handBackReply(reason, b.unconfirmed))
+			sw.v.Reply(b.replyTo, handBackReply(reason, b.unconfirmed))
 		}
 	}
 }
@@ -461,10 +462,10 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 		if d.rev > rev {
 			rev = d.rev
 		}
-		sw.v.route(roleSplitWriter, messages.ClaimAbandoned{Split: id, Rev: rev, Retry: d.retry})
+		sw.v.Route(worker.RoleSplitWriter, messages.ClaimAbandoned{Split: id, Rev: rev, Retry: d.retry})
 	}
 	switch {
-	case d.outcome != casLanded:
+	case d.outcome != worker.CASLanded:
 		abandon()
 	case d.quar:
 		sw.log.Warn("split quarantined after exhausting its attempts", "split", id, "attempts", d.rec.Attempts)
@@ -472,20 +473,20 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 	case d.done:
 		abandon()
 	default:
-		sw.v.met.acquired(d.kind.AcquisitionReason())
+		sw.v.Metrics.Acquired(d.kind.AcquisitionReason())
 		sw.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		sw.v.route(roleSplitWriter, recordmsg.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
+		sw.v.Route(worker.RoleSplitWriter, recordmsg.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
 	}
 }
 
 // resolution is what the actors following a surrendered tenancy are told
 // about its owner-clearing (fail, hand-back, completion) write: landed,
 // fenced by another owner, or unconfirmed (a store error, or Fatal).
-func resolution(o casOutcome) messages.HandBackOutcome {
+func resolution(o worker.CASOutcome) messages.HandBackOutcome {
 	switch o {
-	case casLanded:
+	case worker.CASLanded:
 		return messages.HandBackLanded
-	case casFenced:
+	case worker.CASFenced:
 		return messages.HandBackFenced
 	}
 	return messages.HandBackUnconfirmed

@@ -6,6 +6,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -74,7 +75,7 @@ func (o departLeftoverOp) target() coordination.SplitID { return o.split }
 
 // splitWritten is the result of a split record write (casSplit,
 // endTenancy).
-type splitWritten = casResult[protocol.SplitRecord]
+type splitWritten = worker.CASResult[protocol.SplitRecord]
 
 // The results, one per request type.
 type (
@@ -106,7 +107,7 @@ type (
 
 // claimed is how a claim resolved (claimSplit).
 type claimed struct {
-	outcome casOutcome
+	outcome worker.CASOutcome
 	rec     protocol.SplitRecord // the split record as written or last known
 	rev     uint64               // its revision; 0 if none
 	kind    protocol.ClaimKind   // the kind that won

@@ -11,6 +11,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -124,15 +125,15 @@ func spawnLoneSplitWriter(t *testing.T) (r *rig, writer, rec *actor.PID, sent fu
 	var mu sync.Mutex
 	var msgs []any
 	rec = r.e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
-	v := &env{e: r.e, st: r.st, cfg: testConfig(t, r.clk, "w1"), clk: r.clk, id: "w1", log: discardLogger(), out: &outbox{}}
-	v.ctx, v.cancel = context.WithCancel(context.Background())
-	v.pid = pids{root: rec, lease: rec, revoke: rec, assign: rec}
-	v.pid.splitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")
+	v := &worker.Env{Engine: r.e, Store: r.st, Config: testConfig(t, r.clk, "w1"), Clock: r.clk, ID: "w1", Log: discardLogger(), Outbox: &worker.Outbox{}}
+	v.Ctx, v.Cancel = context.WithCancel(context.Background())
+	v.PIDs = worker.PIDs{Root: rec, Lease: rec, Revoke: rec, Assign: rec}
+	v.PIDs.SplitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")
 	t.Cleanup(func() {
-		<-r.e.Poison(v.pid.splitWriter).Done()
+		<-r.e.Poison(v.PIDs.SplitWriter).Done()
 		<-r.e.Poison(rec).Done()
 	})
-	return r, v.pid.splitWriter, rec, func() []any {
+	return r, v.PIDs.SplitWriter, rec, func() []any {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(msgs)

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
 
 // startup runs the three startup phases of docs/protocol.md "Joining" on the calling goroutine
 // and returns the presence revision, or a Fatal error.
-func startup(ctx context.Context, v *env, fingerprint string) (uint64, error) {
+func startup(ctx context.Context, v *worker.Env, fingerprint string) (uint64, error) {
 	if err := runPhase(ctx, v, "store probe", func(ctx context.Context) error { return probe(ctx, v) }); err != nil {
 		return 0, err
 	}
@@ -21,10 +22,10 @@ func startup(ctx context.Context, v *env, fingerprint string) (uint64, error) {
 	}
 	var rev uint64
 	err := runPhase(ctx, v, "announcing presence", func(ctx context.Context) (err error) {
-		if v.gone.Load() {
+		if v.Gone.Load() {
 			return context.Canceled
 		}
-		rev, err = announceSession(ctx, v, v.nonce, "")
+		rev, err = announceSession(ctx, v, v.Nonce, "")
 		return err
 	})
 	return rev, err
@@ -32,9 +33,9 @@ func startup(ctx context.Context, v *env, fingerprint string) (uint64, error) {
 
 // runPhase gives one phase StartupMaxAttempts attempts with a real-time
 // backoff of 200ms doubling to 5s between them.
-func runPhase(ctx context.Context, v *env, phase string, f func(context.Context) error) error {
+func runPhase(ctx context.Context, v *worker.Env, phase string, f func(context.Context) error) error {
 	backoff := 200 * time.Millisecond
-	n := v.cfg.StartupMaxAttempts
+	n := v.Config.StartupMaxAttempts
 	for attempt := 1; ; attempt++ {
 		err := f(ctx)
 		if err == nil {
@@ -44,19 +45,19 @@ func runPhase(ctx context.Context, v *env, phase string, f func(context.Context)
 			return err
 		}
 		if attempt >= n {
-			return coordination.Errorf(coordination.Fatal, "%s failed %d times in a row; giving up: %s", phase, n, reasonOf(err))
+			return coordination.Errorf(coordination.Fatal, "%s failed %d times in a row; giving up: %s", phase, n, worker.ReasonOf(err))
 		}
 		if errors.Is(err, context.Canceled) {
 			return err
 		}
-		if reasonOf(err) == errPlanRace {
+		if worker.ReasonOf(err) == errPlanRace {
 			// The plan record exists now: read it at once. Workers that
 			// start together all race for it, and a backoff here would
 			// spread their joins beyond the startup hold's quiet interval.
-			v.log.Debug("startup phase failed; retrying", "reason", phase, "err", err)
+			v.Log.Debug("startup phase failed; retrying", "reason", phase, "err", err)
 			continue
 		}
-		v.log.Warn("startup phase failed; retrying", "reason", phase, "err", err)
+		v.Log.Warn("startup phase failed; retrying", "reason", phase, "err", err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -70,25 +71,25 @@ func runPhase(ctx context.Context, v *env, phase string, f func(context.Context)
 
 // probe checks, on a key of this worker's own in both keyspaces, that the
 // store enforces create-if-absent and compare-and-swap (docs/protocol.md, "Joining").
-func probe(ctx context.Context, v *env) error {
-	key := protocol.ProbeKey(v.id)
-	val := []byte(v.nonce)
+func probe(ctx context.Context, v *worker.Env) error {
+	key := protocol.ProbeKey(v.ID)
+	val := []byte(v.Nonce)
 	// call runs one store call under OpTimeout; a store error is the
 	// phase's error.
 	call := func(f func(ctx context.Context) (bool, error)) (bool, error) {
-		c, cancel := v.opCtx(ctx)
+		c, cancel := v.OpCtx(ctx)
 		defer cancel()
 		ok, err := f(c)
 		if err != nil {
-			return false, storeErr("store probe", err)
+			return false, worker.StoreErr("store probe", err)
 		}
 		return ok, nil
 	}
 	for _, ks := range []store.Keyspace{store.Durable, store.Ephemeral} {
 		var rev, rev2 store.Revision
 		ok, err := call(func(c context.Context) (ok bool, err error) {
-			if rev, ok, err = v.st.Create(c, ks, key, val); err == nil && !ok {
-				_, err = v.st.Delete(c, ks, key, 0)
+			if rev, ok, err = v.Store.Create(c, ks, key, val); err == nil && !ok {
+				_, err = v.Store.Delete(c, ks, key, 0)
 			}
 			return ok, err
 		})
@@ -105,15 +106,15 @@ func probe(ctx context.Context, v *env) error {
 			reason string
 		}{
 			{func(c context.Context) (bool, error) {
-				_, ok, err := v.st.Create(c, ks, key, val)
+				_, ok, err := v.Store.Create(c, ks, key, val)
 				return ok, err
 			}, false, "store probe: a second create of the same key succeeded; this store does not enforce create-if-absent and cannot host coordination"},
 			{func(c context.Context) (ok bool, err error) {
-				rev2, ok, err = v.st.Update(c, ks, key, val, rev)
+				rev2, ok, err = v.Store.Update(c, ks, key, val, rev)
 				return ok, err
 			}, true, "store probe: an update at the current revision was refused; this store's compare-and-swap is broken and it cannot host coordination"},
 			{func(c context.Context) (bool, error) {
-				_, ok, err := v.st.Update(c, ks, key, val, rev)
+				_, ok, err := v.Store.Update(c, ks, key, val, rev)
 				return ok, err
 			}, false, "store probe: an update at a stale revision succeeded; this store does not enforce compare-and-swap and cannot host coordination"},
 		}
@@ -127,7 +128,7 @@ func probe(ctx context.Context, v *env) error {
 			}
 		}
 		if _, err := call(func(c context.Context) (bool, error) {
-			_, err := v.st.Delete(c, ks, key, rev2)
+			_, err := v.Store.Delete(c, ks, key, rev2)
 			return true, err
 		}); err != nil {
 			return err
@@ -140,12 +141,12 @@ func probe(ctx context.Context, v *env) error {
 // normal event when workers start together.
 const errPlanRace = "another worker created the plan record first; reading it"
 
-func join(ctx context.Context, v *env, fingerprint string) error {
-	c, cancel := v.opCtx(ctx)
+func join(ctx context.Context, v *worker.Env, fingerprint string) error {
+	c, cancel := v.OpCtx(ctx)
 	defer cancel()
-	e, ok, err := v.st.Get(c, store.Durable, protocol.KeyPlan)
+	e, ok, err := v.Store.Get(c, store.Durable, protocol.KeyPlan)
 	if err != nil {
-		return storeErr("joining the job", err)
+		return worker.StoreErr("joining the job", err)
 	}
 	if ok {
 		pl, err := protocol.DecodePlan(protocol.KeyPlan, e.Value)
@@ -157,13 +158,13 @@ func join(ctx context.Context, v *env, fingerprint string) error {
 		}
 		return nil
 	}
-	plan := protocol.NewPlan(fingerprint, v.nowMs())
-	if err := protocol.CheckPlanSize(plan, v.cap); err != nil {
+	plan := protocol.NewPlan(fingerprint, v.NowMs())
+	if err := protocol.CheckPlanSize(plan, v.ValueCap); err != nil {
 		return err
 	}
-	_, ok, err = v.st.Create(c, store.Durable, protocol.KeyPlan, protocol.EncodePlan(plan))
+	_, ok, err = v.Store.Create(c, store.Durable, protocol.KeyPlan, protocol.EncodePlan(plan))
 	if err != nil {
-		return storeErr("joining the job", err)
+		return worker.StoreErr("joining the job", err)
 	}
 	if !ok {
 		return &coordination.Error{Kind: coordination.Retryable, Reason: errPlanRace}
@@ -172,8 +173,8 @@ func join(ctx context.Context, v *env, fingerprint string) error {
 }
 
 // presenceValue is the presence value of session nonce.
-func presenceValue(v *env, nonce string) []byte {
-	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: nonce, MaxInFlight: uint32(v.cfg.MaxInFlight)})
+func presenceValue(v *worker.Env, nonce string) []byte {
+	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: nonce, MaxInFlight: uint32(v.Config.MaxInFlight)})
 }
 
 // announceSession writes session nonce to the presence key: created, or
@@ -182,32 +183,32 @@ func presenceValue(v *env, nonce string) []byte {
 // session's value is, or nonce's own (an earlier attempt of this announce
 // landed although it reported an error), and another nonce there is a live
 // twin (Fatal).
-func announceSession(ctx context.Context, v *env, nonce, ended string) (uint64, error) {
-	c, cancel := v.opCtx(ctx)
+func announceSession(ctx context.Context, v *worker.Env, nonce, ended string) (uint64, error) {
+	c, cancel := v.OpCtx(ctx)
 	defer cancel()
-	key := protocol.WorkerKey(v.id)
-	rev, ok, err := v.st.Create(c, store.Ephemeral, key, presenceValue(v, nonce))
+	key := protocol.WorkerKey(v.ID)
+	rev, ok, err := v.Store.Create(c, store.Ephemeral, key, presenceValue(v, nonce))
 	if err != nil {
-		return 0, storeErr("announcing presence", err)
+		return 0, worker.StoreErr("announcing presence", err)
 	}
 	if ok {
 		return uint64(rev), nil
 	}
-	e, ok, err := v.st.Get(c, store.Ephemeral, key)
+	e, ok, err := v.Store.Get(c, store.Ephemeral, key)
 	if err != nil {
-		return 0, storeErr("announcing presence", err)
+		return 0, worker.StoreErr("announcing presence", err)
 	}
 	if !ok {
 		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: "presence key disappeared during takeover"}
 	}
 	if ended != "" {
 		if p, err := protocol.DecodePresence(key, e.Value); judgeTakeover(ended, nonce, p, err) {
-			return 0, twinError(v.id)
+			return 0, worker.TwinError(v.ID)
 		}
 	}
-	rev, ok, err = v.st.Update(c, store.Ephemeral, key, presenceValue(v, nonce), e.Revision)
+	rev, ok, err = v.Store.Update(c, store.Ephemeral, key, presenceValue(v, nonce), e.Revision)
 	if err != nil {
-		return 0, storeErr("announcing presence", err)
+		return 0, worker.StoreErr("announcing presence", err)
 	}
 	if !ok {
 		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: "presence key changed during takeover"}

@@ -171,7 +171,7 @@ func TestAnnounceRetryAfterALandedAttemptIsNoTwin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			st := memstore.New(30 * time.Second)
 			v := casEnv(t, st)
-			key := protocol.WorkerKey(v.id)
+			key := protocol.WorkerKey(v.ID)
 			if _, _, err := st.Create(context.Background(), store.Ephemeral, key, protocol.EncodePresence(protocol.PresenceRecord{Nonce: tt.found})); err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
 // registry is the root's tenancy registry, the one owner of the fact
@@ -15,12 +16,12 @@ import (
 // TenancyStarted and TenancyEnded, from which the other actors keep
 // derived views (heldView).
 type registry struct {
-	held      map[coordination.SplitID]tenancy
+	held      map[coordination.SplitID]worker.Tenancy
 	lastEpoch map[coordination.SplitID]uint64 // highest epoch ever started (E2)
 }
 
 func newRegistry() registry {
-	return registry{held: map[coordination.SplitID]tenancy{}, lastEpoch: map[coordination.SplitID]uint64{}}
+	return registry{held: map[coordination.SplitID]worker.Tenancy{}, lastEpoch: map[coordination.SplitID]uint64{}}
 }
 
 // holds reports whether tenancy (id, epoch) is held. It is the one place a
@@ -28,23 +29,23 @@ func newRegistry() registry {
 // epoch.
 func (g *registry) holds(id coordination.SplitID, epoch uint64) bool {
 	t, ok := g.held[id]
-	return ok && t.epoch == epoch
+	return ok && t.Epoch == epoch
 }
 
 // epoch returns the held tenancy's epoch of id.
 func (g *registry) epoch(id coordination.SplitID) (uint64, bool) {
 	t, ok := g.held[id]
-	return t.epoch, ok
+	return t.Epoch, ok
 }
 
 // start registers tenancy t of id; it reports false (and registers
 // nothing) when id is held already or t is not newer than every tenancy
 // started before.
-func (g *registry) start(id coordination.SplitID, t tenancy) bool {
-	if _, ok := g.held[id]; ok || t.epoch <= g.lastEpoch[id] {
+func (g *registry) start(id coordination.SplitID, t worker.Tenancy) bool {
+	if _, ok := g.held[id]; ok || t.Epoch <= g.lastEpoch[id] {
 		return false
 	}
-	g.held[id], g.lastEpoch[id] = t, t.epoch
+	g.held[id], g.lastEpoch[id] = t, t.Epoch
 	return true
 }
 

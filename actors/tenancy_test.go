@@ -6,6 +6,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
@@ -13,16 +14,16 @@ import (
 func TestRegistryStartAndHolds(t *testing.T) {
 	tests := []struct {
 		name  string
-		start []tenancy // started in order on split "a", each ended before the next unless keep
+		start []worker.Tenancy // started in order on split "a", each ended before the next unless keep
 		keep  bool
-		try   tenancy
+		try   worker.Tenancy
 		want  bool
 	}{
-		{name: "first tenancy", try: tenancy{epoch: 1, nonce: "n"}, want: true},
-		{name: "a newer epoch after an end", start: []tenancy{{epoch: 1}}, try: tenancy{epoch: 2}, want: true},
-		{name: "the same epoch again", start: []tenancy{{epoch: 2}}, try: tenancy{epoch: 2}, want: false},
-		{name: "an older epoch", start: []tenancy{{epoch: 3}}, try: tenancy{epoch: 2}, want: false},
-		{name: "while held", start: []tenancy{{epoch: 1}}, keep: true, try: tenancy{epoch: 2}, want: false},
+		{name: "first tenancy", try: worker.Tenancy{Epoch: 1, Nonce: "n"}, want: true},
+		{name: "a newer epoch after an end", start: []worker.Tenancy{{Epoch: 1}}, try: worker.Tenancy{Epoch: 2}, want: true},
+		{name: "the same epoch again", start: []worker.Tenancy{{Epoch: 2}}, try: worker.Tenancy{Epoch: 2}, want: false},
+		{name: "an older epoch", start: []worker.Tenancy{{Epoch: 3}}, try: worker.Tenancy{Epoch: 2}, want: false},
+		{name: "while held", start: []worker.Tenancy{{Epoch: 1}}, keep: true, try: worker.Tenancy{Epoch: 2}, want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -38,7 +39,7 @@ func TestRegistryStartAndHolds(t *testing.T) {
 			if got := g.start("a", tt.try); got != tt.want {
 				t.Fatalf("start(%v) = %v, want %v", tt.try, got, tt.want)
 			}
-			if got := g.holds("a", tt.try.epoch); got != tt.want && !tt.keep {
+			if got := g.holds("a", tt.try.Epoch); got != tt.want && !tt.keep {
 				t.Fatalf("holds after start = %v, want %v", got, tt.want)
 			}
 		})
@@ -62,7 +63,7 @@ func TestRegistryFiltersStaleEnds(t *testing.T) {
 			if rapid.Bool().Draw(t, "start") {
 				_, held := model[id]
 				want := !held && epoch > last[id]
-				if got := g.start(id, tenancy{epoch: epoch}); got != want {
+				if got := g.start(id, worker.Tenancy{Epoch: epoch}); got != want {
 					t.Fatalf("start(%s, %d) = %v, want %v", id, epoch, got, want)
 				}
 				if want {
@@ -89,15 +90,15 @@ func TestRegistryFiltersStaleEnds(t *testing.T) {
 }
 
 func TestHeldViewFollowsTheRootsChanges(t *testing.T) {
-	h := heldView{}
-	h.apply(messages.TenancyStarted{Split: "a", Epoch: 2, Nonce: "n"})
-	h.apply(messages.TenancyStarted{Split: "b", Epoch: 1, Nonce: "n"})
-	if !h.holds("a", 2) || h.holds("a", 1) || h["a"].nonce != "n" {
+	h := worker.HeldView{}
+	h.Apply(messages.TenancyStarted{Split: "a", Epoch: 2, Nonce: "n"})
+	h.Apply(messages.TenancyStarted{Split: "b", Epoch: 1, Nonce: "n"})
+	if !h.Holds("a", 2) || h.Holds("a", 1) || h["a"].Nonce != "n" {
 		t.Fatalf("after starts: %v", h)
 	}
-	h.apply(messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
-	h.apply(recordmsg.RecordObserved{Split: "b"}) // not a registry change: ignored
-	if h.holds("a", 2) || !h.holds("b", 1) || len(h) != 1 {
+	h.Apply(messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
+	h.Apply(recordmsg.RecordObserved{Split: "b"}) // not a registry change: ignored
+	if h.Holds("a", 2) || !h.Holds("b", 1) || len(h) != 1 {
 		t.Fatalf("after the end: %v", h)
 	}
 }

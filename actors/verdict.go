@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -31,26 +32,26 @@ func (sw *splitWriterActor) judge() {
 		return
 	}
 	sw.judging = true
-	v, pid := sw.v, sw.v.pid.splitWriter
-	v.goFunc(func(ctx context.Context) {
-		oc, cancel := v.opCtx(ctx)
+	v, pid := sw.v, sw.v.PIDs.SplitWriter
+	v.Go(func(ctx context.Context) {
+		oc, cancel := v.OpCtx(ctx)
 		defer cancel()
-		es, err := v.st.List(oc, store.Durable, protocol.PrefixSplit)
+		es, err := v.Store.List(oc, store.Durable, protocol.PrefixSplit)
 		if err != nil {
-			v.send(pid, verdictListed{err: err})
+			v.Send(pid, verdictListed{err: err})
 			return
 		}
 		m := verdictListed{}
 		for _, e := range es {
-			rec, err := protocol.DecodeSplit(e.Key, e.Value, v.fp.Load())
+			rec, err := protocol.DecodeSplit(e.Key, e.Value, v.FPHash.Load())
 			if err != nil {
-				v.send(pid, verdictListed{err: err})
+				v.Send(pid, verdictListed{err: err})
 				return
 			}
 			m.recs = append(m.recs, rec)
 			m.revs = append(m.revs, uint64(e.Revision))
 		}
-		v.send(pid, m)
+		v.Send(pid, m)
 	})
 }
 
@@ -62,7 +63,7 @@ func (sw *splitWriterActor) listed(m verdictListed) {
 	}
 	sw.judging = false
 	if m.err != nil {
-		if !sw.v.fatalIf(m.err) {
+		if !sw.v.FatalIf(m.err) {
 			sw.log.Warn("verdict listing failed; will retry", "err", m.err)
 		}
 		return
@@ -75,7 +76,7 @@ func (sw *splitWriterActor) listed(m verdictListed) {
 		return
 	}
 	sw.verdict = true
-	sw.v.route(roleSplitWriter, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
+	sw.v.Route(worker.RoleSplitWriter, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
 }
 
 // verdict judges the job from a listing of split records alone

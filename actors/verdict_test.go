@@ -10,6 +10,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -30,7 +31,7 @@ func (s listFailingStore) List(context.Context, store.Keyspace, string) ([]store
 // recorders, so the verdict's listing and judgment are seen as messages.
 type verdictRig struct {
 	sw   *splitWriterActor
-	v    *env
+	v    *worker.Env
 	mu   sync.Mutex
 	msgs []any
 }
@@ -39,13 +40,13 @@ func newVerdictRig(t *testing.T, st store.Store) *verdictRig {
 	r := newRig(t)
 	vr := &verdictRig{}
 	v := casEnv(t, st)
-	v.e = r.e
-	v.ctx, v.cancel = context.WithCancel(context.Background())
+	v.Engine = r.e
+	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	rec := r.e.Spawn(func() actor.Receiver { return recorder{mu: &vr.mu, msgs: &vr.msgs} }, "rec")
-	v.pid.root, v.pid.splitWriter = rec, rec
+	v.PIDs.Root, v.PIDs.SplitWriter = rec, rec
 	t.Cleanup(func() {
-		v.cancel()
-		v.wg.Wait()
+		v.Cancel()
+		v.WG.Wait()
 		<-r.e.Poison(rec).Done()
 	})
 	vr.v, vr.sw = v, newSplitWriter(v)().(*splitWriterActor)
@@ -110,7 +111,7 @@ func TestVerdictListing(t *testing.T) {
 				if reached != tt.verdict || vr.sw.verdict != tt.verdict {
 					t.Fatalf("verdict sent %v, taken %v, want %v", reached, vr.sw.verdict, tt.verdict)
 				}
-				if f := vr.v.out.failure(); (f != nil) != tt.fatal {
+				if f := vr.v.Outbox.Failure(); (f != nil) != tt.fatal {
 					t.Fatalf("failure %v, want fatal %v", f, tt.fatal)
 				}
 			})

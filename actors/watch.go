@@ -10,6 +10,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -83,7 +84,7 @@ type keyspaceWatch struct {
 // watchActor bridges the store's two watches and the reconcile listing into
 // typed observations for the actors that subscribe to each key family.
 type watchActor struct {
-	v   *env
+	v   *worker.Env
 	log *slog.Logger
 
 	joined      bool
@@ -103,9 +104,9 @@ type watchActor struct {
 	run []recordmsg.RecordObserved
 }
 
-func newWatch(v *env) actor.Producer {
+func newWatch(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
-		w := &watchActor{v: v, log: v.log.With("actor", "watch")}
+		w := &watchActor{v: v, log: v.Log.With("actor", "watch")}
 		for i := range w.ks {
 			w.ks[i] = &keyspaceWatch{keys: map[string]*keyState{}, backoff: 200 * time.Millisecond}
 		}
@@ -128,7 +129,7 @@ func (w *watchActor) Receive(c *actor.Context) {
 				k.retry.Stop()
 			}
 		}
-		stopTimer(w.reconcile)
+		worker.StopTimer(w.reconcile)
 	case messages.JobStarted:
 		w.fp, w.fingerprint = m.FP, m.Fingerprint
 	case messages.Joined:
@@ -152,7 +153,7 @@ func (w *watchActor) Receive(c *actor.Context) {
 		k.w = m.w
 	case watchEvents:
 		for _, ev := range m.evs {
-			if m.gen != w.ks[m.ks].gen || w.v.halted.Load() {
+			if m.gen != w.ks[m.ks].gen || w.v.Halted.Load() {
 				break // a rollback ended the watch, or the worker failed
 			}
 			w.event(m.ks, ev)
@@ -166,7 +167,7 @@ func (w *watchActor) Receive(c *actor.Context) {
 			w.open(m.ks)
 		}
 	case reconcileDue:
-		w.reconcile = w.v.after(w.v.cfg.ReconcileInterval, c.PID(), reconcileDue{})
+		w.reconcile = w.v.After(w.v.Config.ReconcileInterval, c.PID(), reconcileDue{})
 		w.startReconcile()
 	case listed:
 		w.applyListing(m)
@@ -184,26 +185,26 @@ func (w *watchActor) Receive(c *actor.Context) {
 func (w *watchActor) open(ks store.Keyspace) {
 	k := w.ks[ks]
 	k.gen++
-	gen, pid, v := k.gen, w.v.pid.watch, w.v
+	gen, pid, v := k.gen, w.v.PIDs.Watch, w.v
 	k.snapshot = map[string]bool{}
 	k.openSeq = w.seq
-	v.goFunc(func(ctx context.Context) {
-		sw, err := v.st.Watch(ctx, ks, watchPrefix(ks))
-		v.send(pid, watchOpened{ks: ks, gen: gen, w: sw, err: err})
+	v.Go(func(ctx context.Context) {
+		sw, err := v.Store.Watch(ctx, ks, watchPrefix(ks))
+		v.Send(pid, watchOpened{ks: ks, gen: gen, w: sw, err: err})
 		if err != nil {
 			return
 		}
 		for ev := range sw.Events() {
 			evs, open := burst(sw.Events(), ev)
-			if !v.backlog.take(ctx, len(evs)) {
+			if !v.Backlog.Take(ctx, len(evs)) {
 				return
 			}
-			v.send(pid, watchEvents{ks: ks, gen: gen, evs: evs})
+			v.Send(pid, watchEvents{ks: ks, gen: gen, evs: evs})
 			if !open {
 				break
 			}
 		}
-		v.send(pid, watchEnded{ks: ks, gen: gen, err: sw.Err()})
+		v.Send(pid, watchEnded{ks: ks, gen: gen, err: sw.Err()})
 	})
 }
 
@@ -244,7 +245,7 @@ func (w *watchActor) broken(ks store.Keyspace, err error) {
 	k.live = false
 	k.snapshot = nil
 	w.liveChanged()
-	if w.v.fatalIf(err) || w.v.ctx.Err() != nil {
+	if w.v.FatalIf(err) || w.v.Ctx.Err() != nil {
 		return
 	}
 	if !k.outage {
@@ -252,9 +253,9 @@ func (w *watchActor) broken(ks store.Keyspace, err error) {
 		w.log.Warn("watch broken; re-establishing it", "err", err)
 	}
 	k.gen++
-	gen, pid, v, d := k.gen, w.v.pid.watch, w.v, k.backoff
+	gen, pid, v, d := k.gen, w.v.PIDs.Watch, w.v, k.backoff
 	k.backoff = min(2*k.backoff, 5*time.Second)
-	k.retry = time.AfterFunc(d, func() { v.send(pid, rewatchDue{ks: ks, gen: gen}) })
+	k.retry = time.AfterFunc(d, func() { v.Send(pid, rewatchDue{ks: ks, gen: gen}) })
 }
 
 func (w *watchActor) event(ks store.Keyspace, ev store.WatchEvent) {
@@ -301,7 +302,7 @@ func (w *watchActor) announce() {
 	for key, s := range w.ks[store.Ephemeral].keys {
 		if kind, inst := protocol.ParseKey(store.Ephemeral, key); s.present && kind == protocol.KeyPresence {
 			live++
-			if inst != w.v.id {
+			if inst != w.v.ID {
 				peers++
 			}
 		}
@@ -317,10 +318,10 @@ func (w *watchActor) liveChanged() {
 		return
 	}
 	w.bothLive = both
-	w.v.route(roleWatch, messages.WatchesChanged{Live: both})
+	w.v.Route(worker.RoleWatch, messages.WatchesChanged{Live: both})
 	if both && !w.everLive {
 		w.everLive = true
-		w.reconcile = w.v.after(w.v.cfg.ReconcileInterval, w.v.pid.watch, reconcileDue{})
+		w.reconcile = w.v.After(w.v.Config.ReconcileInterval, w.v.PIDs.Watch, reconcileDue{})
 	}
 }
 
@@ -330,14 +331,14 @@ func (w *watchActor) startReconcile() {
 	}
 	w.reconciling = true
 	w.listStart = time.Now()
-	v, pid, seq := w.v, w.v.pid.watch, w.seq
-	v.goFunc(func(ctx context.Context) {
+	v, pid, seq := w.v, w.v.PIDs.Watch, w.seq
+	v.Go(func(ctx context.Context) {
 		for _, ks := range []store.Keyspace{store.Ephemeral, store.Durable} {
 			start := time.Now()
-			lctx, cancel := context.WithTimeout(ctx, v.cfg.ReconcileInterval)
-			es, err := v.st.List(lctx, ks, watchPrefix(ks))
+			lctx, cancel := context.WithTimeout(ctx, v.Config.ReconcileInterval)
+			es, err := v.Store.List(lctx, ks, watchPrefix(ks))
 			cancel()
-			v.send(pid, listed{ks: ks, entries: es, err: err, startSeq: seq, last: ks == store.Durable, took: time.Since(start)})
+			v.Send(pid, listed{ks: ks, entries: es, err: err, startSeq: seq, last: ks == store.Durable, took: time.Since(start)})
 			if err != nil {
 				return
 			}
@@ -352,7 +353,7 @@ func (w *watchActor) applyListing(m listed) {
 		w.reconciling = false
 	}
 	if m.err != nil {
-		w.v.fatalIf(m.err)
+		w.v.FatalIf(m.err)
 		w.log.Warn("reconcile listing failed; skipping until the next tick", "err", m.err)
 		return
 	}
@@ -370,8 +371,8 @@ func (w *watchActor) applyListing(m listed) {
 		}
 	}
 	if m.last {
-		w.v.met.reconciled(time.Since(w.listStart))
-		w.v.route(roleWatch, messages.Reconciled{})
+		w.v.Metrics.Reconciled(time.Since(w.listStart))
+		w.v.Route(worker.RoleWatch, messages.Reconciled{})
 	}
 }
 
@@ -385,7 +386,7 @@ func (w *watchActor) rolledBack(ks store.Keyspace, key string, rev, since uint64
 	if s == nil || s.seq > since || rev >= s.rev {
 		return false
 	}
-	w.v.failNow(storeRolledBack(ks, key, rev, s.rev))
+	w.v.FailNow(worker.StoreRolledBack(ks, key, rev, s.rev))
 	return true
 }
 
@@ -431,13 +432,13 @@ func (w *watchActor) observe(msg any) {
 		return
 	}
 	w.flush()
-	w.v.route(roleWatch, msg)
+	w.v.Route(worker.RoleWatch, msg)
 }
 
 // flush sends the current run of split record puts.
 func (w *watchActor) flush() {
 	if len(w.run) > 0 {
-		w.v.route(roleWatch, recordmsg.RecordsObserved{Records: w.run})
+		w.v.Route(worker.RoleWatch, recordmsg.RecordsObserved{Records: w.run})
 		w.run = nil
 	}
 }
@@ -448,7 +449,7 @@ func (w *watchActor) decodePut(ks store.Keyspace, key string, val []byte, rev ui
 	case protocol.KeySplitRecord:
 		rec, err := protocol.DecodeSplit(key, val, w.fp)
 		if err != nil {
-			w.v.fatalIf(err)
+			w.v.FatalIf(err)
 			return
 		}
 		w.observe(recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
@@ -461,18 +462,18 @@ func (w *watchActor) decodePut(ks store.Keyspace, key string, val []byte, rev ui
 	case protocol.KeyLeaderValue:
 		l, err := protocol.DecodeLeader(key, val)
 		if err != nil {
-			w.v.fatalIf(err)
+			w.v.FatalIf(err)
 			return
 		}
 		w.observe(recordmsg.LeaderObserved{Leader: l, Rev: rev})
 	case protocol.KeyPlanRecord:
 		pl, err := protocol.DecodePlan(key, val)
 		if err != nil {
-			w.v.fatalIf(err)
+			w.v.FatalIf(err)
 			return
 		}
 		if pl.Fingerprint != w.fingerprint {
-			w.v.fatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
+			w.v.FatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
 			return
 		}
 		w.observe(recordmsg.PlanObserved{Plan: pl, Rev: rev})

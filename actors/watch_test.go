@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -294,7 +295,7 @@ func fenceByIntruder(t *testing.T, st store.Store, id coordination.SplitID) {
 func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 	// More than the hand-off's credit and memstore's lag limit (4096
 	// events) together, so the watch must break.
-	const flood = watchBacklog + 4096 + 1024
+	const flood = worker.WatchBacklog + 4096 + 1024
 	// paced lets the worker take what it will every 256 writes, so that a
 	// pump without a bound keeps up with the flood (and the store never
 	// breaks its watch) rather than losing the race to the writer.
@@ -357,8 +358,8 @@ func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 				tt.flood(t, r.st)
 				settle()
 				// The credits out, and the burst a pump holds while it waits.
-				if _, taken := tw.counts(); taken-before > watchBacklog+maxWatchBurst {
-					t.Fatalf("the pump took %d of %d flood events while %s was stalled; want at most %d", taken-before, flood, tt.stall, watchBacklog+maxWatchBurst)
+				if _, taken := tw.counts(); taken-before > worker.WatchBacklog+maxWatchBurst {
+					t.Fatalf("the pump took %d of %d flood events while %s was stalled; want at most %d", taken-before, flood, tt.stall, worker.WatchBacklog+maxWatchBurst)
 				}
 				fenceByIntruder(t, r.st, "a")
 				if w2 == nil {

@@ -1,4 +1,4 @@
-package actors
+package worker
 
 import (
 	"bytes"
@@ -11,13 +11,13 @@ import (
 func TestFailureRunWarnsOncePerRun(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var f failureRun
-	f.landed(log, "renewed again") // no run: nothing to say
+	var f FailureRun
+	f.Landed(log, "renewed again") // no run: nothing to say
 	for range 4 {
-		f.failed(log, "renewal failed", errors.New("timeout"))
+		f.Failed(log, "renewal failed", errors.New("timeout"))
 	}
-	f.landed(log, "renewed again")
-	f.failed(log, "renewal failed", errors.New("timeout"))
+	f.Landed(log, "renewed again")
+	f.Failed(log, "renewal failed", errors.New("timeout"))
 
 	var levels []string
 	for line := range strings.SplitSeq(strings.TrimSpace(buf.String()), "\n") {

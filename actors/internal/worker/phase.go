@@ -1,8 +1,8 @@
-package actors
+package worker
 
 import "github.com/spate-go/coordination/messages"
 
-// jobPhase is where the job stands, as one actor has seen it: the watches
+// JobPhase is where the job stands, as one actor has seen it: the watches
 // are live, the job has its verdict, Depart began. The assign, leader and
 // revoke actors each keep one, fed only by the three messages observe
 // takes.
@@ -16,28 +16,28 @@ import "github.com/spate-go/coordination/messages"
 // to it before the change (a claim result, a tenancy change), as it sees
 // everything else; a shared variable would let it act on a phase before it
 // has applied what led to it.
-type jobPhase struct {
-	live     bool // the watches are live (WatchesChanged)
+type JobPhase struct {
+	Live     bool // the watches are live (WatchesChanged)
 	verdict  bool // the job has its verdict (VerdictReached)
-	departed bool // Depart began (Departing)
+	Departed bool // Depart began (Departing)
 }
 
-// observe folds m into p when it is a phase message, and reports whether it
+// Observe folds m into p when it is a phase message, and reports whether it
 // was one.
-func (p *jobPhase) observe(m any) bool {
+func (p *JobPhase) Observe(m any) bool {
 	switch m := m.(type) {
 	case messages.WatchesChanged:
-		p.live = m.Live
+		p.Live = m.Live
 	case messages.VerdictReached:
 		p.verdict = true
 	case messages.Departing:
-		p.departed = true
+		p.Departed = true
 	default:
 		return false
 	}
 	return true
 }
 
-// over reports whether this worker's work on the job is over: the verdict
+// Over reports whether this worker's work on the job is over: the verdict
 // is in or Depart began.
-func (p jobPhase) over() bool { return p.verdict || p.departed }
+func (p JobPhase) Over() bool { return p.verdict || p.Departed }

@@ -1,4 +1,4 @@
-package actors
+package worker
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/spate-go/coordination/internal/recordmsg"
 )
 
-// watchBacklog bounds the watch-fed items of one worker that are in
+// WatchBacklog bounds the watch-fed items of one worker that are in
 // flight: events taken from a store watcher, and observations routed by
 // the watch actor, not yet handled by the actor they went to. A message
 // carrying a burst counts each of its items (credits). A split-record event
@@ -17,7 +17,7 @@ import (
 // and leader), so this is about a thousand events: enough that the pumps never
 // wait while the actors keep up, and a bound on the memory they hold when
 // they do not (plus the burst each pump holds while it waits).
-const watchBacklog = 4096
+const WatchBacklog = 4096
 
 // backlog is the credit of the watch hand-off (docs/protocol.md, "Watches
 // and reconcile"). A watch's pump takes one credit per event before it sends
@@ -29,49 +29,49 @@ const watchBacklog = 4096
 // recipient; backlogMiddleware returns them whenever an actor has handled
 // a watch-fed message. Safe for concurrent use.
 type backlog struct {
-	mu    sync.Mutex
-	n     int           // credits out
+	Mu    sync.Mutex
+	N     int           // credits out
 	freed chan struct{} // made by a waiting take, closed by the done that frees a credit
 }
 
-// take takes k credits (at most watchBacklog) for a pump's burst, waiting
+// Take takes k credits (at most watchBacklog) for a pump's burst, waiting
 // until that many are left; false when ctx ended first.
-func (b *backlog) take(ctx context.Context, k int) bool {
-	b.mu.Lock()
-	for b.n+k > watchBacklog {
+func (b *backlog) Take(ctx context.Context, k int) bool {
+	b.Mu.Lock()
+	for b.N+k > WatchBacklog {
 		if b.freed == nil {
 			b.freed = make(chan struct{})
 		}
 		freed := b.freed
-		b.mu.Unlock()
+		b.Mu.Unlock()
 		select {
 		case <-freed:
 		case <-ctx.Done():
 			return false
 		}
-		b.mu.Lock()
+		b.Mu.Lock()
 	}
-	b.n += k
-	b.mu.Unlock()
+	b.N += k
+	b.Mu.Unlock()
 	return true
 }
 
 // add takes k credits without waiting: the watch actor must never block.
 func (b *backlog) add(k int) {
-	b.mu.Lock()
-	b.n += k
-	b.mu.Unlock()
+	b.Mu.Lock()
+	b.N += k
+	b.Mu.Unlock()
 }
 
 // done returns k credits and wakes the waiting pumps once one is free.
 func (b *backlog) done(k int) {
-	b.mu.Lock()
-	b.n -= k
-	if b.n < watchBacklog && b.freed != nil {
+	b.Mu.Lock()
+	b.N -= k
+	if b.N < WatchBacklog && b.freed != nil {
 		close(b.freed)
 		b.freed = nil
 	}
-	b.mu.Unlock()
+	b.Mu.Unlock()
 }
 
 // credits returns the credits msg took: one per event of a pump's burst,
@@ -85,7 +85,7 @@ func credits(msg any) int {
 	case recordmsg.RecordsObserved:
 		return len(m.Records)
 	}
-	if routeIndex[routeKey{roleWatch, reflect.TypeOf(msg)}] != nil {
+	if RouteIndex[RouteKey{RoleWatch, reflect.TypeOf(msg)}] != nil {
 		return 1
 	}
 	return 0
@@ -95,13 +95,13 @@ func credits(msg any) int {
 // watch actor's own): it took one credit per event.
 type eventBurst interface{ Events() int }
 
-// backlogMiddleware returns a watch-fed message's credit once its actor has
+// BacklogMiddleware returns a watch-fed message's credit once its actor has
 // handled it, panic or not.
-func backlogMiddleware(v *env) actor.MiddlewareFunc {
+func BacklogMiddleware(v *Env) actor.MiddlewareFunc {
 	return func(next actor.ReceiveFunc) actor.ReceiveFunc {
 		return func(c *actor.Context) {
 			if k := credits(c.Message()); k > 0 {
-				defer v.backlog.done(k)
+				defer v.Backlog.done(k)
 			}
 			next(c)
 		}

@@ -1,4 +1,4 @@
-package actors
+package worker
 
 import (
 	"os"
@@ -13,7 +13,7 @@ import (
 // TestRoutingTableMatchesArchitectureDoc checks that docs/architecture.md's
 // routing table is the one declared in routing.go, row for row.
 func TestRoutingTableMatchesArchitectureDoc(t *testing.T) {
-	b, err := os.ReadFile("../docs/architecture.md")
+	b, err := os.ReadFile("../../../docs/architecture.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestRoutingTableMatchesArchitectureDoc(t *testing.T) {
 			rows = append(rows, line)
 		}
 	}
-	got, want := strings.Join(rows, "\n")+"\n", routingTable()
+	got, want := strings.Join(rows, "\n")+"\n", RoutingTable()
 	if got != want {
 		t.Errorf("docs/architecture.md's routing table differs from routes in routing.go; replace it with:\n%s\ngot:\n%s", want, got)
 	}
@@ -37,24 +37,24 @@ func TestRoutingTableMatchesArchitectureDoc(t *testing.T) {
 // TestRoutesAreWellFormed checks every row names messages, a sender and a
 // receiver, and that no message has two routes from one sender.
 func TestRoutesAreWellFormed(t *testing.T) {
-	seen := map[routeKey]bool{}
-	for _, r := range routes {
-		if len(r.msgs) == 0 || len(r.to)+len(r.own) == 0 {
-			t.Errorf("route from %s: no messages or no receivers: %+v", r.from, r)
+	seen := map[RouteKey]bool{}
+	for _, r := range Routes {
+		if len(r.Msgs) == 0 || len(r.To)+len(r.Own) == 0 {
+			t.Errorf("route from %s: no messages or no receivers: %+v", r.From, r)
 		}
-		for _, ty := range r.msgs {
-			k := routeKey{r.from, ty}
+		for _, ty := range r.Msgs {
+			k := RouteKey{r.From, ty}
 			if seen[k] {
-				t.Errorf("two routes for %s from %s", ty, r.from)
+				t.Errorf("two routes for %s from %s", ty, r.From)
 			}
 			seen[k] = true
-			if lookup(r.from, reflect.New(ty).Elem().Interface()) != routeIndex[k] {
-				t.Errorf("lookup(%s, %s) does not find its row", r.from, ty)
+			if Lookup(r.From, reflect.New(ty).Elem().Interface()) != RouteIndex[k] {
+				t.Errorf("lookup(%s, %s) does not find its row", r.From, ty)
 			}
 		}
-		for _, to := range append(append([]role(nil), r.to...), r.own...) {
-			if to == roleHandle || to == r.from {
-				t.Errorf("route of %v from %s goes to %s", r.msgs, r.from, to)
+		for _, to := range append(append([]Role(nil), r.To...), r.Own...) {
+			if to == RoleHandle || to == r.From {
+				t.Errorf("route of %v from %s goes to %s", r.Msgs, r.From, to)
 			}
 		}
 	}
@@ -68,12 +68,12 @@ func TestLookupPanicsOnUnroutedMessage(t *testing.T) {
 			t.Fatal("lookup of an unrouted message did not panic")
 		}
 	}()
-	lookup(roleAssign, recordmsg.RecordObserved{})
+	Lookup(RoleAssign, recordmsg.RecordObserved{})
 }
 
 // TestRecipientsOwnKeyOnlyForThisWorker checks the own-key column: an
 // assignment or presence observation reaches assign or lease only when it
-// is about this worker.
+// is about this
 func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 	tests := []struct {
 		name string
@@ -89,22 +89,22 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := roleList(recipients(roleWatch, tt.msg, "w1")); got != tt.want {
+			if got := RoleList(Recipients(RoleWatch, tt.msg, "w1")); got != tt.want {
 				t.Errorf("recipients = %s, want %s", got, tt.want)
 			}
 		})
 	}
 	// A surrender's outcome goes to the root only, which relays it after
 	// the tenancy's TenancyEnded (docs/architecture.md, "One owner per fact").
-	if got := roleList(recipients(roleSplitWriter, messages.HandBackResolved{}, "w1")); got != "root" {
+	if got := RoleList(Recipients(RoleSplitWriter, messages.HandBackResolved{}, "w1")); got != "root" {
 		t.Errorf("HandBackResolved from the split writer goes to %s, want root", got)
 	}
-	if got := roleList(recipients(roleRoot, messages.HandBackResolved{}, "w1")); got != "revoke, assign" {
+	if got := RoleList(Recipients(RoleRoot, messages.HandBackResolved{}, "w1")); got != "revoke, assign" {
 		t.Errorf("HandBackResolved from the root goes to %s, want revoke, assign", got)
 	}
 	// The table's own slices are never aliased by an append.
-	recipients(roleWatch, recordmsg.AssignmentObserved{Instance: "w1"}, "w1")
-	if got := roleList(lookup(roleWatch, recordmsg.AssignmentObserved{}).to); got != "leader" {
+	Recipients(RoleWatch, recordmsg.AssignmentObserved{Instance: "w1"}, "w1")
+	if got := RoleList(Lookup(RoleWatch, recordmsg.AssignmentObserved{}).To); got != "leader" {
 		t.Errorf("the route's to was modified: %s", got)
 	}
 }
@@ -113,17 +113,17 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 // actor protocol in prose, in step with the table: it names every message
 // the table routes.
 func TestMessagesDocNamesEveryRoutedMessage(t *testing.T) {
-	b, err := os.ReadFile("../messages/doc.go")
+	b, err := os.ReadFile("../../../messages/doc.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range routes {
-		for _, ty := range r.msgs {
+	for _, r := range Routes {
+		for _, ty := range r.Msgs {
 			if ty.PkgPath() != reflect.TypeOf(messages.JobStarted{}).PkgPath() {
 				continue // the actors' own messages (openCell, commitRequest) are not messages'
 			}
 			if !strings.Contains(string(b), ty.Name()) {
-				t.Errorf("messages/doc.go does not name %s (sent by %s)", ty.Name(), r.from)
+				t.Errorf("messages/doc.go does not name %s (sent by %s)", ty.Name(), r.From)
 			}
 		}
 	}

@@ -1,9 +1,9 @@
-package actors
+package worker
 
 import "github.com/spate-go/coordination/internal/protocol"
 
 // recEntry is a split record and its revision.
-type recEntry struct {
-	rec protocol.SplitRecord
-	rev uint64
+type SplitEntry struct {
+	Rec protocol.SplitRecord
+	Rev uint64
 }

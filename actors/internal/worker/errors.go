@@ -1,4 +1,4 @@
-package actors
+package worker
 
 import (
 	"errors"
@@ -14,32 +14,32 @@ import (
 
 // Sentinels of the handle's misuse and of a halted worker.
 var (
-	errAborted     = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator aborted"}
-	errDeparted    = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator departed"}
-	errBeforeStart = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator used before Start"}
+	ErrAborted     = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator aborted"}
+	ErrDeparted    = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator departed"}
+	ErrBeforeStart = &coordination.Error{Kind: coordination.Fatal, Reason: "coordinator used before Start"}
 	// errHalted is what the guarded store answers a write after a Fatal or
 	// an Abort.
 	errHalted = &coordination.Error{Kind: coordination.Retryable, Reason: "coordinator stopped; write not issued"}
-	// planMissing is the Fatal of an operation that needs the plan record
+	// PlanMissing is the Fatal of an operation that needs the plan record
 	// after it was deleted outside the library (docs/protocol.md, "Watches
 	// and reconcile").
-	planMissing = &coordination.Error{Kind: coordination.Fatal, Reason: "plan record is missing; it was deleted outside the library"}
+	PlanMissing = &coordination.Error{Kind: coordination.Fatal, Reason: "plan record is missing; it was deleted outside the library"}
 )
 
-// notHeld is the Fenced answer to a call naming a split this worker does
+// NotHeld is the Fenced answer to a call naming a split this worker does
 // not hold (never polled, ended, or re-claimed with its Gained unpolled).
-func notHeld(id coordination.SplitID) error {
+func NotHeld(id coordination.SplitID) error {
 	return coordination.Errorf(coordination.Fenced, "split %s: not held here; nothing was written", id)
 }
 
-// epochNotHeld is the Fenced answer to a call naming an epoch other than
+// EpochNotHeld is the Fenced answer to a call naming an epoch other than
 // the held tenancy's.
-func epochNotHeld(id coordination.SplitID, epoch, held uint64) error {
+func EpochNotHeld(id coordination.SplitID, epoch, held uint64) error {
 	return coordination.Errorf(coordination.Fenced, "split %s: epoch %d is not the held tenancy (held: %d); nothing was written", id, epoch, held)
 }
 
-// fencedErr is the Fenced result of a write that lost to another owner.
-func fencedErr(id coordination.SplitID) error {
+// FencedErr is the Fenced result of a write that lost to another owner.
+func FencedErr(id coordination.SplitID) error {
 	return coordination.Errorf(coordination.Fenced, "split %s: another worker owns it now; nothing was written", id)
 }
 
@@ -49,55 +49,55 @@ func keptMoving(doing string) error {
 	return coordination.Errorf(coordination.Retryable, "%s: the record kept moving under this worker's own writes; retry", doing)
 }
 
-// handBackUnconfirmed is the Retryable result of hand-backs whose write
+// HandBackUnconfirmed is the Retryable result of hand-backs whose write
 // did not confirm.
-func handBackUnconfirmed(ids []coordination.SplitID) error {
+func HandBackUnconfirmed(ids []coordination.SplitID) error {
 	return coordination.Errorf(coordination.Retryable, "hand-back did not confirm for splits %v; they are handed back again later, or taken once this worker's session ends", ids)
 }
 
-// twinError is the Fatal of a live twin: another worker runs with this
+// TwinError is the Fatal of a live twin: another worker runs with this
 // worker's InstanceID.
-func twinError(id string) error {
+func TwinError(id string) error {
 	return coordination.Errorf(coordination.Fatal, "InstanceID %q is in use by another live worker (its nonce is on this worker's presence key); give every worker a unique InstanceID, such as its pod name", id)
 }
 
-// specMissing is the Fatal of a split record whose spec record is gone.
-func specMissing(id coordination.SplitID, key string) error {
+// SpecMissing is the Fatal of a split record whose spec record is gone.
+func SpecMissing(id coordination.SplitID, key string) error {
 	return coordination.Errorf(coordination.Fatal, "split %s: spec record %s is missing; it was deleted outside the library", id, key)
 }
 
-// splitRecordDeleted is the Fatal of a split record deleted outside the
+// SplitRecordDeleted is the Fatal of a split record deleted outside the
 // library (docs/protocol.md, "Missing records"): its placement, attempts and
 // status are gone, so no worker can place or judge the split.
-func splitRecordDeleted(key string) error {
+func SplitRecordDeleted(key string) error {
 	return coordination.Errorf(coordination.Fatal,
 		"%s: split record deleted outside the library (or lost by the store); the split can no longer be placed or judged: restore the record, or delete the job (coordctl delete-job) and run it again", key)
 }
 
-// noAnswer is the Retryable result of a handle call the root did not
+// NoAnswer is the Retryable result of a handle call the root did not
 // answer within d.
-func noAnswer(d time.Duration) error {
+func NoAnswer(d time.Duration) error {
 	return coordination.Errorf(coordination.Retryable, "no answer within %s (store slow or unreachable); the operation may still take effect", d)
 }
 
-// stoppedBeforeDone is the Retryable result of a call cut short by the
+// StoppedBeforeDone is the Retryable result of a call cut short by the
 // run's stop channel.
-func stoppedBeforeDone(op string) error {
+func StoppedBeforeDone(op string) error {
 	return coordination.Errorf(coordination.Retryable, "stopping: %s did not complete before the stop; it may still land", op)
 }
 
-// finalUnconfirmed is the Retryable result of a CommitFinal entry that did
+// FinalUnconfirmed is the Retryable result of a CommitFinal entry that did
 // not settle within d.
-func finalUnconfirmed(id coordination.SplitID, d time.Duration) error {
+func FinalUnconfirmed(id coordination.SplitID, d time.Duration) error {
 	return coordination.Errorf(coordination.Retryable, "final commit of split %s did not confirm within %s; it may still land", id, d)
 }
 
-// storeRolledBack is the Fatal of a store rollback (docs/protocol.md, "Store
+// StoreRolledBack is the Fatal of a store rollback (docs/protocol.md, "Store
 // rollback"): a read showed key at revision got, below revision seen, which
 // this worker already applied or wrote. A key's revision never decreases, so
 // the store lost writes it had acknowledged; nothing about the source is
 // wrong.
-func storeRolledBack(ks store.Keyspace, key string, got, seen uint64) error {
+func StoreRolledBack(ks store.Keyspace, key string, got, seen uint64) error {
 	return coordination.Errorf(coordination.Fatal,
 		"store rollback: %s key %s is at revision %d, below revision %d this worker already saw; the store lost acknowledged writes "+
 			"(a NATS server restarted from an older store directory, or lost unsynced writes in a power loss): "+
@@ -105,9 +105,9 @@ func storeRolledBack(ks store.Keyspace, key string, got, seen uint64) error {
 		ks, key, got, seen)
 }
 
-// storeErr converts any error from a store call into a coordination error,
+// StoreErr converts any error from a store call into a coordination error,
 // keeping the kind and prefixing what the library was doing.
-func storeErr(doing string, err error) error {
+func StoreErr(doing string, err error) error {
 	var ce *coordination.Error
 	if errors.As(err, &ce) {
 		return &coordination.Error{Kind: ce.Kind, Reason: doing + ": " + ce.Reason, Err: err}
@@ -115,8 +115,8 @@ func storeErr(doing string, err error) error {
 	return &coordination.Error{Kind: coordination.Retryable, Reason: doing + ": " + err.Error(), Err: err}
 }
 
-// reasonOf is the Reason of a coordination error, or the error text.
-func reasonOf(err error) string {
+// ReasonOf is the Reason of a coordination error, or the error text.
+func ReasonOf(err error) string {
 	var ce *coordination.Error
 	if errors.As(err, &ce) {
 		return ce.Reason

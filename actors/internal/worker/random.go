@@ -1,12 +1,12 @@
-package actors
+package worker
 
 import (
 	"crypto/rand"
 	"encoding/hex"
 )
 
-// randomHex returns 32 lowercase hex characters from crypto/rand.
-func randomHex() string {
+// RandomHex returns 32 lowercase hex characters from crypto/rand.
+func RandomHex() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])

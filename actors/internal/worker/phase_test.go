@@ -1,4 +1,4 @@
-package actors
+package worker
 
 import (
 	"testing"
@@ -8,18 +8,18 @@ import (
 
 // TestJobPhase: only the three phase messages change a jobPhase.
 func TestJobPhase(t *testing.T) {
-	var p jobPhase
-	if p.observe(messages.HeartbeatTicked{}) || p != (jobPhase{}) {
+	var p JobPhase
+	if p.Observe(messages.HeartbeatTicked{}) || p != (JobPhase{}) {
 		t.Fatalf("a heartbeat changed the phase: %+v", p)
 	}
-	if !p.observe(messages.WatchesChanged{Live: true}) || !p.live || p.over() {
+	if !p.Observe(messages.WatchesChanged{Live: true}) || !p.Live || p.Over() {
 		t.Fatalf("after live watches: %+v", p)
 	}
-	if !p.observe(messages.VerdictReached{}) || !p.over() {
+	if !p.Observe(messages.VerdictReached{}) || !p.Over() {
 		t.Fatalf("after the verdict: %+v", p)
 	}
-	p = jobPhase{}
-	if !p.observe(messages.Departing{}) || !p.departed || !p.over() {
+	p = JobPhase{}
+	if !p.Observe(messages.Departing{}) || !p.Departed || !p.Over() {
 		t.Fatalf("after Departing: %+v", p)
 	}
 }

@@ -1,39 +1,39 @@
-package actors
+package worker
 
 import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/messages"
 )
 
-// tenancy is one held tenancy of a split: its epoch and the session that
+// Tenancy is one held tenancy of a split: its epoch and the session that
 // claimed it. (Its progress record belongs to the commit writer: see
 // progressCell.)
-type tenancy struct {
-	epoch uint64
-	nonce string
+type Tenancy struct {
+	Epoch uint64
+	Nonce string
 }
 
-// heldView is an actor's derived view of the root's registry: which
+// HeldView is an actor's derived view of the root's registry: which
 // tenancies are held, fed only by the root's TenancyStarted and
 // TenancyEnded. It is not a second source of truth: the root sends both in
 // the order it applied them and only for real changes (it filters stale
 // ends), so the view applies them as they come. Actors keep it because
 // their decisions read it at every step (assign's lane budget and claim
 // inputs, revoke's held splits, commit's fences).
-type heldView map[coordination.SplitID]tenancy
+type HeldView map[coordination.SplitID]Tenancy
 
-// apply folds one registry change into the view.
-func (h heldView) apply(msg any) {
+// Apply folds one registry change into the view.
+func (h HeldView) Apply(msg any) {
 	switch m := msg.(type) {
 	case messages.TenancyStarted:
-		h[m.Split] = tenancy{epoch: m.Epoch, nonce: m.Nonce}
+		h[m.Split] = Tenancy{Epoch: m.Epoch, Nonce: m.Nonce}
 	case messages.TenancyEnded:
 		delete(h, m.Split)
 	}
 }
 
-// holds reports whether the view holds tenancy (id, epoch).
-func (h heldView) holds(id coordination.SplitID, epoch uint64) bool {
+// Holds reports whether the view holds tenancy (id, epoch).
+func (h HeldView) Holds(id coordination.SplitID, epoch uint64) bool {
 	t, ok := h[id]
-	return ok && t.epoch == epoch
+	return ok && t.Epoch == epoch
 }

@@ -1,15 +1,15 @@
-package actors
+package worker
 
 import "log/slog"
 
-// failureRun logs a run of failed renewals without flooding the log: the
+// FailureRun logs a run of failed renewals without flooding the log: the
 // first failure of a run at Warn, the retries after it at Debug, and the
 // first success after a run at Info with how many attempts failed. A
 // renewal is retried several times per heartbeat during an outage.
-type failureRun struct{ failures int }
+type FailureRun struct{ failures int }
 
-// failed records a failed attempt and logs it.
-func (f *failureRun) failed(log *slog.Logger, msg string, err error) {
+// Failed records a failed attempt and logs it.
+func (f *FailureRun) Failed(log *slog.Logger, msg string, err error) {
 	f.failures++
 	if f.failures == 1 {
 		log.Warn(msg, "err", err)
@@ -18,8 +18,8 @@ func (f *failureRun) failed(log *slog.Logger, msg string, err error) {
 	log.Debug(msg, "err", err, "failures", f.failures)
 }
 
-// landed ends the run, logging msg if attempts had failed.
-func (f *failureRun) landed(log *slog.Logger, msg string) {
+// Landed ends the run, logging msg if attempts had failed.
+func (f *FailureRun) Landed(log *slog.Logger, msg string) {
 	if f.failures > 0 {
 		log.Info(msg, "failures", f.failures)
 	}

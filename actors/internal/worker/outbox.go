@@ -1,4 +1,4 @@
-package actors
+package worker
 
 import (
 	"sync"
@@ -6,11 +6,11 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// outbox is the one structure shared between the handle and the root actor:
+// Outbox is the one structure shared between the handle and the root actor:
 // the events Poll returns, the latched failure and the Waker. The root is
 // its only writer of events; Poll is its only reader. Safe for concurrent
 // use; the mutex is held only to copy in or out.
-type outbox struct {
+type Outbox struct {
 	mu      sync.Mutex
 	events  []coordination.Event
 	err     error // latched failure, first wins
@@ -22,9 +22,9 @@ type outbox struct {
 	polled map[coordination.SplitID]uint64
 }
 
-// push enqueues events and wakes the driver. Events after a latched failure
+// Push enqueues events and wakes the driver. Events after a latched failure
 // are dropped (E8: the failure is reported after every earlier event).
-func (o *outbox) push(evs ...coordination.Event) {
+func (o *Outbox) Push(evs ...coordination.Event) {
 	o.mu.Lock()
 	if o.closed || o.err != nil {
 		o.mu.Unlock()
@@ -39,7 +39,7 @@ func (o *outbox) push(evs ...coordination.Event) {
 }
 
 // fail latches err unless a failure is already latched, and wakes.
-func (o *outbox) fail(err error) {
+func (o *Outbox) fail(err error) {
 	o.mu.Lock()
 	if o.err != nil {
 		o.mu.Unlock()
@@ -53,16 +53,16 @@ func (o *outbox) fail(err error) {
 	}
 }
 
-// failure returns the latched failure, or nil.
-func (o *outbox) failure() error {
+// Failure returns the latched failure, or nil.
+func (o *Outbox) Failure() error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.err
 }
 
-// take returns the queued events, or the latched failure once they are
+// Take returns the queued events, or the latched failure once they are
 // drained.
-func (o *outbox) take() ([]coordination.Event, error) {
+func (o *Outbox) Take() ([]coordination.Event, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if len(o.events) > 0 {
@@ -84,23 +84,23 @@ func (o *outbox) take() ([]coordination.Event, error) {
 	return nil, o.err
 }
 
-// polledEpoch returns the epoch of the tenancy whose Gained Poll last handed
+// PolledEpoch returns the epoch of the tenancy whose Gained Poll last handed
 // out for id, or 0.
-func (o *outbox) polledEpoch(id coordination.SplitID) uint64 {
+func (o *Outbox) PolledEpoch(id coordination.SplitID) uint64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.polled[id]
 }
 
-// start records that Start happened: later Wakers are refused.
-func (o *outbox) start() {
+// Start records that Start happened: later Wakers are refused.
+func (o *Outbox) Start() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.started = true
 }
 
-// setWaker installs w unless Start has happened; it reports whether it did.
-func (o *outbox) setWaker(w *coordination.Waker) bool {
+// SetWaker installs w unless Start has happened; it reports whether it did.
+func (o *Outbox) SetWaker(w *coordination.Waker) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.started {
@@ -110,8 +110,8 @@ func (o *outbox) setWaker(w *coordination.Waker) bool {
 	return true
 }
 
-// close discards unpolled events and drops later ones.
-func (o *outbox) close() {
+// Close discards unpolled events and drops later ones.
+func (o *Outbox) Close() {
 	o.mu.Lock()
 	o.closed = true
 	o.events = nil

@@ -1,4 +1,4 @@
-package actors
+package worker
 
 import (
 	"log/slog"
@@ -11,28 +11,28 @@ import (
 
 var buckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-// metrics records the coordination_* families listed in the README. A nil *metrics, or a
+// Metrics records the coordination_* families listed in the README. A nil *metrics, or a
 // nil family inside one (registration conflict), records nothing.
-type metrics struct {
-	splitsOwned, splitsCompleted, splitsQuarantined, liveWorkers, leader, idle, splitsDraining prometheus.Gauge
+type Metrics struct {
+	SplitsOwned, splitsCompleted, splitsQuarantined, liveWorkers, leader, idle, splitsDraining prometheus.Gauge
 	splitsRemaining, weightRemaining                                                           prometheus.Gauge
 
 	acquisitions, losses, revocations, replans, writes *prometheus.CounterVec
 
-	releases, planned, failures, quarantines prometheus.Counter
+	Releases, planned, failures, quarantines prometheus.Counter
 
 	writeDur, replanDur, reconcileDur, drainDur, assignLatency prometheus.Histogram
 	storeOpDur                                                 *prometheus.HistogramVec
 }
 
-// newMetrics registers every family on reg with the constant label worker.
+// NewMetrics registers every family on reg with the constant label worker.
 // A family whose registration fails is logged at warn and not recorded.
-func newMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *metrics {
+func NewMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *Metrics {
 	if reg == nil {
 		return nil
 	}
 	reg = prometheus.WrapRegistererWith(prometheus.Labels{"worker": worker}, reg)
-	m := &metrics{}
+	m := &Metrics{}
 	register := func(c prometheus.Collector, name string) bool {
 		if err := reg.Register(c); err != nil {
 			log.Warn("metric registration failed; not recording it", "key", "coordination_"+name, "err", err)
@@ -71,7 +71,7 @@ func newMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *met
 		}
 		return h
 	}
-	m.splitsOwned = gauge("splits_owned", "Splits held by this worker, draining ones included.")
+	m.SplitsOwned = gauge("splits_owned", "Splits held by this worker, draining ones included.")
 	m.splitsCompleted = gauge("splits_completed", "Completed splits in the view (fleet-wide).")
 	m.splitsRemaining = gauge("splits_remaining", "Split records in the view that are not completed, quarantined ones included (fleet-wide).")
 	m.weightRemaining = gauge("weight_remaining", "Total weight of those splits (fleet-wide).")
@@ -82,7 +82,7 @@ func newMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *met
 	m.splitsDraining = gauge("splits_draining", "Revocation entries, cancelled ones included.")
 	m.acquisitions = counterVec("acquisitions_total", "Claims won, by kind.", "reason", "create", "reclaimed", "expired", "reassigned")
 	m.losses = counterVec("split_losses_total", "Involuntary ends of tenancies.", "reason", "fenced", "starved", "revoked")
-	m.releases = counter("releases_total", "Splits handed back by Release or Depart whose write landed.")
+	m.Releases = counter("releases_total", "Splits handed back by Release or Depart whose write landed.")
 	m.revocations = counterVec("revocations_total", "Revocations by outcome.", "outcome", "requested", "drained", "forced", "cancelled")
 	m.planned = counter("splits_planned_total", "Progress records created by this worker while leading.")
 	m.replans = counterVec("replans_total", "Planner runs by outcome.", "outcome", "ok", "noop", "error")
@@ -138,15 +138,15 @@ func observe(h prometheus.Histogram, d time.Duration) {
 	}
 }
 
-func (m *metrics) storeOp(op string, d time.Duration) {
+func (m *Metrics) storeOp(op string, d time.Duration) {
 	if m != nil && m.storeOpDur != nil {
 		m.storeOpDur.WithLabelValues(op).Observe(d.Seconds())
 	}
 }
 
-func (m *metrics) owned(n int) {
+func (m *Metrics) Owned(n int) {
 	if m != nil {
-		setGauge(m.splitsOwned, float64(n))
+		setGauge(m.SplitsOwned, float64(n))
 		idle := 0.0
 		if n == 0 {
 			idle = 1
@@ -155,90 +155,90 @@ func (m *metrics) owned(n int) {
 	}
 }
 
-func (m *metrics) acquired(reason string) {
+func (m *Metrics) Acquired(reason string) {
 	if m != nil {
 		incVec(m.acquisitions, reason)
 	}
 }
 
-func (m *metrics) lost(reason string) {
+func (m *Metrics) Lost(reason string) {
 	if m != nil {
 		incVec(m.losses, reason)
 	}
 }
 
-func (m *metrics) released() {
+func (m *Metrics) Released() {
 	if m != nil {
-		inc(m.releases)
+		inc(m.Releases)
 	}
 }
 
-func (m *metrics) revocation(outcome string) {
+func (m *Metrics) Revocation(outcome string) {
 	if m != nil {
 		incVec(m.revocations, outcome)
 	}
 }
 
-func (m *metrics) draining(n int) {
+func (m *Metrics) Draining(n int) {
 	if m != nil {
 		setGauge(m.splitsDraining, float64(n))
 	}
 }
 
-func (m *metrics) plannedRecords(n int) {
+func (m *Metrics) PlannedRecords(n int) {
 	if m != nil && m.planned != nil {
 		m.planned.Add(float64(n))
 	}
 }
 
-func (m *metrics) replan(outcome string, d time.Duration) {
+func (m *Metrics) Replan(outcome string, d time.Duration) {
 	if m != nil {
 		incVec(m.replans, outcome)
 		observe(m.replanDur, d)
 	}
 }
 
-func (m *metrics) failed() {
+func (m *Metrics) Failed() {
 	if m != nil {
 		inc(m.failures)
 	}
 }
 
-func (m *metrics) quarantined() {
+func (m *Metrics) Quarantined() {
 	if m != nil {
 		inc(m.quarantines)
 	}
 }
 
-func (m *metrics) write(outcome string, d time.Duration) {
+func (m *Metrics) Write(outcome string, d time.Duration) {
 	if m != nil {
 		incVec(m.writes, outcome)
 		observe(m.writeDur, d)
 	}
 }
 
-func (m *metrics) reconciled(d time.Duration) {
+func (m *Metrics) Reconciled(d time.Duration) {
 	if m != nil {
 		observe(m.reconcileDur, d)
 	}
 }
 
-func (m *metrics) drained(d time.Duration) {
+func (m *Metrics) Drained(d time.Duration) {
 	if m != nil {
 		observe(m.drainDur, d)
 	}
 }
 
-func (m *metrics) latency(d time.Duration) {
+func (m *Metrics) Latency(d time.Duration) {
 	if m != nil {
 		observe(m.assignLatency, d)
 	}
 }
 
-// tallies sets the fleet-wide gauges of the worker's view. Every worker
+// Tallies sets the fleet-wide gauges of the worker's view. Every worker
 // exports them; see the README's Metrics section for the PromQL that reads
 // one value per fleet.
-func (m *metrics) tallies(completed, quarantined int, remaining, remainingWeight int64) {
+func (m *Metrics) Tallies(completed, quarantined int, remaining, remainingWeight int64) {
 	if m != nil {
 		setGauge(m.splitsCompleted, float64(completed))
 		setGauge(m.splitsQuarantined, float64(quarantined))
@@ -247,7 +247,7 @@ func (m *metrics) tallies(completed, quarantined int, remaining, remainingWeight
 	}
 }
 
-func (m *metrics) leading(on bool) {
+func (m *Metrics) Leading(on bool) {
 	if m != nil {
 		v := 0.0
 		if on {
@@ -257,7 +257,7 @@ func (m *metrics) leading(on bool) {
 	}
 }
 
-func (m *metrics) workers(n int) {
+func (m *Metrics) Workers(n int) {
 	if m != nil {
 		setGauge(m.liveWorkers, float64(n))
 	}

@@ -1,0 +1,44 @@
+package worker
+
+import (
+	"context"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+)
+
+// OpenCell hands the commit writer a started tenancy's progress record as
+// its claim's fence left it. The root posts it before the tenancy's Gained.
+type OpenCell struct {
+	Split coordination.SplitID
+	Epoch uint64
+	Prog  protocol.ProgressRecord
+	Rev   uint64
+}
+
+// CommitRequest asks for one commit of progress on the tenancy (split,
+// epoch) whose Gained Poll handed out; reply (capacity 1), set when the
+// request is posted, gets its result.
+type CommitRequest struct {
+	Ctx      context.Context // bounds the write (OpTimeout, the stop)
+	Split    coordination.SplitID
+	Epoch    uint64
+	Progress coordination.SplitProgress
+	Reply    chan CommitResult
+}
+
+// CommitResult is a commit's outcome: err is Commit's result; landed says
+// the write is durable.
+type CommitResult struct {
+	Err    error
+	Landed bool
+}
+
+// commitDesk is the commit writer as the routing reaches it.
+type commitDesk interface {
+	// Post queues msg on the shard of the split it concerns, behind what
+	// was posted there before.
+	Post(msg any)
+	// Ask hands req to its split's shard and waits for the result.
+	Ask(req CommitRequest) CommitResult
+}

@@ -1,0 +1,143 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/store"
+)
+
+// pids names the actors of one worker. Set once in Spawn before any message
+// flows; read-only afterwards.
+type PIDs struct {
+	Root, Watch, Lease, Leader, Assign, SplitWriter, Revoke *actor.PID
+}
+
+// Env is what every actor of one worker shares: immutable configuration,
+// the engine, the store, and the goroutine group. Nothing mutable except the
+// WaitGroup and the atomics, which are safe for concurrent use.
+type Env struct {
+	Engine   *actor.Engine
+	Raw      store.Store // the store as given (direct hand-back after failure)
+	Store    store.Store // raw wrapped: refuses writes once halted
+	Config   coordination.Config
+	Clock    clock.Clock
+	ID       string
+	Nonce    string
+	Log      *slog.Logger
+	Metrics  *Metrics
+	Outbox   *Outbox
+	PIDs     PIDs
+	ValueCap int // the store's value cap, 0 = none
+
+	Backlog backlog // the credit of the watch hand-off (backlog.go)
+
+	Commits commitDesk // the commit writer (commitwriter.go), set by Spawn
+
+	Ctx    context.Context // cancelled at Depart's end or Abort
+	Cancel context.CancelFunc
+	WG     sync.WaitGroup
+	Halted atomic.Bool   // no further writes (failed or aborted)
+	FPHash atomic.Uint64 // H(fingerprint), set by Start
+	Gone   atomic.Bool   // Depart began: never write the presence key again
+	// SessionLive and watchesLive are what Healthy reads; the lease actor
+	// writes both (docs/protocol.md, "Sessions", "Watches and reconcile").
+	SessionLive, WatchesLive atomic.Bool
+	// Session is the current session's nonce (docs/protocol.md, "Sessions");
+	// the first session's is nonce, and only the lease actor replaces it.
+	Session atomic.Pointer[string]
+}
+
+// SessionNonce returns the current session's nonce.
+func (v *Env) SessionNonce() string { return *v.Session.Load() }
+
+// goFunc runs f on a goroutine owned by the worker: registered with the
+// WaitGroup, recovering a panic into a Fatal failure.
+func (v *Env) Go(f func(ctx context.Context)) {
+	v.WG.Go(func() {
+		defer v.recoverPanic()
+		f(v.Ctx)
+	})
+}
+
+// recoverPanic turns a panic into a latched Fatal `internal error`.
+func (v *Env) recoverPanic() {
+	if r := recover(); r != nil {
+		v.Log.Error("internal error", "err", fmt.Sprint(r), "stack", string(debug.Stack()))
+		v.Fail(coordination.Errorf(coordination.Fatal, "internal error: %v", r))
+	}
+}
+
+// Fail latches err (the first Fatal wins) and halts writes. Safe from any
+// goroutine.
+func (v *Env) Fail(err error) {
+	v.Halted.Store(true)
+	v.Outbox.fail(err)
+}
+
+// FailNow logs a Fatal condition and latches it at once, so that a call
+// answered after it already sees the failure.
+func (v *Env) FailNow(err error) {
+	if v.Outbox.Failure() == nil {
+		v.Log.Error("coordinator failed", "err", err)
+	}
+	v.Fail(err)
+}
+
+// Send delivers msg to pid, from an actor, one of its goroutines or the
+// handle. Once the worker shuts down (only shutdown ends v.ctx) nothing is
+// delivered: such a report answers work the shutdown cut short ("context
+// canceled"), and an actor taking it for a store fault would log a warning
+// for a clean stop.
+func (v *Env) Send(pid *actor.PID, msg any) {
+	if v.Ctx.Err() != nil {
+		return
+	}
+	v.Engine.Send(pid, msg)
+}
+
+// After arms a clock timer that sends msg to pid.
+func (v *Env) After(d time.Duration, pid *actor.PID, msg any) *clock.Timer {
+	return v.Clock.AfterFunc(d, func() { v.Engine.Send(pid, msg) })
+}
+
+// OpCtx bounds one store operation by OpTimeout (real time).
+func (v *Env) OpCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, v.Config.OpTimeout)
+}
+
+// ReadBackCtx bounds the read that confirms a failed renewal: OpTimeout,
+// but at most the renewal retry delay (LeaseDuration/12), so that against a
+// store that hangs a renewal attempt costs OpTimeout plus a quarter
+// heartbeat, not 2 x OpTimeout (docs/protocol.md, "Sessions").
+func (v *Env) ReadBackCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, min(v.Config.OpTimeout, RenewRetryDelay(v.Config.LeaseDuration)))
+}
+
+// NowMs is the clock's wall time in ms since the Unix epoch.
+func (v *Env) NowMs() int64 { return v.Clock.Now().UnixMilli() }
+
+// FatalIf latches err when it is Fatal and reports whether it was.
+func (v *Env) FatalIf(err error) bool {
+	if coordination.KindOf(err) == coordination.Fatal {
+		v.FailNow(err)
+		return true
+	}
+	return false
+}
+
+// StopTimer stops t if set.
+func StopTimer(t *clock.Timer) {
+	if t != nil {
+		t.Stop()
+	}
+}

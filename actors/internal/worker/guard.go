@@ -1,0 +1,62 @@
+package worker
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/spate-go/coordination/store"
+)
+
+// GuardedStore refuses every write once the worker halted (failed or
+// aborted), so no actor can write after a Fatal or an Abort,
+// and times every call for store_op_duration_seconds.
+type GuardedStore struct {
+	store.Store
+	Halted  *atomic.Bool
+	Metrics *Metrics
+}
+
+func (g *GuardedStore) timed(op string) func() {
+	start := time.Now()
+	return func() { g.Metrics.storeOp(op, time.Since(start)) }
+}
+
+func (g *GuardedStore) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
+	if g.Halted.Load() {
+		return 0, false, errHalted
+	}
+	defer g.timed("put")()
+	return g.Store.Create(ctx, ks, key, value)
+}
+
+func (g *GuardedStore) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
+	if g.Halted.Load() {
+		return 0, false, errHalted
+	}
+	defer g.timed("put")()
+	return g.Store.Update(ctx, ks, key, value, expected)
+}
+
+func (g *GuardedStore) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
+	if g.Halted.Load() {
+		return false, errHalted
+	}
+	defer g.timed("delete")()
+	return g.Store.Delete(ctx, ks, key, expected)
+}
+
+func (g *GuardedStore) Get(ctx context.Context, ks store.Keyspace, key string) (store.Entry, bool, error) {
+	defer g.timed("get")()
+	return g.Store.Get(ctx, ks, key)
+}
+
+func (g *GuardedStore) List(ctx context.Context, ks store.Keyspace, prefix string) ([]store.Entry, error) {
+	defer g.timed("list")()
+	return g.Store.List(ctx, ks, prefix)
+}
+
+func (g *GuardedStore) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
+	defer g.timed("watch")()
+	return g.Store.Watch(ctx, ks, prefix)
+}
