@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -20,7 +21,7 @@ import (
 func TestTwoWorkersSplitAFinalPlanDisjointly(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		p := finalPlan("a", "b", "c", "d")
+		p := workertest.FinalPlan("a", "b", "c", "d")
 		w1 := r.start("w1", p)
 		w2 := r.start("w2", p)
 		ms := []*member{w1, w2}
@@ -52,7 +53,7 @@ func TestTwoWorkersSplitAFinalPlanDisjointly(t *testing.T) {
 func TestCrashedOwnerSplitsMoveAfterLease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		p := finalPlan("a", "b")
+		p := workertest.FinalPlan("a", "b")
 		w1 := r.start("w1", p)
 		w2 := r.start("w2", p)
 		ms := []*member{w1, w2}
@@ -89,7 +90,7 @@ func TestCrashedOwnerSplitsMoveAfterLease(t *testing.T) {
 func TestRestartWithTheSameIDReclaimsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		p := finalPlan("a", "b")
+		p := workertest.FinalPlan("a", "b")
 		w := r.start("w1", p)
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 2 })
 		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 4}); err != nil {
@@ -155,7 +156,7 @@ func TestQuarantinesOnTakeoverShareTheClaimBudget(t *testing.T) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("s-%03d", i)
 		}
-		p := finalPlan(ids...)
+		p := workertest.FinalPlan(ids...)
 		oneAttempt := func(cfg *coordination.Config) { cfg.MaxAttempts = 1; cfg.MaxInFlight = n }
 		crashed := r.start("crashed", p, oneAttempt)
 		r.until("the first worker holds every split", 20*time.Second, []*member{crashed}, func() bool { return len(crashed.held) == n })
@@ -193,7 +194,7 @@ func TestSeededSplitsPastTheInFlightCapAreHeldWithinAHeartbeat(t *testing.T) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("s%04d", i)
 		}
-		p := finalPlan(ids...)
+		p := workertest.FinalPlan(ids...)
 		seeder := r.start("seeder", p, func(c *coordination.Config) { c.MaxInFlight = 1 })
 		r.until("the seeder holds its split", 10*time.Second, []*member{seeder}, func() bool { return len(seeder.held) == 1 })
 		if err := seeder.c.Depart(slices.Collect(maps.Keys(seeder.held))...); err != nil {

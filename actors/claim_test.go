@@ -9,6 +9,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
@@ -43,44 +44,44 @@ func TestClaimSplit(t *testing.T) {
 		{name: "an expired claim fences and charges one attempt", view: dead, wantOut: worker.CASLanded,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
 		{name: "a late commit of the previous tenancy is carried", view: dead,
-			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 7}, 0)), wantOut: worker.CASLanded,
+			late: workertest.Ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 7}, 0)), wantOut: worker.CASLanded,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) },
 			wantProg:  &coordination.SplitProgress{Watermark: 7}},
 		{name: "a completed progress record completes the split", view: dead,
-			late: ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 9, Completed: true}, 0)), wantOut: worker.CASLanded, wantDone: true,
+			late: workertest.Ptr(prevFence.Commit(coordination.SplitProgress{Watermark: 9, Completed: true}, 0)), wantOut: worker.CASLanded, wantDone: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).Complete(0) },
 			wantProg:  &coordination.SplitProgress{Watermark: 9, Completed: true}},
 		{name: "a live owner session is never robbed", view: dead, presence: "d1", wantOut: worker.CASFenced,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
-		{name: "a stale view writes nothing", view: dead, moved: ptr(dead.HandBack(0)), wantOut: worker.CASFenced,
+		{name: "a stale view writes nothing", view: dead, moved: workertest.Ptr(dead.HandBack(0)), wantOut: worker.CASFenced,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.HandBack(0) }},
 		{name: "a quarantine on takeover writes only the split record", view: func() protocol.SplitRecord { r := dead; r.Attempts = maxAttempts - 1; return r }(),
 			wantOut: worker.CASLanded, wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.QuarantineOnTakeover(0) }},
 		{name: "a missing spec is Fatal and writes nothing", view: dead, noSpec: true, wantOut: worker.CASUnconfirmed, wantFatal: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
-		{name: "a later claim's fence supersedes this one", view: dead, late: ptr(prevFence.Fence("peer", 3, 0)), wantOut: worker.CASFenced,
+		{name: "a later claim's fence supersedes this one", view: dead, late: workertest.Ptr(prevFence.Fence("peer", 3, 0)), wantOut: worker.CASFenced,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
-		{name: "a progress record at the top epoch is Fatal", view: dead, late: ptr(prevFence.Fence("peer", math.MaxUint64, 0)), wantOut: worker.CASUnconfirmed, wantFatal: true,
+		{name: "a progress record at the top epoch is Fatal", view: dead, late: workertest.Ptr(prevFence.Fence("peer", math.MaxUint64, 0)), wantOut: worker.CASUnconfirmed, wantFatal: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
 		{name: "a failed fence hands the claim back", view: dead, failFence: true, wantOut: worker.CASUnconfirmed,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).HandBack(0) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
-			v := casEnv(t, fs)
+			fs := &workertest.FaultyStore{Store: memstore.New(30 * time.Second)}
+			v := workertest.NewEnv(t, fs)
 			v.Config.MaxAttempts = maxAttempts
 			key, pkey := protocol.SplitKey("a"), protocol.ProgressKey("a")
 			if !tt.noSpec {
-				put(t, fs, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, fp, 1)), 0)
+				workertest.Put(t, fs, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, fp, 1)), 0)
 			}
-			rev := put(t, fs, key, protocol.EncodeSplit(tt.view), 0)
-			prev := put(t, fs, pkey, protocol.EncodeProgress(prevFence), 0)
+			rev := workertest.Put(t, fs, key, protocol.EncodeSplit(tt.view), 0)
+			prev := workertest.Put(t, fs, pkey, protocol.EncodeProgress(prevFence), 0)
 			if tt.moved != nil {
-				put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
+				workertest.Put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
 			}
 			if tt.late != nil {
-				put(t, fs, pkey, protocol.EncodeProgress(*tt.late), prev)
+				workertest.Put(t, fs, pkey, protocol.EncodeProgress(*tt.late), prev)
 			}
 			if tt.presence != "" {
 				if _, _, err := fs.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("dead"), protocol.EncodePresence(protocol.PresenceRecord{Nonce: tt.presence})); err != nil {
@@ -88,7 +89,7 @@ func TestClaimSplit(t *testing.T) {
 				}
 			}
 			if tt.failFence {
-				fs.failGet = pkey
+				fs.FailGet = pkey
 			}
 			cand, ok := protocol.Classify(protocol.CandidateInput{Record: tt.view, Me: "me", MyNonce: "n", MaxAttempts: maxAttempts})
 			if !ok {

@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -28,14 +29,14 @@ func BenchmarkCommit(b *testing.B) {
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "committer"
 	cfg.StartupGrace = 0
-	cfg.Logger = discardLogger()
+	cfg.Logger = workertest.DiscardLogger()
 	st := memstore.New(cfg.LeaseDuration)
 	c, err := Spawn(e, st, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(c.Abort)
-	if err := c.Start(finalPlan("a")); err != nil {
+	if err := c.Start(workertest.FinalPlan("a")); err != nil {
 		b.Fatal(err)
 	}
 	for held := false; !held; {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -121,9 +122,9 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 	}
 	var mu sync.Mutex
 	var msgs []any
-	rec := e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
+	rec := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
 	st := memstore.New(30 * time.Second)
-	v := casEnv(t, st) // worker "me" of job "job:v1"
+	v := workertest.NewEnv(t, st) // worker "me" of job "job:v1"
 	v.Engine = e
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	v.PIDs = worker.PIDs{Root: rec, Revoke: rec}
@@ -134,7 +135,7 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 		<-e.Poison(rec).Done()
 	})
 	fence := protocol.FreshProgress("a", v.FPHash.Load(), "me", 2, 0)
-	rev := put(t, st, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
+	rev := workertest.Put(t, st, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	return &loneCommitWriter{
 		w: ws.of("a"), st: st,
 		fence: worker.OpenCell{Split: "a", Epoch: 2, Prog: fence, Rev: rev},

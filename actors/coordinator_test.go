@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -19,11 +20,11 @@ import (
 func TestSingleWorkerCompletesFinalPlan(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		c, err := Spawn(r.e, r.st, testConfig(t, r.clk, "w1"))
+		c, err := Spawn(r.e, r.st, workertest.Config(t, r.clk, "w1"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Start(finalPlan("a", "b")); err != nil {
+		if err := c.Start(workertest.FinalPlan("a", "b")); err != nil {
 			t.Fatal(err)
 		}
 		var evs []coordination.Event
@@ -73,7 +74,7 @@ func TestSingleWorkerCompletesFinalPlan(t *testing.T) {
 func TestReleaseKeepsMembershipDepartLeavesForGood(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("a", "b"))
+		w := r.start("w1", workertest.FinalPlan("a", "b"))
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 2 })
 		if err := w.c.Release("a", "not-held"); err != nil {
 			t.Fatal(err)
@@ -115,10 +116,10 @@ func TestNormalPathLogsNoFault(t *testing.T) {
 		r := newRig(t)
 		var mu sync.Mutex
 		var recs []string
-		h := logCapture{mu: &mu, recs: &recs, next: slog.NewTextHandler(t.Output(), nil)}
-		p := finalPlan("a", "b")
+		h := workertest.LogCapture{Mu: &mu, Recs: &recs, Next: slog.NewTextHandler(t.Output(), nil)}
+		p := workertest.FinalPlan("a", "b")
 		start := func(id string) *member {
-			cfg := testConfig(t, r.clk, id)
+			cfg := workertest.Config(t, r.clk, id)
 			cfg.Logger = slog.New(h)
 			c, err := Spawn(r.e, r.st, cfg)
 			if err != nil {
@@ -194,14 +195,14 @@ func TestPollNeverBlocksWhileTheStoreHangs(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		hs := &hangingStore{Store: r.st}
-		cfg := testConfig(t, r.clk, "w1")
+		cfg := workertest.Config(t, r.clk, "w1")
 		c, err := Spawn(r.e, hs, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Abort)
 		w := &member{c: c, held: map[coordination.SplitID]coordination.Gained{}}
-		if err := c.Start(finalPlan("a")); err != nil {
+		if err := c.Start(workertest.FinalPlan("a")); err != nil {
 			t.Fatal(err)
 		}
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
@@ -321,13 +322,13 @@ func TestShutdownDuringAnElectionLogsNoFault(t *testing.T) {
 		var mu sync.Mutex
 		var recs []string
 		st := &leaderCreateHangs{Store: r.st, inFlight: make(chan struct{})}
-		cfg := testConfig(t, r.clk, "w1")
-		cfg.Logger = slog.New(logCapture{mu: &mu, recs: &recs, next: slog.NewTextHandler(t.Output(), nil)})
+		cfg := workertest.Config(t, r.clk, "w1")
+		cfg.Logger = slog.New(workertest.LogCapture{Mu: &mu, Recs: &recs, Next: slog.NewTextHandler(t.Output(), nil)})
 		c, err := Spawn(r.e, st, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Start(finalPlan("a")); err != nil {
+		if err := c.Start(workertest.FinalPlan("a")); err != nil {
 			t.Fatal(err)
 		}
 		<-st.inFlight

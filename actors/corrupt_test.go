@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
@@ -21,7 +22,7 @@ func TestInvalidOwnerInASplitRecordIsFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		// One lane: w1 holds one split, and nobody writes the other's record.
-		w1 := r.start("w1", finalPlan("a", "b"), func(c *coordination.Config) { c.MaxInFlight = 1 })
+		w1 := r.start("w1", workertest.FinalPlan("a", "b"), func(c *coordination.Config) { c.MaxInFlight = 1 })
 		r.until("w1 holds one", 10*time.Second, []*member{w1}, func() bool { return len(w1.held) == 1 })
 		idle := coordination.SplitID("a")
 		if _, held := w1.held[idle]; held {
@@ -37,7 +38,7 @@ func TestInvalidOwnerInASplitRecordIsFatal(t *testing.T) {
 			t.Fatal(err)
 		}
 		rec.Owner, rec.Nonce = "bad owner", "n"
-		put(t, r.st, key, protocol.EncodeSplit(rec), uint64(e.Revision))
+		workertest.Put(t, r.st, key, protocol.EncodeSplit(rec), uint64(e.Revision))
 		for i := 0; i < 80 && err == nil; i++ {
 			r.advance(125 * time.Millisecond)
 			_, err = w1.c.Poll()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
@@ -18,7 +19,7 @@ import (
 // A record of an earlier session of this instance, of another worker, a
 // terminal one or an unowned one is left alone.
 func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
-	v := casEnv(t, memstore.New(time.Second)) // id "me", session "n"
+	v := workertest.NewEnv(t, memstore.New(time.Second)) // id "me", session "n"
 	sw := newSplitWriter(v)().(*splitWriterActor)
 	rec := func(owner, nonce string, st protocol.Status) protocol.SplitRecord {
 		return protocol.SplitRecord{Owner: owner, Nonce: nonce, Epoch: 3, Status: st}

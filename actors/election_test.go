@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -18,7 +19,7 @@ func (lr *leaderRig) rewritePlan(f func(*protocol.PlanRecord)) {
 	lr.t.Helper()
 	pl := lr.plan()
 	f(&pl)
-	lr.planRev = put(lr.t, lr.r.st, protocol.KeyPlan, protocol.EncodePlan(pl), lr.planRev)
+	lr.planRev = workertest.Put(lr.t, lr.r.st, protocol.KeyPlan, protocol.EncodePlan(pl), lr.planRev)
 }
 
 // repeatReaction returns n copies of r.
@@ -65,7 +66,7 @@ func TestLeaderRenewal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lr := newLeaderRig(t, finalPlan("a"))
+				lr := newLeaderRig(t, workertest.FinalPlan("a"))
 				lr.goLive()
 				lr.mustLead(1)
 				_, rev0, _ := lr.leaderKey()
@@ -93,7 +94,7 @@ func TestLeaderRenewal(t *testing.T) {
 
 func TestLeaderStepsDownWhenAnotherSessionHoldsTheKey(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		lr.goLive()
 		lr.mustLead(1)
 		_, rev, _ := lr.leaderKey()
@@ -133,7 +134,7 @@ func TestLeaderObservations(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lr := newLeaderRig(t, finalPlan("a"))
+				lr := newLeaderRig(t, workertest.FinalPlan("a"))
 				lr.goLive()
 				lr.mustLead(1)
 				_, rev, _ := lr.leaderKey()
@@ -148,7 +149,7 @@ func TestLeaderObservations(t *testing.T) {
 
 func TestWatchedRenewalsKeepTheLeadWhileRepliesFail(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		lr.goLive()
 		lr.mustLead(1)
 		// Every renewal lands but its reply is lost, and every read fails:
@@ -168,7 +169,7 @@ func TestWatchedRenewalsKeepTheLeadWhileRepliesFail(t *testing.T) {
 
 func TestStepDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		lr.goLive()
 		lr.mustLead(1)
 		lr.send(messages.StepDown{ReplyTo: lr.replies})
@@ -190,7 +191,7 @@ func TestStepDown(t *testing.T) {
 
 func TestAWinAfterDepartGivesTheKeyBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		gate := make(chan struct{})
 		lr.st.on("Create", protocol.KeyLeader, reaction{gate: gate})
 		lr.goLive()
@@ -205,7 +206,7 @@ func TestAWinAfterDepartGivesTheKeyBack(t *testing.T) {
 
 func TestVerdictKeepsTheKeyButStopsTheWork(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &gatedPlanner{testPlanner: &testPlanner{fp: "job:v1", plan: coordination.SplitPlan{Finality: coordination.PlanOpen}}}
+		p := &gatedPlanner{Planner: &workertest.Planner{FP: "job:v1", Result: coordination.SplitPlan{Finality: coordination.PlanOpen}}}
 		lr := newLeaderRig(t, p)
 		lr.goLive()
 		lr.mustLead(1)
@@ -262,7 +263,7 @@ func TestElection(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lr := newLeaderRig(t, finalPlan("a"))
+				lr := newLeaderRig(t, workertest.FinalPlan("a"))
 				tt.setup(lr)
 				lr.goLive()
 				tt.check(lr)
@@ -274,7 +275,7 @@ func TestElection(t *testing.T) {
 func TestLeaderCrashHandsPlanningOver(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		p := finalPlan("a", "b", "c")
+		p := workertest.FinalPlan("a", "b", "c")
 		w1 := r.start("w1", p)
 		r.until("w1 holds all", 10*time.Second, []*member{w1}, func() bool { return len(w1.held) == 3 })
 		w2 := r.start("w2", p)
@@ -314,7 +315,7 @@ func (lr *leaderRig) campaignOnce(el *election) electDone {
 // (docs/protocol.md, "Leadership").
 func TestTheElectionHandsOutTheWorkLeadOnlyOnceFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newPartRig(t, finalPlan("a"))
+		lr := newPartRig(t, workertest.FinalPlan("a"))
 		stops := 0
 		el := newElection(lr.v, lr.v.Log, func() { stops++ })
 		if el.canCampaign() {

@@ -12,6 +12,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -35,7 +36,7 @@ func BenchmarkRecordFanout(b *testing.B) {
 		}
 		cfg := coordination.DefaultConfig()
 		cfg.StartupGrace = 0
-		cfg.Logger = discardLogger()
+		cfg.Logger = workertest.DiscardLogger()
 		mem := memstore.New(cfg.LeaseDuration)
 		st := &countingWatches{Store: mem}
 		p := openPlan{}

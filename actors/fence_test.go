@@ -6,6 +6,7 @@ import (
 	"testing/synctest"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -14,7 +15,7 @@ import (
 
 func TestFenceRebasesOnAConcurrentPlanWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &gatedPlanner{testPlanner: finalPlan("a")}
+		p := &gatedPlanner{Planner: workertest.FinalPlan("a")}
 		lr := newLeaderRig(t, p)
 		seen := lr.plan()
 		seenRev := lr.planRev
@@ -31,7 +32,7 @@ func TestFenceRebasesOnAConcurrentPlanWrite(t *testing.T) {
 
 func TestFenceStepsDownOnANewerGeneration(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &gatedPlanner{testPlanner: finalPlan("a")}
+		p := &gatedPlanner{Planner: workertest.FinalPlan("a")}
 		lr := newLeaderRig(t, p)
 		seen, seenRev := lr.plan(), lr.planRev
 		lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.Generation = 3 })
@@ -61,7 +62,7 @@ func TestFenceFatal(t *testing.T) {
 			lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.Fingerprint = "other:v1" })
 		}, "fingerprint mismatch"},
 		{"the plan record is corrupt", func(lr *leaderRig) {
-			lr.planRev = put(lr.t, lr.r.st, protocol.KeyPlan, []byte("{"), lr.planRev)
+			lr.planRev = workertest.Put(lr.t, lr.r.st, protocol.KeyPlan, []byte("{"), lr.planRev)
 		}, "plan"},
 		{"the store fails for good", func(lr *leaderRig) {
 			lr.st.on("Update", protocol.KeyPlan, reaction{err: coordination.Errorf(coordination.Fatal, "bucket deleted")})
@@ -70,7 +71,7 @@ func TestFenceFatal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := &gatedPlanner{testPlanner: finalPlan("a")}
+				p := &gatedPlanner{Planner: workertest.FinalPlan("a")}
 				lr := newLeaderRig(t, p)
 				seen, seenRev := lr.plan(), lr.planRev
 				tt.break_(lr)
@@ -100,7 +101,7 @@ func TestFenceRetriesTransientErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lr := newLeaderRig(t, finalPlan("a"))
+				lr := newLeaderRig(t, workertest.FinalPlan("a"))
 				lr.st.on("Update", protocol.KeyPlan, tt.script...)
 				if tt.script[0].lose {
 					lr.st.on("Get", protocol.KeyPlan, transient)

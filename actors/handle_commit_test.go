@@ -9,6 +9,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -19,12 +20,12 @@ import (
 func TestMaybeLandedCommitIsAdopted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		fs := &faultyStore{Store: r.st}
-		w := r.startOn(fs, "w1", finalPlan("a"))
+		fs := &workertest.FaultyStore{Store: r.st}
+		w := r.startOn(fs, "w1", workertest.FinalPlan("a"))
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
-		fs.mu.Lock()
-		fs.landThenErr = protocol.ProgressKey("a")
-		fs.mu.Unlock()
+		fs.Mu.Lock()
+		fs.LandThenErr = protocol.ProgressKey("a")
+		fs.Mu.Unlock()
 		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 5}); coordination.KindOf(err) != coordination.Retryable {
 			t.Fatalf("maybe-landed commit: %v", err)
 		}
@@ -32,9 +33,9 @@ func TestMaybeLandedCommitIsAdopted(t *testing.T) {
 		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 5}); err != nil {
 			t.Fatalf("re-commit of the landed progress: %v", err)
 		}
-		fs.mu.Lock()
-		fs.landThenErr = protocol.ProgressKey("a")
-		fs.mu.Unlock()
+		fs.Mu.Lock()
+		fs.LandThenErr = protocol.ProgressKey("a")
+		fs.Mu.Unlock()
 		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 7}); coordination.KindOf(err) != coordination.Retryable {
 			t.Fatalf("second maybe-landed commit: %v", err)
 		}
@@ -85,13 +86,13 @@ func TestCasProgressConflicts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
-			v := casEnv(t, fs)
+			fs := &workertest.FaultyStore{Store: memstore.New(30 * time.Second)}
+			v := workertest.NewEnv(t, fs)
 			key := protocol.ProgressKey("a")
-			rev := put(t, fs, key, protocol.EncodeProgress(fence), 0)
-			put(t, fs, key, protocol.EncodeProgress(tt.moved), rev)
+			rev := workertest.Put(t, fs, key, protocol.EncodeProgress(fence), 0)
+			workertest.Put(t, fs, key, protocol.EncodeProgress(tt.moved), rev)
 			if tt.failGet {
-				fs.failGet = key
+				fs.FailGet = key
 			}
 			d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, tt.p)
 			if d.Outcome != tt.want || d.Adopted != tt.adopted {
@@ -116,7 +117,7 @@ func TestCasProgressConflicts(t *testing.T) {
 func TestCommitFinalOneResultPerEntryInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("a", "b"))
+		w := r.start("w1", workertest.FinalPlan("a", "b"))
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 2 })
 		errs := w.c.CommitFinal([]coordination.Commit{
 			{Split: "a", Progress: coordination.SplitProgress{Watermark: 3}},
@@ -144,7 +145,7 @@ func TestCommitFinalOneResultPerEntryInOrder(t *testing.T) {
 func TestCommitBindsToThePolledTenancy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("a"))
+		w := r.start("w1", workertest.FinalPlan("a"))
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
 		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 5}); err != nil {
 			t.Fatal(err)
@@ -203,8 +204,8 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 	key := protocol.ProgressKey("a")
 	t.Run("deleted: recreated", func(t *testing.T) {
 		st := memstore.New(30 * time.Second)
-		v := casEnv(t, st)
-		rev := put(t, st, key, protocol.EncodeProgress(fence), 0)
+		v := workertest.NewEnv(t, st)
+		rev := workertest.Put(t, st, key, protocol.EncodeProgress(fence), 0)
 		if _, err := st.Delete(context.Background(), store.Durable, key, 0); err != nil {
 			t.Fatal(err)
 		}
@@ -219,8 +220,8 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 	})
 	t.Run("below a seen revision: Fatal", func(t *testing.T) {
 		st := memstore.New(30 * time.Second)
-		v := casEnv(t, st)
-		rev := put(t, st, key, protocol.EncodeProgress(fence), 0)
+		v := workertest.NewEnv(t, st)
+		rev := workertest.Put(t, st, key, protocol.EncodeProgress(fence), 0)
 		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev + 10}, coordination.SplitProgress{Watermark: 4})
 		if d.Outcome != worker.CASFatal || !strings.Contains(d.Err.Error(), "store rollback") {
 			t.Fatalf("outcome %v err %v, want Fatal store rollback", d.Outcome, d.Err)

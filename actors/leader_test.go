@@ -13,6 +13,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -127,7 +128,7 @@ func (s *scriptStore) List(ctx context.Context, ks store.Keyspace, prefix string
 // waits for it to close before returning, ignoring its context (a planner
 // that does not honour cancellation).
 type gatedPlanner struct {
-	*testPlanner
+	*workertest.Planner
 	gate  chan struct{}
 	calls atomic.Int32
 	mu    sync.Mutex
@@ -157,7 +158,7 @@ func (p *gatedPlanner) Plan(ctx context.Context, pc coordination.PlanContext) (c
 	if err != nil {
 		return coordination.SplitPlan{}, err
 	}
-	return p.testPlanner.Plan(ctx, pc)
+	return p.Planner.Plan(ctx, pc)
 }
 
 // leaderRig runs a lone leader actor of worker w1 over a scriptStore in a
@@ -182,27 +183,27 @@ type leaderRig struct {
 func newLeaderRig(t *testing.T, p coordination.Planner, mut ...func(*coordination.Config)) *leaderRig {
 	r := newRig(t)
 	lr := &leaderRig{t: t, r: r, st: &scriptStore{Store: r.st}, reg: prometheus.NewPedanticRegistry()}
-	cfg := testConfig(t, r.clk, "w1")
+	cfg := workertest.Config(t, r.clk, "w1")
 	cfg.StartupGrace = 0
 	for _, f := range mut {
 		f(&cfg)
 	}
 	v := &worker.Env{Engine: r.e, Raw: lr.st, Config: cfg, Clock: r.clk, ID: "w1", Nonce: "nonce-w1", Log: cfg.Logger, Outbox: &worker.Outbox{}}
-	v.Metrics = worker.NewMetrics(lr.reg, "w1", discardLogger())
+	v.Metrics = worker.NewMetrics(lr.reg, "w1", workertest.DiscardLogger())
 	v.Session.Store(&v.Nonce)
 	v.Store = &worker.GuardedStore{Store: lr.st, Halted: &v.Halted, Metrics: v.Metrics}
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	lr.v = v
 	lr.pid = r.e.Spawn(newLeader(v), "leader")
 	v.PIDs.Leader = lr.pid
-	lr.replies = r.e.Spawn(func() actor.Receiver { return recorder{mu: &lr.mu, msgs: &lr.got} }, "replies")
+	lr.replies = r.e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &lr.mu, Msgs: &lr.got} }, "replies")
 	t.Cleanup(func() {
 		v.Cancel()
 		<-r.e.Poison(lr.pid).Done()
 		<-r.e.Poison(lr.replies).Done()
 		v.WG.Wait()
 	})
-	lr.planRev = put(t, r.st, protocol.KeyPlan, protocol.EncodePlan(protocol.PlanRecord{Fingerprint: p.Fingerprint()}), 0)
+	lr.planRev = workertest.Put(t, r.st, protocol.KeyPlan, protocol.EncodePlan(protocol.PlanRecord{Fingerprint: p.Fingerprint()}), 0)
 	lr.send(messages.JobStarted{Planner: p, Fingerprint: p.Fingerprint(), FP: protocol.Fingerprint(p.Fingerprint())})
 	return lr
 }
@@ -353,7 +354,7 @@ func (lr *leaderRig) mustLead(gen uint64) {
 
 func TestLeaderElectsFencesPlansAndPublishes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a", "b", "c"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c"))
 		lr.goLive()
 		lr.mustLead(1)
 		if pl := lr.plan(); pl.Planned != 3 || pl.Finality != coordination.PlanFinal {
@@ -367,7 +368,7 @@ func TestLeaderElectsFencesPlansAndPublishes(t *testing.T) {
 		if !ok || a.Generation != 1 || len(a.Splits) != 3 {
 			t.Fatalf("assignment %+v (present %v), want all 3 splits at generation 1", a, ok)
 		}
-		if got := counterSum(t, lr.reg, "coordination_replans_total", "ok"); got != 1 {
+		if got := workertest.CounterSum(t, lr.reg, "coordination_replans_total", "ok"); got != 1 {
 			t.Fatalf("replans ok = %v, want 1", got)
 		}
 	})
@@ -375,7 +376,7 @@ func TestLeaderElectsFencesPlansAndPublishes(t *testing.T) {
 
 // runs counts the planner runs by outcome label.
 func (lr *leaderRig) runs(label string) float64 {
-	return counterSum(lr.t, lr.reg, "coordination_replans_total", label)
+	return workertest.CounterSum(lr.t, lr.reg, "coordination_replans_total", label)
 }
 
 func TestStaleLeadResultsAreNeverApplied(t *testing.T) {
@@ -391,7 +392,7 @@ func TestStaleLeadResultsAreNeverApplied(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := &gatedPlanner{testPlanner: finalPlan("a")}
+				p := &gatedPlanner{Planner: workertest.FinalPlan("a")}
 				lr := newLeaderRig(t, p)
 				lr.goLive()
 				lr.mustLead(1)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -24,7 +25,7 @@ import (
 func TestLiveTwinsAreFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		p := finalPlan("a")
+		p := workertest.FinalPlan("a")
 		w := r.start("w1", p)
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
 		twin := r.start("w1", p)
@@ -45,13 +46,13 @@ func TestStoreOutageSelfFencesAndRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		hs := &hangingStore{Store: r.st}
-		c, err := Spawn(r.e, hs, testConfig(t, r.clk, "w1"))
+		c, err := Spawn(r.e, hs, workertest.Config(t, r.clk, "w1"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.Abort)
 		w := &member{c: c, held: map[coordination.SplitID]coordination.Gained{}}
-		if err := c.Start(finalPlan("a")); err != nil {
+		if err := c.Start(workertest.FinalPlan("a")); err != nil {
 			t.Fatal(err)
 		}
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
@@ -118,7 +119,7 @@ type leaseRig struct {
 func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 	r := newRig(t)
 	st := &outageStore{Store: r.st}
-	v, rev := spawnLoneLease(t, r.e, st, testConfig(t, r.clk, "w1"), nonce)
+	v, rev := spawnLoneLease(t, r.e, st, workertest.Config(t, r.clk, "w1"), nonce)
 	synctest.Wait()
 	return &leaseRig{r: r, st: st, v: v, rev: rev}
 }
@@ -129,7 +130,7 @@ func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*worker.Env, uint64) {
 	t.Helper()
 	v := &worker.Env{Engine: e, Raw: st, Config: cfg, Clock: cfg.Clock, ID: "w1", Nonce: nonce, Log: cfg.Logger, Outbox: &worker.Outbox{}}
-	v.Metrics = worker.NewMetrics(prometheus.NewPedanticRegistry(), "w1", discardLogger())
+	v.Metrics = worker.NewMetrics(prometheus.NewPedanticRegistry(), "w1", workertest.DiscardLogger())
 	v.Session.Store(&v.Nonce)
 	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
@@ -186,7 +187,7 @@ func beatsSpanningALease(t *testing.T, lease time.Duration) (nonce string, b1, b
 // renewal.
 func TestAnOutageOverTwoHeartbeatsKeepsTheSession(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lease := testConfig(t, nil, "w1").LeaseDuration
+		lease := workertest.Config(t, nil, "w1").LeaseDuration
 		nonce, b1, b3 := beatsSpanningALease(t, lease)
 		lr := newLeaseRig(t, nonce)
 		start := lr.r.clk.Now()
@@ -292,7 +293,7 @@ func TestTheDefaultsSurviveAHungStoreForAThirdOfTheLease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := testConfig(t, clock.New(), "w1")
+		cfg := workertest.Config(t, clock.New(), "w1")
 		cfg.LeaseDuration, cfg.OpTimeout = def.LeaseDuration, def.OpTimeout
 		v, rev := spawnLoneLease(t, e, st, cfg, nonce)
 		for end := time.Now().Add(3 * lease); time.Now().Before(end); {

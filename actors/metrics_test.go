@@ -13,13 +13,14 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 )
 
 func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		reg := prometheus.NewPedanticRegistry()
-		w := r.start("w1", finalPlan("a", "b"), func(c *coordination.Config) { c.Metrics = reg })
+		w := r.start("w1", workertest.FinalPlan("a", "b"), func(c *coordination.Config) { c.Metrics = reg })
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -62,10 +63,10 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 		}
 
 		// A second worker on the same registry registers beside the first.
-		w2 := r.start("w2", finalPlan("a", "b"), func(c *coordination.Config) { c.Metrics = reg })
+		w2 := r.start("w2", workertest.FinalPlan("a", "b"), func(c *coordination.Config) { c.Metrics = reg })
 		r.until("both gained", 10*time.Second, []*member{w, w2}, func() bool { return len(w.held)+len(w2.held) == 2 })
 		for _, g := range []string{"coordination_splits_remaining", "coordination_weight_remaining"} {
-			if got := gaugeOf(t, reg, g, "w1"); got != 2 {
+			if got := workertest.GaugeOf(t, reg, g, "w1"); got != 2 {
 				t.Fatalf("%s{worker=w1} = %v before any completion, want 2 (two splits of weight 1)", g, got)
 			}
 		}
@@ -79,12 +80,12 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 		r.until("verdict", 10*time.Second, []*member{w, w2}, func() bool { return verdictOf(w) != nil && verdictOf(w2) != nil })
 		for _, g := range []string{"coordination_splits_remaining", "coordination_weight_remaining"} {
 			for _, worker := range []string{"w1", "w2"} {
-				if got := gaugeOf(t, reg, g, worker); got != 0 {
+				if got := workertest.GaugeOf(t, reg, g, worker); got != 0 {
 					t.Fatalf("%s{worker=%s} = %v after the verdict, want 0", g, worker, got)
 				}
 			}
 		}
-		if created := counterSum(t, reg, "coordination_acquisitions_total", "create"); created != 2 {
+		if created := workertest.CounterSum(t, reg, "coordination_acquisitions_total", "create"); created != 2 {
 			t.Fatalf("acquisitions_total{reason=create} = %v, want 2", created)
 		}
 		for _, m := range []*member{w, w2} {
@@ -95,58 +96,11 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 	})
 }
 
-// gaugeOf returns the gauge name of one worker.
-func gaugeOf(tb testing.TB, reg *prometheus.Registry, name, worker string) float64 {
-	tb.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == "worker" && lp.GetValue() == worker {
-					return m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	tb.Fatalf("no %s{worker=%s}", name, worker)
-	return 0
-}
-
-// counterSum sums one counter family's series carrying the label value
-// across workers.
-func counterSum(tb testing.TB, reg *prometheus.Registry, name, value string) float64 {
-	tb.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetValue() == value {
-					sum += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return sum
-}
-
 func TestMetricsRegistrationConflictIsSkipped(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	clash := prometheus.NewCounter(prometheus.CounterOpts{Name: "coordination_releases_total", Help: "x", ConstLabels: prometheus.Labels{"worker": "w1"}})
 	reg.MustRegister(clash)
-	m := worker.NewMetrics(reg, "w1", discardLogger())
+	m := worker.NewMetrics(reg, "w1", workertest.DiscardLogger())
 	if m.Releases != nil {
 		t.Fatal("conflicting family was kept")
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -20,7 +21,7 @@ import (
 func TestASplitRecordDeletionIsConfirmedBeforeItIsFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("a", "b"))
+		w := r.start("w1", workertest.FinalPlan("a", "b"))
 		ms := []*member{w}
 		r.until("w1 holds both", 10*time.Second, ms, func() bool { return len(w.held) == 2 })
 		// A delete the store never made, as a listing that missed the key.

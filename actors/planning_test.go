@@ -9,6 +9,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -20,19 +21,19 @@ func (lr *leaderRig) replans() float64 {
 }
 
 func TestPlannerRunFatal(t *testing.T) {
-	dup := finalPlan("a", "a")
-	bigState := finalPlan("a", "b")
-	bigState.plan.PlannerState = make([]byte, 5<<10)
+	dup := workertest.FinalPlan("a", "a")
+	bigState := workertest.FinalPlan("a", "b")
+	bigState.Result.PlannerState = make([]byte, 5<<10)
 	tests := []struct {
 		name    string
 		planner coordination.Planner
 		reason  string
 		cap     int // the store's value cap; 0: none
 	}{
-		{"a panic keeps its own reason", &testPlanner{fp: "job:v1", panic: "boom"}, "planner panic: boom", 0},
-		{"the planner's Fatal is named as the planner's", &testPlanner{fp: "job:v1", err: coordination.Errorf(coordination.Fatal, "bad config")}, "planner: bad config", 0},
+		{"a panic keeps its own reason", &workertest.Planner{FP: "job:v1", Panic: "boom"}, "planner panic: boom", 0},
+		{"the planner's Fatal is named as the planner's", &workertest.Planner{FP: "job:v1", Err: coordination.Errorf(coordination.Fatal, "bad config")}, "planner: bad config", 0},
 		{"a split planned twice", dup, "planner returned split a more than once", 0},
-		{"an invalid split id", finalPlan(""), "planner returned an invalid split id", 0},
+		{"an invalid split id", workertest.FinalPlan(""), "planner returned an invalid split id", 0},
 		// Checked whole before any write: before, the publish's Fatal was
 		// downgraded to a retry and the planner ran again forever.
 		{"a plan record above the value cap", bigState, "plan record is up to 7002 bytes (fingerprint 6 bytes, planner state 5120 bytes), above the store's value cap of 2048 bytes", 2 << 10},
@@ -80,7 +81,7 @@ func TestPlannerRunFailuresRetryAtTheNextHeartbeat(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				p := &gatedPlanner{testPlanner: finalPlan("a")}
+				p := &gatedPlanner{Planner: workertest.FinalPlan("a")}
 				lr := newLeaderRig(t, p)
 				tt.setup(lr, p)
 				lr.goLive()
@@ -99,7 +100,7 @@ func TestPlannerRunFailuresRetryAtTheNextHeartbeat(t *testing.T) {
 
 func TestPlanPublishLostToANewerLeaderStepsDown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		lr.st.on("Update", protocol.KeyPlan, reaction{}, reaction{lose: true})
 		lr.goLive()
 		lr.mustNotLead()
@@ -112,7 +113,7 @@ func TestPlanPublishLostToANewerLeaderStepsDown(t *testing.T) {
 func TestPlanPublishAfterThePlanWasDeletedIsFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
-		p := &gatedPlanner{testPlanner: finalPlan("a"), gate: gate}
+		p := &gatedPlanner{Planner: workertest.FinalPlan("a"), gate: gate}
 		lr := newLeaderRig(t, p)
 		lr.goLive()
 		lr.mustLead(1)
@@ -130,7 +131,7 @@ func TestPlanPublishAfterThePlanWasDeletedIsFatal(t *testing.T) {
 func TestLosingLeadershipMidPlanAppliesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
-		p := &gatedPlanner{testPlanner: finalPlan("a", "b"), gate: gate}
+		p := &gatedPlanner{Planner: workertest.FinalPlan("a", "b"), gate: gate}
 		lr := newLeaderRig(t, p)
 		lr.goLive()
 		lr.mustLead(1)
@@ -152,7 +153,7 @@ func TestLosingLeadershipMidPlanAppliesNothing(t *testing.T) {
 func TestVerdictMidPlanCancelsTheRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
-		p := &gatedPlanner{testPlanner: finalPlan("a"), gate: gate}
+		p := &gatedPlanner{Planner: workertest.FinalPlan("a"), gate: gate}
 		lr := newLeaderRig(t, p)
 		lr.goLive()
 		lr.send(messages.VerdictReached{})
@@ -170,7 +171,7 @@ func TestVerdictMidPlanCancelsTheRun(t *testing.T) {
 func TestARunDueForANewTermStartsWhenTheStaleRunEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
-		p := &gatedPlanner{testPlanner: finalPlan("a"), gate: gate}
+		p := &gatedPlanner{Planner: workertest.FinalPlan("a"), gate: gate}
 		lr := newLeaderRig(t, p)
 		lr.goLive()
 		lr.mustLead(1)
@@ -194,7 +195,7 @@ func TestARunDueForANewTermStartsWhenTheStaleRunEnds(t *testing.T) {
 
 func TestAnOpenPlanIsReplannedEachInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &gatedPlanner{testPlanner: &testPlanner{fp: "job:v1", plan: coordination.SplitPlan{Finality: coordination.PlanOpen}}}
+		p := &gatedPlanner{Planner: &workertest.Planner{FP: "job:v1", Result: coordination.SplitPlan{Finality: coordination.PlanOpen}}}
 		lr := newLeaderRig(t, p)
 		lr.goLive()
 		lr.mustLead(1)
@@ -210,7 +211,7 @@ func TestAnOpenPlanIsReplannedEachInterval(t *testing.T) {
 func TestPlannerPanicIsFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", &testPlanner{fp: "job:v1", panic: "boom"})
+		w := r.start("w1", &workertest.Planner{FP: "job:v1", Panic: "boom"})
 		var err error
 		for i := 0; i < 40 && err == nil; i++ {
 			r.advance(125 * time.Millisecond)
@@ -293,7 +294,7 @@ func (p *growingPlanner) Plan(ctx context.Context, pc coordination.PlanContext) 
 // (60 assignment publishes while 20,000 splits were seeded by 8 workers).
 func TestARenewalDuringSeedingPublishesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a", "b", "c"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c"))
 		gate := make(chan struct{})
 		lr.st.on("Create", protocol.SplitKey("c"), reaction{gate: gate}) // the run stays in flight
 		lr.goLive()
@@ -323,7 +324,7 @@ func TestARenewalDuringSeedingPublishesNothing(t *testing.T) {
 // a lead that lasts, the same calls run the planner and apply the result.
 func TestThePlanRunnerRefusesAStaleLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := &gatedPlanner{testPlanner: finalPlan("a")}
+		p := &gatedPlanner{Planner: workertest.FinalPlan("a")}
 		lr := newPartRig(t, p)
 		run := newPlanRunner(lr.v, lr.v.Log)
 		run.planner = p

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -26,7 +27,7 @@ func (lr *leaderRig) observeAssignment(w string) {
 
 func TestLosingLeadershipMidPublishThenTheNextTermPublishes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		gate := make(chan struct{})
 		lr.st.on("Create", protocol.AssignKey("w1"), reaction{gate: gate})
 		lr.goLive()
@@ -51,9 +52,9 @@ func TestLosingLeadershipMidPublishThenTheNextTermPublishes(t *testing.T) {
 
 func TestLostAssignmentWritesDoNotSpin(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		// A record the leader's view lacks: every Create of it loses.
-		put(t, lr.r.st, protocol.AssignKey("w1"), protocol.EncodeAssignment(protocol.AssignmentRecord{}), 0)
+		workertest.Put(t, lr.r.st, protocol.AssignKey("w1"), protocol.EncodeAssignment(protocol.AssignmentRecord{}), 0)
 		lr.goLive()
 		lr.mustLead(1)
 		creates := lr.st.count("Create", protocol.AssignKey("w1"))
@@ -71,7 +72,7 @@ func TestLostAssignmentWritesDoNotSpin(t *testing.T) {
 
 func TestAFailedAssignmentWriteRetriesAtTheNextHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		failing := reaction{err: coordination.Errorf(coordination.Retryable, "timeout")}
 		lr.st.on("Create", protocol.AssignKey("w1"), failing, failing, failing)
 		lr.goLive()
@@ -89,8 +90,8 @@ func TestAFailedAssignmentWriteRetriesAtTheNextHeartbeat(t *testing.T) {
 
 func TestRecordsOfMembersGoneForGoodAreDeleted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a"))
-		put(t, lr.r.st, protocol.AssignKey("w9"), protocol.EncodeAssignment(protocol.AssignmentRecord{Splits: []coordination.SplitID{"a"}}), 0)
+		lr := newLeaderRig(t, workertest.FinalPlan("a"))
+		workertest.Put(t, lr.r.st, protocol.AssignKey("w9"), protocol.EncodeAssignment(protocol.AssignmentRecord{Splits: []coordination.SplitID{"a"}}), 0)
 		lr.observeAssignment("w9")
 		lr.goLive()
 		lr.mustLead(1)
@@ -102,7 +103,7 @@ func TestRecordsOfMembersGoneForGoodAreDeleted(t *testing.T) {
 
 func TestAPeerJoiningSharesTheSplits(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a", "b", "c", "d"))
+		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c", "d"))
 		lr.goLive()
 		lr.observeSplits()
 		lr.observeAssignment("w1")
@@ -134,7 +135,7 @@ func TestAHugeAdvertisedBudgetCannotOutgrowTheValueCap(t *testing.T) {
 		for i := range ids {
 			ids[i] = fmt.Sprintf("%060d", i) // 60-byte split ids
 		}
-		lr := newLeaderRig(t, finalPlan(ids...))
+		lr := newLeaderRig(t, workertest.FinalPlan(ids...))
 		const valueCap = 1024
 		lr.v.ValueCap = valueCap
 		lr.goLive()
@@ -172,7 +173,7 @@ func withGrace(c *coordination.Config) { c.StartupGrace = coordination.DefaultCo
 // 300ms later, got none until the pins ended.
 func TestAStartingFleetIsPlacedWhenTheStartupHoldEnds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, finalPlan("a", "b", "c", "d"), withGrace)
+		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c", "d"), withGrace)
 		grace := lr.v.Config.StartupGrace
 		lr.goLive()
 		lr.mustLead(1)
@@ -217,7 +218,7 @@ func TestTheStartupHoldKeepsBackOnlyWhatNoLiveMemberOwns(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				lr := newLeaderRig(t, finalPlan("a", "b"), withGrace)
+				lr := newLeaderRig(t, workertest.FinalPlan("a", "b"), withGrace)
 				rec := protocol.SplitRecord{ID: "a", FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Owner: "w1", Nonce: tt.nonce}
 				lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: rec, Rev: 1}}})
 				lr.goLive()
@@ -237,7 +238,7 @@ func TestTheStartupHoldKeepsBackOnlyWhatNoLiveMemberOwns(t *testing.T) {
 // calls write the member's record and cache it.
 func TestThePublisherRefusesAStaleLead(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newPartRig(t, finalPlan("a"))
+		lr := newPartRig(t, workertest.FinalPlan("a"))
 		pub := newPublisher(lr.v, lr.v.Log)
 		view := newFleetView(0)
 		view.members["w1"], view.sessions["w1"] = 0, "nonce-w1"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 )
 
 type panicky struct{}
@@ -13,7 +14,7 @@ type panicky struct{}
 func TestActorPanicSurfacesAsFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("a"))
+		w := r.start("w1", workertest.FinalPlan("a"))
 		pid := r.e.Spawn(func() actor.Receiver { return panicky{} }, "panicky", actor.WithMiddleware(recoverMiddleware(w.c.v, "panicky")))
 		for range 5 { // hollywood would kill the process on the fourth restart
 			r.e.Send(pid, "please panic")

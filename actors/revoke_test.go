@@ -12,24 +12,9 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/messages"
 )
-
-// recorder is an actor that keeps every message it receives.
-type recorder struct {
-	mu   *sync.Mutex
-	msgs *[]any
-}
-
-func (r recorder) Receive(c *actor.Context) {
-	switch c.Message().(type) {
-	case actor.Initialized, actor.Started, actor.Stopped:
-		return
-	}
-	r.mu.Lock()
-	*r.msgs = append(*r.msgs, c.Message())
-	r.mu.Unlock()
-}
 
 // revokeRig runs a lone revoke actor whose root is a recorder.
 type revokeRig struct {
@@ -46,10 +31,10 @@ type revokeRig struct {
 func newRevokeRig(t *testing.T) *revokeRig {
 	r := newRig(t)
 	rr := &revokeRig{t: t, e: r.e, clk: r.clk, reg: prometheus.NewPedanticRegistry()}
-	cfg := testConfig(t, r.clk, "w1")
-	v := &worker.Env{Engine: r.e, Config: cfg, Clock: r.clk, ID: "w1", Log: discardLogger(), Outbox: &worker.Outbox{}, Metrics: worker.NewMetrics(rr.reg, "w1", discardLogger())}
+	cfg := workertest.Config(t, r.clk, "w1")
+	v := &worker.Env{Engine: r.e, Config: cfg, Clock: r.clk, ID: "w1", Log: workertest.DiscardLogger(), Outbox: &worker.Outbox{}, Metrics: worker.NewMetrics(rr.reg, "w1", workertest.DiscardLogger())}
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
-	v.PIDs.Root = r.e.Spawn(func() actor.Receiver { return recorder{mu: &rr.mu, msgs: &rr.msgs} }, "root")
+	v.PIDs.Root = r.e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &rr.mu, Msgs: &rr.msgs} }, "root")
 	rr.pid = r.e.Spawn(newRevoke(v), "revoke")
 	rr.root = v.PIDs.Root
 	v.PIDs.Revoke = rr.pid
@@ -76,7 +61,7 @@ func (rr *revokeRig) take() []any {
 }
 
 func (rr *revokeRig) counter(outcome string) float64 {
-	return counterSum(rr.t, rr.reg, "coordination_revocations_total", outcome)
+	return workertest.CounterSum(rr.t, rr.reg, "coordination_revocations_total", outcome)
 }
 
 func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
@@ -217,7 +202,7 @@ func TestDeclineAfterSurrenderAnswersAtOnce(t *testing.T) {
 func TestDeclineForcesAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		p := finalPlan("a", "b")
+		p := workertest.FinalPlan("a", "b")
 		w1 := r.start("w1", p)
 		r.until("w1 holds both", 10*time.Second, []*member{w1}, func() bool { return len(w1.held) == 2 })
 		for id := range w1.held {
@@ -261,7 +246,7 @@ func TestRebalanceDelayWithholdsACrashedWorkersSplits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t)
-				p := finalPlan("a", "b", "c", "d")
+				p := workertest.FinalPlan("a", "b", "c", "d")
 				mut := func(c *coordination.Config) { c.RebalanceDelay = tc.delay }
 				w1 := r.start("w1", p, mut)
 				w2 := r.start("w2", p, mut)

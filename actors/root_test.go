@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 )
 
 func TestReleaseLetsAPeerClaimWithinALease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		p := finalPlan("a", "b")
+		p := workertest.FinalPlan("a", "b")
 		w1 := r.start("w1", p, func(c *coordination.Config) { c.MaxInFlight = 2 })
 		ms := []*member{w1}
 		r.until("w1 holds both", 10*time.Second, ms, func() bool { return len(w1.held) == 2 })
@@ -63,7 +64,7 @@ func TestReleaseLetsAPeerClaimWithinALease(t *testing.T) {
 func TestFailWithAStaleEpochIsFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("a"))
+		w := r.start("w1", workertest.FinalPlan("a"))
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
 		g := w.held["a"]
 		err := w.c.Fail("a", g.Epoch+1, "x")

@@ -11,6 +11,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/store/memstore"
 )
 
@@ -57,7 +58,7 @@ func TestSpawnValidates(t *testing.T) {
 func TestSpawnResolvesInstanceID(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		cfg := testConfig(t, r.clk, "")
+		cfg := workertest.Config(t, r.clk, "")
 		c, err := Spawn(r.e, r.st, cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +67,7 @@ func TestSpawnResolvesInstanceID(t *testing.T) {
 		if !regexp.MustCompile(`^spate-[0-9a-f]{32}$`).MatchString(c.InstanceID()) {
 			t.Fatalf("generated id %q", c.InstanceID())
 		}
-		c2, err := Spawn(r.e, r.st, testConfig(t, r.clk, "w-7"))
+		c2, err := Spawn(r.e, r.st, workertest.Config(t, r.clk, "w-7"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func TestMisuse(t *testing.T) {
 	}
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		c, err := Spawn(r.e, r.st, testConfig(t, r.clk, "w1"))
+		c, err := Spawn(r.e, r.st, workertest.Config(t, r.clk, "w1"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,28 +129,28 @@ func TestMisuse(t *testing.T) {
 		fatal(t, err, "Poll called before Start")
 		calls(t, c, "coordinator used before Start")
 		fatal(t, c.Start(nil), "Start needs a planner")
-		fatal(t, c.Start(&testPlanner{}), "the planner fingerprint must not be empty")
-		if err := c.Start(finalPlan()); err != nil {
+		fatal(t, c.Start(&workertest.Planner{}), "the planner fingerprint must not be empty")
+		if err := c.Start(workertest.FinalPlan()); err != nil {
 			t.Fatal(err)
 		}
-		fatal(t, c.Start(finalPlan()), "Start called twice")
+		fatal(t, c.Start(workertest.FinalPlan()), "Start called twice")
 		if err := c.Depart(); err != nil {
 			t.Fatalf("Depart: %v", err)
 		}
 		calls(t, c, "coordinator departed")
 		fatal(t, c.Depart(), "coordinator departed")
-		fatal(t, c.Start(finalPlan()), "coordinator departed")
+		fatal(t, c.Start(workertest.FinalPlan()), "coordinator departed")
 		if evs, err := c.Poll(); evs != nil || err != nil {
 			t.Fatalf("Poll after Depart: %v, %v", evs, err)
 		}
 		c.SetWaker(coordination.NewWaker())
 		c.SetStop(nil)
 
-		a, err := Spawn(r.e, r.st, testConfig(t, r.clk, "w2"))
+		a, err := Spawn(r.e, r.st, workertest.Config(t, r.clk, "w2"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Start(finalPlan()); err != nil {
+		if err := a.Start(workertest.FinalPlan()); err != nil {
 			t.Fatal(err)
 		}
 		a.Abort()
@@ -165,7 +166,7 @@ func TestDepartBeforeStartDoesNoIO(t *testing.T) {
 		clk := clock.NewMock()
 		e, _ := actor.NewEngine(actor.NewEngineConfig())
 		st := &countingStore{Store: memstore.New(1500*time.Millisecond, memstore.WithClock(clk))}
-		c, err := Spawn(e, st, testConfig(t, clk, "w1"))
+		c, err := Spawn(e, st, workertest.Config(t, clk, "w1"))
 		if err != nil {
 			t.Fatal(err)
 		}

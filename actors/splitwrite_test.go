@@ -8,6 +8,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -36,7 +37,7 @@ func TestCasSplitConflicts(t *testing.T) {
 	}{
 		{name: "no conflict", want: worker.CASLanded},
 		{name: "own maybe-landed write: adopt and retry", moved: &moved, want: worker.CASLanded},
-		{name: "the intended write already landed", moved: ptr(mine.HandBack(0)), want: worker.CASLanded, adopted: true},
+		{name: "the intended write already landed", moved: workertest.Ptr(mine.HandBack(0)), want: worker.CASLanded, adopted: true},
 		{name: "a peer's claim fences it", moved: &peer, want: worker.CASFenced, fencedText: true},
 		{name: "a deleted record fences it", deleted: true, want: worker.CASFenced, fencedText: true},
 		{name: "a failed read is unconfirmed", moved: &moved, failGet: true, want: worker.CASUnconfirmed},
@@ -45,26 +46,26 @@ func TestCasSplitConflicts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := &faultyStore{Store: memstore.New(30 * time.Second)}
-			v := casEnv(t, fs)
+			fs := &workertest.FaultyStore{Store: memstore.New(30 * time.Second)}
+			v := workertest.NewEnv(t, fs)
 			key := protocol.SplitKey("a")
-			rev := put(t, fs, key, protocol.EncodeSplit(mine), 0)
+			rev := workertest.Put(t, fs, key, protocol.EncodeSplit(mine), 0)
 			base := worker.SplitEntry{Rec: mine, Rev: rev}
 			switch {
 			case tt.moved != nil:
-				put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
+				workertest.Put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
 			case tt.corrupt:
-				put(t, fs, key, []byte(`{"not":"a split"}`), rev)
+				workertest.Put(t, fs, key, []byte(`{"not":"a split"}`), rev)
 			case tt.deleted:
 				if _, err := fs.Delete(context.Background(), store.Durable, key, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if tt.failGet {
-				fs.failGet = key
+				fs.FailGet = key
 			}
 			if tt.landErr {
-				fs.landThenErr = key
+				fs.LandThenErr = key
 			}
 			d := casSplit(context.Background(), v, "a", 2, "handing back", base, handBack)
 			if d.Outcome != tt.want || d.Adopted != tt.adopted {
@@ -106,9 +107,9 @@ func TestEndTenancy(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := memstore.New(30 * time.Second)
-			v := casEnv(t, st)
+			v := workertest.NewEnv(t, st)
 			key := protocol.SplitKey("a")
-			rev := put(t, st, key, protocol.EncodeSplit(tt.rec), 0)
+			rev := workertest.Put(t, st, key, protocol.EncodeSplit(tt.rec), 0)
 			d := endTenancy(context.Background(), v, "a", 2, "ending", worker.SplitEntry{Rec: tt.rec, Rev: rev}, tt.end)
 			if d.Outcome != tt.want {
 				t.Fatalf("outcome %v (err %v), want %v", d.Outcome, d.Err, tt.want)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
@@ -41,7 +42,7 @@ func TestFailWithoutARecordIsFenced(t *testing.T) {
 func TestPoisonSplitRunsMaxAttemptsThenStalls(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("p"), func(c *coordination.Config) { c.MaxAttempts = 3 })
+		w := r.start("w1", workertest.FinalPlan("p"), func(c *coordination.Config) { c.MaxAttempts = 3 })
 		tenancies := 0
 		var lastEpoch coordination.LeaseEpoch
 		r.until("stalled", 30*time.Second, []*member{w}, func() bool {
@@ -124,8 +125,8 @@ func spawnLoneSplitWriter(t *testing.T) (r *rig, writer, rec *actor.PID, sent fu
 	r = newRig(t)
 	var mu sync.Mutex
 	var msgs []any
-	rec = r.e.Spawn(func() actor.Receiver { return recorder{mu: &mu, msgs: &msgs} }, "rec")
-	v := &worker.Env{Engine: r.e, Store: r.st, Config: testConfig(t, r.clk, "w1"), Clock: r.clk, ID: "w1", Log: discardLogger(), Outbox: &worker.Outbox{}}
+	rec = r.e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
+	v := &worker.Env{Engine: r.e, Store: r.st, Config: workertest.Config(t, r.clk, "w1"), Clock: r.clk, ID: "w1", Log: workertest.DiscardLogger(), Outbox: &worker.Outbox{}}
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	v.PIDs = worker.PIDs{Root: rec, Lease: rec, Revoke: rec, Assign: rec}
 	v.PIDs.SplitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -78,13 +79,13 @@ func TestStartupFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				r := newRig(t)
-				cfg := testConfig(t, r.clk, "w1")
+				cfg := workertest.Config(t, r.clk, "w1")
 				cfg.StartupMaxAttempts = 2
 				c, err := Spawn(r.e, tt.store(r.st), cfg)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := c.Start(finalPlan("a")); err != nil {
+				if err := c.Start(workertest.FinalPlan("a")); err != nil {
 					t.Fatal(err)
 				}
 				err = pollError(r, c)
@@ -102,13 +103,13 @@ func TestStartupFailures(t *testing.T) {
 func TestSetWakerAfterStartIsIgnored(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		c, err := Spawn(r.e, r.st, testConfig(t, r.clk, "w1"))
+		c, err := Spawn(r.e, r.st, workertest.Config(t, r.clk, "w1"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		first, late := coordination.NewWaker(), coordination.NewWaker()
 		c.SetWaker(first)
-		if err := c.Start(finalPlan("a")); err != nil {
+		if err := c.Start(workertest.FinalPlan("a")); err != nil {
 			t.Fatal(err)
 		}
 		c.SetWaker(late)
@@ -133,10 +134,10 @@ func TestSetWakerAfterStartIsIgnored(t *testing.T) {
 func TestFingerprintMismatchIsFatal(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("a"))
+		w := r.start("w1", workertest.FinalPlan("a"))
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
-		other := finalPlan("a")
-		other.fp = "job:v2"
+		other := workertest.FinalPlan("a")
+		other.FP = "job:v2"
 		w2 := r.start("w2", other)
 		var err error
 		for i := 0; i < 40 && err == nil; i++ {
@@ -170,7 +171,7 @@ func TestAnnounceRetryAfterALandedAttemptIsNoTwin(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := memstore.New(30 * time.Second)
-			v := casEnv(t, st)
+			v := workertest.NewEnv(t, st)
 			key := protocol.WorkerKey(v.ID)
 			if _, _, err := st.Create(context.Background(), store.Ephemeral, key, protocol.EncodePresence(protocol.PresenceRecord{Nonce: tt.found})); err != nil {
 				t.Fatal(err)
@@ -220,7 +221,7 @@ func TestLosingThePlanRaceJoinsAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		st := &planRaceStore{Store: r.st}
-		w := r.startOn(st, "w1", finalPlan("a"))
+		w := r.startOn(st, "w1", workertest.FinalPlan("a"))
 		synctest.Wait() // startup ran as far as it goes without time passing
 		if !st.raced {
 			t.Fatal("the plan race was not played")

@@ -9,6 +9,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -21,7 +22,7 @@ import (
 func TestAUsersActorCommandsTheCoordinatorByMessage(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		w := r.start("w1", finalPlan("a"))
+		w := r.start("w1", workertest.FinalPlan("a"))
 		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
 		epoch := uint64(w.held["a"].Epoch)
 		replies := make(chan any, 2)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -39,10 +40,10 @@ type verdictRig struct {
 func newVerdictRig(t *testing.T, st store.Store) *verdictRig {
 	r := newRig(t)
 	vr := &verdictRig{}
-	v := casEnv(t, st)
+	v := workertest.NewEnv(t, st)
 	v.Engine = r.e
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
-	rec := r.e.Spawn(func() actor.Receiver { return recorder{mu: &vr.mu, msgs: &vr.msgs} }, "rec")
+	rec := r.e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &vr.mu, Msgs: &vr.msgs} }, "rec")
 	v.PIDs.Root, v.PIDs.SplitWriter = rec, rec
 	t.Cleanup(func() {
 		v.Cancel()
@@ -88,7 +89,7 @@ func TestVerdictListing(t *testing.T) {
 					st = listFailingStore{Store: ms, err: tt.listErr}
 				}
 				if tt.stored != nil {
-					put(t, ms, protocol.SplitKey("a"), tt.stored, 0)
+					workertest.Put(t, ms, protocol.SplitKey("a"), tt.stored, 0)
 				}
 				vr := newVerdictRig(t, st)
 				vr.sw.fold("a", done, 1)

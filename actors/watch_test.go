@@ -11,6 +11,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -69,7 +70,7 @@ func TestReconcileHealsAMissedWatchEvent(t *testing.T) {
 		ds := &droppingStore{Store: r.st, drop: protocol.AssignKey("w1")}
 		// No startup hold: the assignment (whose event is dropped) is
 		// published as soon as the plan is, so the clock runs from there.
-		w := r.startOn(ds, "w1", finalPlan("a"), func(c *coordination.Config) { c.StartupGrace = 0 })
+		w := r.startOn(ds, "w1", workertest.FinalPlan("a"), func(c *coordination.Config) { c.StartupGrace = 0 })
 		start := r.clk.Now()
 		r.until("gained through the reconcile", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
 		ds.mu.Lock()
@@ -141,7 +142,7 @@ func TestBrokenWatchIsReestablished(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
 		bs := &brokenWatchStore{Store: r.st}
-		w := r.startOn(bs, "w1", finalPlan("a"))
+		w := r.startOn(bs, "w1", workertest.FinalPlan("a"))
 		r.until("gained after a re-watch", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
 		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 1, Completed: true}); err != nil {
 			t.Fatal(err)
@@ -282,7 +283,7 @@ func fenceByIntruder(t *testing.T, st store.Store, id coordination.SplitID) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	put(t, st, key, protocol.EncodeSplit(rec.Claim("intruder", "intruder-nonce", rec.Epoch+1, false, 0)), uint64(e.Revision))
+	workertest.Put(t, st, key, protocol.EncodeSplit(rec.Claim("intruder", "intruder-nonce", rec.Epoch+1, false, 0)), uint64(e.Revision))
 }
 
 // A flood of watch events against a stalled actor, the watch actor itself
@@ -314,7 +315,7 @@ func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 	}{
 		{name: "the watch actor", stall: "watch", flood: func(t *testing.T, st store.Store) {
 			for i := range flood {
-				put(t, st, fmt.Sprintf("%sflood.%05d", protocol.PrefixJob, i), []byte("x"), 0)
+				workertest.Put(t, st, fmt.Sprintf("%sflood.%05d", protocol.PrefixJob, i), []byte("x"), 0)
 				paced(i)
 			}
 		}},
@@ -326,7 +327,7 @@ func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 			}
 			rev := uint64(e.Revision)
 			for i := range flood {
-				rev = put(t, st, key, e.Value, rev) // the same record at a new revision
+				rev = workertest.Put(t, st, key, e.Value, rev) // the same record at a new revision
 				paced(i)
 			}
 		}},
@@ -343,7 +344,7 @@ func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 						cfg.ReconcileInterval = time.Hour // only the re-watch's snapshot may heal the view
 					}
 				}
-				p := finalPlan("a", "b")
+				p := workertest.FinalPlan("a", "b")
 				w1 := r.startOn(tw, "w1", p, slow(tt.stall))
 				r.until("w1 holds both splits", 10*time.Second, []*member{w1}, func() bool { return len(w1.held) == 2 })
 				_, before := tw.counts()
