@@ -25,12 +25,7 @@ type rig struct {
 
 func newRig(tb testing.TB) *rig {
 	tb.Helper()
-	e, err := actor.NewEngine(actor.NewEngineConfig())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	e, clk := workertest.NewEngine(tb)
 	return &rig{tb: tb, e: e, st: memstore.New(1500*time.Millisecond, memstore.WithClock(clk)), clk: clk}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/revoke"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -71,7 +72,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.PIDs.Leader = spawn(newLeader(v), "leader")
 	v.PIDs.Assign = spawn(newAssign(v), "assign")
 	v.PIDs.SplitWriter = spawn(newSplitWriter(v), "splitwriter")
-	v.PIDs.Revoke = spawn(newRevoke(v), "revoke")
+	v.PIDs.Revoke = spawn(revoke.New(v), "revoke")
 	v.PIDs.Root = spawn(newRoot(v), "coordinator")
 	return &Coordinator{v: v}, nil
 }

@@ -236,3 +236,16 @@ func (r Recorder) Receive(c *actor.Context) {
 	*r.Msgs = append(*r.Msgs, c.Message())
 	r.Mu.Unlock()
 }
+
+// NewEngine returns a hollywood engine and a mock clock set to a fixed
+// time, for a test that runs actors in a synctest bubble.
+func NewEngine(tb testing.TB) (*actor.Engine, *clock.Mock) {
+	tb.Helper()
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	return e, clk
+}

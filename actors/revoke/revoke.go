@@ -1,4 +1,4 @@
-package actors
+package revoke
 
 import (
 	"fmt"
@@ -29,7 +29,7 @@ type revokeActor struct {
 	phase worker.JobPhase
 }
 
-func newRevoke(v *worker.Env) actor.Producer {
+func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &revokeActor{
 			v:        v,
