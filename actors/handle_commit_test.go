@@ -2,17 +2,14 @@ package actors
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
-	"github.com/spate-go/coordination/store/memstore"
 )
 
 // Appendix A 13: a conflict caused by this worker's own maybe-landed write is
@@ -57,59 +54,6 @@ func TestMaybeLandedCommitIsAdopted(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-}
-
-// A lost commit CAS whose progress record still carries this tenancy is
-// adopted and retried once; one that already carries the intended write (or
-// this tenancy's completion) is a success; a failed classifying read is
-// Retryable; a later fence is Fenced.
-func TestCasProgressConflicts(t *testing.T) {
-	fp := protocol.Fingerprint("job:v1")
-	fence := protocol.FreshProgress("a", fp, "me", 2, 0)
-	own := fence.Commit(coordination.SplitProgress{Watermark: 5}, 0)
-	done := fence.Commit(coordination.SplitProgress{Watermark: 5, Completed: true}, 0)
-	later := own.Fence("peer", 3, 0)
-	tests := []struct {
-		name    string
-		moved   protocol.ProgressRecord // what lands after the writer's view
-		p       coordination.SplitProgress
-		failGet bool
-		want    worker.CASOutcome
-		adopted bool
-	}{
-		{"own maybe-landed write: adopt and retry", own, coordination.SplitProgress{Watermark: 9}, false, worker.CASLanded, false},
-		{"the intended write already landed", own, coordination.SplitProgress{Watermark: 5}, false, worker.CASLanded, true},
-		{"this tenancy's completion already landed", done, coordination.SplitProgress{Watermark: 9}, false, worker.CASLanded, true},
-		{"adopted record re-checks the watermark", own, coordination.SplitProgress{Watermark: 4}, false, worker.CASFatal, false},
-		{"a failed read is retryable", own, coordination.SplitProgress{Watermark: 9}, true, worker.CASUnconfirmed, false},
-		{"a later fence is a fence", later, coordination.SplitProgress{Watermark: 9}, false, worker.CASFenced, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			fs := &workertest.FaultyStore{Store: memstore.New(30 * time.Second)}
-			v := workertest.NewEnv(t, fs)
-			key := protocol.ProgressKey("a")
-			rev := workertest.Put(t, fs, key, protocol.EncodeProgress(fence), 0)
-			workertest.Put(t, fs, key, protocol.EncodeProgress(tt.moved), rev)
-			if tt.failGet {
-				fs.FailGet = key
-			}
-			d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, tt.p)
-			if d.Outcome != tt.want || d.Adopted != tt.adopted {
-				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.Outcome, d.Adopted, d.Err, tt.want, tt.adopted)
-			}
-			switch tt.want {
-			case worker.CASUnconfirmed:
-				if coordination.KindOf(d.Err) != coordination.Retryable {
-					t.Fatalf("err %v", d.Err)
-				}
-			case worker.CASFenced:
-				if coordination.KindOf(d.Err) != coordination.Fenced || !strings.Contains(d.Err.Error(), "another worker owns it now; nothing was written") {
-					t.Fatalf("err %v", d.Err)
-				}
-			}
-		})
-	}
 }
 
 // Appendix A 15: CommitFinal returns one result per entry in order, and
@@ -190,41 +134,6 @@ func TestCommitBindsToThePolledTenancy(t *testing.T) {
 		}
 		if err := w.c.Depart(); err != nil {
 			t.Fatal(err)
-		}
-	})
-}
-
-// A commit that finds its progress record deleted outside the library
-// recreates it with the commit it meant to write (docs/protocol.md,
-// "Missing records"); one that finds the record below the revision the
-// tenancy already saw is Fatal (docs/protocol.md, "Store rollback").
-func TestCasProgressMissingAndRolledBack(t *testing.T) {
-	fp := protocol.Fingerprint("job:v1")
-	fence := protocol.FreshProgress("a", fp, "me", 2, 0)
-	key := protocol.ProgressKey("a")
-	t.Run("deleted: recreated", func(t *testing.T) {
-		st := memstore.New(30 * time.Second)
-		v := workertest.NewEnv(t, st)
-		rev := workertest.Put(t, st, key, protocol.EncodeProgress(fence), 0)
-		if _, err := st.Delete(context.Background(), store.Durable, key, 0); err != nil {
-			t.Fatal(err)
-		}
-		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4})
-		if d.Outcome != worker.CASLanded || d.Rec.Watermark == nil || *d.Rec.Watermark != 4 {
-			t.Fatalf("outcome %v record %+v (err %v), want landed at watermark 4", d.Outcome, d.Rec, d.Err)
-		}
-		e, found, err := st.Get(context.Background(), store.Durable, key)
-		if err != nil || !found || e.Revision != store.Revision(d.Rev) {
-			t.Fatalf("stored %v %v %v, want the recreated record at revision %d", e, found, err, d.Rev)
-		}
-	})
-	t.Run("below a seen revision: Fatal", func(t *testing.T) {
-		st := memstore.New(30 * time.Second)
-		v := workertest.NewEnv(t, st)
-		rev := workertest.Put(t, st, key, protocol.EncodeProgress(fence), 0)
-		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev + 10}, coordination.SplitProgress{Watermark: 4})
-		if d.Outcome != worker.CASFatal || !strings.Contains(d.Err.Error(), "store rollback") {
-			t.Fatalf("outcome %v err %v, want Fatal store rollback", d.Outcome, d.Err)
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/revoke"
 	"github.com/spate-go/coordination/store"
@@ -60,9 +61,9 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
 	v.ValueCap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
-	commits := newCommitWriters(v)
+	commits := commitwriter.New(v)
 	v.Commits = commits
-	commits.start(v)
+	commits.Start(v)
 	name := id + "." + v.Nonce[:12]
 	spawn := func(p actor.Producer, kind string) *actor.PID {
 		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), worker.BacklogMiddleware(v)), actor.WithMaxRestarts(0))

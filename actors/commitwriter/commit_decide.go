@@ -1,4 +1,4 @@
-package actors
+package commitwriter
 
 import (
 	"github.com/spate-go/coordination"

@@ -1,4 +1,4 @@
-package actors
+package commitwriter
 
 import (
 	"context"
@@ -66,7 +66,7 @@ func TestMailboxProcessesInPostOrderOneAtATime(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		settle() // the shard's goroutine drained the queue and waits
+		synctest.Wait() // the shard's goroutine drained the queue and waits
 		if len(order) != senders*each {
 			t.Fatalf("processed %d messages, want %d", len(order), senders*each)
 		}
@@ -128,7 +128,7 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 	v.Engine = e
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	v.PIDs = worker.PIDs{Root: rec, Revoke: rec}
-	ws := newCommitWriters(v)
+	ws := New(v)
 	v.Commits = ws
 	t.Cleanup(func() {
 		v.Cancel()
@@ -162,7 +162,7 @@ func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination
 func (l *loneCommitWriter) runWithTheCell(t *testing.T) {
 	l.run(t)
 	l.w.v.SendTo(worker.RoleCommitWriter, l.fence)
-	settle()
+	synctest.Wait()
 }
 
 // askBehindTheCell posts the tenancy's cell while the shard's goroutine is
@@ -172,7 +172,7 @@ func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <
 	l.w.v.SendTo(worker.RoleCommitWriter, l.fence)
 	res := make(chan worker.CommitResult, 1)
 	go func() { res <- l.ask(ctx, 2, coordination.SplitProgress{Watermark: 5}) }()
-	settle()
+	synctest.Wait()
 	if n := l.queued(); n != 2 {
 		t.Fatalf("%d messages queued, want the cell and the commit", n)
 	}
@@ -215,7 +215,7 @@ func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
 		if got := l.watermark(t); got != 5 {
 			t.Fatalf("watermark %d, want 5", got)
 		}
-		settle()
+		synctest.Wait()
 		if got := l.sent(); !slices.Equal(got, []any{messages.CommitLanded{Split: "a", Epoch: 2}}) {
 			t.Fatalf("told %#v, want CommitLanded", got)
 		}
@@ -236,7 +236,7 @@ func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
 			t.Fatalf("commit of epoch 1 under the cell of epoch 2: landed %v, %v", r.Landed, r.Err)
 		}
 		l.w.v.SendTo(worker.RoleCommitWriter, messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
-		settle()
+		synctest.Wait()
 		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 7}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
 			t.Fatalf("commit after TenancyEnded: landed %v, %v", r.Landed, r.Err)
 		}
@@ -255,7 +255,7 @@ func TestACompletingCommitEndsTheTenancy(t *testing.T) {
 		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 9, Completed: true}); !r.Landed {
 			t.Fatalf("completing commit: %v", r.Err)
 		}
-		settle()
+		synctest.Wait()
 		if got := l.sent(); !slices.Contains(got, any(messages.EndTenancy{Split: "a", Epoch: 2, Reason: messages.EndCompleted})) {
 			t.Fatalf("told %#v, want EndTenancy completed", got)
 		}

@@ -1,4 +1,4 @@
-package actors
+package commitwriter
 
 import (
 	"context"
@@ -44,7 +44,7 @@ type commitWriters struct {
 	shards []*commitWriter
 }
 
-func newCommitWriters(v *worker.Env) commitWriters {
+func New(v *worker.Env) commitWriters {
 	ws := commitWriters{seed: maphash.MakeSeed(), shards: make([]*commitWriter, commitWriterShards)}
 	for i := range ws.shards {
 		ws.shards[i] = &commitWriter{v: v, box: newMailbox(), cells: map[coordination.SplitID]*progressCell{}}
@@ -65,8 +65,8 @@ func (ws commitWriters) Ask(req worker.CommitRequest) worker.CommitResult {
 	return ws.of(req.Split).ask(req)
 }
 
-// start runs each shard's goroutine until the worker shuts down.
-func (ws commitWriters) start(v *worker.Env) {
+// Start runs each shard's goroutine until the worker shuts down.
+func (ws commitWriters) Start(v *worker.Env) {
 	for _, w := range ws.shards {
 		v.Go(w.run)
 	}

@@ -3,46 +3,11 @@ package actors
 import (
 	"testing"
 
-	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"pgregory.net/rapid"
 )
-
-func wm(n int64) *int64 { return &n }
-
-func TestClassifyProgressConflict(t *testing.T) {
-	base := protocol.ProgressRecord{ID: "s", Epoch: 2, Owner: "me", Watermark: wm(5), State: []byte{}}
-	intended := base
-	intended.Watermark = wm(9)
-	other := base
-	other.Owner = "peer"
-	higher := base
-	higher.Epoch, higher.Owner = 3, "peer"
-	done := base
-	done.Completed = true
-	tests := []struct {
-		name  string
-		found bool
-		got   protocol.ProgressRecord
-		want  worker.ConflictClass
-	}{
-		{"absent is a fence", false, protocol.ProgressRecord{}, worker.ConflictFenced},
-		{"the intended write landed", true, intended, worker.ConflictLanded},
-		{"this tenancy's completion landed", true, done, worker.ConflictLanded},
-		{"own earlier write: adopt", true, base, worker.ConflictAdopt},
-		{"another owner", true, other, worker.ConflictFenced},
-		{"a later fence", true, higher, worker.ConflictFenced},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := classifyProgressConflict("me", 2, intended, tt.found, tt.got); got != tt.want {
-				t.Fatalf("got %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
 
 func TestClassifySplitConflict(t *testing.T) {
 	base := protocol.SplitRecord{ID: "s", Epoch: 2, Owner: "me", Nonce: "n", Status: protocol.StatusRunnable}
@@ -94,47 +59,6 @@ func TestMovedAway(t *testing.T) {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})
-	}
-}
-
-// TestJudgeSurrender: a surrender writes only on a runnable record naming
-// its tenancy; a terminal one needs nothing; any other owner or epoch fences.
-func TestJudgeSurrender(t *testing.T) {
-	mine := protocol.SplitRecord{ID: "s", Epoch: 2, Owner: "me", Nonce: "n", Status: protocol.StatusRunnable}
-	later, peer, done, quar := mine, mine, mine, mine
-	later.Epoch = 3
-	peer.Owner = "peer"
-	done.Status = protocol.StatusCompleted
-	quar.Status = protocol.StatusQuarantined
-	for _, tt := range []struct {
-		name string
-		rec  protocol.SplitRecord
-		want worker.Surrender
-	}{
-		{"this tenancy's", mine, worker.SurrenderWrite},
-		{"a later epoch", later, worker.SurrenderFenced},
-		{"another owner", peer, worker.SurrenderFenced},
-		{"completed", done, worker.SurrenderNothing},
-		{"quarantined", quar, worker.SurrenderNothing},
-	} {
-		if got := worker.JudgeSurrender(tt.rec, "me", 2); got != tt.want {
-			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestCheckWatermark(t *testing.T) {
-	rec := protocol.ProgressRecord{Watermark: wm(57)}
-	if err := checkWatermark("s-7", rec, coordination.SplitProgress{Watermark: 57}); err != nil {
-		t.Fatalf("equal watermark: %v", err)
-	}
-	err := checkWatermark("s-7", rec, coordination.SplitProgress{Watermark: 40})
-	want := "coordination error (fatal): split s-7: commit watermark 40 is below the committed watermark 57; a source must never move a watermark backwards"
-	if err == nil || err.Error() != want {
-		t.Fatalf("got %v, want %s", err, want)
-	}
-	if err := checkWatermark("s", protocol.ProgressRecord{}, coordination.SplitProgress{Watermark: -3}); err != nil {
-		t.Fatalf("null watermark: %v", err)
 	}
 }
 
