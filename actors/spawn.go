@@ -10,6 +10,7 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/lease"
 	"github.com/spate-go/coordination/actors/revoke"
 	"github.com/spate-go/coordination/store"
 )
@@ -69,7 +70,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), worker.BacklogMiddleware(v)), actor.WithMaxRestarts(0))
 	}
 	v.PIDs.Watch = spawn(newWatch(v), "watch")
-	v.PIDs.Lease = spawn(newLease(v), "lease")
+	v.PIDs.Lease = spawn(lease.New(v), "lease")
 	v.PIDs.Leader = spawn(newLeader(v), "leader")
 	v.PIDs.Assign = spawn(newAssign(v), "assign")
 	v.PIDs.SplitWriter = spawn(newSplitWriter(v), "splitwriter")

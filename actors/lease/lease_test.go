@@ -1,9 +1,8 @@
-package actors
+package lease
 
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,57 +20,6 @@ import (
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
-
-func TestLiveTwinsAreFatal(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t)
-		p := workertest.FinalPlan("a")
-		w := r.start("w1", p)
-		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
-		twin := r.start("w1", p)
-		var err error
-		for i := 0; i < 80 && err == nil; i++ {
-			r.advance(125 * time.Millisecond)
-			if _, err = w.c.Poll(); err == nil {
-				_, err = twin.c.Poll()
-			}
-		}
-		if coordination.KindOf(err) != coordination.Fatal || !strings.Contains(err.Error(), `InstanceID "w1" is in use by another live worker`) {
-			t.Fatalf("twins: %v", err)
-		}
-	})
-}
-
-func TestStoreOutageSelfFencesAndRecovers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t)
-		hs := &hangingStore{Store: r.st}
-		c, err := Spawn(r.e, hs, workertest.Config(t, r.clk, "w1"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Abort)
-		w := &member{c: c, held: map[coordination.SplitID]coordination.Gained{}}
-		if err := c.Start(workertest.FinalPlan("a")); err != nil {
-			t.Fatal(err)
-		}
-		r.until("gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
-		first := w.held["a"].Epoch
-		hs.hang.Store(true)
-		r.until("self-fenced", 5*time.Second, []*member{w}, func() bool { return len(w.held) == 0 })
-		if _, ok := hasEvent[coordination.Lost](w); !ok {
-			t.Fatalf("no Lost: %v", w.evs)
-		}
-		hs.hang.Store(false)
-		r.until("re-gained", 10*time.Second, []*member{w}, func() bool { return len(w.held) == 1 })
-		if g := w.held["a"]; g.Epoch <= first {
-			t.Fatalf("re-gained %+v after epoch %d", g, first)
-		}
-		if err := c.Depart(); err != nil {
-			t.Fatal(err)
-		}
-	})
-}
 
 // outageStore is a memstore that fails every operation at once with
 // Retryable while down is set (a store that refuses: disconnected, no
@@ -110,18 +58,20 @@ func (s *outageStore) Get(ctx context.Context, ks store.Keyspace, key string) (s
 // outageStore in a synctest bubble, joined at the rig's start: its presence
 // key is written and the first heartbeat is armed.
 type leaseRig struct {
-	r   *rig
+	mem *memstore.Store
+	clk *clock.Mock
 	st  *outageStore
 	v   *worker.Env
 	rev uint64 // the presence revision written at the start
 }
 
 func newLeaseRig(t *testing.T, nonce string) *leaseRig {
-	r := newRig(t)
-	st := &outageStore{Store: r.st}
-	v, rev := spawnLoneLease(t, r.e, st, workertest.Config(t, r.clk, "w1"), nonce)
+	e, clk := workertest.NewEngine(t)
+	mem := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+	st := &outageStore{Store: mem}
+	v, rev := spawnLoneLease(t, e, st, workertest.Config(t, clk, "w1"), nonce)
 	synctest.Wait()
-	return &leaseRig{r: r, st: st, v: v, rev: rev}
+	return &leaseRig{mem: mem, clk: clk, st: st, v: v, rev: rev}
 }
 
 // spawnLoneLease runs a lone lease actor of worker w1 (cfg's clock) with
@@ -138,7 +88,7 @@ func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordinat
 	if err != nil || !ok {
 		t.Fatalf("create the presence key: %v %v", ok, err)
 	}
-	pid := e.Spawn(newLease(v), "lease")
+	pid := e.Spawn(New(v), "lease")
 	v.PIDs.Lease = pid
 	t.Cleanup(func() {
 		v.Cancel()
@@ -152,7 +102,7 @@ func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordinat
 // presence reads w1's presence key from the store underneath.
 func (lr *leaseRig) presence(t *testing.T) (protocol.PresenceRecord, uint64) {
 	t.Helper()
-	e, ok, err := lr.r.st.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"))
+	e, ok, err := lr.mem.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"))
 	if err != nil || !ok {
 		t.Fatalf("presence key: found %v, err %v", ok, err)
 	}
@@ -190,13 +140,13 @@ func TestAnOutageOverTwoHeartbeatsKeepsTheSession(t *testing.T) {
 		lease := workertest.Config(t, nil, "w1").LeaseDuration
 		nonce, b1, b3 := beatsSpanningALease(t, lease)
 		lr := newLeaseRig(t, nonce)
-		start := lr.r.clk.Now()
+		start := lr.clk.Now()
 		const step = 5 * time.Millisecond
 		var atOutage uint64
-		for lr.r.clk.Since(start) < b1+2*lease {
-			lr.r.clk.Add(step)
+		for lr.clk.Since(start) < b1+2*lease {
+			lr.clk.Add(step)
 			synctest.Wait()
-			since := lr.r.clk.Since(start)
+			since := lr.clk.Since(start)
 			switch {
 			case since >= b1+step && since < b3+step && !lr.st.down.Load():
 				if _, atOutage = lr.presence(t); atOutage <= lr.rev {

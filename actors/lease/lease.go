@@ -1,4 +1,4 @@
-package actors
+package lease
 
 import (
 	"context"
@@ -64,7 +64,7 @@ type leaseActor struct {
 	failures     worker.FailureRun // the failed renewals since the last that landed
 }
 
-func newLease(v *worker.Env) actor.Producer {
+func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &leaseActor{v: v, log: v.Log.With("actor", "lease")}
 	}
