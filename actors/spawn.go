@@ -12,6 +12,7 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/lease"
 	"github.com/spate-go/coordination/actors/revoke"
+	"github.com/spate-go/coordination/actors/watch"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -69,7 +70,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	spawn := func(p actor.Producer, kind string) *actor.PID {
 		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), worker.BacklogMiddleware(v)), actor.WithMaxRestarts(0))
 	}
-	v.PIDs.Watch = spawn(newWatch(v), "watch")
+	v.PIDs.Watch = spawn(watch.New(v), "watch")
 	v.PIDs.Lease = spawn(lease.New(v), "lease")
 	v.PIDs.Leader = spawn(newLeader(v), "leader")
 	v.PIDs.Assign = spawn(newAssign(v), "assign")

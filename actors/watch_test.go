@@ -12,6 +12,7 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/actors/watch"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -359,8 +360,8 @@ func TestWatchFloodAgainstAStalledActorStaysBounded(t *testing.T) {
 				tt.flood(t, r.st)
 				settle()
 				// The credits out, and the burst a pump holds while it waits.
-				if _, taken := tw.counts(); taken-before > worker.WatchBacklog+maxWatchBurst {
-					t.Fatalf("the pump took %d of %d flood events while %s was stalled; want at most %d", taken-before, flood, tt.stall, worker.WatchBacklog+maxWatchBurst)
+				if _, taken := tw.counts(); taken-before > worker.WatchBacklog+watch.MaxBurst {
+					t.Fatalf("the pump took %d of %d flood events while %s was stalled; want at most %d", taken-before, flood, tt.stall, worker.WatchBacklog+watch.MaxBurst)
 				}
 				fenceByIntruder(t, r.st, "a")
 				if w2 == nil {

@@ -1,4 +1,4 @@
-package actors
+package watch
 
 import (
 	"context"
@@ -59,7 +59,7 @@ func (m watchEvents) Events() int { return len(m.evs) }
 // message, and the split record puts in one RecordsObserved, so one
 // message's work stays small while a burst costs one message per
 // subscriber rather than one per event.
-const maxWatchBurst = 256
+const MaxBurst = 256
 
 // keyState is the revision discipline of one key (docs/protocol.md, "Watches and reconcile").
 type keyState struct {
@@ -104,7 +104,7 @@ type watchActor struct {
 	run []recordmsg.RecordObserved
 }
 
-func newWatch(v *worker.Env) actor.Producer {
+func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		w := &watchActor{v: v, log: v.Log.With("actor", "watch")}
 		for i := range w.ks {
@@ -213,7 +213,7 @@ func (w *watchActor) open(ks store.Keyspace) {
 // found closed.
 func burst(ch <-chan store.WatchEvent, first store.WatchEvent) (evs []store.WatchEvent, open bool) {
 	evs = []store.WatchEvent{first}
-	for len(evs) < maxWatchBurst {
+	for len(evs) < MaxBurst {
 		select {
 		case ev, ok := <-ch:
 			if !ok {
@@ -426,7 +426,7 @@ func (w *watchActor) del(ks store.Keyspace, key string, rev uint64, synth bool) 
 func (w *watchActor) observe(msg any) {
 	if r, ok := msg.(recordmsg.RecordObserved); ok {
 		w.run = append(w.run, r)
-		if len(w.run) == maxWatchBurst {
+		if len(w.run) == MaxBurst {
 			w.flush()
 		}
 		return
