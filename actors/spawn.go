@@ -8,6 +8,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/assign"
 	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/lease"
@@ -73,7 +74,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.PIDs.Watch = spawn(watch.New(v), "watch")
 	v.PIDs.Lease = spawn(lease.New(v), "lease")
 	v.PIDs.Leader = spawn(newLeader(v), "leader")
-	v.PIDs.Assign = spawn(newAssign(v), "assign")
+	v.PIDs.Assign = spawn(assign.New(v), "assign")
 	v.PIDs.SplitWriter = spawn(newSplitWriter(v), "splitwriter")
 	v.PIDs.Revoke = spawn(revoke.New(v), "revoke")
 	v.PIDs.Root = spawn(newRoot(v), "coordinator")

@@ -1,4 +1,4 @@
-package actors
+package assign
 
 import (
 	"container/heap"
@@ -15,12 +15,12 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// maxClaimsInFlight bounds the writes the assign actor runs at once (claims,
+// MaxClaimsInFlight bounds the writes the assign actor runs at once (claims,
 // quarantines on takeover and leftover returns together), so a worker
 // assigned thousands of splits, or finding thousands of quarantine
 // candidates after a crash loop, does not start thousands of store writes in
 // one burst; the rest follow as writes finish.
-const maxClaimsInFlight = 128
+const MaxClaimsInFlight = 128
 
 // assignActor follows this worker's assignment record (docs/protocol.md,
 // "Following the assignment"): it keeps the claim view (split records and
@@ -61,7 +61,7 @@ type assignActor struct {
 	session bool // a session is established (false between SessionEnded and SessionStarted)
 }
 
-func newAssign(v *worker.Env) actor.Producer {
+func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &assignActor{
 			v:        v,
@@ -382,7 +382,7 @@ func (a *assignActor) step(c *actor.Context) {
 		return
 	}
 	for id := range a.extra {
-		if len(a.inflight) >= maxClaimsInFlight {
+		if len(a.inflight) >= MaxClaimsInFlight {
 			return
 		}
 		if cand, ok := a.classify(id); ok && a.actsRegardless(cand) {
@@ -392,7 +392,7 @@ func (a *assignActor) step(c *actor.Context) {
 	if !a.decided {
 		return
 	}
-	for a.queue.Len() > 0 && len(a.held)+a.claims < a.v.Config.MaxInFlight && len(a.inflight) < maxClaimsInFlight {
+	for a.queue.Len() > 0 && len(a.held)+a.claims < a.v.Config.MaxInFlight && len(a.inflight) < MaxClaimsInFlight {
 		q := heap.Pop(&a.queue).(queuedCandidate)
 		if a.queued[q.id] != q.kind {
 			continue // superseded by a later entry of another kind
