@@ -13,6 +13,7 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/lease"
 	"github.com/spate-go/coordination/actors/revoke"
+	"github.com/spate-go/coordination/actors/splitwriter"
 	"github.com/spate-go/coordination/actors/watch"
 	"github.com/spate-go/coordination/store"
 )
@@ -75,7 +76,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.PIDs.Lease = spawn(lease.New(v), "lease")
 	v.PIDs.Leader = spawn(newLeader(v), "leader")
 	v.PIDs.Assign = spawn(assign.New(v), "assign")
-	v.PIDs.SplitWriter = spawn(newSplitWriter(v), "splitwriter")
+	v.PIDs.SplitWriter = spawn(splitwriter.New(v), "splitwriter")
 	v.PIDs.Revoke = spawn(revoke.New(v), "revoke")
 	v.PIDs.Root = spawn(newRoot(v), "coordinator")
 	return &Coordinator{v: v}, nil

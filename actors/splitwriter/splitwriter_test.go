@@ -1,4 +1,4 @@
-package actors
+package splitwriter
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 // A Fail the root accepted while the split-writer actor had already lost the
@@ -23,8 +24,8 @@ import (
 // way to the root) writes nothing and must say so: Fenced, never nil.
 func TestFailWithoutARecordIsFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r, writer, rec, sent := spawnLoneSplitWriter(t)
-		r.e.Send(writer, messages.FailSplit{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
+		e, writer, rec, sent := spawnLoneSplitWriter(t)
+		e.Send(writer, messages.FailSplit{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
 		synctest.Wait()
 		msgs := sent()
 		var reply *messages.FailSplitReply
@@ -35,46 +36,6 @@ func TestFailWithoutARecordIsFenced(t *testing.T) {
 		}
 		if reply == nil || coordination.KindOf(reply.Err) != coordination.Fenced {
 			t.Fatalf("reply %+v (messages %v), want Fenced", reply, msgs)
-		}
-	})
-}
-
-func TestPoisonSplitRunsMaxAttemptsThenStalls(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		r := newRig(t)
-		w := r.start("w1", workertest.FinalPlan("p"), func(c *coordination.Config) { c.MaxAttempts = 3 })
-		tenancies := 0
-		var lastEpoch coordination.LeaseEpoch
-		r.until("stalled", 30*time.Second, []*member{w}, func() bool {
-			if g, ok := w.held["p"]; ok && g.Epoch != lastEpoch {
-				lastEpoch = g.Epoch
-				tenancies++
-				delete(w.held, "p")
-				if err := w.c.Fail("p", g.Epoch, "poison"); err != nil {
-					t.Fatalf("Fail: %v", err)
-				}
-			}
-			_, ok := hasEvent[coordination.Stalled](w)
-			return ok
-		})
-		if tenancies != 3 {
-			t.Fatalf("%d tenancies, want 3", tenancies)
-		}
-		q, _ := hasEvent[coordination.Quarantined](w)
-		if q.Split != "p" || q.Attempts != 3 {
-			t.Fatalf("quarantined %+v", q)
-		}
-		if s, _ := hasEvent[coordination.Stalled](w); s.Completed != 0 || s.Quarantined != 1 {
-			t.Fatalf("stalled %+v", s)
-		}
-		if _, ok := hasEvent[coordination.Lost](w); ok {
-			t.Fatalf("Fail emitted Lost: %v", w.evs)
-		}
-		if _, ok := w.evs[len(w.evs)-1].(coordination.Stalled); !ok {
-			t.Fatalf("verdict not last: %v", w.evs)
-		}
-		if err := w.c.Depart(); err != nil {
-			t.Fatal(err)
 		}
 	})
 }
@@ -105,9 +66,9 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				r, writer, _, sent := spawnLoneSplitWriter(t)
+				e, writer, _, sent := spawnLoneSplitWriter(t)
 				for _, m := range tt.send {
-					r.e.Send(writer, m)
+					e.Send(writer, m)
 				}
 				synctest.Wait()
 				msgs := sent()
@@ -121,20 +82,21 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 
 // spawnLoneSplitWriter starts a split-writer actor whose every peer is one
 // recording actor, rec; sent returns a copy of what rec has received.
-func spawnLoneSplitWriter(t *testing.T) (r *rig, writer, rec *actor.PID, sent func() []any) {
-	r = newRig(t)
+func spawnLoneSplitWriter(t *testing.T) (e *actor.Engine, writer, rec *actor.PID, sent func() []any) {
+	e, clk := workertest.NewEngine(t)
+	st := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
 	var mu sync.Mutex
 	var msgs []any
-	rec = r.e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
-	v := &worker.Env{Engine: r.e, Store: r.st, Config: workertest.Config(t, r.clk, "w1"), Clock: r.clk, ID: "w1", Log: workertest.DiscardLogger(), Outbox: &worker.Outbox{}}
+	rec = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
+	v := &worker.Env{Engine: e, Store: st, Config: workertest.Config(t, clk, "w1"), Clock: clk, ID: "w1", Log: workertest.DiscardLogger(), Outbox: &worker.Outbox{}}
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	v.PIDs = worker.PIDs{Root: rec, Lease: rec, Revoke: rec, Assign: rec}
-	v.PIDs.SplitWriter = r.e.Spawn(newSplitWriter(v), "splitwriter")
+	v.PIDs.SplitWriter = e.Spawn(New(v), "splitwriter")
 	t.Cleanup(func() {
-		<-r.e.Poison(v.PIDs.SplitWriter).Done()
-		<-r.e.Poison(rec).Done()
+		<-e.Poison(v.PIDs.SplitWriter).Done()
+		<-e.Poison(rec).Done()
 	})
-	return r, v.PIDs.SplitWriter, rec, func() []any {
+	return e, v.PIDs.SplitWriter, rec, func() []any {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(msgs)

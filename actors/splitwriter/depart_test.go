@@ -1,4 +1,4 @@
-package actors
+package splitwriter
 
 import (
 	"slices"
@@ -20,7 +20,7 @@ import (
 // terminal one or an unowned one is left alone.
 func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	v := workertest.NewEnv(t, memstore.New(time.Second)) // id "me", session "n"
-	sw := newSplitWriter(v)().(*splitWriterActor)
+	sw := New(v)().(*splitWriterActor)
 	rec := func(owner, nonce string, st protocol.Status) protocol.SplitRecord {
 		return protocol.SplitRecord{Owner: owner, Nonce: nonce, Epoch: 3, Status: st}
 	}

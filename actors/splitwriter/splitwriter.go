@@ -1,4 +1,4 @@
-package actors
+package splitwriter
 
 import (
 	"context"
@@ -52,7 +52,7 @@ type splitWriterActor struct {
 	handBacks map[uint64]*handBackBatch
 }
 
-func newSplitWriter(v *worker.Env) actor.Producer {
+func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &splitWriterActor{
 			v:         v,

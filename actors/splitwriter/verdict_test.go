@@ -1,4 +1,4 @@
-package actors
+package splitwriter
 
 import (
 	"context"
@@ -38,19 +38,19 @@ type verdictRig struct {
 }
 
 func newVerdictRig(t *testing.T, st store.Store) *verdictRig {
-	r := newRig(t)
+	e, _ := workertest.NewEngine(t)
 	vr := &verdictRig{}
 	v := workertest.NewEnv(t, st)
-	v.Engine = r.e
+	v.Engine = e
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
-	rec := r.e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &vr.mu, Msgs: &vr.msgs} }, "rec")
+	rec := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &vr.mu, Msgs: &vr.msgs} }, "rec")
 	v.PIDs.Root, v.PIDs.SplitWriter = rec, rec
 	t.Cleanup(func() {
 		v.Cancel()
 		v.WG.Wait()
-		<-r.e.Poison(rec).Done()
+		<-e.Poison(rec).Done()
 	})
-	vr.v, vr.sw = v, newSplitWriter(v)().(*splitWriterActor)
+	vr.v, vr.sw = v, New(v)().(*splitWriterActor)
 	// A final plan of one split, completed in the view: the gate passes.
 	vr.sw.plan, vr.sw.hasPlan = protocol.PlanRecord{Finality: coordination.PlanFinal, Planned: 1}, true
 	return vr

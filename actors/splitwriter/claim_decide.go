@@ -1,4 +1,4 @@
-package actors
+package splitwriter
 
 import (
 	"github.com/spate-go/coordination/actors/internal/worker"
