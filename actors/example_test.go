@@ -155,6 +155,7 @@ func ExampleCoordinator_PID() {
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "worker-1"
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	cfg.MaxAttempts = 1 // the failed split is quarantined, never claimed again
 	c, err := actors.Spawn(e, memstore.New(cfg.LeaseDuration), cfg)
 	if err != nil {
 		panic(err)

@@ -1,0 +1,324 @@
+package leader
+
+import (
+	"slices"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
+	"github.com/spate-go/coordination/messages"
+)
+
+// assignCache is one member's assignment record as the leader last saw it.
+type assignCache struct {
+	inst string
+	rec  protocol.AssignmentRecord
+	rev  uint64
+}
+
+// splitFacts is what the assignment function reads of one split record,
+// and the session its owner claimed it in (the startup hold asks whether a
+// live member holds a split).
+type splitFacts struct {
+	owner  string
+	nonce  string
+	status protocol.Status
+	weight uint64
+	seen   bool
+}
+
+// fleetView is the leader actor's view of the fleet, the assignment
+// function's input (docs/protocol.md, "Assignment and the rebalance delay"),
+// kept whether or not this worker leads. Written by the leader actor only.
+type fleetView struct {
+	members    map[string]uint32 // live member → its MaxInFlight (0: the default)
+	sessions   map[string]string // live member → its session nonce
+	departedAt map[string]time.Time
+	records    map[coordination.SplitID]splitFacts
+	assigns    map[string]assignCache
+	// publishedTo maps a split to the member whose cached assignment names
+	// it; kept only while working as leader (nil otherwise), so a worker
+	// that does not lead pays nothing per split for others' records.
+	publishedTo map[coordination.SplitID]string
+	grace       *protocol.Grace // the startup grace window's observations
+}
+
+func newFleetView(startupGrace time.Duration) fleetView {
+	return fleetView{
+		members:    map[string]uint32{},
+		sessions:   map[string]string{},
+		departedAt: map[string]time.Time{},
+		records:    map[coordination.SplitID]splitFacts{},
+		assigns:    map[string]assignCache{},
+		grace:      protocol.NewGrace(startupGrace),
+	}
+}
+
+// observeFleet folds one watched fleet observation into the view and marks
+// the assignment input changed when it did.
+func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
+	f, now := &l.view, l.v.Clock.Now()
+	switch m := msg.(type) {
+	case messages.PresenceObserved:
+		old, ok := f.members[m.Instance]
+		if !ok && m.Instance != l.v.ID {
+			l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
+		}
+		if !ok || old != m.MaxInFlight {
+			l.pub.changed()
+		}
+		f.members[m.Instance] = m.MaxInFlight
+		f.sessions[m.Instance] = m.Nonce
+		f.grace.Join(m.Instance, now)
+		delete(f.departedAt, m.Instance)
+	case messages.PresenceDeleted:
+		if _, ok := f.members[m.Instance]; !ok {
+			return
+		}
+		delete(f.members, m.Instance)
+		delete(f.sessions, m.Instance)
+		f.grace.Leave(m.Instance)
+		if m.Instance != l.v.ID {
+			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
+			if _, ok := f.departedAt[m.Instance]; !ok && l.v.Config.RebalanceDelay > 0 {
+				f.departedAt[m.Instance] = now
+			}
+		}
+		l.pub.changed()
+	case recordmsg.RecordsObserved:
+		tick := false
+		for _, r := range m.Records {
+			tick = l.recordObserved(r, now) || tick
+		}
+		if tick {
+			l.tick(c)
+		}
+		return
+	case messages.RecordDeleted:
+		delete(f.records, m.Split)
+		f.grace.Release(m.Split)
+		l.pub.changed()
+		l.tick(c)
+		return
+	case recordmsg.AssignmentObserved:
+		if old, ok := f.assigns[m.Instance]; !ok || m.Rev > old.rev {
+			f.cacheAssign(assignCache{inst: m.Instance, rec: m.Assignment, rev: m.Rev})
+		}
+		return
+	case messages.AssignmentDeleted:
+		if old, ok := f.assigns[m.Instance]; ok && m.Rev > old.rev {
+			f.uncacheAssign(m.Instance)
+		}
+		return
+	}
+	l.gauges()
+	l.tick(c)
+}
+
+// recordObserved folds a split record put into the view and reports
+// whether the leader should tick. While this leader's own planner run
+// seeds, a split that appeared waits for the run's next progress report
+// (or its end) instead of making the assignment dirty, so that no other
+// trigger (a presence renewal) publishes it in between: seeding n splits
+// costs O(log n) evaluations, not one per trigger.
+func (l *leaderActor) recordObserved(m recordmsg.RecordObserved, now time.Time) (tick bool) {
+	f := &l.view
+	old := f.records[m.Split]
+	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true}
+	f.grace.Claim(m.Split, m.Record.Owner, now)
+	if old == facts {
+		return false
+	}
+	f.records[m.Split] = facts
+	switch {
+	case !old.seen && l.run.seeding():
+		l.pub.seededMeanwhile()
+		return false
+	case !old.seen:
+		l.pub.changed()
+		return true
+	case f.inputChanged(m.Split, old, facts):
+		l.pub.changed()
+		return true
+	}
+	return false
+}
+
+func (l *leaderActor) gauges() {
+	n := len(l.view.members)
+	if _, ok := l.view.members[l.v.ID]; !ok {
+		n++
+	}
+	l.v.Metrics.Workers(n)
+}
+
+// running reports whether a live member holds a split in its current
+// session, as the view's split records show: the fleet is running, not
+// starting (protocol.Grace.Hold). O(splits); asked once per leadership.
+func (f *fleetView) running() bool {
+	for _, s := range f.records {
+		if n, live := f.sessions[s.owner]; live && n == s.nonce && s.status == protocol.StatusRunnable {
+			return true
+		}
+	}
+	return false
+}
+
+// expireDepartures closes the rebalance windows that lasted delay and
+// reports whether one closed.
+func (f *fleetView) expireDepartures(now time.Time, delay time.Duration) bool {
+	closed := false
+	for i, t := range f.departedAt {
+		if now.Sub(t) >= delay {
+			delete(f.departedAt, i)
+			closed = true
+		}
+	}
+	return closed
+}
+
+// inputChanged reports whether a split record change from old to f changes
+// an input of the assignment function: its status, its owner as the sticky
+// pass sees it (an unowned split counts as its published member's), or a
+// rebalance window's reservation. A claim by the member a split is published
+// to changes nothing, so a claim storm costs the leader no evaluation.
+func (f *fleetView) inputChanged(id coordination.SplitID, old, cur splitFacts) bool {
+	if old.status != cur.status || !old.seen {
+		return true
+	}
+	if old.owner == cur.owner {
+		return false
+	}
+	if _, ok := f.departedAt[old.owner]; ok {
+		return true
+	}
+	if _, ok := f.departedAt[cur.owner]; ok {
+		return true
+	}
+	return f.stickyOwner(id, old.owner) != f.stickyOwner(id, cur.owner)
+}
+
+// stickyOwner is split id's owner for the sticky pass when its record names
+// owner: the owner, or while it has none the live member whose published
+// assignment names the split (a documented refinement of the assignment
+// input, docs/protocol.md "Assignment and the rebalance delay").
+func (f *fleetView) stickyOwner(id coordination.SplitID, owner string) string {
+	if owner != "" {
+		return owner
+	}
+	if p, ok := f.publishedTo[id]; ok {
+		if _, live := f.members[p]; live {
+			return p
+		}
+	}
+	return ""
+}
+
+// cacheAssign caches a member's assignment record and its placements.
+func (f *fleetView) cacheAssign(a assignCache) {
+	f.uncacheAssign(a.inst)
+	f.assigns[a.inst] = a
+	if f.publishedTo != nil {
+		for _, id := range a.rec.Splits {
+			f.publishedTo[id] = a.inst
+		}
+	}
+}
+
+// uncacheAssign drops a member's cached assignment record.
+func (f *fleetView) uncacheAssign(inst string) {
+	old, ok := f.assigns[inst]
+	if !ok {
+		return
+	}
+	delete(f.assigns, inst)
+	for _, id := range old.rec.Splits {
+		if f.publishedTo[id] == inst {
+			delete(f.publishedTo, id)
+		}
+	}
+}
+
+// indexPublished builds publishedTo from the cached records.
+func (f *fleetView) indexPublished() {
+	f.publishedTo = map[coordination.SplitID]string{}
+	for inst, a := range f.assigns {
+		for _, id := range a.rec.Splits {
+			f.publishedTo[id] = inst
+		}
+	}
+}
+
+// unindexPublished drops publishedTo.
+func (f *fleetView) unindexPublished() { f.publishedTo = nil }
+
+// knownSplits copies the set of split ids the view holds.
+func (f *fleetView) knownSplits() map[coordination.SplitID]bool {
+	known := make(map[coordination.SplitID]bool, len(f.records))
+	for id := range f.records {
+		known[id] = true
+	}
+	return known
+}
+
+// assignInput is the assignment function's input from the view. Every
+// member's lane budget (its presence's, or this leader's MaxInFlight) is
+// clamped to coordination.MaxInFlightLimit and to what one assignment
+// record can carry under the store's value cap valueCap with the view's
+// longest split id (docs/protocol.md, "Size limits"), so no budget a peer
+// advertises can make the leader write a record above the cap.
+func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, valueCap int) protocol.AssignInput {
+	longest := 0
+	for id := range f.records {
+		longest = max(longest, len(id))
+	}
+	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
+	in := protocol.AssignInput{
+		Members:    make([]string, 0, len(f.members)),
+		Caps:       map[string]int{},
+		DefaultCap: min(cfg.MaxInFlight, limit),
+		FP:         protocol.Fingerprint(fingerprint),
+		Splits:     make([]protocol.AssignSplit, 0, len(f.records)),
+	}
+	for m, b := range f.members {
+		in.Members = append(in.Members, m)
+		if b > 0 {
+			in.Caps[m] = int(min(b, uint32(limit)))
+		}
+	}
+	if cfg.RebalanceDelay > 0 && len(f.departedAt) > 0 {
+		in.Reserved = map[coordination.SplitID]bool{}
+	}
+	for id, s := range f.records {
+		// A split record implies its spec (seeding writes the spec first).
+		in.Splits = append(in.Splits, protocol.AssignSplit{ID: id, Weight: s.weight, HasSpec: true, Status: s.status, Owner: f.stickyOwner(id, s.owner)})
+		if in.Reserved != nil {
+			if _, ok := f.departedAt[s.owner]; ok && s.owner != "" {
+				in.Reserved[id] = true
+			}
+		}
+	}
+	return in
+}
+
+// snapshot copies what a publish reads beside its input: the cached
+// records, the live members and the open rebalance windows.
+func (f *fleetView) snapshot() (cache map[string]assignCache, members, windows map[string]bool) {
+	cache = make(map[string]assignCache, len(f.assigns))
+	for k, a := range f.assigns {
+		a.rec.Splits = slices.Clone(a.rec.Splits)
+		cache[k] = a
+	}
+	members = make(map[string]bool, len(f.members))
+	for m := range f.members {
+		members[m] = true
+	}
+	windows = make(map[string]bool, len(f.departedAt))
+	for i := range f.departedAt {
+		windows[i] = true
+	}
+	return cache, members, windows
+}
