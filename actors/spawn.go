@@ -11,6 +11,7 @@ import (
 	"github.com/spate-go/coordination/actors/assign"
 	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/leader"
 	"github.com/spate-go/coordination/actors/lease"
 	"github.com/spate-go/coordination/actors/revoke"
 	"github.com/spate-go/coordination/actors/splitwriter"
@@ -74,7 +75,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	}
 	v.PIDs.Watch = spawn(watch.New(v), "watch")
 	v.PIDs.Lease = spawn(lease.New(v), "lease")
-	v.PIDs.Leader = spawn(newLeader(v), "leader")
+	v.PIDs.Leader = spawn(leader.New(v), "leader")
 	v.PIDs.Assign = spawn(assign.New(v), "assign")
 	v.PIDs.SplitWriter = spawn(splitwriter.New(v), "splitwriter")
 	v.PIDs.Revoke = spawn(revoke.New(v), "revoke")
