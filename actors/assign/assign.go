@@ -61,6 +61,7 @@ type assignActor struct {
 	session bool // a session is established (false between SessionEnded and SessionStarted)
 }
 
+// New returns the producer of worker v's assignment-diffing actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &assignActor{

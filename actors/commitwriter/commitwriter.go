@@ -44,6 +44,8 @@ type commitWriters struct {
 	shards []*commitWriter
 }
 
+// New returns worker v's commit writer, its shards not running yet
+// (Start runs them).
 func New(v *worker.Env) commitWriters {
 	ws := commitWriters{seed: maphash.MakeSeed(), shards: make([]*commitWriter, commitWriterShards)}
 	for i := range ws.shards {

@@ -51,6 +51,7 @@ type leaderActor struct {
 	view fleetView
 }
 
+// New returns the producer of worker v's leader-planning actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		l := &leaderActor{v: v, log: v.Log.With("actor", "leader"), view: newFleetView(v.Config.StartupGrace)}

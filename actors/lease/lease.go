@@ -64,6 +64,7 @@ type leaseActor struct {
 	failures     worker.FailureRun // the failed renewals since the last that landed
 }
 
+// New returns the producer of worker v's lease-renewal actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &leaseActor{v: v, log: v.Log.With("actor", "lease")}

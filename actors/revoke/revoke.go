@@ -29,6 +29,7 @@ type revokeActor struct {
 	phase worker.JobPhase
 }
 
+// New returns the producer of worker v's revocation-drain actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &revokeActor{

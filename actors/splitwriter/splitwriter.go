@@ -52,6 +52,7 @@ type splitWriterActor struct {
 	handBacks map[uint64]*handBackBatch
 }
 
+// New returns the producer of worker v's split-writer actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &splitWriterActor{

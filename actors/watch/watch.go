@@ -104,6 +104,7 @@ type watchActor struct {
 	run []recordmsg.RecordObserved
 }
 
+// New returns the producer of worker v's watch actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		w := &watchActor{v: v, log: v.Log.With("actor", "watch")}

@@ -85,7 +85,7 @@ func credits(msg any) int {
 	case recordmsg.RecordsObserved:
 		return len(m.Records)
 	}
-	if RouteIndex[RouteKey{RoleWatch, reflect.TypeOf(msg)}] != nil {
+	if routeIndex[routeKey{RoleWatch, reflect.TypeOf(msg)}] != nil {
 		return 1
 	}
 	return 0

@@ -138,12 +138,14 @@ func observe(h prometheus.Histogram, d time.Duration) {
 	}
 }
 
+// storeOp observes one store operation of kind op that took d.
 func (m *Metrics) storeOp(op string, d time.Duration) {
 	if m != nil && m.storeOpDur != nil {
 		m.storeOpDur.WithLabelValues(op).Observe(d.Seconds())
 	}
 }
 
+// Owned sets the splits this worker holds (n) and whether it idles.
 func (m *Metrics) Owned(n int) {
 	if m != nil {
 		setGauge(m.SplitsOwned, float64(n))
@@ -155,42 +157,49 @@ func (m *Metrics) Owned(n int) {
 	}
 }
 
+// Acquired counts a split gained, by how (reason).
 func (m *Metrics) Acquired(reason string) {
 	if m != nil {
 		incVec(m.acquisitions, reason)
 	}
 }
 
+// Lost counts a split lost, by why (reason).
 func (m *Metrics) Lost(reason string) {
 	if m != nil {
 		incVec(m.losses, reason)
 	}
 }
 
+// Released counts a split handed back.
 func (m *Metrics) Released() {
 	if m != nil {
 		inc(m.Releases)
 	}
 }
 
+// Revocation counts a revocation that ended with outcome.
 func (m *Metrics) Revocation(outcome string) {
 	if m != nil {
 		incVec(m.revocations, outcome)
 	}
 }
 
+// Draining sets how many revocations are open.
 func (m *Metrics) Draining(n int) {
 	if m != nil {
 		setGauge(m.splitsDraining, float64(n))
 	}
 }
 
+// PlannedRecords counts n split records a planner run wrote.
 func (m *Metrics) PlannedRecords(n int) {
 	if m != nil && m.planned != nil {
 		m.planned.Add(float64(n))
 	}
 }
 
+// Replan counts a planner run that ended with outcome after d.
 func (m *Metrics) Replan(outcome string, d time.Duration) {
 	if m != nil {
 		incVec(m.replans, outcome)
@@ -198,18 +207,21 @@ func (m *Metrics) Replan(outcome string, d time.Duration) {
 	}
 }
 
+// Failed counts a split failed by its driver.
 func (m *Metrics) Failed() {
 	if m != nil {
 		inc(m.failures)
 	}
 }
 
+// Quarantined counts a split quarantined.
 func (m *Metrics) Quarantined() {
 	if m != nil {
 		inc(m.quarantines)
 	}
 }
 
+// Write counts a fenced write that ended with outcome after d.
 func (m *Metrics) Write(outcome string, d time.Duration) {
 	if m != nil {
 		incVec(m.writes, outcome)
@@ -217,18 +229,21 @@ func (m *Metrics) Write(outcome string, d time.Duration) {
 	}
 }
 
+// Reconciled observes a reconcile listing that took d.
 func (m *Metrics) Reconciled(d time.Duration) {
 	if m != nil {
 		observe(m.reconcileDur, d)
 	}
 }
 
+// Drained observes a revocation drained after d.
 func (m *Metrics) Drained(d time.Duration) {
 	if m != nil {
 		observe(m.drainDur, d)
 	}
 }
 
+// Latency observes the time from an assignment naming a split to its claim.
 func (m *Metrics) Latency(d time.Duration) {
 	if m != nil {
 		observe(m.assignLatency, d)
@@ -247,6 +262,7 @@ func (m *Metrics) Tallies(completed, quarantined int, remaining, remainingWeight
 	}
 }
 
+// Leading sets whether this worker leads.
 func (m *Metrics) Leading(on bool) {
 	if m != nil {
 		v := 0.0
@@ -257,6 +273,7 @@ func (m *Metrics) Leading(on bool) {
 	}
 }
 
+// Workers sets how many live members the leader sees.
 func (m *Metrics) Workers(n int) {
 	if m != nil {
 		setGauge(m.liveWorkers, float64(n))

@@ -30,6 +30,7 @@ const (
 
 var roleNames = [...]string{"root", "watch", "lease", "leader", "assign", "splitwriter", "revoke", "commitwriter", "handle"}
 
+// String is the role's name as docs/architecture.md writes it.
 func (r Role) String() string { return roleNames[r] }
 
 // of returns the PID of actor role r (never roleCommitWriter nor
@@ -62,13 +63,13 @@ func types(msgs ...any) []reflect.Type {
 	return ts
 }
 
-// Routes is the one declared routing table: who sends which observation,
+// routes is the one declared routing table: who sends which observation,
 // tenancy message, intent and command to whom. Every send between parts of
 // a worker that is not a reply (to a ReplyTo or a request) nor a message an
 // actor sends itself goes through it (route, routeOf);
 // docs/architecture.md's routing table is rendered from it
 // (routing_test.go checks that they match).
-var Routes = []route{
+var routes = []route{
 	// Observations: the watch actor bridges watched and listed keys.
 	{Msgs: types(recordmsg.RecordsObserved{}, messages.RecordDeleted{}), From: RoleWatch, To: []Role{RoleSplitWriter, RoleAssign, roleLeader}, note: "split records; puts in runs of up to 256"},
 	{Msgs: types(messages.PresenceObserved{}), From: RoleWatch, To: []Role{roleLeader, RoleAssign}, Own: []Role{RoleLease}, note: "the lease confirms its landed renewals"},
@@ -115,18 +116,18 @@ var Routes = []route{
 	{Msgs: types(messages.WithdrawPresence{}), From: RoleRoot, To: []Role{RoleLease}, note: "Depart; answered once the presence key is deleted"},
 }
 
-// RouteKey finds a route: a message type from a sender.
-type RouteKey struct {
+// routeKey finds a route: a message type from a sender.
+type routeKey struct {
 	from Role
 	t    reflect.Type
 }
 
-var RouteIndex = func() map[RouteKey]*route {
-	idx := map[RouteKey]*route{}
-	for i := range Routes {
-		r := &Routes[i]
+var routeIndex = func() map[routeKey]*route {
+	idx := map[routeKey]*route{}
+	for i := range routes {
+		r := &routes[i]
 		for _, t := range r.Msgs {
-			k := RouteKey{r.From, t}
+			k := routeKey{r.From, t}
 			if idx[k] != nil {
 				panic(fmt.Sprintf("actors: two routes for %s from %s", t, r.From))
 			}
@@ -136,11 +137,11 @@ var RouteIndex = func() map[RouteKey]*route {
 	return idx
 }()
 
-// Lookup returns msg's route from sender from. A missing route is a bug of
+// lookup returns msg's route from sender from. A missing route is a bug of
 // this package (every send is exercised by its tests): it panics, which
 // the recover middleware turns into a Fatal failure.
-func Lookup(from Role, msg any) *route {
-	r := RouteIndex[RouteKey{from, reflect.TypeOf(msg)}]
+func lookup(from Role, msg any) *route {
+	r := routeIndex[routeKey{from, reflect.TypeOf(msg)}]
 	if r == nil {
 		panic(fmt.Sprintf("actors: no route for %T from %s", msg, from))
 	}
@@ -151,7 +152,7 @@ func Lookup(from Role, msg any) *route {
 // An observation of the watch actor takes its credits of the watch
 // hand-off once per recipient (backlog.go).
 func (v *Env) Route(from Role, msg any) {
-	to := Recipients(from, msg, v.ID)
+	to := recipients(from, msg, v.ID)
 	if from == RoleWatch {
 		v.Backlog.add(len(to) * credits(msg))
 	}
@@ -182,8 +183,8 @@ func (v *Env) AskCommit(req CommitRequest) CommitResult {
 
 // init checks the routing table for askCommit once, as the package loads.
 func init() {
-	if r := Lookup(RoleHandle, CommitRequest{}); len(r.To) != 1 || r.To[0] != RoleCommitWriter {
-		panic(fmt.Sprintf("actors: commit requests route to %s, but askCommit sends them to the commit writer", RoleList(r.To)))
+	if r := lookup(RoleHandle, CommitRequest{}); len(r.To) != 1 || r.To[0] != RoleCommitWriter {
+		panic(fmt.Sprintf("actors: commit requests route to %s, but askCommit sends them to the commit writer", roleList(r.To)))
 	}
 }
 
@@ -193,10 +194,10 @@ func init() {
 // made after the worker shut down is dropped (env.send).
 func (v *Env) Reply(to *actor.PID, msg any) { v.Send(to, msg) }
 
-// Recipients returns the roles msg from from goes to on worker id: its
+// recipients returns the roles msg from from goes to on worker id: its
 // route's subscribers, and the own-key subscribers when msg concerns id.
-func Recipients(from Role, msg any, id string) []Role {
-	r := Lookup(from, msg)
+func recipients(from Role, msg any, id string) []Role {
+	r := lookup(from, msg)
 	if len(r.Own) == 0 || !concerns(msg, id) {
 		return r.To
 	}
@@ -205,7 +206,7 @@ func Recipients(from Role, msg any, id string) []Role {
 
 // RouteOf returns the one actor a request msg from from goes to.
 func (v *Env) RouteOf(from Role, msg any) *actor.PID {
-	r := Lookup(from, msg)
+	r := lookup(from, msg)
 	if len(r.To) != 1 {
 		panic(fmt.Sprintf("actors: request %T from %s has %d destinations", msg, from, len(r.To)))
 	}
@@ -225,21 +226,22 @@ func concerns(msg any, id string) bool {
 	return false
 }
 
-// RoutingTable renders routes as the Markdown table of docs/architecture.md.
-func RoutingTable() string {
+// routingTable renders routes as the Markdown table of docs/architecture.md.
+func routingTable() string {
 	var b strings.Builder
 	b.WriteString("| message | from | to | to, for this worker's own key only | note |\n|---|---|---|---|---|\n")
-	for _, r := range Routes {
+	for _, r := range routes {
 		names := make([]string, len(r.Msgs))
 		for i, t := range r.Msgs {
 			names[i] = "`" + t.Name() + "`"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", strings.Join(names, ", "), r.From, RoleList(r.To), RoleList(r.Own), r.note)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", strings.Join(names, ", "), r.From, roleList(r.To), roleList(r.Own), r.note)
 	}
 	return b.String()
 }
 
-func RoleList(rs []Role) string {
+// roleList renders rs as a comma-separated list.
+func roleList(rs []Role) string {
 	s := make([]string, len(rs))
 	for i, r := range rs {
 		s[i] = r.String()

@@ -28,7 +28,7 @@ func TestRoutingTableMatchesArchitectureDoc(t *testing.T) {
 			rows = append(rows, line)
 		}
 	}
-	got, want := strings.Join(rows, "\n")+"\n", RoutingTable()
+	got, want := strings.Join(rows, "\n")+"\n", routingTable()
 	if got != want {
 		t.Errorf("docs/architecture.md's routing table differs from routes in routing.go; replace it with:\n%s\ngot:\n%s", want, got)
 	}
@@ -37,18 +37,18 @@ func TestRoutingTableMatchesArchitectureDoc(t *testing.T) {
 // TestRoutesAreWellFormed checks every row names messages, a sender and a
 // receiver, and that no message has two routes from one sender.
 func TestRoutesAreWellFormed(t *testing.T) {
-	seen := map[RouteKey]bool{}
-	for _, r := range Routes {
+	seen := map[routeKey]bool{}
+	for _, r := range routes {
 		if len(r.Msgs) == 0 || len(r.To)+len(r.Own) == 0 {
 			t.Errorf("route from %s: no messages or no receivers: %+v", r.From, r)
 		}
 		for _, ty := range r.Msgs {
-			k := RouteKey{r.From, ty}
+			k := routeKey{r.From, ty}
 			if seen[k] {
 				t.Errorf("two routes for %s from %s", ty, r.From)
 			}
 			seen[k] = true
-			if Lookup(r.From, reflect.New(ty).Elem().Interface()) != RouteIndex[k] {
+			if lookup(r.From, reflect.New(ty).Elem().Interface()) != routeIndex[k] {
 				t.Errorf("lookup(%s, %s) does not find its row", r.From, ty)
 			}
 		}
@@ -68,7 +68,7 @@ func TestLookupPanicsOnUnroutedMessage(t *testing.T) {
 			t.Fatal("lookup of an unrouted message did not panic")
 		}
 	}()
-	Lookup(RoleAssign, recordmsg.RecordObserved{})
+	lookup(RoleAssign, recordmsg.RecordObserved{})
 }
 
 // TestRecipientsOwnKeyOnlyForThisWorker checks the own-key column: an
@@ -89,22 +89,22 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RoleList(Recipients(RoleWatch, tt.msg, "w1")); got != tt.want {
+			if got := roleList(recipients(RoleWatch, tt.msg, "w1")); got != tt.want {
 				t.Errorf("recipients = %s, want %s", got, tt.want)
 			}
 		})
 	}
 	// A surrender's outcome goes to the root only, which relays it after
 	// the tenancy's TenancyEnded (docs/architecture.md, "One owner per fact").
-	if got := RoleList(Recipients(RoleSplitWriter, messages.HandBackResolved{}, "w1")); got != "root" {
+	if got := roleList(recipients(RoleSplitWriter, messages.HandBackResolved{}, "w1")); got != "root" {
 		t.Errorf("HandBackResolved from the split writer goes to %s, want root", got)
 	}
-	if got := RoleList(Recipients(RoleRoot, messages.HandBackResolved{}, "w1")); got != "revoke, assign" {
+	if got := roleList(recipients(RoleRoot, messages.HandBackResolved{}, "w1")); got != "revoke, assign" {
 		t.Errorf("HandBackResolved from the root goes to %s, want revoke, assign", got)
 	}
 	// The table's own slices are never aliased by an append.
-	Recipients(RoleWatch, recordmsg.AssignmentObserved{Instance: "w1"}, "w1")
-	if got := RoleList(Lookup(RoleWatch, recordmsg.AssignmentObserved{}).To); got != "leader" {
+	recipients(RoleWatch, recordmsg.AssignmentObserved{Instance: "w1"}, "w1")
+	if got := roleList(lookup(RoleWatch, recordmsg.AssignmentObserved{}).To); got != "leader" {
 		t.Errorf("the route's to was modified: %s", got)
 	}
 }
@@ -117,7 +117,7 @@ func TestMessagesDocNamesEveryRoutedMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range Routes {
+	for _, r := range routes {
 		for _, ty := range r.Msgs {
 			if ty.PkgPath() != reflect.TypeOf(messages.JobStarted{}).PkgPath() {
 				continue // the actors' own messages (openCell, commitRequest) are not messages'

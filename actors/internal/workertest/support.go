@@ -34,6 +34,7 @@ func (p *Planner) Plan(ctx context.Context, pc coordination.PlanContext) (coordi
 	return p.Result, p.Err
 }
 
+// FinalPlan is a planner of a final plan of one split per id, weight 1.
 func FinalPlan(ids ...string) *Planner {
 	p := &Planner{FP: "job:v1", Result: coordination.SplitPlan{Finality: coordination.PlanFinal}}
 	for _, id := range ids {
@@ -58,6 +59,7 @@ func Config(tb testing.TB, clk clock.Clock, id string) coordination.Config {
 	return cfg
 }
 
+// DiscardLogger is a logger that drops every record.
 func DiscardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // FaultyStore lets a test decide the fate of the next durable update of one
@@ -113,6 +115,7 @@ type withAttrs struct {
 	attrs []slog.Attr
 }
 
+// Ptr returns a pointer to a copy of v.
 func Ptr[T any](v T) *T { return &v }
 
 func (s *FaultyStore) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {

@@ -1,0 +1,8 @@
+// Package splitwriter is the split-writer actor of one worker: every fenced
+// write on a split record (claim with its progress fence, completion, fail,
+// hand-back, quarantine, leftover returns) and the job's verdict
+// (docs/protocol.md, "Claim protocol", "Hand-back, fail, quarantine",
+// "Completion").
+//
+// It imports no other actor's package: it reaches them only by message.
+package splitwriter
