@@ -23,6 +23,9 @@ func appendSplit(b []byte, w splitWire) []byte {
 	b = appendNullable(append(b, `,"nonce":`...), w.Nonce)
 	b = appendUint(append(b, `,"attempts":`...), uint64(w.Attempts))
 	b = strconv.AppendInt(append(b, `,"written_at_ms":`...), w.WrittenAtMs, 10)
+	if w.Parent != nil {
+		b = appendString(append(b, `,"parent":`...), *w.Parent)
+	}
 	return append(b, '}')
 }
 
@@ -39,15 +42,29 @@ func appendProgress(b []byte, w progressWire) []byte {
 	} else {
 		b = strconv.AppendInt(b, *w.Watermark, 10)
 	}
-	b = append(b, `,"state":`...)
-	if w.State == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(base64.StdEncoding.AppendEncode(append(b, '"'), w.State), '"')
-	}
+	b = appendBytes(append(b, `,"state":`...), w.State)
 	b = strconv.AppendBool(append(b, `,"completed":`...), w.Completed)
 	b = strconv.AppendInt(append(b, `,"written_at_ms":`...), w.WrittenAtMs, 10)
+	if w.Descriptor != nil {
+		b = appendBytes(append(b, `,"descriptor":`...), w.Descriptor)
+	}
+	if c := w.Cut; c != nil {
+		b = appendString(append(b, `,"cut":{"id":`...), c.ID)
+		b = appendUint(append(b, `,"epoch":`...), c.Epoch)
+		b = appendUint(append(b, `,"counter":`...), c.Counter)
+		b = appendUint(append(b, `,"weight":`...), c.Weight)
+		b = append(appendBytes(append(b, `,"descriptor":`...), c.Descriptor), '}')
+	}
 	return append(b, '}')
+}
+
+// appendBytes appends p as padded standard base64 in quotes, or null when
+// p is nil, as encoding/json writes a []byte.
+func appendBytes(b, p []byte) []byte {
+	if p == nil {
+		return append(b, "null"...)
+	}
+	return append(base64.StdEncoding.AppendEncode(append(b, '"'), p), '"')
 }
 
 func appendUint(b []byte, v uint64) []byte { return strconv.AppendUint(b, v, 10) }

@@ -103,6 +103,10 @@ func genSplit() *rapid.Generator[SplitRecord] {
 			r.Owner = genName().Draw(t, "owner")
 			r.Nonce = genName().Draw(t, "nonce")
 		}
+		if rapid.Float64Range(0, 1).Draw(t, "residual") < 0.25 {
+			r.Parent = genSplitID().Draw(t, "parent")
+			r.ID = ResidualID(r.Parent, rapid.Uint64Min(1).Draw(t, "cut epoch"), rapid.Uint64Min(1).Draw(t, "counter"))
+		}
 		return r
 	})
 }
@@ -123,7 +127,22 @@ func genProgress() *rapid.Generator[ProgressRecord] {
 			w := rapid.Int64().Draw(t, "watermark")
 			r.Watermark = &w
 		}
+		if r.Epoch > 0 && rapid.Float64Range(0, 1).Draw(t, "cut") < 0.25 {
+			r.Cut = genCut(r.ID, r.Epoch).Draw(t, "cut")
+			r.Descriptor = genBytes().Draw(t, "descriptor")
+		}
 		return r
+	})
+}
+
+// genCut draws a valid cut of split id by a tenancy at or below epoch (at
+// least 1): a consistent residual id, a weight of at least 1.
+func genCut(id coordination.SplitID, epoch uint64) *rapid.Generator[*Cut] {
+	return rapid.Custom(func(t *rapid.T) *Cut {
+		e := rapid.OneOf(rapid.Just(epoch), rapid.Uint64Range(1, epoch)).Draw(t, "cut epoch")
+		c := rapid.OneOf(rapid.Uint64Range(1, 3), rapid.Uint64Min(1)).Draw(t, "counter")
+		return &Cut{ID: ResidualID(id, e, c), Epoch: e, Counter: c, Weight: rapid.Uint64Min(1).Draw(t, "weight"),
+			Descriptor: genBytes().Draw(t, "residual descriptor")}
 	})
 }
 

@@ -59,14 +59,15 @@ func (r ProgressRecord) Progress() *coordination.SplitProgress {
 }
 
 // SameProgress reports whether r and o agree on owner, epoch, watermark,
-// state and completed flag: a lost commit CAS whose fresh record passes this
-// against the intended write landed after all.
+// state, completed flag, descriptor and cut: a lost commit CAS whose fresh
+// record passes this against the intended write landed after all (a cut
+// commit only with its cut: docs/protocol.md, "Runtime split").
 func (r ProgressRecord) SameProgress(o ProgressRecord) bool {
 	sameWatermark := (r.Watermark == nil) == (o.Watermark == nil) &&
 		(r.Watermark == nil || *r.Watermark == *o.Watermark)
 	return r.Owner == o.Owner && r.Epoch == o.Epoch && sameWatermark &&
 		(r.State == nil) == (o.State == nil) && bytes.Equal(r.State, o.State) &&
-		r.Completed == o.Completed
+		r.Completed == o.Completed && sameCut(r, o)
 }
 
 // nonNilCopy copies b; nil and empty become an empty, non-nil slice.

@@ -67,6 +67,9 @@ type SplitRecord struct {
 	Attempts uint32
 	// WrittenAtMs is the advisory wall time of the last write, in ms.
 	WrittenAtMs int64
+	// Parent is the split a residual was cut from; "" (the field omitted)
+	// for a planned split (docs/protocol.md, "Runtime split").
+	Parent coordination.SplitID
 }
 
 // ProgressRecord is the durable "progress.<id>" record: what the split's
@@ -91,6 +94,14 @@ type ProgressRecord struct {
 	Completed bool
 	// WrittenAtMs is the advisory wall time of the last write, in ms.
 	WrittenAtMs int64
+	// Descriptor is the primary's descriptor once the split was cut, which
+	// replaces the spec's for every later tenancy; nil (the field omitted)
+	// when it never was (docs/protocol.md, "Runtime split"). Non-nil
+	// exactly when Cut is.
+	Descriptor []byte
+	// Cut is the split's latest cut; nil (omitted) when it was never cut.
+	// Transitions copy it and never change what it points to.
+	Cut *Cut
 }
 
 // AssignmentRecord is the durable "job.assign.<instance>" record (docs/protocol.md, "Records").
@@ -153,18 +164,29 @@ type splitWire struct {
 	Nonce       *string `json:"nonce"`
 	Attempts    uint32  `json:"attempts"`
 	WrittenAtMs int64   `json:"written_at_ms"`
+	Parent      *string `json:"parent,omitzero"`
 }
 
 type progressWire struct {
-	Schema      int     `json:"schema"`
-	ID          string  `json:"id"`
-	FP          uint64  `json:"fp"`
-	Epoch       uint64  `json:"epoch"`
-	Owner       *string `json:"owner"`
-	Watermark   *int64  `json:"watermark"`
-	State       []byte  `json:"state"`
-	Completed   bool    `json:"completed"`
-	WrittenAtMs int64   `json:"written_at_ms"`
+	Schema      int      `json:"schema"`
+	ID          string   `json:"id"`
+	FP          uint64   `json:"fp"`
+	Epoch       uint64   `json:"epoch"`
+	Owner       *string  `json:"owner"`
+	Watermark   *int64   `json:"watermark"`
+	State       []byte   `json:"state"`
+	Completed   bool     `json:"completed"`
+	WrittenAtMs int64    `json:"written_at_ms"`
+	Descriptor  []byte   `json:"descriptor,omitzero"`
+	Cut         *cutWire `json:"cut,omitzero"`
+}
+
+type cutWire struct {
+	ID         string `json:"id"`
+	Epoch      uint64 `json:"epoch"`
+	Counter    uint64 `json:"counter"`
+	Weight     uint64 `json:"weight"`
+	Descriptor []byte `json:"descriptor"`
 }
 
 type assignmentWire struct {
@@ -222,14 +244,21 @@ func EncodeSpec(r SpecRecord) []byte {
 // EncodeSplit returns r's record bytes; an empty Owner or Nonce is written
 // as null.
 func EncodeSplit(r SplitRecord) []byte {
-	return appendSplit(make([]byte, 0, 200+len(r.ID)+len(r.Owner)+len(r.Nonce)), splitWire{Schema, string(r.ID), r.FP, max(r.Weight, 1), r.Epoch, r.Status.String(), nullable(r.Owner),
-		nullable(r.Nonce), r.Attempts, r.WrittenAtMs})
+	return appendSplit(make([]byte, 0, 200+len(r.ID)+len(r.Owner)+len(r.Nonce)+len(r.Parent)), splitWire{Schema, string(r.ID), r.FP, max(r.Weight, 1), r.Epoch, r.Status.String(), nullable(r.Owner),
+		nullable(r.Nonce), r.Attempts, r.WrittenAtMs, nullable(string(r.Parent))})
 }
 
-// EncodeProgress returns r's record bytes; an empty Owner is written as null.
+// EncodeProgress returns r's record bytes; an empty Owner is written as null;
+// Descriptor and Cut are omitted when nil (docs/protocol.md, "Runtime split").
 func EncodeProgress(r ProgressRecord) []byte {
-	return appendProgress(make([]byte, 0, 200+len(r.ID)+len(r.Owner)+base64.StdEncoding.EncodedLen(len(r.State))), progressWire{Schema, string(r.ID), r.FP, r.Epoch, nullable(r.Owner),
-		r.Watermark, r.State, r.Completed, r.WrittenAtMs})
+	w := progressWire{Schema, string(r.ID), r.FP, r.Epoch, nullable(r.Owner),
+		r.Watermark, r.State, r.Completed, r.WrittenAtMs, r.Descriptor, nil}
+	n := 200 + len(r.ID) + len(r.Owner) + base64.StdEncoding.EncodedLen(len(r.State))
+	if c := r.Cut; c != nil {
+		w.Cut = &cutWire{string(c.ID), c.Epoch, c.Counter, max(c.Weight, 1), nonNilCopy(c.Descriptor)}
+		n += 100 + len(c.ID) + base64.StdEncoding.EncodedLen(len(c.Descriptor)) + base64.StdEncoding.EncodedLen(len(r.Descriptor))
+	}
+	return appendProgress(make([]byte, 0, n), w)
 }
 
 // nullable returns nil for "" and &s otherwise.
@@ -324,7 +353,7 @@ func DecodeSpec(key string, b []byte, fp uint64) (SpecRecord, error) {
 // are null together. Every failure is a Fatal *coordination.Error naming the
 // key (docs/protocol.md, "Parse failures").
 func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
-	f, pe := parseFields(b, "schema", "id", "fp", "weight", "epoch", "status", "owner", "nonce", "attempts", "written_at_ms")
+	f, pe := parseFieldsOpt(b, 1, "schema", "id", "fp", "weight", "epoch", "status", "owner", "nonce", "attempts", "written_at_ms", "parent")
 	if pe != nil {
 		return SplitRecord{}, recordError(key, pe)
 	}
@@ -356,6 +385,12 @@ func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
 	if f.err == nil && (r.Owner == "") != (r.Nonce == "") {
 		f.fail(shapeErr("fields owner and nonce must be null together"))
 	}
+	if f.raw("parent") != nil {
+		r.Parent = coordination.SplitID(f.name("parent"))
+		if f.err == nil && !IsResidualOf(r.ID, r.Parent) {
+			f.fail(shapeErr("field parent does not derive the record's id; a residual's id is derived from its parent"))
+		}
+	}
 	if f.err != nil {
 		return SplitRecord{}, recordError(key, f.err)
 	}
@@ -370,7 +405,7 @@ func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
 // a Fatal *coordination.Error naming the key (docs/protocol.md, "Parse
 // failures").
 func DecodeProgress(key string, b []byte, fp uint64) (ProgressRecord, error) {
-	f, pe := parseFields(b, "schema", "id", "fp", "epoch", "owner", "watermark", "state", "completed", "written_at_ms")
+	f, pe := parseFieldsOpt(b, 2, "schema", "id", "fp", "epoch", "owner", "watermark", "state", "completed", "written_at_ms", "descriptor", "cut")
 	if pe != nil {
 		return ProgressRecord{}, recordError(key, pe)
 	}
@@ -386,6 +421,15 @@ func DecodeProgress(key string, b []byte, fp uint64) (ProgressRecord, error) {
 		WrittenAtMs: f.int64("written_at_ms"),
 	}
 	f.checkEpoch(r.Epoch)
+	if f.raw("descriptor") != nil {
+		r.Descriptor = f.bytes("descriptor")
+	}
+	if f.raw("cut") != nil {
+		r.Cut = f.cut("cut", r.ID, r.Epoch)
+	}
+	if f.err == nil && (r.Descriptor == nil) != (r.Cut == nil) {
+		f.fail(shapeErr("fields descriptor and cut must be present together"))
+	}
 	if f.err != nil {
 		return ProgressRecord{}, recordError(key, f.err)
 	}

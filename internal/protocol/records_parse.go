@@ -93,15 +93,81 @@ const maxDepth = 32
 // keeps each value as a sub-slice of b, so decoding a record costs a few
 // allocations rather than one per token.
 func parseFields(b []byte, names ...string) (fields, *parseError) {
-	f := fields{names: names, vals: make([][]byte, len(names))}
-	var unknown string
-	dup := ""
+	return parseFieldsOpt(b, 0, names...)
+}
+
+// parseFieldsOpt is [parseFields] where the last optional names may be
+// absent (their raw value is then nil): the fields of docs/protocol.md
+// "Runtime split", omitted when empty.
+func parseFieldsOpt(b []byte, optional int, names ...string) (fields, *parseError) {
+	f, dup, unknown, pe := scanFields(b, names)
+	if pe != nil {
+		return f, pe
+	}
+	if dup == "schema" {
+		return f, shapeErr("duplicate field schema")
+	}
+	s := f.raw("schema")
+	if s == nil {
+		return f, shapeErr("missing field schema")
+	}
+	if !isIntegerLiteral(s) {
+		return f, shapeErr("field schema is not an integer")
+	}
+	if string(s) != strconv.Itoa(Schema) {
+		if len(s) > 20 { // longer than any uint64: keep the reason short
+			s = append(s[:20:20], "..."...)
+		}
+		return f, &parseError{kind: errSchema, detail: string(s)}
+	}
+	return f, f.checkSet(dup, unknown, optional)
+}
+
+// parseObject parses b, a value the record's scan already found to be
+// valid JSON, as an object nested in field of a record, with exactly the
+// fields names.
+func parseObject(b []byte, field string, names ...string) (fields, *parseError) {
+	if len(b) == 0 || b[0] != '{' {
+		return fields{names: names, vals: make([][]byte, len(names))}, shapeErr("field " + field + " is not an object")
+	}
+	f, dup, unknown, pe := scanFields(b, names)
+	if pe == nil {
+		pe = f.checkSet(dup, unknown, 0)
+	}
+	if pe != nil {
+		pe.detail = "field " + field + ": " + pe.detail
+	}
+	return f, pe
+}
+
+// checkSet fails a duplicate, missing or unknown field, in that order; the
+// last optional names may be missing.
+func (f *fields) checkSet(dup, unknown string, optional int) *parseError {
+	if dup != "" {
+		return shapeErr("duplicate field " + strconv.Quote(dup))
+	}
+	for k, v := range f.vals {
+		if v == nil && k < len(f.names)-optional {
+			return shapeErr("missing field " + f.names[k])
+		}
+	}
+	if unknown != "" {
+		return shapeErr("unknown field " + unknown)
+	}
+	return nil
+}
+
+// scanFields scans b as one JSON object and nothing after it, keeping the
+// raw values of names; it returns the first duplicate of names and the
+// first field not in names (quoted), if any.
+func scanFields(b []byte, names []string) (f fields, dup, unknown string, pe *parseError) {
+	f = fields{names: names, vals: make([][]byte, len(names))}
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		if _, ok := scanValue(b, i, 0); ok && skipSpace(b, endOf(b, i)) == len(b) {
-			return f, shapeErr("not a JSON object")
+			return f, "", "", shapeErr("not a JSON object")
 		}
-		return f, shapeErr("not JSON")
+		return f, "", "", shapeErr("not JSON")
 	}
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
@@ -109,21 +175,21 @@ func parseFields(b []byte, names ...string) (fields, *parseError) {
 	} else {
 		for {
 			if i >= len(b) || b[i] != '"' {
-				return f, shapeErr("not JSON")
+				return f, "", "", shapeErr("not JSON")
 			}
 			kend, ok := scanString(b, i)
 			if !ok {
-				return f, shapeErr("not JSON")
+				return f, "", "", shapeErr("not JSON")
 			}
 			key := b[i:kend]
 			i = skipSpace(b, kend)
 			if i >= len(b) || b[i] != ':' {
-				return f, shapeErr("not JSON")
+				return f, "", "", shapeErr("not JSON")
 			}
 			i = skipSpace(b, i+1)
 			vend, ok := scanValue(b, i, 0)
 			if !ok {
-				return f, shapeErr("not JSON")
+				return f, "", "", shapeErr("not JSON")
 			}
 			if k := f.index(key); k >= 0 {
 				if f.vals[k] != nil && dup == "" {
@@ -143,43 +209,16 @@ func parseFields(b []byte, names ...string) (fields, *parseError) {
 				i++
 				break
 			}
-			return f, shapeErr("not JSON")
+			return f, "", "", shapeErr("not JSON")
 		}
 	}
 	if skipSpace(b, i) != len(b) {
 		if _, ok := scanValue(b, skipSpace(b, i), 0); ok {
-			return f, shapeErr("data after the record")
+			return f, "", "", shapeErr("data after the record")
 		}
-		return f, shapeErr("not JSON")
+		return f, "", "", shapeErr("not JSON")
 	}
-	if dup == "schema" {
-		return f, shapeErr("duplicate field schema")
-	}
-	s := f.raw("schema")
-	if s == nil {
-		return f, shapeErr("missing field schema")
-	}
-	if !isIntegerLiteral(s) {
-		return f, shapeErr("field schema is not an integer")
-	}
-	if string(s) != strconv.Itoa(Schema) {
-		if len(s) > 20 { // longer than any uint64: keep the reason short
-			s = append(s[:20:20], "..."...)
-		}
-		return f, &parseError{kind: errSchema, detail: string(s)}
-	}
-	if dup != "" {
-		return f, shapeErr("duplicate field " + strconv.Quote(dup))
-	}
-	for k, v := range f.vals {
-		if v == nil {
-			return f, shapeErr("missing field " + names[k])
-		}
-	}
-	if unknown != "" {
-		return f, shapeErr("unknown field " + unknown)
-	}
-	return f, nil
+	return f, dup, unknown, nil
 }
 
 // index returns the position in f.names of the JSON string key (with its
