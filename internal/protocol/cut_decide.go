@@ -51,6 +51,9 @@ type CutHeld struct {
 	// Outstanding is true while a cut request for the split is outstanding
 	// (no residual seen yet and the request younger than the interval).
 	Outstanding bool
+	// Cuts is the highest cut counter among the residuals of this split
+	// and Epoch the leader has seen; 0 when none.
+	Cuts uint64
 }
 
 // CutInput is what [DecideCuts] decides from.
@@ -83,6 +86,10 @@ type CutAsk struct {
 	// Epoch is the tenancy the request is for; the owner acts only while it
 	// holds the split at this epoch.
 	Epoch uint64
+	// Counter is the number the cut will have in that tenancy: one more
+	// than the input's Cuts. The owner acts only while its next cut has it,
+	// so a request published again is not acted on twice.
+	Counter uint64
 	// KeepPPM is the share of the remaining work the primary keeps, in
 	// millionths: KeepPPMHalf..999999.
 	KeepPPM uint32
@@ -179,11 +186,14 @@ func DecideCuts(in CutInput) []CutAsk {
 		if len(asks) == idle {
 			break
 		}
+		if h.Cuts == math.MaxUint64 {
+			continue // the tenancy cuts no more (NextCut)
+		}
 		keep, residual, ok := CutOf(h.Remaining, perLane, in.MinWeight)
 		if !ok {
 			continue
 		}
-		asks = append(asks, CutAsk{Split: h.Split, Owner: h.Owner, Epoch: h.Epoch, KeepPPM: keep, Residual: residual})
+		asks = append(asks, CutAsk{Split: h.Split, Owner: h.Owner, Epoch: h.Epoch, Counter: h.Cuts + 1, KeepPPM: keep, Residual: residual})
 	}
 	return asks
 }

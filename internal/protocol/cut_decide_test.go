@@ -38,6 +38,7 @@ func genCutInput() *rapid.Generator[CutInput] {
 				Remaining:   remaining.Draw(t, "remaining"),
 				Reported:    rapid.Float64Range(0, 1).Draw(t, "reported") < 0.8,
 				Outstanding: rapid.Float64Range(0, 1).Draw(t, "outstanding") < 0.2,
+				Cuts:        rapid.OneOf(rapid.Uint64Range(0, 3), rapid.Just[uint64](math.MaxUint64)).Draw(t, "cuts"),
 			})
 		}
 		if rapid.Bool().Draw(t, "asked before") {
@@ -74,9 +75,9 @@ func checkCuts(t interface{ Fatalf(string, ...any) }, in CutInput, asks []CutAsk
 			t.Fatalf("asked to cut %s, which no live session holds", a.Split)
 		case asked[a.Split]:
 			t.Fatalf("asked to cut %s twice", a.Split)
-		case !h.Reported || h.Outstanding:
-			t.Fatalf("asked to cut %+v: no estimate, or a request outstanding", h)
-		case a.Owner != h.Owner || a.Epoch != h.Epoch:
+		case !h.Reported || h.Outstanding || h.Cuts == math.MaxUint64:
+			t.Fatalf("asked to cut %+v: no estimate, a request outstanding or no counter left", h)
+		case a.Owner != h.Owner || a.Epoch != h.Epoch || a.Counter != h.Cuts+1 || a.Counter == 0:
 			t.Fatalf("asked %+v of the wrong tenancy %+v", a, h)
 		case a.KeepPPM < KeepPPMHalf || a.KeepPPM > keepPPMMax:
 			t.Fatalf("keep %d ppm out of range", a.KeepPPM)
@@ -94,7 +95,7 @@ func checkCuts(t interface{ Fatalf(string, ...any) }, in CutInput, asks []CutAsk
 	// candidate is worth a cut, something is asked.
 	worth := 0
 	for _, h := range in.Held {
-		if !h.Reported || h.Outstanding {
+		if !h.Reported || h.Outstanding || h.Cuts == math.MaxUint64 {
 			continue
 		}
 		_, _, ok := CutOf(h.Remaining, perLane, in.MinWeight)
@@ -178,18 +179,21 @@ func TestDecideCutsTable(t *testing.T) {
 	}{
 		{"the tail: one straggler, idle lanes", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Now: cutT0, Interval: time.Second, MinWeight: 10},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, KeepPPM: KeepPPMHalf, Residual: 450}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 450}}},
 		{"largest first, one per idle lane", CutInput{Members: members([]uint32{1, 1, 4}, []uint32{1, 1, 3}),
 			Held: []CutHeld{small, mid, big}, Now: cutT0, Interval: time.Second},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, KeepPPM: KeepPPMHalf, Residual: 450}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 450}}},
 		{"two lanes, one straggler: halved", CutInput{Members: members([]uint32{1, 1}, []uint32{1, 0}),
 			Held: []CutHeld{{Split: "a", Owner: "w0", Epoch: 1, Remaining: 120, Reported: true}}, Unheld: nil,
 			Now: cutT0, Interval: time.Second},
-			[]CutAsk{{Split: "a", Owner: "w0", Epoch: 1, KeepPPM: KeepPPMHalf, Residual: 60}}},
+			[]CutAsk{{Split: "a", Owner: "w0", Epoch: 1, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 60}}},
 		{"two idle lanes: the two largest", CutInput{Members: members([]uint32{1, 1, 4}, []uint32{1, 1, 2}),
 			Held: []CutHeld{small, mid, big}, Now: cutT0, Interval: time.Second},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, KeepPPM: KeepPPMHalf, Residual: 450},
-				{Split: "mid", Owner: "w1", Epoch: 1, KeepPPM: 672223, Residual: 98}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 450},
+				{Split: "mid", Owner: "w1", Epoch: 1, Counter: 1, KeepPPM: 672223, Residual: 98}}},
+		{"the tenancy's third cut", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
+			Held: []CutHeld{{Split: "big", Owner: "w0", Epoch: 2, Remaining: 900, Reported: true, Cuts: 2}}, Now: cutT0},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 3, KeepPPM: KeepPPMHalf, Residual: 450}}},
 		{"runnable work left: no cut", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Unheld: []uint64{1, 1, 1}, Now: cutT0}, nil},
 		{"no free lane: no cut", CutInput{Members: members([]uint32{1, 1}, []uint32{1, 1}),
@@ -198,7 +202,7 @@ func TestDecideCutsTable(t *testing.T) {
 			Held: []CutHeld{big}, Now: cutT0, LastAsked: cutT0.Add(-time.Second), Interval: 2 * time.Second}, nil},
 		{"interval passed", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Now: cutT0, LastAsked: cutT0.Add(-2 * time.Second), Interval: 2 * time.Second},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, KeepPPM: KeepPPMHalf, Residual: 450}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 450}}},
 		{"negative interval: never", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Now: cutT0, Interval: -1}, nil},
 		{"residual below the minimum", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
