@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/assign"
 	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/actors/splitwriter"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
@@ -151,7 +151,7 @@ func (s *gatedSplitWrites) peakHeld() int {
 // writes draw from the same budget of maxClaimsInFlight as claims.
 func TestQuarantinesOnTakeoverShareTheClaimBudget(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		const n = 3 * assign.MaxClaimsInFlight
+		const n = 3 * splitwriter.MaxClaimsInFlight
 		r := newRig(t)
 		ids := make([]string, n)
 		for i := range ids {
@@ -167,8 +167,8 @@ func TestQuarantinesOnTakeoverShareTheClaimBudget(t *testing.T) {
 		taker := r.startOn(gated, "taker", p, oneAttempt)
 		r.until("the quarantines begin", 10*time.Second, []*member{taker}, func() bool { return gated.peakHeld() > 0 })
 		settle()
-		if got := gated.peakHeld(); got > assign.MaxClaimsInFlight {
-			t.Fatalf("%d split-record writes in flight at once; want at most %d", got, assign.MaxClaimsInFlight)
+		if got := gated.peakHeld(); got > splitwriter.MaxClaimsInFlight {
+			t.Fatalf("%d split-record writes in flight at once; want at most %d", got, splitwriter.MaxClaimsInFlight)
 		}
 		close(gated.gate)
 		r.until("every split quarantined", 20*time.Second, []*member{taker}, func() bool {
@@ -190,7 +190,7 @@ func TestQuarantinesOnTakeoverShareTheClaimBudget(t *testing.T) {
 func TestSeededSplitsPastTheInFlightCapAreHeldWithinAHeartbeat(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newRig(t)
-		n := 3*assign.MaxClaimsInFlight + 7
+		n := 3*splitwriter.MaxClaimsInFlight + 7
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = fmt.Sprintf("s%04d", i)

@@ -11,8 +11,8 @@ import (
 
 // The handle's commits are written by the commit writer
 // (commitwriter.go; docs/architecture.md, "The commit path"): the handle
-// sends a commitRequest for the tenancy whose Gained Poll last handed out
-// and waits for the commitResult.
+// sends a CommitRequest for the tenancy whose Gained Poll last handed out
+// and waits for the CommitResult.
 
 // Commit durably writes a held split's progress through a fenced CAS on
 // its progress record (docs/protocol.md, "Commits"): nil is durable, Fenced

@@ -18,7 +18,7 @@ import (
 // the one record of which tenancies this worker holds, and announces its
 // changes; it is the only writer of seam events into the outbox, where it
 // enforces the event ordering rules; it hands each started tenancy's
-// progress record to the commit writer (openCell), which closes it on the
+// progress record to the commit writer (OpenCell), which closes it on the
 // tenancy's TenancyEnded. It routes handle commands (Fail, Release, Depart
 // go to the split-writer actor, which answers the original requester;
 // commits go to the commit writer, see commitwriter.go) and never does

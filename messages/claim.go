@@ -4,19 +4,15 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// ClaimAbandoned reports that a claim (or a leftover's return) gave up; the
-// assign actor frees its slot. The split is a candidate again once the view
-// shows a split record newer than Rev, or, when Retry is set (the store
-// failed), at the next heartbeat.
-type ClaimAbandoned struct {
-	Split coordination.SplitID
-	Rev   uint64
-	Retry bool
-}
-
-// AssignedSetChanged carries this worker's assigned set to the revoke
-// actor. Decided is false while no assignment record is known.
+// AssignedSetChanged is the assign actor's diff of this worker's
+// assignment, to the split-writer and revoke actors. Decided is false while
+// no assignment record is known (then the rest is empty). Splits is the
+// assigned set; Added the splits it names that the previous set did not (every
+// split of the first set after an undecided one), Removed those the previous
+// set named and it does not.
 type AssignedSetChanged struct {
 	Decided bool
 	Splits  []coordination.SplitID
+	Added   []coordination.SplitID
+	Removed []coordination.SplitID
 }

@@ -1,10 +1,10 @@
 // Package messages is the actor protocol of one coordinator worker: the
 // typed messages its actors (see the actors package) send one another, and
-// who sends what to whom. The declared routing table is actors/routing.go
-// (rendered in docs/architecture.md, "Routing"); this doc is its reading
-// guide. The messages that carry a store record itself (RecordsObserved,
-// LeaderObserved, PlanObserved, AssignmentObserved, ClaimSplit,
-// ReturnLeftover, ClaimWon) are the module's internal recordmsg package:
+// who sends what to whom. The declared routing table is
+// actors/internal/worker/routing.go (rendered in docs/architecture.md,
+// "Routing"); this doc is its reading guide. The messages that carry a store
+// record itself (RecordsObserved, LeaderObserved, PlanObserved,
+// AssignmentObserved, ClaimWon) are the module's internal recordmsg package:
 // every type here has fields any program can build and read.
 //
 // # What a user's actor may send
@@ -34,38 +34,39 @@
 //
 // The root owns the tenancy registry. It tells every actor JobStarted and
 // Departing; it announces each registry change once, TenancyStarted and
-// TenancyEnded, to assign, splitwriter and revoke (and TenancyEnded to the
+// TenancyEnded, to splitwriter and revoke (and TenancyEnded to the
 // commit writer); it forwards the writes of Fail, Release, Depart and
 // forced revocations to the split-writer actor (FailSplit,
 // HandBackSplits, answered by HandBackSplitsReply or
-// ReleaseSplitsReply); it rebroadcasts VerdictReached to assign, leader and
-// revoke; it forwards a user's actor's DeclineRevoke to the revoke actor;
+// ReleaseSplitsReply); it rebroadcasts VerdictReached to leader and revoke; it forwards a user's actor's DeclineRevoke to the revoke actor;
 // and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
 //
 // The watch actor turns watched and listed keys into observations:
-// RecordsObserved and RecordDeleted (split records) to splitwriter, assign
-// and leader; PresenceObserved to leader and assign, and to the lease for its
-// own key; PresenceDeleted to leader and assign; LeaderObserved and
+// RecordsObserved and RecordDeleted (split records) to splitwriter and
+// leader; PresenceObserved to leader and splitwriter, and to the lease for
+// its own key; PresenceDeleted to leader and splitwriter; LeaderObserved and
 // LeaderDeleted to the leader; PlanObserved and PlanDeleted to leader and
 // splitwriter; AssignmentObserved and AssignmentDeleted to the leader, and to
-// assign for this worker's own record; WatchesChanged to leader, assign,
+// assign for this worker's own record; WatchesChanged to leader,
 // splitwriter, revoke and lease; Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to the watch actor once startup
-// finished; HeartbeatTicked to leader, assign, revoke and splitwriter;
-// SessionEnded to root, leader and assign; SessionStarted to leader and
-// assign.
+// finished; HeartbeatTicked to leader, revoke and splitwriter;
+// SessionEnded to root, leader and splitwriter; SessionStarted to leader
+// and splitwriter.
 //
-// The assign actor asks the split-writer actor ClaimSplit and ReturnLeftover,
-// and tells the revoke actor AssignedSetChanged.
+// The assign actor diffs this worker's assignment record and tells the
+// diff, AssignedSetChanged, to the split-writer actor (which claims what
+// was added) and to the revoke actor (which drains what was lost).
 //
-// The split-writer actor answers claims with ClaimWon (to the root, which starts
-// the tenancy) or ClaimAbandoned (to assign); asks the root EndTenancy when
-// a split record shows a held tenancy fenced; tells the root
-// HandBackResolved once a surrendered tenancy's write resolved (the root
-// relays it to revoke and assign, after the tenancy's TenancyEnded); tells
-// the root SplitQuarantined and VerdictReached.
+// The split-writer actor decides claims on its own view of the split
+// records and writes them; it tells the root ClaimWon (which starts the
+// tenancy); asks the root EndTenancy when a split record shows a held
+// tenancy fenced; tells the root HandBackResolved once a surrendered
+// tenancy's write resolved (the root relays it to revoke, after the
+// tenancy's TenancyEnded); tells the root SplitQuarantined and
+// VerdictReached.
 //
 // The revoke actor asks the root RevocationRequested (emit RevokeRequested)
 // and ForceRevocation (surrender and hand back).
@@ -74,7 +75,7 @@
 //
 // Messages are plain values, sent and matched as values: slices are copied
 // by the sender and no message carries a pointer to actor state. Naming
-// follows one scheme: intents are imperative (ClaimSplit, EndTenancy),
+// follows one scheme: intents are imperative (EndTenancy, FailSplit),
 // facts are past participles (TenancyEnded), replies are the intent's name
 // plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue).
 // Fields use this package's and the public packages' types.

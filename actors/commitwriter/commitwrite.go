@@ -11,7 +11,7 @@ import (
 
 // casProgress runs a commit of progress p on the tenancy whose progress
 // record cell holds (docs/protocol.md, "Commits"), with the
-// adopt-and-retry-once rule (cas.go) for a conflict caused by this
+// adopt-and-retry-once rule (worker/cas.go) for a conflict caused by this
 // tenancy's own earlier write. A regressing watermark or an oversized
 // record is Fatal before any write.
 func casProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, cell *progressCell, p coordination.SplitProgress) worker.CASResult[protocol.ProgressRecord] {

@@ -19,8 +19,8 @@ const commitWriterShards = 16
 // "The commit path"). It owns the progress cells of the tenancies whose
 // split hashes to it: from a tenancy's Gained on, the shard is the only
 // writer of its progress record. It takes three messages, in the order they
-// were posted: openCell and TenancyEnded from the root, commitRequest from
-// the handle, which it answers with a commitResult; it tells the revoke
+// were posted: OpenCell and TenancyEnded from the root, CommitRequest from
+// the handle, which it answers with a CommitResult; it tells the revoke
 // actor CommitLanded and asks the root EndTenancy for a completed or fenced
 // commit.
 type commitWriter struct {

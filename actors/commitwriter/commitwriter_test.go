@@ -202,7 +202,7 @@ func (l *loneCommitWriter) watermark(t *testing.T) int64 {
 }
 
 // TestACommitWaitsForTheCellPostedBeforeIt: a commit asked while the
-// tenancy's openCell is still queued runs after it, through the shard's
+// tenancy's OpenCell is still queued runs after it, through the shard's
 // goroutine, and lands; taking the turn at once would have found no cell.
 func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

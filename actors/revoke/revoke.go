@@ -18,7 +18,7 @@ type revokeActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
-	held    worker.HeldView // derived from the root's registry (tenancy.go)
+	held    worker.HeldView // derived from the root's registry (actors/tenancy.go)
 	entries map[coordination.SplitID]*revocation
 	// declines holds the DeclineRevoke calls waiting for their forced
 	// hand-back, answered when the tenancy's end resolves, whoever ended it.

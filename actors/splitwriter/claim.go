@@ -7,7 +7,6 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -19,7 +18,7 @@ const fenceTries = 8
 // for m, or a quarantine on takeover: confirm the owner's session ended,
 // read the spec (claims only), CAS the split record, then fence the
 // progress record. It runs on its own goroutine.
-func claimSplit(ctx context.Context, v *worker.Env, m recordmsg.ClaimSplit, now int64) claimed {
+func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) claimed {
 	cand, base, rev := m.Candidate, m.Record, m.RecordRev
 	if cand.Confirm {
 		live, err := sessionLive(ctx, v, base.Owner, base.Nonce)

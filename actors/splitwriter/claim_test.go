@@ -11,7 +11,6 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -95,7 +94,7 @@ func TestClaimSplit(t *testing.T) {
 			if !ok {
 				t.Fatal("not a candidate")
 			}
-			d := claimSplit(context.Background(), v, recordmsg.ClaimSplit{Candidate: cand, Record: tt.view, RecordRev: rev}, 0)
+			d := claimSplit(context.Background(), v, claimRequest{Candidate: cand, Record: tt.view, RecordRev: rev}, 0)
 			if d.outcome != tt.wantOut || d.done != tt.wantDone {
 				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
 			}

@@ -28,7 +28,7 @@ func endTenancy(ctx context.Context, v *worker.Env, id coordination.SplitID, epo
 
 // casSplit runs a CAS on the split record of tenancy epoch, which this
 // worker holds (or has just surrendered), with the adopt-and-retry-once
-// rule (cas.go): a lost CAS whose record still names this session at epoch
+// rule (worker/cas.go): a lost CAS whose record still names this session at epoch
 // moved because of an earlier write of this worker that landed unseen. A
 // terminal record is never written: the write is fenced. doing ("handing
 // back") names the write for error reasons.

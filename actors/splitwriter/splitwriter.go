@@ -26,14 +26,14 @@ type handBackBatch struct {
 // protocol", "Hand-back, fail, quarantine"): claims with their progress
 // fence, completions, fails, hand-backs and quarantines. It adopts
 // maybe-landed writes, drops splits whose records moved away, and takes
-// the verdict. Commits are written by the commit writer (commitwriter.go).
+// the verdict. Commits are written by the commit writer (actors/commitwriter).
 type splitWriterActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
 	fp        uint64
 	records   map[coordination.SplitID]worker.SplitEntry
-	held      worker.HeldView // derived from the root's registry (tenancy.go)
+	held      worker.HeldView // derived from the root's registry (actors/tenancy.go)
 	busy      map[coordination.SplitID]bool
 	queue     map[coordination.SplitID][]splitOp // splitwriter_ops.go
 	completed int
@@ -50,12 +50,14 @@ type splitWriterActor struct {
 
 	nextBatch uint64
 	handBacks map[uint64]*handBackBatch
+
+	claims *claimer // the claim pipeline, deciding on records and held (claimer.go)
 }
 
 // New returns the producer of worker v's split-writer actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
-		return &splitWriterActor{
+		sw := &splitWriterActor{
 			v:         v,
 			log:       v.Log.With("actor", "splitwriter"),
 			records:   map[coordination.SplitID]worker.SplitEntry{},
@@ -64,6 +66,8 @@ func New(v *worker.Env) actor.Producer {
 			queue:     map[coordination.SplitID][]splitOp{},
 			handBacks: map[uint64]*handBackBatch{},
 		}
+		sw.claims = newClaimer(sw)
+		return sw
 	}
 }
 
@@ -74,61 +78,84 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 	case messages.JobStarted:
 		sw.fp = m.FP
 	case recordmsg.RecordsObserved:
+		act := false
 		for _, r := range m.Records {
-			sw.fold(r.Split, r.Record, r.Rev)
+			act = sw.fold(r.Split, r.Record, r.Rev) || act
+		}
+		if act {
+			sw.claims.step(c)
 		}
 	case messages.RecordDeleted:
 		sw.deleted(m.Split)
+		sw.claims.step(c)
 	case recordmsg.PlanObserved:
 		sw.plan, sw.hasPlan = m.Plan, true
 		sw.judge()
 	case messages.PlanDeleted:
+	case messages.PresenceObserved:
+		sw.claims.presence(m.Instance, m.Nonce)
+		sw.claims.step(c)
+	case messages.PresenceDeleted:
+		sw.claims.presence(m.Instance, "")
+		sw.claims.step(c)
+	case messages.AssignedSetChanged:
+		sw.claims.assignment(m)
+		sw.claims.step(c)
 	case messages.WatchesChanged:
+		sw.claims.live = m.Live
+		sw.claims.step(c)
 	case messages.HeartbeatTicked:
 		sw.judge()
+		sw.claims.heartbeat()
+		sw.claims.step(c)
+	case messages.SessionEnded:
+		sw.claims.session = false
+	case messages.SessionStarted:
+		sw.claims.sessionStarted()
+		sw.claims.step(c)
 	case messages.TenancyStarted:
 		sw.held.Apply(m)
 		sw.fenceSeen(m.Split)
+		sw.claims.tenancyStarted(m.Split)
+		sw.claims.step(c)
 	case messages.TenancyEnded:
 		sw.held.Apply(m)
 		if m.Reason == messages.EndCompleted {
 			// A completing commit landed: complete the split record.
 			sw.enqueue(c, completeOp{split: m.Split, epoch: m.Epoch})
 		}
+		sw.claims.tenancyEnded(m)
+		sw.claims.step(c)
 	case messages.Departing:
 		sw.departing = true
 	case messages.FailSplit:
 		sw.enqueue(c, failOp{split: m.Split, epoch: m.Epoch, reason: m.Reason, replyTo: m.ReplyTo})
 	case messages.HandBackSplits:
 		sw.handBack(c, m)
-	case recordmsg.ClaimSplit:
-		sw.enqueue(c, claimOp{claim: m})
-	case recordmsg.ReturnLeftover:
-		sw.enqueue(c, leftoverOp{leftover: m})
 	case failDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.failResult(m.op, m.res)
-		sw.next(c, m.op.split)
+		sw.finished(c, m.op.split)
 	case handBackDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.handBackResult(m.op, m.res)
-		sw.next(c, m.op.split)
+		sw.finished(c, m.op.split)
 	case completeDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.completeResult(m.op, m.res)
-		sw.next(c, m.op.split)
+		sw.finished(c, m.op.split)
 	case claimDone:
 		sw.learn(m.op.target(), m.res.rec, m.res.rev)
 		sw.claimResult(m.op, m.res)
-		sw.next(c, m.op.target())
+		sw.finished(c, m.op.target())
 	case leftoverDone:
 		sw.learn(m.op.target(), m.res.Rec, m.res.Rev)
 		sw.leftoverResult(m.op, m.res)
-		sw.next(c, m.op.target())
+		sw.finished(c, m.op.target())
 	case departLeftoverDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.departLeftoverResult(m.op, m.res)
-		sw.next(c, m.op.split)
+		sw.finished(c, m.op.split)
 	case verdictListed:
 		sw.listed(m)
 	case recordChecked:
@@ -139,13 +166,15 @@ func (sw *splitWriterActor) Receive(c *actor.Context) {
 }
 
 // fold applies a split record version to the view: tallies, quarantine
-// transitions, and fences of held splits.
-func (sw *splitWriterActor) fold(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) {
+// transitions, fences of held splits and the claimer's index; it reports
+// whether the claimer has the split to act on.
+func (sw *splitWriterActor) fold(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) bool {
 	old, had := sw.records[id]
 	if had && rev <= old.Rev {
-		return
+		return false
 	}
 	sw.records[id] = worker.SplitEntry{Rec: rec, Rev: rev}
+	act := sw.claims.recordChanged(id, had, old.Rec.Owner, rec, rev)
 	// A fence is reported before the quarantine it may carry.
 	sw.fenceSeen(id)
 	if !had || old.Rec.Status != rec.Status {
@@ -158,6 +187,7 @@ func (sw *splitWriterActor) fold(id coordination.SplitID, rec protocol.SplitReco
 		}
 	}
 	sw.judge()
+	return act
 }
 
 // tally adds (d = 1) or removes (d = -1) a split record version to the
@@ -186,6 +216,7 @@ func (sw *splitWriterActor) deleted(id coordination.SplitID) {
 	}
 	delete(sw.records, id)
 	sw.tally(old.Rec, -1)
+	sw.claims.recordDeleted(id, old.Rec.Owner)
 	sw.confirmDeleted(id)
 }
 
@@ -209,6 +240,7 @@ func (sw *splitWriterActor) drop(id coordination.SplitID, epoch uint64) {
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
 func (sw *splitWriterActor) resolved(res messages.HandBackResolved) {
+	sw.claims.handBackResolved(res)
 	sw.v.Route(worker.RoleSplitWriter, res)
 }
 
@@ -220,6 +252,13 @@ func (sw *splitWriterActor) enqueue(c *actor.Context, op splitOp) {
 		return
 	}
 	sw.start(c, op)
+}
+
+// finished starts the write queued next on split id after one finished,
+// and the claims its outcome allows.
+func (sw *splitWriterActor) finished(c *actor.Context, id coordination.SplitID) {
+	sw.next(c, id)
+	sw.claims.step(c)
 }
 
 // next starts the write queued next on split id, after one finished.
@@ -346,10 +385,10 @@ func (sw *splitWriterActor) completeResult(op completeOp, d splitWritten) {
 	sw.resolved(messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
 }
 
-// leftoverResult tells the assign actor a leftover's return resolved.
+// leftoverResult frees the claimer's slot of a leftover's return.
 func (sw *splitWriterActor) leftoverResult(op leftoverOp, d splitWritten) {
 	sw.v.FatalIf(d.Err)
-	sw.v.Route(worker.RoleSplitWriter, messages.ClaimAbandoned{Split: op.leftover.Split, Rev: op.leftover.RecordRev, Retry: d.Outcome == worker.CASUnconfirmed})
+	sw.claims.abandoned(op.leftover.Split, op.leftover.RecordRev, d.Outcome == worker.CASUnconfirmed)
 }
 
 // failResult answers Fail and tells the followers how it resolved.
@@ -453,8 +492,8 @@ func (sw *splitWriterActor) settleBatch(batch uint64, id coordination.SplitID, r
 	}
 }
 
-// claimResult reports a won claim to the root, or an abandoned one to the
-// assign actor.
+// claimResult reports a won claim to the root, or frees the claimer's slot
+// of an abandoned one.
 func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 	cl := op.claim
 	id := op.target()
@@ -463,7 +502,7 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 		if d.rev > rev {
 			rev = d.rev
 		}
-		sw.v.Route(worker.RoleSplitWriter, messages.ClaimAbandoned{Split: id, Rev: rev, Retry: d.retry})
+		sw.claims.abandoned(id, rev, d.retry)
 	}
 	switch {
 	case d.outcome != worker.CASLanded:

@@ -8,7 +8,6 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -51,13 +50,31 @@ type completeOp struct {
 }
 
 // claimOp runs the claim protocol for a candidate (claim.go).
-type claimOp struct{ claim recordmsg.ClaimSplit }
+type claimOp struct{ claim claimRequest }
 
-// leftoverOp returns a leftover of this session the assign actor found.
-type leftoverOp struct{ leftover recordmsg.ReturnLeftover }
+// claimRequest is a claim, or a quarantine on takeover, the claimer asks
+// for (docs/protocol.md, "Claim protocol"): Record and RecordRev are the
+// view's split record it was judged on.
+type claimRequest struct {
+	Candidate protocol.Candidate
+	Record    protocol.SplitRecord
+	RecordRev uint64
+}
+
+// leftoverOp returns a leftover of this session the claimer found.
+type leftoverOp struct{ leftover leftoverReturn }
+
+// leftoverReturn is the hand-back of a split record that names this
+// session although the worker neither holds nor is assigned the split (a
+// write of its own landed unseen).
+type leftoverReturn struct {
+	Split     coordination.SplitID
+	Record    protocol.SplitRecord
+	RecordRev uint64
+}
 
 // departLeftoverOp returns a leftover of this session on Depart, in the
-// departure's hand-back batch (depart.go); epoch is the record's, set when
+// departure's hand-back batch (actors/depart.go); epoch is the record's, set when
 // the write starts.
 type departLeftoverOp struct {
 	split    coordination.SplitID

@@ -13,8 +13,6 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
-	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -42,8 +40,7 @@ func TestFailWithoutARecordIsFenced(t *testing.T) {
 
 // A write with nothing to write on is refused without I/O, and its result
 // still answers as the write's own would: a hand-back or completion of a
-// split whose record left the view resolves without a write, and a claim
-// or leftover return asked after Depart began is abandoned.
+// split whose record left the view resolves without a write.
 func TestRefusedWritesStillAnswer(t *testing.T) {
 	tests := []struct {
 		name string
@@ -58,10 +55,6 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 			func(m any) bool {
 				return m == messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded}
 			}},
-		{"claim after Departing", []any{messages.Departing{}, recordmsg.ClaimSplit{Candidate: protocol.Candidate{ID: "b"}, RecordRev: 4}},
-			func(m any) bool { return m == messages.ClaimAbandoned{Split: "b", Rev: 4} }},
-		{"leftover return after Departing", []any{messages.Departing{}, recordmsg.ReturnLeftover{Split: "c", RecordRev: 5}},
-			func(m any) bool { return m == messages.ClaimAbandoned{Split: "c", Rev: 5} }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

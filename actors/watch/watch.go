@@ -181,7 +181,7 @@ func (w *watchActor) Receive(c *actor.Context) {
 // open establishes the watch of ks in the background; the goroutine pumps
 // its events into the actor until the watch ends, each burst it finds
 // waiting (up to maxWatchBurst) as one message, one credit of the watch
-// hand-off per event (backlog.go): while the actors are behind it stops
+// hand-off per event (worker/backlog.go): while the actors are behind it stops
 // reading, and the store's own lag limit breaks the watch.
 func (w *watchActor) open(ks store.Keyspace) {
 	k := w.ks[ks]
@@ -420,7 +420,7 @@ func (w *watchActor) del(ks store.Keyspace, key string, rev uint64, synth bool) 
 	w.decodeDelete(ks, key, rev, synth)
 }
 
-// observe sends an observation to its subscribers (routing.go): a split
+// observe sends an observation to its subscribers (worker/routing.go): a split
 // record put joins the current run of them, anything else sends the run
 // first and then itself, so every subscriber sees the observations in the
 // order they were made.

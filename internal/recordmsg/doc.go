@@ -1,9 +1,7 @@
 // Package recordmsg holds the messages of one coordinator worker's actors
 // that carry a store record itself: an observed split, leader, plan or
 // assignment record (RecordsObserved, LeaderObserved, PlanObserved,
-// AssignmentObserved), the split record a claim or a leftover's return
-// writes from (ClaimSplit, ReturnLeftover) and the progress record a claim
-// fenced (ClaimWon). Those records are internal/protocol's types, which no
+// AssignmentObserved) and the progress record a claim fenced (ClaimWon). Those records are internal/protocol's types, which no
 // code outside this module can name, so these messages are internal too;
 // every other message is in the public package messages, whose doc says
 // who sends what to whom (docs/architecture.md, "Routing", is the table).

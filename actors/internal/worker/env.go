@@ -41,7 +41,7 @@ type Env struct {
 
 	Backlog backlog // the credit of the watch hand-off (backlog.go)
 
-	Commits commitDesk // the commit writer (commitwriter.go), set by Spawn
+	Commits commitDesk // the commit writer (actors/commitwriter), set by Spawn
 
 	Ctx    context.Context // cancelled at Depart's end or Abort
 	Cancel context.CancelFunc

@@ -20,7 +20,7 @@ const (
 	RoleRoot Role = iota
 	RoleWatch
 	RoleLease
-	roleLeader
+	RoleLeader
 	RoleAssign
 	RoleSplitWriter
 	RoleRevoke
@@ -42,7 +42,7 @@ func (p PIDs) of(r Role) *actor.PID {
 // children are the root's children, in the order the root broadcasts to
 // them. The lease actor comes last: it starts the startup I/O, so every
 // other actor has JobStarted in its inbox before anything startup causes.
-var children = []Role{RoleWatch, roleLeader, RoleAssign, RoleSplitWriter, RoleRevoke, RoleLease}
+var children = []Role{RoleWatch, RoleLeader, RoleAssign, RoleSplitWriter, RoleRevoke, RoleLease}
 
 // route is one row of the routing table: messages of these types, sent by
 // from, go to every role in to, and to every role in own only when the
@@ -71,48 +71,46 @@ func types(msgs ...any) []reflect.Type {
 // (routing_test.go checks that they match).
 var routes = []route{
 	// Observations: the watch actor bridges watched and listed keys.
-	{Msgs: types(recordmsg.RecordsObserved{}, messages.RecordDeleted{}), From: RoleWatch, To: []Role{RoleSplitWriter, RoleAssign, roleLeader}, note: "split records; puts in runs of up to 256"},
-	{Msgs: types(messages.PresenceObserved{}), From: RoleWatch, To: []Role{roleLeader, RoleAssign}, Own: []Role{RoleLease}, note: "the lease confirms its landed renewals"},
-	{Msgs: types(messages.PresenceDeleted{}), From: RoleWatch, To: []Role{roleLeader, RoleAssign}},
-	{Msgs: types(recordmsg.LeaderObserved{}, messages.LeaderDeleted{}), From: RoleWatch, To: []Role{roleLeader}},
-	{Msgs: types(recordmsg.PlanObserved{}, messages.PlanDeleted{}), From: RoleWatch, To: []Role{roleLeader, RoleSplitWriter}},
-	{Msgs: types(recordmsg.AssignmentObserved{}, messages.AssignmentDeleted{}), From: RoleWatch, To: []Role{roleLeader}, Own: []Role{RoleAssign}},
-	{Msgs: types(messages.WatchesChanged{}), From: RoleWatch, To: []Role{roleLeader, RoleAssign, RoleSplitWriter, RoleRevoke, RoleLease}},
-	{Msgs: types(messages.Reconciled{}), From: RoleWatch, To: []Role{roleLeader}},
+	{Msgs: types(recordmsg.RecordsObserved{}, messages.RecordDeleted{}), From: RoleWatch, To: []Role{RoleSplitWriter, RoleLeader}, note: "split records; puts in runs of up to 256"},
+	{Msgs: types(messages.PresenceObserved{}), From: RoleWatch, To: []Role{RoleLeader, RoleSplitWriter}, Own: []Role{RoleLease}, note: "the lease confirms its landed renewals"},
+	{Msgs: types(messages.PresenceDeleted{}), From: RoleWatch, To: []Role{RoleLeader, RoleSplitWriter}},
+	{Msgs: types(recordmsg.LeaderObserved{}, messages.LeaderDeleted{}), From: RoleWatch, To: []Role{RoleLeader}},
+	{Msgs: types(recordmsg.PlanObserved{}, messages.PlanDeleted{}), From: RoleWatch, To: []Role{RoleLeader, RoleSplitWriter}},
+	{Msgs: types(recordmsg.AssignmentObserved{}, messages.AssignmentDeleted{}), From: RoleWatch, To: []Role{RoleLeader}, Own: []Role{RoleAssign}},
+	{Msgs: types(messages.WatchesChanged{}), From: RoleWatch, To: []Role{RoleLeader, RoleSplitWriter, RoleRevoke, RoleLease}},
+	{Msgs: types(messages.Reconciled{}), From: RoleWatch, To: []Role{RoleLeader}},
 	// The session.
 	{Msgs: types(messages.Joined{}), From: RoleLease, To: []Role{RoleWatch}, note: "the watches open"},
-	{Msgs: types(messages.HeartbeatTicked{}), From: RoleLease, To: []Role{roleLeader, RoleAssign, RoleRevoke, RoleSplitWriter}},
-	{Msgs: types(messages.SessionEnded{}), From: RoleLease, To: []Role{RoleRoot, roleLeader, RoleAssign}},
-	{Msgs: types(messages.SessionStarted{}), From: RoleLease, To: []Role{roleLeader, RoleAssign}},
+	{Msgs: types(messages.HeartbeatTicked{}), From: RoleLease, To: []Role{RoleLeader, RoleRevoke, RoleSplitWriter}},
+	{Msgs: types(messages.SessionEnded{}), From: RoleLease, To: []Role{RoleRoot, RoleLeader, RoleSplitWriter}},
+	{Msgs: types(messages.SessionStarted{}), From: RoleLease, To: []Role{RoleLeader, RoleSplitWriter}},
 	// The job's lifecycle.
 	{Msgs: types(messages.JobStarted{}, messages.Departing{}), From: RoleRoot, To: children},
 	{Msgs: types(messages.VerdictReached{}), From: RoleSplitWriter, To: []Role{RoleRoot}, note: "the verdict, once"},
-	{Msgs: types(messages.VerdictReached{}), From: RoleRoot, To: []Role{RoleAssign, roleLeader, RoleRevoke}},
+	{Msgs: types(messages.VerdictReached{}), From: RoleRoot, To: []Role{RoleLeader, RoleRevoke}},
 	// Claims.
-	{Msgs: types(recordmsg.ClaimSplit{}, recordmsg.ReturnLeftover{}), From: RoleAssign, To: []Role{RoleSplitWriter}},
 	{Msgs: types(recordmsg.ClaimWon{}), From: RoleSplitWriter, To: []Role{RoleRoot}},
-	{Msgs: types(messages.ClaimAbandoned{}), From: RoleSplitWriter, To: []Role{RoleAssign}},
 	{Msgs: types(messages.SplitQuarantined{}), From: RoleSplitWriter, To: []Role{RoleRoot}},
 	// Tenancies: the root's registry is their one owner.
 	{Msgs: types(messages.EndTenancy{}), From: RoleSplitWriter, To: []Role{RoleRoot}, note: "a fence seen in the split record"},
 	{Msgs: types(messages.EndTenancy{}), From: RoleCommitWriter, To: []Role{RoleRoot}, note: "a fenced or completed commit"},
-	{Msgs: types(messages.TenancyStarted{}), From: RoleRoot, To: []Role{RoleAssign, RoleSplitWriter, RoleRevoke}, note: "the registry's changes, each once; followers keep a derived view"},
-	{Msgs: types(messages.TenancyEnded{}), From: RoleRoot, To: []Role{RoleAssign, RoleSplitWriter, RoleRevoke, RoleCommitWriter}, note: "the commit writer closes the tenancy's progress cell"},
+	{Msgs: types(messages.TenancyStarted{}), From: RoleRoot, To: []Role{RoleSplitWriter, RoleRevoke}, note: "the registry's changes, each once; followers keep a derived view"},
+	{Msgs: types(messages.TenancyEnded{}), From: RoleRoot, To: []Role{RoleSplitWriter, RoleRevoke, RoleCommitWriter}, note: "the commit writer closes the tenancy's progress cell"},
 	{Msgs: types(OpenCell{}), From: RoleRoot, To: []Role{RoleCommitWriter}, note: "the progress record the claim's fence left, before Gained"},
 	{Msgs: types(messages.HandBackResolved{}), From: RoleSplitWriter, To: []Role{RoleRoot}, note: "relayed by the root"},
-	{Msgs: types(messages.HandBackResolved{}), From: RoleRoot, To: []Role{RoleRevoke, RoleAssign}, note: "always after the tenancy's TenancyEnded: one ordered stream"},
+	{Msgs: types(messages.HandBackResolved{}), From: RoleRoot, To: []Role{RoleRevoke}, note: "always after the tenancy's TenancyEnded: one ordered stream"},
 	// Revocations.
-	{Msgs: types(messages.AssignedSetChanged{}), From: RoleAssign, To: []Role{RoleRevoke}},
+	{Msgs: types(messages.AssignedSetChanged{}), From: RoleAssign, To: []Role{RoleSplitWriter, RoleRevoke}, note: "the diff: the split writer claims what was added, revoke drains what was lost"},
 	{Msgs: types(messages.RevocationRequested{}, messages.ForceRevocation{}), From: RoleRevoke, To: []Role{RoleRoot}},
 	// Commits.
-	{Msgs: types(CommitRequest{}), From: RoleHandle, To: []Role{RoleCommitWriter}, note: "Commit, CommitFinal; answered by a commitResult"},
+	{Msgs: types(CommitRequest{}), From: RoleHandle, To: []Role{RoleCommitWriter}, note: "Commit, CommitFinal; answered by a CommitResult"},
 	{Msgs: types(messages.CommitLanded{}), From: RoleCommitWriter, To: []Role{RoleRevoke}},
 	// Handle commands (requests: the reply goes to the caller).
 	{Msgs: types(messages.StartJob{}, messages.FailSplit{}, messages.ReleaseSplits{}, messages.DepartJob{}), From: RoleHandle, To: []Role{RoleRoot}},
 	{Msgs: types(messages.DeclineRevoke{}), From: RoleHandle, To: []Role{RoleRevoke}, note: "the revoke actor forces it through the root"},
 	{Msgs: types(messages.DeclineRevoke{}), From: RoleRoot, To: []Role{RoleRevoke}, note: "a user's actor's, sent to Coordinator.PID"},
 	{Msgs: types(messages.FailSplit{}, messages.HandBackSplits{}), From: RoleRoot, To: []Role{RoleSplitWriter}, note: "the writes of Fail, Release, Depart and forced revocations"},
-	{Msgs: types(messages.StepDown{}), From: RoleRoot, To: []Role{roleLeader}, note: "Depart; answered once the leader key is deleted"},
+	{Msgs: types(messages.StepDown{}), From: RoleRoot, To: []Role{RoleLeader}, note: "Depart; answered once the leader key is deleted"},
 	{Msgs: types(messages.WithdrawPresence{}), From: RoleRoot, To: []Role{RoleLease}, note: "Depart; answered once the presence key is deleted"},
 }
 
@@ -168,7 +166,7 @@ func (v *Env) SendTo(r Role, msg any) {
 		v.Send(v.PIDs.of(r), msg)
 		return
 	}
-	if v.Ctx.Err() != nil { // as env.send: nothing is delivered after shutdown
+	if v.Ctx.Err() != nil { // as Env.Send: nothing is delivered after shutdown
 		return
 	}
 	v.Commits.Post(msg)
@@ -191,7 +189,7 @@ func init() {
 // Reply answers a request: to is its requester, a handle request's sender
 // or a message's ReplyTo. Replies are the one kind of send between parts
 // of a worker that the routing table does not name; like every send, one
-// made after the worker shut down is dropped (env.send).
+// made after the worker shut down is dropped (Env.Send).
 func (v *Env) Reply(to *actor.PID, msg any) { v.Send(to, msg) }
 
 // recipients returns the roles msg from from goes to on worker id: its

@@ -73,7 +73,7 @@ func TestLookupPanicsOnUnroutedMessage(t *testing.T) {
 
 // TestRecipientsOwnKeyOnlyForThisWorker checks the own-key column: an
 // assignment or presence observation reaches assign or lease only when it
-// is about this
+// is about this worker.
 func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 	tests := []struct {
 		name string
@@ -83,9 +83,9 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 		{"peer assignment", recordmsg.AssignmentObserved{Instance: "w2"}, "leader"},
 		{"own assignment", recordmsg.AssignmentObserved{Instance: "w1"}, "leader, assign"},
 		{"own assignment deleted", messages.AssignmentDeleted{Instance: "w1"}, "leader, assign"},
-		{"peer presence", messages.PresenceObserved{Instance: "w2"}, "leader, assign"},
-		{"own presence", messages.PresenceObserved{Instance: "w1"}, "leader, assign, lease"},
-		{"split records", recordmsg.RecordsObserved{}, "splitwriter, assign, leader"},
+		{"peer presence", messages.PresenceObserved{Instance: "w2"}, "leader, splitwriter"},
+		{"own presence", messages.PresenceObserved{Instance: "w1"}, "leader, splitwriter, lease"},
+		{"split records", recordmsg.RecordsObserved{}, "splitwriter, leader"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -99,8 +99,8 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 	if got := roleList(recipients(RoleSplitWriter, messages.HandBackResolved{}, "w1")); got != "root" {
 		t.Errorf("HandBackResolved from the split writer goes to %s, want root", got)
 	}
-	if got := roleList(recipients(RoleRoot, messages.HandBackResolved{}, "w1")); got != "revoke, assign" {
-		t.Errorf("HandBackResolved from the root goes to %s, want revoke, assign", got)
+	if got := roleList(recipients(RoleRoot, messages.HandBackResolved{}, "w1")); got != "revoke" {
+		t.Errorf("HandBackResolved from the root goes to %s, want revoke", got)
 	}
 	// The table's own slices are never aliased by an append.
 	recipients(RoleWatch, recordmsg.AssignmentObserved{Instance: "w1"}, "w1")
@@ -120,7 +120,7 @@ func TestMessagesDocNamesEveryRoutedMessage(t *testing.T) {
 	for _, r := range routes {
 		for _, ty := range r.Msgs {
 			if ty.PkgPath() != reflect.TypeOf(messages.JobStarted{}).PkgPath() {
-				continue // the actors' own messages (openCell, commitRequest) are not messages'
+				continue // the actors' own messages (OpenCell, CommitRequest) are not messages'
 			}
 			if !strings.Contains(string(b), ty.Name()) {
 				t.Errorf("messages/doc.go does not name %s (sent by %s)", ty.Name(), r.From)

@@ -1,0 +1,369 @@
+package splitwriter
+
+import (
+	"container/heap"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+)
+
+// MaxClaimsInFlight bounds the writes the claimer runs at once (claims,
+// quarantines on takeover and leftover returns together), so a worker
+// assigned thousands of splits, or finding thousands of quarantine
+// candidates after a crash loop, does not start thousands of store writes in
+// one burst; the rest follow as writes finish.
+const MaxClaimsInFlight = 128
+
+// claimer is the split-writer actor's claim pipeline (docs/protocol.md,
+// "Claim candidates", "Following the assignment"). It decides on the
+// actor's one view of the split records, the one its writes run on and
+// learn from: for the assigned splits it picks claim candidates under
+// MaxInFlight from an incremental index, quarantines on takeover and
+// returns leftovers. Applying one record costs O(log n).
+//
+// Its structures are derived, never sources of truth: queue and extra
+// index the candidates recomputed from the view, the sessions and the held
+// tenancies (the root's registry as TenancyStarted and TenancyEnded told
+// it) whenever one of them changes, so that a decision costs O(log n)
+// instead of a pass over every split.
+type claimer struct {
+	sw      *splitWriterActor
+	enqueue func(c *actor.Context, op splitOp) // the actor's write queue (a test's recorder)
+
+	sessions map[string]string                        // instance → live session nonce
+	byOwner  map[string]map[coordination.SplitID]bool // instance → splits its records name
+
+	inflight map[coordination.SplitID]bool   // every write in flight (bounded by MaxClaimsInFlight); value: it counts as a claim against MaxInFlight (quarantines and leftover returns do not)
+	claims   int                             // claims in flight
+	handing  map[coordination.SplitID]uint64 // surrendered, its write not resolved yet
+	lostAt   map[coordination.SplitID]uint64 // a claim lost at this record revision
+	cooldown map[coordination.SplitID]bool   // the store failed; retry at the next heartbeat
+	extra    map[coordination.SplitID]bool   // quarantine candidates and leftovers: acted on regardless of assignment
+	queue    candidateQueue                  // claim candidates among assigned splits (lazily validated)
+	queued   map[coordination.SplitID]protocol.ClaimKind
+
+	decided  bool                               // an assignment record is known
+	assigned map[coordination.SplitID]bool      // the assign actor's last AssignedSetChanged
+	named    map[coordination.SplitID]time.Time // first named while not held
+
+	live    bool // the watches are live
+	session bool // a session is established (false between SessionEnded and SessionStarted)
+}
+
+func newClaimer(sw *splitWriterActor) *claimer {
+	return &claimer{
+		sw:       sw,
+		enqueue:  sw.enqueue,
+		sessions: map[string]string{},
+		byOwner:  map[string]map[coordination.SplitID]bool{},
+		inflight: map[coordination.SplitID]bool{},
+		handing:  map[coordination.SplitID]uint64{},
+		lostAt:   map[coordination.SplitID]uint64{},
+		cooldown: map[coordination.SplitID]bool{},
+		extra:    map[coordination.SplitID]bool{},
+		queued:   map[coordination.SplitID]protocol.ClaimKind{},
+		assigned: map[coordination.SplitID]bool{},
+		named:    map[coordination.SplitID]time.Time{},
+		session:  true,
+	}
+}
+
+// recordChanged follows the view taking a newer version rec (rev) of split
+// id's record over one naming oldOwner (had: there was one), and reports
+// whether the split is now one to act on.
+func (cl *claimer) recordChanged(id coordination.SplitID, had bool, oldOwner string, rec protocol.SplitRecord, rev uint64) bool {
+	if had {
+		cl.unindexOwner(id, oldOwner)
+	}
+	cl.indexOwner(id, rec.Owner)
+	if r, ok := cl.lostAt[id]; ok && rev > r {
+		delete(cl.lostAt, id)
+	}
+	return cl.reindex(id)
+}
+
+// recordDeleted follows the view dropping split id's record, which named
+// oldOwner.
+func (cl *claimer) recordDeleted(id coordination.SplitID, oldOwner string) {
+	cl.unindexOwner(id, oldOwner)
+	cl.index(id)
+}
+
+// presence follows a member's session: nonce "" when its presence key is
+// gone.
+func (cl *claimer) presence(instance, nonce string) {
+	if cur, ok := cl.sessions[instance]; ok && cur == nonce || !ok && nonce == "" {
+		return
+	}
+	if nonce == "" {
+		delete(cl.sessions, instance)
+	} else {
+		cl.sessions[instance] = nonce
+	}
+	for id := range cl.byOwner[instance] {
+		delete(cl.lostAt, id)
+		cl.index(id)
+	}
+}
+
+// sessionStarted re-classifies the view: its own-session records were
+// classified for the old nonce.
+func (cl *claimer) sessionStarted() {
+	cl.session = true
+	for id := range cl.sw.records {
+		cl.index(id)
+	}
+}
+
+// heartbeat lets the splits whose write failed be tried again.
+func (cl *claimer) heartbeat() {
+	for id := range cl.cooldown {
+		delete(cl.cooldown, id)
+		cl.index(id)
+	}
+}
+
+// tenancyStarted follows the registry: the claim's slot is free, so the
+// next write starts at once, and the split is held.
+func (cl *claimer) tenancyStarted(id coordination.SplitID) {
+	cl.release(id)
+	if t, ok := cl.named[id]; ok {
+		cl.sw.v.Metrics.Latency(cl.sw.v.Clock.Since(t))
+		delete(cl.named, id)
+	}
+	cl.index(id)
+}
+
+// tenancyEnded follows the registry: a surrendered split waits for its
+// hand-back's resolution before it is a candidate again (a fenced or
+// starved one has none).
+func (cl *claimer) tenancyEnded(m messages.TenancyEnded) {
+	if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
+		cl.handing[m.Split] = m.Epoch
+	}
+	if cl.assigned[m.Split] {
+		cl.named[m.Split] = cl.sw.v.Clock.Now()
+	}
+	cl.index(m.Split)
+}
+
+// handBackResolved frees a surrendered split once its write resolved. The
+// actor resolves a surrender only after it applied the tenancy's
+// TenancyEnded (the root asks for the write after routing it), so the
+// split is already handing.
+func (cl *claimer) handBackResolved(m messages.HandBackResolved) {
+	if e, ok := cl.handing[m.Split]; ok && e == m.Epoch {
+		delete(cl.handing, m.Split)
+		cl.index(m.Split)
+	}
+}
+
+// abandoned frees a claim's (or a leftover return's) slot and holds the
+// split back until a record newer than rev, or the next heartbeat after a
+// store failure (retry).
+func (cl *claimer) abandoned(id coordination.SplitID, rev uint64, retry bool) {
+	cl.release(id)
+	if retry {
+		cl.cooldown[id] = true
+	} else if r := cl.sw.records[id].Rev; rev >= r {
+		cl.lostAt[id] = rev
+	}
+	cl.index(id)
+}
+
+// assignment applies the assign actor's diff of this worker's assignment.
+func (cl *claimer) assignment(m messages.AssignedSetChanged) {
+	cl.decided = m.Decided
+	set := make(map[coordination.SplitID]bool, len(m.Splits))
+	for _, id := range m.Splits {
+		set[id] = true
+	}
+	cl.assigned = set
+	if !m.Decided {
+		cl.named = map[coordination.SplitID]time.Time{}
+		return
+	}
+	now := cl.sw.v.Clock.Now()
+	for _, id := range m.Added {
+		if _, held := cl.sw.held[id]; !held {
+			if _, ok := cl.named[id]; !ok {
+				cl.named[id] = now
+			}
+		}
+		cl.index(id)
+	}
+	for _, id := range m.Removed {
+		delete(cl.named, id)
+		cl.index(id) // a leftover no longer assigned is returned
+	}
+}
+
+func (cl *claimer) indexOwner(id coordination.SplitID, owner string) {
+	if owner == "" {
+		return
+	}
+	s := cl.byOwner[owner]
+	if s == nil {
+		s = map[coordination.SplitID]bool{}
+		cl.byOwner[owner] = s
+	}
+	s[id] = true
+}
+
+func (cl *claimer) unindexOwner(id coordination.SplitID, owner string) {
+	if s := cl.byOwner[owner]; s != nil {
+		delete(s, id)
+		if len(s) == 0 {
+			delete(cl.byOwner, owner)
+		}
+	}
+}
+
+func (cl *claimer) input(id coordination.SplitID) (protocol.CandidateInput, bool) {
+	r, ok := cl.sw.records[id]
+	if !ok {
+		return protocol.CandidateInput{}, false
+	}
+	_, held := cl.sw.held[id]
+	v := cl.sw.v
+	return protocol.CandidateInput{
+		Record: r.Rec, Held: held, OwnerSession: cl.sessions[r.Rec.Owner],
+		Me: v.ID, MyNonce: v.SessionNonce(), MaxAttempts: v.Config.MaxAttempts,
+	}, true
+}
+
+// classify returns split id's candidate when it is one this worker may act
+// on now (not busy, not waiting for a newer revision or the heartbeat).
+func (cl *claimer) classify(id coordination.SplitID) (protocol.Candidate, bool) {
+	_, busy := cl.handing[id]
+	if _, claiming := cl.inflight[id]; busy || claiming || cl.cooldown[id] {
+		return protocol.Candidate{}, false
+	}
+	if _, lost := cl.lostAt[id]; lost {
+		return protocol.Candidate{}, false
+	}
+	in, ok := cl.input(id)
+	if !ok {
+		return protocol.Candidate{}, false
+	}
+	return protocol.Classify(in)
+}
+
+// index files split id where its classification puts it: the extra set
+// (quarantine candidates, and leftovers to return) or the claim queue
+// (claim candidates among assigned splits, leftovers included).
+func (cl *claimer) index(id coordination.SplitID) {
+	cand, ok := cl.classify(id)
+	switch {
+	case ok && cl.actsRegardless(cand):
+		cl.extra[id] = true
+	case ok && cl.assigned[id]:
+		delete(cl.extra, id)
+		if k, queued := cl.queued[id]; !queued || k != cand.Kind {
+			cl.queued[id] = cand.Kind
+			heap.Push(&cl.queue, queuedCandidate{kind: cand.Kind, id: id})
+		}
+	default:
+		delete(cl.extra, id)
+	}
+}
+
+// actsRegardless reports whether cand is acted on whatever the assignment
+// and the lane budget: a quarantine on takeover, or the return of a
+// leftover that a decided assignment does not name here.
+func (cl *claimer) actsRegardless(cand protocol.Candidate) bool {
+	return cand.Quarantine || (cand.Leftover && cl.decided && !cl.assigned[cand.ID])
+}
+
+// reindex re-indexes split id and reports whether it is one to act on: a
+// quarantine candidate, a leftover to return, or a queued claim candidate.
+func (cl *claimer) reindex(id coordination.SplitID) bool {
+	cl.index(id)
+	return cl.extra[id] || cl.queued[id] != 0
+}
+
+// release frees split id's in-flight slot.
+func (cl *claimer) release(id coordination.SplitID) {
+	if claim, ok := cl.inflight[id]; ok {
+		delete(cl.inflight, id)
+		if claim {
+			cl.claims--
+		}
+	}
+}
+
+// step starts the claims, quarantines and leftover returns the view allows,
+// at most MaxClaimsInFlight writes at once: quarantines and leftover returns
+// first, then claims while the lanes allow.
+func (cl *claimer) step(c *actor.Context) {
+	sw := cl.sw
+	if !cl.live || !cl.session || sw.verdict || sw.departing || sw.v.Halted.Load() {
+		return
+	}
+	for id := range cl.extra {
+		if len(cl.inflight) >= MaxClaimsInFlight {
+			return
+		}
+		if cand, ok := cl.classify(id); ok && cl.actsRegardless(cand) {
+			cl.launch(c, id, cand)
+		}
+	}
+	if !cl.decided {
+		return
+	}
+	for cl.queue.Len() > 0 && len(sw.held)+cl.claims < sw.v.Config.MaxInFlight && len(cl.inflight) < MaxClaimsInFlight {
+		q := heap.Pop(&cl.queue).(queuedCandidate)
+		if cl.queued[q.id] != q.kind {
+			continue // superseded by a later entry of another kind
+		}
+		delete(cl.queued, q.id)
+		if !cl.assigned[q.id] {
+			continue
+		}
+		if cand, ok := cl.classify(q.id); ok && cand.Kind == q.kind && !cand.Quarantine {
+			cl.launch(c, q.id, cand)
+		}
+	}
+}
+
+// launch queues the write cand asks for on its split.
+func (cl *claimer) launch(c *actor.Context, id coordination.SplitID, cand protocol.Candidate) {
+	r := cl.sw.records[id]
+	if cand.Leftover && !cl.assigned[id] {
+		cl.inflight[id] = false
+		cl.enqueue(c, leftoverOp{leftover: leftoverReturn{Split: id, Record: r.Rec, RecordRev: r.Rev}})
+		return
+	}
+	cl.inflight[id] = !cand.Quarantine
+	if !cand.Quarantine {
+		cl.claims++
+	}
+	cl.enqueue(c, claimOp{claim: claimRequest{Candidate: cand, Record: r.Rec, RecordRev: r.Rev}})
+}
+
+// queuedCandidate is one entry of the claim queue.
+type queuedCandidate struct {
+	kind protocol.ClaimKind
+	id   coordination.SplitID
+}
+
+// candidateQueue is a min-heap of claim candidates in claim priority order
+// (kind, then id). Entries are validated when popped.
+type candidateQueue []queuedCandidate
+
+func (q candidateQueue) Len() int { return len(q) }
+func (q candidateQueue) Less(i, j int) bool {
+	return protocol.CandidateLess(protocol.Candidate{ID: q[i].id, Kind: q[i].kind}, protocol.Candidate{ID: q[j].id, Kind: q[j].kind})
+}
+func (q candidateQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *candidateQueue) Push(x any)   { *q = append(*q, x.(queuedCandidate)) }
+func (q *candidateQueue) Pop() any {
+	old := *q
+	x := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return x
+}

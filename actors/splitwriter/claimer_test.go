@@ -1,0 +1,120 @@
+package splitwriter
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store/memstore"
+)
+
+// claimerRig is a split-writer actor's state, not running, whose claimer
+// records the writes it asks for instead of starting them.
+type claimerRig struct {
+	sw    *splitWriterActor
+	asked []splitOp
+}
+
+func newClaimerRig(t *testing.T, maxInFlight int) *claimerRig {
+	v := workertest.NewEnv(t, memstore.New(0))
+	v.Config.MaxInFlight = maxInFlight
+	r := &claimerRig{sw: New(v)().(*splitWriterActor)}
+	r.sw.claims.enqueue = func(_ *actor.Context, op splitOp) { r.asked = append(r.asked, op) }
+	r.sw.claims.live = true
+	return r
+}
+
+// record folds split id's record into the view at rev: fresh, or naming
+// owner's session nonce.
+func (r *claimerRig) record(id coordination.SplitID, rev uint64, owner, nonce string) {
+	rec := protocol.SplitRecord{ID: id, Weight: 1, Status: protocol.StatusRunnable, Owner: owner, Nonce: nonce}
+	if owner != "" {
+		rec.Epoch = 1
+	}
+	r.sw.fold(id, rec, rev)
+}
+
+func (r *claimerRig) assign(ids ...coordination.SplitID) {
+	r.sw.claims.assignment(messages.AssignedSetChanged{Decided: true, Splits: ids, Added: ids})
+}
+
+// step runs the claimer and returns what it asked for since the last step:
+// "claim <id>" or "return <id>".
+func (r *claimerRig) step() []string {
+	r.sw.claims.step(nil)
+	var got []string
+	for _, op := range r.asked {
+		switch op := op.(type) {
+		case claimOp:
+			got = append(got, "claim "+string(op.claim.Candidate.ID))
+		case leftoverOp:
+			got = append(got, "return "+string(op.leftover.Split))
+		}
+	}
+	r.asked = nil
+	return got
+}
+
+// The claimer decides on the actor's one view of the split records: it
+// claims assigned fresh splits in claim order up to the lane budget, claims
+// nothing while the watches are not live, after the verdict or once Depart
+// began, returns a leftover of its own session that is not assigned, and
+// asks for a split again only once its claim was abandoned at an older
+// revision than the view's.
+func TestTheClaimerClaimsFromTheSplitWritersView(t *testing.T) {
+	t.Run("assigned fresh splits up to the lane budget, in claim order", func(t *testing.T) {
+		r := newClaimerRig(t, 2)
+		for i, id := range []coordination.SplitID{"c", "a", "b"} {
+			r.record(id, uint64(i+1), "", "")
+		}
+		r.assign("a", "b", "c")
+		if got := r.step(); !slices.Equal(got, []string{"claim a", "claim b"}) {
+			t.Fatalf("asked %v, want claims of a and b (2 lanes)", got)
+		}
+		if got := r.step(); len(got) != 0 {
+			t.Fatalf("asked %v again while both claims are in flight", got)
+		}
+		r.sw.claims.tenancyStarted("a")
+		r.sw.held["a"] = worker.Tenancy{Epoch: 1, Nonce: "n"}
+		if got := r.step(); len(got) != 0 {
+			t.Fatalf("asked %v with both lanes taken (a held, b claiming)", got)
+		}
+		r.sw.claims.abandoned("b", 3, false) // lost at the view's revision of b
+		if got := r.step(); !slices.Equal(got, []string{"claim c"}) {
+			t.Fatalf("asked %v after b's claim was lost, want c (b waits for a newer record)", got)
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		stop func(r *claimerRig)
+	}{
+		{"watches not live", func(r *claimerRig) { r.sw.claims.live = false }},
+		{"verdict taken", func(r *claimerRig) { r.sw.verdict = true }},
+		{"Depart began", func(r *claimerRig) { r.sw.departing = true }},
+		{"session ended", func(r *claimerRig) { r.sw.claims.session = false }},
+	} {
+		t.Run("nothing while "+tt.name, func(t *testing.T) {
+			r := newClaimerRig(t, 4)
+			r.record("a", 1, "", "")
+			r.assign("a")
+			tt.stop(r)
+			if got := r.step(); len(got) != 0 {
+				t.Fatalf("asked %v", got)
+			}
+		})
+	}
+	t.Run("a leftover of this session not assigned is returned", func(t *testing.T) {
+		r := newClaimerRig(t, 4)
+		r.assign("b")
+		r.record("a", 1, "me", "n") // names this session, not held
+		if got := r.step(); !slices.Equal(got, []string{"return a"}) {
+			t.Fatalf("asked %v, want the return of a", got)
+		}
+	})
+}
