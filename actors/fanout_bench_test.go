@@ -54,10 +54,7 @@ func BenchmarkRecordFanout(b *testing.B) {
 		}
 		idle := func() bool {
 			for _, c := range cs {
-				c.v.Backlog.Mu.Lock()
-				n := c.v.Backlog.N
-				c.v.Backlog.Mu.Unlock()
-				if n != 0 {
+				if c.v.Backlog.Pending() != 0 {
 					return false
 				}
 			}

@@ -29,49 +29,49 @@ const WatchBacklog = 4096
 // recipient; backlogMiddleware returns them whenever an actor has handled
 // a watch-fed message. Safe for concurrent use.
 type backlog struct {
-	Mu    sync.Mutex
-	N     int           // credits out
+	mu    sync.Mutex
+	n     int           // credits out
 	freed chan struct{} // made by a waiting take, closed by the done that frees a credit
 }
 
 // Take takes k credits (at most watchBacklog) for a pump's burst, waiting
 // until that many are left; false when ctx ended first.
 func (b *backlog) Take(ctx context.Context, k int) bool {
-	b.Mu.Lock()
-	for b.N+k > WatchBacklog {
+	b.mu.Lock()
+	for b.n+k > WatchBacklog {
 		if b.freed == nil {
 			b.freed = make(chan struct{})
 		}
 		freed := b.freed
-		b.Mu.Unlock()
+		b.mu.Unlock()
 		select {
 		case <-freed:
 		case <-ctx.Done():
 			return false
 		}
-		b.Mu.Lock()
+		b.mu.Lock()
 	}
-	b.N += k
-	b.Mu.Unlock()
+	b.n += k
+	b.mu.Unlock()
 	return true
 }
 
 // add takes k credits without waiting: the watch actor must never block.
 func (b *backlog) add(k int) {
-	b.Mu.Lock()
-	b.N += k
-	b.Mu.Unlock()
+	b.mu.Lock()
+	b.n += k
+	b.mu.Unlock()
 }
 
 // done returns k credits and wakes the waiting pumps once one is free.
 func (b *backlog) done(k int) {
-	b.Mu.Lock()
-	b.N -= k
-	if b.N < WatchBacklog && b.freed != nil {
+	b.mu.Lock()
+	b.n -= k
+	if b.n < WatchBacklog && b.freed != nil {
 		close(b.freed)
 		b.freed = nil
 	}
-	b.Mu.Unlock()
+	b.mu.Unlock()
 }
 
 // credits returns the credits msg took: one per event of a pump's burst,
@@ -106,4 +106,11 @@ func BacklogMiddleware(v *Env) actor.MiddlewareFunc {
 			next(c)
 		}
 	}
+}
+
+// Pending is how many credits are out: watch-fed items not yet handled.
+func (b *backlog) Pending() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
 }
