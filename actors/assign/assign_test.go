@@ -1,12 +1,23 @@
 package assign
 
 import (
+	"context"
+	"reflect"
 	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 
 	"pgregory.net/rapid"
 
+	"github.com/anthdm/hollywood/actor"
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 // TestDiffAssigned checks the assignment's diff against set arithmetic:
@@ -44,6 +55,52 @@ func TestDiffAssigned(t *testing.T) {
 		}
 		if !slices.IsSorted(removed) {
 			t.Fatalf("removed %v is not sorted", removed)
+		}
+	})
+}
+
+// The assign actor tells the split writer and the revoke actor one diff per
+// applied record, newest generation first: a record of an older generation
+// than the one applied changes nothing, and the record's deletion makes the
+// assignment undecided.
+func TestTheAssignActorTellsOneDiffPerRecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _ := workertest.NewEngine(t)
+		var mu sync.Mutex
+		var got []any
+		rec := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &got} }, "rec")
+		v := workertest.NewEnv(t, memstore.New(0))
+		v.Engine = e
+		v.Ctx, v.Cancel = context.WithCancel(context.Background())
+		v.PIDs = worker.PIDs{SplitWriter: rec, Revoke: rec}
+		pid := e.Spawn(New(v), "assign")
+		t.Cleanup(func() {
+			v.Cancel()
+			<-e.Poison(pid).Done()
+			<-e.Poison(rec).Done()
+		})
+		record := func(gen uint64, ids ...coordination.SplitID) recordmsg.AssignmentObserved {
+			return recordmsg.AssignmentObserved{Instance: "me", Assignment: protocol.AssignmentRecord{Generation: gen, Splits: ids}}
+		}
+		for _, m := range []any{messages.JobStarted{}, record(2, "a", "b"), record(1, "z"), record(3, "b", "c"), messages.AssignmentDeleted{Instance: "me"}, messages.Departing{}} {
+			e.Send(pid, m)
+		}
+		synctest.Wait()
+		ids := func(s ...coordination.SplitID) []coordination.SplitID { return s }
+		want := []messages.AssignedSetChanged{
+			{Decided: true, Splits: ids("a", "b"), Added: ids("a", "b")},
+			{Decided: true, Splits: ids("b", "c"), Added: ids("c"), Removed: ids("a")},
+			{},
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) != 2*len(want) {
+			t.Fatalf("got %d messages %v, want each of %d diffs twice (split writer, revoke)", len(got), got, len(want))
+		}
+		for i, m := range got {
+			if !reflect.DeepEqual(m, want[i/2]) {
+				t.Fatalf("message %d: %+v, want %+v", i, m, want[i/2])
+			}
 		}
 	})
 }

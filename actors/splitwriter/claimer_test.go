@@ -117,4 +117,33 @@ func TestTheClaimerClaimsFromTheSplitWritersView(t *testing.T) {
 			t.Fatalf("asked %v, want the return of a", got)
 		}
 	})
+	t.Run("a claim the store failed waits for the next heartbeat", func(t *testing.T) {
+		r := newClaimerRig(t, 4)
+		r.record("a", 1, "", "")
+		r.assign("a")
+		if got := r.step(); !slices.Equal(got, []string{"claim a"}) {
+			t.Fatalf("asked %v, want the claim of a", got)
+		}
+		r.sw.claims.abandoned("a", 1, true)
+		if got := r.step(); len(got) != 0 {
+			t.Fatalf("asked %v before the heartbeat", got)
+		}
+		r.sw.claims.heartbeat()
+		if got := r.step(); !slices.Equal(got, []string{"claim a"}) {
+			t.Fatalf("asked %v after the heartbeat, want the claim of a again", got)
+		}
+	})
+	t.Run("an owner's session ending makes its split a takeover", func(t *testing.T) {
+		r := newClaimerRig(t, 4)
+		r.sw.claims.presence("w2", "s2")
+		r.record("a", 1, "w2", "s2")
+		r.assign("a")
+		if got := r.step(); len(got) != 0 {
+			t.Fatalf("asked %v while w2's session is live", got)
+		}
+		r.sw.claims.presence("w2", "")
+		if got := r.step(); !slices.Equal(got, []string{"claim a"}) {
+			t.Fatalf("asked %v after w2's presence went, want the takeover of a", got)
+		}
+	})
 }

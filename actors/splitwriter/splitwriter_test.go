@@ -9,11 +9,15 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
 
@@ -77,21 +81,61 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 // recording actor, rec; sent returns a copy of what rec has received.
 func spawnLoneSplitWriter(t *testing.T) (e *actor.Engine, writer, rec *actor.PID, sent func() []any) {
 	e, clk := workertest.NewEngine(t)
-	st := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+	return spawnLoneSplitWriterOn(t, e, clk, memstore.New(1500*time.Millisecond, memstore.WithClock(clk)))
+}
+
+// spawnLoneSplitWriterOn is spawnLoneSplitWriter on e, clk and st, for
+// worker w1 in session n.
+func spawnLoneSplitWriterOn(t *testing.T, e *actor.Engine, clk *clock.Mock, st store.Store) (_ *actor.Engine, writer, rec *actor.PID, sent func() []any) {
 	var mu sync.Mutex
 	var msgs []any
 	rec = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
-	v := &worker.Env{Engine: e, Store: st, Config: workertest.Config(t, clk, "w1"), Clock: clk, ID: "w1", Log: workertest.DiscardLogger(), Outbox: &worker.Outbox{}}
+	v := &worker.Env{Engine: e, Store: st, Config: workertest.Config(t, clk, "w1"), Clock: clk, ID: "w1", Nonce: "n", Log: workertest.DiscardLogger(), Outbox: &worker.Outbox{}}
+	v.Session.Store(&v.Nonce)
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	v.PIDs = worker.PIDs{Root: rec, Lease: rec, Revoke: rec, Assign: rec}
 	v.PIDs.SplitWriter = e.Spawn(New(v), "splitwriter")
 	t.Cleanup(func() {
+		v.Cancel()
 		<-e.Poison(v.PIDs.SplitWriter).Done()
 		<-e.Poison(rec).Done()
+		v.WG.Wait()
 	})
 	return e, v.PIDs.SplitWriter, rec, func() []any {
 		mu.Lock()
 		defer mu.Unlock()
 		return slices.Clone(msgs)
 	}
+}
+
+// A split record naming this session that the worker neither holds nor is
+// assigned (a claim whose reply was lost) is handed back by a real write
+// once the claimer sees it, and the claimer then leaves it alone.
+func TestALeftoverNotAssignedIsReturned(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		st := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+		left := protocol.SplitRecord{ID: "a", Weight: 1, Epoch: 1, Owner: "w1", Nonce: "n", Status: protocol.StatusRunnable}
+		rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(left), 0)
+		_, writer, _, _ := spawnLoneSplitWriterOn(t, e, clk, st)
+		for _, m := range []any{
+			messages.WatchesChanged{Live: true},
+			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
+			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: left, Rev: rev}}},
+		} {
+			e.Send(writer, m)
+		}
+		synctest.Wait()
+		got, ok, err := st.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
+		if err != nil || !ok {
+			t.Fatalf("read a: %v %v", ok, err)
+		}
+		r, err := protocol.DecodeSplit(protocol.SplitKey("a"), got.Value, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Owner != "" || r.Epoch != 1 || uint64(got.Revision) != rev+1 {
+			t.Fatalf("record %+v at revision %d, want handed back (owner null, epoch 1) by one write after %d", r, got.Revision, rev)
+		}
+	})
 }
