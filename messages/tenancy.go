@@ -96,8 +96,9 @@ const (
 )
 
 // HandBackResolved reports the outcome of a hand-back, fail or completion
-// write of a surrendered split, so the revoke actor settles the entry and
-// the assign actor may claim the split again.
+// write of a surrendered split, so the revoke actor settles the entry (the
+// split writer, which made the write, frees the split for its claims at
+// once).
 type HandBackResolved struct {
 	Split   coordination.SplitID
 	Epoch   uint64
