@@ -330,7 +330,10 @@ func (cl *claimer) step(c *actor.Context) {
 	}
 }
 
-// launch queues the write cand asks for on its split.
+// launch asks for the write cand asks for on its split. It starts at once,
+// in the step that checked the job's phase: the claimer never asks for a
+// split with a write in flight (held, handing back or in flight), so its
+// writes never queue behind another on their split.
 func (cl *claimer) launch(c *actor.Context, id coordination.SplitID, cand protocol.Candidate) {
 	r := cl.sw.records[id]
 	if cand.Leftover && !cl.assigned[id] {

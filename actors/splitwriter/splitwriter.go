@@ -327,19 +327,11 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 				return r.Complete(now)
 			})}
 		})
-	case claimOp:
-		if sw.departing || sw.verdict {
-			v.Send(pid, claimDone{op: op, res: claimed{outcome: worker.CASFenced}})
-			return
-		}
+	case claimOp: // the claimer's step checked the phase (claimer.launch)
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
 			return claimDone{op: op, res: claimSplit(ctx, v, op.claim, now)}
 		})
-	case leftoverOp:
-		if sw.departing || sw.verdict {
-			v.Send(pid, leftoverDone{op: op, res: refused})
-			return
-		}
+	case leftoverOp: // as claimOp
 		lo := op.leftover
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
 			return leftoverDone{op: op, res: casSplit(ctx, v, id, lo.Record.Epoch, "handing back", worker.SplitEntry{Rec: lo.Record, Rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
