@@ -154,7 +154,14 @@ func genAssignment() *rapid.Generator[AssignmentRecord] {
 			ids = nil
 		}
 		slices.Sort(ids)
-		return AssignmentRecord{Generation: rapid.Uint64().Draw(t, "generation"), Splits: ids}
+		r := AssignmentRecord{Generation: rapid.Uint64().Draw(t, "generation"), Splits: ids}
+		for _, id := range ids { // cut requests for some of the assigned splits
+			if rapid.Float64Range(0, 1).Draw(t, "cut requested") < 0.1 {
+				r.Cuts = append(r.Cuts, CutRequest{Split: id, Epoch: rapid.Uint64Min(1).Draw(t, "epoch"),
+					Counter: rapid.Uint64Min(1).Draw(t, "counter"), KeepPPM: rapid.Uint32Range(KeepPPMHalf, keepPPMMax).Draw(t, "keep")})
+			}
+		}
+		return r
 	})
 }
 
@@ -166,7 +173,11 @@ func genLeader() *rapid.Generator[LeaderRecord] {
 
 func genPresence() *rapid.Generator[PresenceRecord] {
 	return rapid.Custom(func(t *rapid.T) PresenceRecord {
-		return PresenceRecord{Nonce: genName().Draw(t, "nonce"), MaxInFlight: rapid.Uint32().Draw(t, "max_in_flight")}
+		r := PresenceRecord{Nonce: genName().Draw(t, "nonce"), MaxInFlight: rapid.Uint32().Draw(t, "max_in_flight")}
+		if rapid.Bool().Draw(t, "estimates") {
+			r.Remaining = LargestEstimates(rapid.SliceOfN(genEstimate(), 0, 6).Draw(t, "remaining"))
+		}
+		return r
 	})
 }
 
@@ -214,5 +225,15 @@ func genCandidateInput() *rapid.Generator[CandidateInput] {
 			MyNonce:      genMyNonce,
 			MaxAttempts:  rapid.OneOf(rapid.Uint32Range(1, 6), rapid.Uint32()).Draw(t, "max_attempts"),
 		}
+	})
+}
+
+// genEstimate draws an estimate an owner may report (Remaining 0 means
+// none: LargestEstimates drops it); split ids from a small set, so that one
+// split is often listed twice.
+func genEstimate() *rapid.Generator[Estimate] {
+	return rapid.Custom(func(t *rapid.T) Estimate {
+		return Estimate{Split: rapid.OneOf(rapid.SampledFrom([]coordination.SplitID{"a", "b", "c"}), genSplitID()).Draw(t, "split"),
+			Epoch: rapid.Uint64Min(1).Draw(t, "epoch"), Remaining: rapid.OneOf(rapid.Uint64Range(0, 3), rapid.Uint64()).Draw(t, "remaining")}
 	})
 }

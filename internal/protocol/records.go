@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"cmp"
 	"encoding/base64"
 	"encoding/json"
 	"slices"
@@ -111,6 +112,10 @@ type AssignmentRecord struct {
 	// Splits are the split ids the instance should hold, sorted ascending
 	// without duplicates; nil when empty.
 	Splits []coordination.SplitID
+	// Cuts are the leader's cut requests to the instance, sorted by split,
+	// each for a split of Splits; nil (the field omitted) when none
+	// (docs/protocol.md, "Runtime split").
+	Cuts []CutRequest
 }
 
 // LeaderRecord is the ephemeral "leader" value (docs/protocol.md, "Records").
@@ -129,6 +134,10 @@ type PresenceRecord struct {
 	Nonce string
 	// MaxInFlight is the worker's own lane budget; 0 means the default.
 	MaxInFlight uint32
+	// Remaining are the worker's largest remaining-work estimates, as
+	// [LargestEstimates] orders them; nil (the field omitted) when none
+	// (docs/protocol.md, "Runtime split").
+	Remaining []Estimate
 }
 
 // Wire forms: field order is the encoding order of docs/protocol.md "Records"; nil pointers and
@@ -190,9 +199,10 @@ type cutWire struct {
 }
 
 type assignmentWire struct {
-	Schema     int      `json:"schema"`
-	Generation uint64   `json:"generation"`
-	Splits     []string `json:"splits"`
+	Schema     int              `json:"schema"`
+	Generation uint64           `json:"generation"`
+	Splits     []string         `json:"splits"`
+	Cuts       []cutRequestWire `json:"cuts,omitzero"`
 }
 
 type leaderWire struct {
@@ -203,9 +213,10 @@ type leaderWire struct {
 }
 
 type presenceWire struct {
-	Schema      int    `json:"schema"`
-	Nonce       string `json:"nonce"`
-	MaxInFlight uint32 `json:"max_in_flight"`
+	Schema      int            `json:"schema"`
+	Nonce       string         `json:"nonce"`
+	MaxInFlight uint32         `json:"max_in_flight"`
+	Remaining   []estimateWire `json:"remaining,omitzero"`
 }
 
 // marshal encodes a wire struct; these types cannot fail to encode.
@@ -270,7 +281,7 @@ func nullable(s string) *string {
 }
 
 // EncodeAssignment returns r's record bytes, with the split ids sorted and
-// deduplicated.
+// deduplicated and the cut requests sorted by split (omitted when none).
 func EncodeAssignment(r AssignmentRecord) []byte {
 	ids := make([]string, len(r.Splits))
 	for i, id := range r.Splits {
@@ -278,7 +289,12 @@ func EncodeAssignment(r AssignmentRecord) []byte {
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	return marshal(assignmentWire{Schema, r.Generation, ids})
+	var cuts []cutRequestWire
+	for _, c := range r.Cuts {
+		cuts = append(cuts, cutRequestWire{string(c.Split), c.Epoch, c.Counter, c.KeepPPM})
+	}
+	slices.SortStableFunc(cuts, func(a, b cutRequestWire) int { return cmp.Compare(a.Split, b.Split) })
+	return marshal(assignmentWire{Schema, r.Generation, ids, cuts})
 }
 
 // EncodeLeader returns r's value bytes.
@@ -286,9 +302,14 @@ func EncodeLeader(r LeaderRecord) []byte {
 	return marshal(leaderWire{Schema, r.Owner, r.Nonce, r.Generation})
 }
 
-// EncodePresence returns r's value bytes.
+// EncodePresence returns r's value bytes; Remaining is written as given
+// (order it with [LargestEstimates]) and omitted when empty.
 func EncodePresence(r PresenceRecord) []byte {
-	return marshal(presenceWire{Schema, r.Nonce, r.MaxInFlight})
+	var es []estimateWire
+	for _, e := range r.Remaining {
+		es = append(es, estimateWire{string(e.Split), e.Epoch, e.Remaining})
+	}
+	return marshal(presenceWire{Schema, r.Nonce, r.MaxInFlight, es})
 }
 
 // DecodePlan parses the plan record stored at key. Every failure is a Fatal
@@ -458,11 +479,14 @@ func checkIdentity(key, prefix, id string, got, want uint64) error {
 // *coordination.Error with a reason of docs/protocol.md "Parse failures"; the caller logs it at warn
 // and keeps following its last readable assignment.
 func DecodeAssignment(key string, b []byte) (AssignmentRecord, error) {
-	f, pe := parseFields(b, "schema", "generation", "splits")
+	f, pe := parseFieldsOpt(b, 1, "schema", "generation", "splits", "cuts")
 	if pe != nil {
 		return AssignmentRecord{}, recordError(key, pe)
 	}
 	r := AssignmentRecord{Generation: f.uint64("generation"), Splits: f.splitIDs("splits")}
+	if f.raw("cuts") != nil {
+		r.Cuts = f.cutRequests("cuts", r.Splits)
+	}
 	if f.err != nil {
 		return AssignmentRecord{}, recordError(key, f.err)
 	}
@@ -487,11 +511,14 @@ func DecodeLeader(key string, b []byte) (LeaderRecord, error) {
 // Fatal *coordination.Error with a reason of docs/protocol.md "Parse failures"; the caller logs it at
 // warn and counts the member as present with the default lane budget.
 func DecodePresence(key string, b []byte) (PresenceRecord, error) {
-	f, pe := parseFields(b, "schema", "nonce", "max_in_flight")
+	f, pe := parseFieldsOpt(b, 1, "schema", "nonce", "max_in_flight", "remaining")
 	if pe != nil {
 		return PresenceRecord{}, recordError(key, pe)
 	}
 	r := PresenceRecord{Nonce: f.name("nonce"), MaxInFlight: f.uint32("max_in_flight")}
+	if f.raw("remaining") != nil {
+		r.Remaining = f.estimates("remaining")
+	}
 	if f.err != nil {
 		return PresenceRecord{}, recordError(key, f.err)
 	}

@@ -120,9 +120,13 @@ func goldenRecords() []goldenRecord {
 		{"split_residual", SplitKey("_s0_4_1"), Cut{ID: "_s0_4_1", Epoch: 4, Counter: 1, Weight: 25}.ResidualSplit("s0", testFP, 8)},
 		{"assignment", AssignKey("w1"), AssignmentRecord{Generation: 12, Splits: []coordination.SplitID{"a", "b-2", "s0"}}},
 		{"assignment_empty", AssignKey("w1"), AssignmentRecord{Generation: 0}},
+		{"assignment_cuts", AssignKey("w1"), AssignmentRecord{Generation: 12, Splits: []coordination.SplitID{"a", "s0"},
+			Cuts: []CutRequest{{Split: "s0", Epoch: 4, Counter: 2, KeepPPM: 600_000}}}},
 		{"leader", KeyLeader, LeaderRecord{Owner: "w1", Nonce: testNonce, Generation: math.MaxUint64}},
 		{"presence", WorkerKey("w1"), PresenceRecord{Nonce: testNonce, MaxInFlight: 8}},
 		{"presence_default_budget", WorkerKey("w1"), PresenceRecord{Nonce: "n", MaxInFlight: 0}},
+		{"presence_estimates", WorkerKey("w1"), PresenceRecord{Nonce: "n", MaxInFlight: 8,
+			Remaining: []Estimate{{Split: "s0", Epoch: 4, Remaining: 900}, {Split: "a", Epoch: 1, Remaining: 40}}}},
 	}
 }
 
