@@ -177,7 +177,7 @@ func (m *cutModel) read(t *mTenancy) {
 
 // trySplit cuts the lane in memory at half of what remains (step 1).
 func (m *cutModel) trySplit(t *mTenancy) {
-	if t.zombie || t.pending != nil || t.rng.hi-t.pos < 2 {
+	if t.pending != nil || t.rng.hi-t.pos < 2 { // a zombie cuts too: it does not know it is fenced
 		return
 	}
 	cut := t.pos + (t.rng.hi-t.pos)/2
