@@ -55,7 +55,7 @@ type (
 // Events is how many events the burst carries (eventBurst).
 func (m watchEvents) Events() int { return len(m.evs) }
 
-// maxWatchBurst bounds the events a pump hands the watch actor in one
+// MaxBurst bounds the events a pump hands the watch actor in one
 // message, and the split record puts in one RecordsObserved, so one
 // message's work stays small while a burst costs one message per
 // subscriber rather than one per event.

@@ -16,7 +16,7 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// pids names the actors of one worker. Set once in Spawn before any message
+// PIDs names the actors of one worker. Set once in Spawn before any message
 // flows; read-only afterwards.
 type PIDs struct {
 	Root, Watch, Lease, Leader, Assign, SplitWriter, Revoke *actor.PID
@@ -60,7 +60,7 @@ type Env struct {
 // SessionNonce returns the current session's nonce.
 func (v *Env) SessionNonce() string { return *v.Session.Load() }
 
-// goFunc runs f on a goroutine owned by the worker: registered with the
+// Go runs f on a goroutine owned by the worker: registered with the
 // WaitGroup, recovering a panic into a Fatal failure.
 func (v *Env) Go(f func(ctx context.Context)) {
 	v.WG.Go(func() {

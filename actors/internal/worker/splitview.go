@@ -2,7 +2,7 @@ package worker
 
 import "github.com/spate-go/coordination/internal/protocol"
 
-// recEntry is a split record and its revision.
+// SplitEntry is a split record and its revision.
 type SplitEntry struct {
 	Rec protocol.SplitRecord
 	Rev uint64

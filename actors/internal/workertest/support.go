@@ -17,7 +17,7 @@ import (
 	"github.com/spate-go/coordination/store/memstore"
 )
 
-// testPlanner is a Planner returning a fixed plan.
+// Planner is a Planner returning a fixed plan.
 type Planner struct {
 	FP     string
 	Result coordination.SplitPlan
@@ -43,7 +43,7 @@ func FinalPlan(ids ...string) *Planner {
 	return p
 }
 
-// testConfig is the fleet harness's configuration (§30.2).
+// Config is the test configuration of worker id on clock clk.
 func Config(tb testing.TB, clk clock.Clock, id string) coordination.Config {
 	tb.Helper()
 	cfg := coordination.DefaultConfig()
@@ -72,7 +72,7 @@ type FaultyStore struct {
 	FailGet     string // key: the next durable Get fails
 }
 
-// casEnv is a minimal env for driving the write functions directly.
+// NewEnv is a minimal environment for driving the write functions directly.
 func NewEnv(tb testing.TB, st store.Store) *worker.Env {
 	tb.Helper()
 	cfg := coordination.DefaultConfig()
