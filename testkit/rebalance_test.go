@@ -55,7 +55,7 @@ func TestRebalanceNewcomerGetsDrainedShareWithZeroReplay(t *testing.T) {
 			t.Fatalf("w1 emitted %d Lost events for cooperative drains, want none", w1.Losses())
 		}
 		if n := len(w1.RevokeRequests()); n != 3 {
-			t.Fatalf("w1 got %d revoke requests, want 3", n)
+			t.Fatalf("w1 got %d revoke requests %v, want 3 (w1 holds %v, w2 holds %v)", n, w1.RevokeRequests(), w1.HeldIDs(), w2.HeldIDs())
 		}
 		checkRevocationAccounting(t, f)
 	})

@@ -100,7 +100,7 @@ var routes = []route{
 	{Msgs: types(messages.HandBackResolved{}), From: RoleSplitWriter, To: []Role{RoleRoot}, note: "relayed by the root"},
 	{Msgs: types(messages.HandBackResolved{}), From: RoleRoot, To: []Role{RoleRevoke}, note: "always after the tenancy's TenancyEnded: one ordered stream"},
 	// Revocations.
-	{Msgs: types(messages.AssignedSetChanged{}), From: RoleAssign, To: []Role{RoleSplitWriter, RoleRevoke}, note: "the diff: the split writer claims what was added, revoke drains what was lost"},
+	{Msgs: types(messages.AssignedSetChanged{}), From: RoleAssign, To: []Role{RoleRevoke, RoleSplitWriter}, note: "the diff, to revoke first: every tenancy the split writer starts from it reaches revoke after it"},
 	{Msgs: types(messages.RevocationRequested{}, messages.ForceRevocation{}), From: RoleRevoke, To: []Role{RoleRoot}},
 	// Commits.
 	{Msgs: types(CommitRequest{}), From: RoleHandle, To: []Role{RoleCommitWriter}, note: "Commit, CommitFinal; answered by a CommitResult"},

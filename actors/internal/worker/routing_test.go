@@ -102,6 +102,13 @@ func TestRecipientsOwnKeyOnlyForThisWorker(t *testing.T) {
 	if got := roleList(recipients(RoleRoot, messages.HandBackResolved{}, "w1")); got != "revoke" {
 		t.Errorf("HandBackResolved from the root goes to %s, want revoke", got)
 	}
+	// The assignment's diff reaches revoke before the split writer: the
+	// tenancies the split writer starts from it then reach revoke after
+	// the set that names them (else revoke, still holding the previous
+	// set, would ask to revoke each of them).
+	if got := roleList(recipients(RoleAssign, messages.AssignedSetChanged{}, "w1")); got != "revoke, splitwriter" {
+		t.Errorf("AssignedSetChanged goes to %s, want revoke, splitwriter (in that order)", got)
+	}
 	// The table's own slices are never aliased by an append.
 	recipients(RoleWatch, recordmsg.AssignmentObserved{Instance: "w1"}, "w1")
 	if got := roleList(lookup(RoleWatch, recordmsg.AssignmentObserved{}).To); got != "leader" {
