@@ -76,13 +76,15 @@ func (f *fleet) run(ctx context.Context, o *options, rep *report, tl *tally) err
 			}
 		}
 		if !killed && written >= killAt {
-			if v, ahead := f.victim(); v != nil {
-				killed = true
+			if v, _ := f.victim(); v != nil {
 				lanes := v.src.open.Load()
-				v.kill()
-				rep.killed = v.name
-				tl.note(fmt.Sprintf("KILL: %s aborted at %s copied, holding %s, %d with pages in the sink past their last commit; its leases expire within %s",
-					v.name, percent(written, rep.rows), examplekit.Count(lanes, "split"), ahead, leaseDuration))
+				// A commit round that began since victim looked waits the kill for the next moment.
+				if ahead, ok := v.src.killWhileAhead(killMoment, v.kill); ok {
+					killed = true
+					rep.killed = v.name
+					tl.note(fmt.Sprintf("KILL: %s aborted at %s copied, holding %s, %d with pages in the sink past their last commit; its leases expire within %s",
+						v.name, percent(written, rep.rows), examplekit.Count(lanes, "split"), ahead, leaseDuration))
+				}
 			}
 		}
 		if now := time.Now(); now.Sub(lastLine) >= progressEvery {
@@ -102,6 +104,13 @@ func (f *fleet) run(ctx context.Context, o *options, rep *report, tl *tally) err
 // have landed (they take milliseconds) and before the next round starts.
 const killWindowStart, killWindowEnd = commitEvery * 3 / 10, commitEvery * 8 / 10
 
+// killMoment reports whether a worker whose sink is ahead of its last
+// commit in lanes lanes, sinceRound after its last commit round began, is
+// at the moment to kill.
+func killMoment(lanes int, sinceRound time.Duration) bool {
+	return lanes > 0 && sinceRound >= killWindowStart && sinceRound < killWindowEnd
+}
+
 // victim returns the running worker to kill now: the one with the most
 // lanes whose sink is ahead of their last commit, in the middle of its
 // commit interval, so the kill shows what the sink's watermark is for (its
@@ -114,7 +123,7 @@ func (f *fleet) victim() (v *worker, ahead int) {
 			continue
 		}
 		lanes, since := w.src.sinkAhead()
-		if since >= killWindowStart && since < killWindowEnd && lanes > ahead {
+		if killMoment(lanes, since) && lanes > ahead {
 			v, ahead = w, lanes
 		}
 	}

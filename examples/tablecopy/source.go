@@ -304,7 +304,9 @@ func (s *source) EncodeCommit(split coordination.SplitID, watermark int64) (coor
 	if watermark < l.keys.Lo || watermark > l.keys.Hi {
 		return coordination.SplitProgress{}, fmt.Errorf("split %s: watermark %d is outside its ids %s", split, watermark, l.keys)
 	}
+	s.mu.Lock() // so that killWhileAhead decides on a settled encoded
 	l.encoded.Store(watermark)
+	s.mu.Unlock()
 	return coordination.SplitProgress{Watermark: watermark, Completed: watermark == l.keys.Hi && !l.draining.Load()}, nil
 }
 
@@ -316,6 +318,26 @@ func (s *source) EncodeCommit(split coordination.SplitID, watermark int64) (coor
 func (s *source) sinkAhead() (lanes int, sinceRound time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.sinkAheadLocked()
+}
+
+// killWhileAhead runs kill when now is the moment (at(lanes, sinceRound),
+// as sinkAhead counts them), holding the lock EncodeCommit stores under: no
+// commit round can take the pages past the last commit in between, so the
+// kill leaves them to the successors. It returns the lanes and whether it
+// killed.
+func (s *source) killWhileAhead(at func(lanes int, sinceRound time.Duration) bool, kill func()) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lanes, since := s.sinkAheadLocked()
+	if !at(lanes, since) {
+		return lanes, false
+	}
+	kill()
+	return lanes, true
+}
+
+func (s *source) sinkAheadLocked() (lanes int, sinceRound time.Duration) {
 	for l := range s.reading {
 		if l.filled.Load() > l.encoded.Load() && !l.draining.Load() {
 			lanes++ // a page with rows lies past the last commit
