@@ -193,11 +193,7 @@ func newLeaderRig(t *testing.T, p coordination.Planner, mut ...func(*coordinatio
 	for _, f := range mut {
 		f(&cfg)
 	}
-	v := &worker.Env{Engine: e, Raw: lr.st, Config: cfg, Clock: clk, ID: "w1", Nonce: "nonce-w1", Log: cfg.Logger, Outbox: &worker.Outbox{}}
-	v.Metrics = worker.NewMetrics(lr.reg, "w1", workertest.DiscardLogger())
-	v.Session.Store(&v.Nonce)
-	v.Store = &worker.GuardedStore{Store: lr.st, Halted: &v.Halted, Metrics: v.Metrics}
-	v.Ctx, v.Cancel = context.WithCancel(context.Background())
+	v := workertest.ActorEnv(e, lr.st, cfg, "nonce-w1", lr.reg)
 	lr.v = v
 	lr.pid = e.Spawn(New(v), "leader")
 	v.PIDs.Leader = lr.pid

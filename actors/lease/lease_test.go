@@ -79,11 +79,7 @@ func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 // the first heartbeat is armed. It is stopped at the test's cleanup.
 func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*worker.Env, uint64) {
 	t.Helper()
-	v := &worker.Env{Engine: e, Raw: st, Config: cfg, Clock: cfg.Clock, ID: "w1", Nonce: nonce, Log: cfg.Logger, Outbox: &worker.Outbox{}}
-	v.Metrics = worker.NewMetrics(prometheus.NewPedanticRegistry(), "w1", workertest.DiscardLogger())
-	v.Session.Store(&v.Nonce)
-	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
-	v.Ctx, v.Cancel = context.WithCancel(context.Background())
+	v := workertest.ActorEnv(e, st, cfg, nonce, prometheus.NewPedanticRegistry())
 	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), presenceValue(v, nonce))
 	if err != nil || !ok {
 		t.Fatalf("create the presence key: %v %v", ok, err)

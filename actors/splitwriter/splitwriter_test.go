@@ -90,9 +90,7 @@ func spawnLoneSplitWriterOn(t *testing.T, e *actor.Engine, clk *clock.Mock, st s
 	var mu sync.Mutex
 	var msgs []any
 	rec = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
-	v := &worker.Env{Engine: e, Store: st, Config: workertest.Config(t, clk, "w1"), Clock: clk, ID: "w1", Nonce: "n", Log: workertest.DiscardLogger(), Outbox: &worker.Outbox{}}
-	v.Session.Store(&v.Nonce)
-	v.Ctx, v.Cancel = context.WithCancel(context.Background())
+	v := workertest.ActorEnv(e, st, workertest.Config(t, clk, "w1"), "n", nil)
 	v.PIDs = worker.PIDs{Root: rec, Lease: rec, Revoke: rec, Assign: rec}
 	v.PIDs.SplitWriter = e.Spawn(New(v), "splitwriter")
 	t.Cleanup(func() {

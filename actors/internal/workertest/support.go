@@ -84,6 +84,20 @@ func NewEnv(tb testing.TB, st store.Store) *worker.Env {
 	return v
 }
 
+// ActorEnv is the environment of worker cfg.InstanceID in session nonce on
+// engine e over st, with metrics on reg (nil: none): what a test needs to
+// run one actor alone. The caller ends its context (Cancel) at cleanup,
+// before it waits for the worker's goroutines (WG).
+func ActorEnv(e *actor.Engine, st store.Store, cfg coordination.Config, nonce string, reg prometheus.Registerer) *worker.Env {
+	id := cfg.InstanceID
+	v := &worker.Env{Engine: e, Raw: st, Config: cfg, Clock: cfg.Clock, ID: id, Nonce: nonce, Log: cfg.Logger, Outbox: &worker.Outbox{}}
+	v.Metrics = worker.NewMetrics(reg, id, DiscardLogger())
+	v.Session.Store(&v.Nonce)
+	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
+	v.Ctx, v.Cancel = context.WithCancel(context.Background())
+	return v
+}
+
 // Put writes value at key (create when rev is 0, else update at rev) and
 // returns the new revision.
 func Put(tb testing.TB, st store.Store, key string, value []byte, rev uint64) uint64 {
