@@ -68,7 +68,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	commits := commitwriter.New(v)
 	v.Commits = commits
-	commits.Start(v)
+	commits.Start()
 	name := id + "." + v.Nonce[:12]
 	spawn := func(p actor.Producer, kind string) *actor.PID {
 		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), worker.BacklogMiddleware(v)), actor.WithMaxRestarts(0))

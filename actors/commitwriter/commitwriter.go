@@ -37,40 +37,40 @@ type progressCell struct {
 	rev   uint64
 }
 
-// commitWriters are the commit writer's shards; a split's shard is picked
-// by a hash of its id under seed.
-type commitWriters struct {
+// Writers are the commit writer's shards; a split's shard is picked by a
+// hash of its id under seed. The routing reaches them as worker.Env.Commits.
+type Writers struct {
 	seed   maphash.Seed
 	shards []*commitWriter
 }
 
 // New returns worker v's commit writer, its shards not running yet
 // (Start runs them).
-func New(v *worker.Env) commitWriters {
-	ws := commitWriters{seed: maphash.MakeSeed(), shards: make([]*commitWriter, commitWriterShards)}
+func New(v *worker.Env) Writers {
+	ws := Writers{seed: maphash.MakeSeed(), shards: make([]*commitWriter, commitWriterShards)}
 	for i := range ws.shards {
 		ws.shards[i] = &commitWriter{v: v, box: newMailbox(), cells: map[coordination.SplitID]*progressCell{}}
 	}
 	return ws
 }
 
-// commitWriterOf returns the shard that owns split id's progress cells.
-func (ws commitWriters) of(id coordination.SplitID) *commitWriter {
+// of returns the shard that owns split id's progress cells.
+func (ws Writers) of(id coordination.SplitID) *commitWriter {
 	return ws.shards[maphash.String(ws.seed, string(id))%commitWriterShards]
 }
 
 // Post queues msg on the shard of the split it concerns (commitDesk).
-func (ws commitWriters) Post(msg any) { ws.of(splitOf(msg)).box.post(msg) }
+func (ws Writers) Post(msg any) { ws.of(splitOf(msg)).box.post(msg) }
 
 // Ask runs req on its split's shard (commitDesk).
-func (ws commitWriters) Ask(req worker.CommitRequest) worker.CommitResult {
+func (ws Writers) Ask(req worker.CommitRequest) worker.CommitResult {
 	return ws.of(req.Split).ask(req)
 }
 
 // Start runs each shard's goroutine until the worker shuts down.
-func (ws commitWriters) Start(v *worker.Env) {
+func (ws Writers) Start() {
 	for _, w := range ws.shards {
-		v.Go(w.run)
+		w.v.Go(w.run)
 	}
 }
 
