@@ -25,7 +25,8 @@ const InstanceIDMaxLen = 128
 
 // Config configures one worker. Start from [DefaultConfig]: numeric fields are
 // never defaulted from their zero value. Only InstanceID, RebalanceDelay,
-// StartupGrace, Clock, Logger and Metrics accept their zero value.
+// StartupGrace, CutInterval, Clock, Logger and Metrics accept their zero
+// value.
 type Config struct {
 	// InstanceID names the worker: 1..128 bytes of [A-Za-z0-9_-], unique among
 	// live workers of the job. Reusing it across restarts is encouraged (fast
@@ -76,6 +77,17 @@ type Config struct {
 	// timeout of a cancelled one. Default 10s; at least OpTimeout; it may
 	// exceed LeaseDuration.
 	DrainDeadline time.Duration
+	// MinCutWeight is the smallest residual the leader asks a running
+	// split's owner to cut off, in the splits' weight units
+	// (docs/protocol.md, "Runtime split"): a cut is worth it only when what
+	// it hands to an idle lane outweighs its cost. It matters only for
+	// sources that implement driver.Splitter. Default 1; at least 1.
+	MinCutWeight uint64
+	// CutInterval bounds the rate of runtime splits: the leader asks for
+	// cuts at most once per CutInterval, and an unanswered request expires
+	// after it. 0 means one heartbeat (LeaseDuration/3); negative never
+	// cuts. Default 0.
+	CutInterval time.Duration
 	// Clock governs every protocol timer. nil means the real clock. A mock
 	// clock is supported only with memstore sharing the same clock.
 	Clock clock.Clock
@@ -102,6 +114,7 @@ func DefaultConfig() Config {
 		RebalanceDelay:     20 * time.Second,
 		StartupGrace:       3 * time.Second,
 		DrainDeadline:      10 * time.Second,
+		MinCutWeight:       1,
 	}
 }
 
@@ -182,12 +195,31 @@ func (c Config) Validate() error {
 			}
 			return ""
 		},
+		func(c Config) string { // V14
+			if c.MinCutWeight < 1 {
+				return "MinCutWeight must be >= 1 (the smallest residual a runtime split may cut off, in weight units), got 0"
+			}
+			return ""
+		},
 	} {
 		if reason := rule(c); reason != "" {
 			return &Error{Kind: Fatal, Reason: reason}
 		}
 	}
 	return nil
+}
+
+// EffectiveCutInterval returns the cadence of runtime splits CutInterval
+// stands for: one heartbeat (LeaseDuration/3) when it is 0, and 0 (never
+// cut) when it is negative.
+func (c Config) EffectiveCutInterval() time.Duration {
+	switch {
+	case c.CutInterval < 0:
+		return 0
+	case c.CutInterval == 0:
+		return c.LeaseDuration / 3
+	}
+	return c.CutInterval
 }
 
 func atLeast(field string, got, min time.Duration) string {

@@ -17,6 +17,7 @@ func TestDefaultConfigValues(t *testing.T) {
 		LeaseDuration: 30 * time.Second, OpTimeout: 10 * time.Second, MaxAttempts: 4, MaxInFlight: 8,
 		ReplanInterval: 60 * time.Second, ReconcileInterval: 30 * time.Second, StartupMaxAttempts: 8,
 		RebalanceDelay: 20 * time.Second, StartupGrace: 3 * time.Second, DrainDeadline: 10 * time.Second,
+		MinCutWeight: 1,
 	}
 	if c != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", c, want)
@@ -26,7 +27,7 @@ func TestDefaultConfigValues(t *testing.T) {
 	}
 }
 
-// TestValidateRules checks every rule V1-V13 with its exact reason.
+// TestValidateRules checks every rule V1-V14 with its exact reason.
 func TestValidateRules(t *testing.T) {
 	long := strings.Repeat("a", 129)
 	for _, tc := range []struct {
@@ -72,6 +73,8 @@ func TestValidateRules(t *testing.T) {
 			"RebalanceDelay must be >= 0 (0 reassigns at once), got -1s"},
 		{"V13 StartupGrace", func(c *Config) { c.StartupGrace = -time.Second },
 			"StartupGrace must be >= 0 (0 disables the grace window), got -1s"},
+		{"V14 MinCutWeight", func(c *Config) { c.MinCutWeight = 0 },
+			"MinCutWeight must be >= 1 (the smallest residual a runtime split may cut off, in weight units), got 0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := DefaultConfig()
@@ -143,4 +146,16 @@ func TestValidateRelationsDoNotOverflow(t *testing.T) {
 			t.Fatalf("OpTimeout %d, LeaseDuration %d: V3 failed = %v (%v), want %v", c.OpTimeout, c.LeaseDuration, got, err, want)
 		}
 	})
+}
+
+func TestEffectiveCutInterval(t *testing.T) {
+	c := DefaultConfig()
+	for _, tc := range []struct{ set, want time.Duration }{
+		{0, 10 * time.Second}, {-time.Nanosecond, 0}, {time.Minute, time.Minute},
+	} {
+		c.CutInterval = tc.set
+		if got := c.EffectiveCutInterval(); got != tc.want {
+			t.Errorf("CutInterval %s: EffectiveCutInterval() = %s, want %s", tc.set, got, tc.want)
+		}
+	}
 }

@@ -1,8 +1,9 @@
 package coordination
 
 // Event is one change reported by [Coordinator.Poll]. The interface is sealed:
-// exactly [Gained], [Lost], [RevokeRequested], [Quarantined], [AllComplete]
-// and [Stalled] implement it. Use a type switch.
+// exactly [Gained], [Lost], [RevokeRequested], [CutRequested], [Quarantined],
+// [AllComplete] and [Stalled] implement it. Use a type switch; a switch
+// with no case for CutRequested ignores it, which is always safe.
 type Event interface{ isEvent() }
 
 // Gained reports that this worker now holds a split.
@@ -25,6 +26,19 @@ type Lost struct{ Split SplitID }
 // here. Drain it and call ReleaseDrained, or call DeclineRevoke.
 type RevokeRequested struct{ Split SplitID }
 
+// CutRequested reports that the leader asks this worker to cut a held
+// split, because lanes of the fleet would otherwise idle while this split
+// still has much to do (docs/protocol.md, "Runtime split"). Keep is the
+// share of the remaining work the primary should keep, at least 0.5 and
+// below 1. A driver whose source can cut calls driver.Splitter's TrySplit
+// and then [Cutter.CommitCut]; ignoring it is always safe: the request
+// expires and nothing is written.
+type CutRequested struct {
+	Split SplitID
+	Epoch LeaseEpoch
+	Keep  float64
+}
+
 // Quarantined reports that a split exhausted its delivery attempts. It is
 // never offered again and blocks [AllComplete].
 type Quarantined struct {
@@ -43,6 +57,7 @@ type Stalled struct{ Completed, Quarantined uint64 }
 func (Gained) isEvent()          {}
 func (Lost) isEvent()            {}
 func (RevokeRequested) isEvent() {}
+func (CutRequested) isEvent()    {}
 func (Quarantined) isEvent()     {}
 func (AllComplete) isEvent()     {}
 func (Stalled) isEvent()         {}

@@ -1,5 +1,7 @@
 package driver
 
+import "github.com/spate-go/coordination"
+
 // Splitter is an optional extension of [Source] that lets a running lane be
 // cut in two, so that a fleet whose other lanes ran dry does not wait for
 // the owner of one large split (docs/protocol.md, "Runtime split"; Beam's
@@ -38,20 +40,8 @@ type Splitter interface {
 
 // Cut is what a successful [Splitter.TrySplit] returns: the two
 // descriptors of the cut lane, in the source's own encoding, and the
-// residual's weight. The library derives the residual's split id (from the
-// parent's id, its tenancy's epoch and a counter, so that a retried cut never
-// creates a second residual) and records both descriptors durably before the
-// residual can be claimed.
-type Cut struct {
-	// Primary describes what the lane keeps: the split's range from its
-	// start up to the cut. Every later tenancy of the split is handed it in
-	// place of the split's original descriptor, with the split's committed
-	// progress.
-	Primary []byte
-	// Residual describes the rest of the range, from the cut on: a new
-	// split that any worker opens from its start (no resume progress).
-	Residual []byte
-	// ResidualWeight estimates the residual's work in the split's weight
-	// units, for balancing; 0 is treated as 1.
-	ResidualWeight uint64
-}
+// residual's weight ([coordination.Cut]). The library derives the
+// residual's split id (from the parent's id, its tenancy's epoch and a
+// counter, so that a retried cut never creates a second residual) and
+// records both descriptors durably before the residual can be claimed.
+type Cut = coordination.Cut
