@@ -69,8 +69,15 @@ func (d *Driver) encode(t *tenancy, watermark int64) (coordination.SplitProgress
 }
 
 // commit writes p for t and triages the answer: only a Fatal or
-// non-coordination error is returned.
+// non-coordination error is returned. A tenancy with a cut not yet
+// committed commits it first (commitCut): until it lands, no commit of the
+// tenancy goes without it, and none completes the split.
 func (d *Driver) commit(t *tenancy, p coordination.SplitProgress) error {
+	if t.pendingCut != nil {
+		if err := d.commitCut(t, p); err != nil || t.pendingCut != nil || !p.Completed || !t.committable() {
+			return err
+		}
+	}
 	err := d.c.Commit(t.id(), p)
 	switch coordination.KindOf(err) {
 	case 0:

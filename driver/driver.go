@@ -39,6 +39,8 @@ type Driver struct {
 	lost    []LaneID   // staged for LanesRevoked
 	retired []LaneID   // staged for LanesRetired
 
+	asks map[coordination.SplitID]coordination.CutRequested // cut requests not yet acted on
+
 	everHeld    bool                  // a Gained ever created a tenancy
 	complete    bool                  // AllComplete seen
 	stalled     *coordination.Stalled // Stalled seen

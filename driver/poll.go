@@ -166,6 +166,8 @@ func (d *Driver) apply(events []coordination.Event) error {
 			d.onGained(ev, ended[ev.Split.ID], end, keep)
 		case coordination.RevokeRequested:
 			d.onRevokeRequested(ev.Split)
+		case coordination.CutRequested:
+			d.onCutRequested(ev)
 		case coordination.Lost:
 			if t, ok := d.held[ev.Split]; ok {
 				t.fenced = true

@@ -30,7 +30,11 @@ const retryPause = 100 * time.Millisecond
 // logged (see [WithLogger]) and the loop goes on; commits are sent only for
 // lanes whose watermark advanced. When src also implements [Pauser], a lane
 // whose commits have not landed for [WithPauseAfter] is paused until one of
-// them lands, which bounds what a store outage leaves uncommitted.
+// them lands, which bounds what a store outage leaves uncommitted. When src
+// also implements [Splitter] and c coordination.Cutter, Run reports the
+// lanes' remaining work every commit interval ([Driver.ReportRemaining])
+// and acts on the leader's cut requests after every poll ([Driver.Cut]), so
+// a fleet whose lanes run dry takes over part of a straggling split.
 //
 // The outcome is the error:
 //   - nil when every split of the job completed (AllComplete);
@@ -128,10 +132,16 @@ func (l *loop) run(ctx context.Context) error {
 		case Drained:
 			return l.stalledOr(nil) // WithDrainOnStall drains a stall too
 		}
+		if len(l.d.asks) > 0 {
+			if _, err := l.d.Cut(l.r.Acked()); err != nil {
+				return err
+			}
+		}
 		if !time.Now().Before(next) {
 			if err := l.commit(nil); err != nil {
 				return err
 			}
+			l.d.ReportRemaining()
 			next = time.Now().Add(l.interval)
 		}
 		l.throttle()

@@ -109,10 +109,33 @@ func (d *Driver) finalBatch(final []Watermark, f *failures) ([]coordination.Comm
 		if p == nil {
 			continue
 		}
+		if t.pendingCut != nil {
+			if !d.settleCut(t, *p, f) {
+				continue
+			}
+			p.Completed = p.Completed && t.pendingCut == nil
+		}
 		batch = append(batch, coordination.Commit{Split: t.id(), Progress: *p})
 		owners = append(owners, t)
 	}
 	return batch, owners
+}
+
+// settleCut commits t's cut in flight before its final commit p: a final
+// commit never goes without it, nor completes the split before its
+// residual exists. It reports whether p may still be committed: the cut
+// landed and p completes the split (the cut commit carried everything
+// else), or it did not and p, then committed as not completed, is a plain
+// commit of the uncut split whose lane never read past the cut.
+func (d *Driver) settleCut(t *tenancy, p coordination.SplitProgress, f *failures) bool {
+	if err := d.commitCut(t, p); err != nil {
+		f.split(t.id(), err)
+		return false
+	}
+	if !t.committable() {
+		return false // fenced
+	}
+	return t.pendingCut != nil || p.Completed
 }
 
 // failures collects what went wrong during Shutdown.

@@ -10,11 +10,12 @@ import "github.com/spate-go/coordination"
 // any worker reads from its start. A source that does not implement it
 // behaves exactly as before: its splits are never cut.
 //
-// Splitting is not wired into [Run] yet: Run never calls these methods, and
-// a source may implement them ahead of it. When it is, Run will call them
+// [Run] (through [Driver.ReportRemaining] and [Driver.Cut]) calls them
 // from its own goroutine only, never concurrently with a [Source] or
 // [Reader] method, while the lane's reader goroutine keeps reading: both
-// methods must be safe against the lane's own reader.
+// methods must be safe against the lane's own reader. The coordinator must
+// implement coordination.Cutter (the actors' and testkit's do); with one
+// that does not, they are never called.
 type Splitter interface {
 	// Remaining returns an estimate of the lane's remaining work, in the
 	// units of its split's weight (the planner's SplitSpec.Weight): what a

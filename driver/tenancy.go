@@ -32,6 +32,8 @@ type tenancy struct {
 	fenced    bool // a commit was fenced, or the tenancy was lost, failed or quarantined
 	completed bool // a completed progress landed
 	handedOff bool // drained and handed back through ReleaseDrained
+
+	pendingCut *coordination.Cut // a cut TrySplit made whose CommitCut has not returned nil yet
 }
 
 // id returns the tenancy's split id.

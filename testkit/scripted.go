@@ -15,6 +15,10 @@ func NewScripted() (*ScriptedCoordinator, *CoordinatorScript) {
 	st := &scriptState{
 		commitOutcomes: make(map[coordination.SplitID][]coordination.ErrorKind),
 		failOutcomes:   make(map[coordination.SplitID][]coordination.ErrorKind),
+		cutOutcomes:    make(map[coordination.SplitID][]coordination.ErrorKind),
+		epochs:         make(map[coordination.SplitID]coordination.LeaseEpoch),
+		counters:       make(map[coordination.SplitID]uint64),
+		remaining:      make(map[coordination.SplitID]Estimate),
 	}
 	return &ScriptedCoordinator{st: st}, &CoordinatorScript{st: st}
 }
@@ -46,6 +50,12 @@ type scriptState struct {
 
 	commitOutcomes map[coordination.SplitID][]coordination.ErrorKind // FIFO per split
 	failOutcomes   map[coordination.SplitID][]coordination.ErrorKind // FIFO per split
+	cutOutcomes    map[coordination.SplitID][]coordination.ErrorKind // FIFO per split
+
+	epochs    map[coordination.SplitID]coordination.LeaseEpoch // of the last scripted Gain
+	counters  map[coordination.SplitID]uint64                  // cuts landed per split
+	remaining map[coordination.SplitID]Estimate                // the last ReportRemaining per split
+	cuts      []CutRecord
 
 	commits         []coordination.Commit
 	finalCommits    [][]coordination.Commit
@@ -56,7 +66,7 @@ type scriptState struct {
 	departedWith    []coordination.SplitID
 }
 
-var _ coordination.Coordinator = (*ScriptedCoordinator)(nil)
+var _ coordination.Cutter = (*ScriptedCoordinator)(nil)
 
 // errDeparted is returned by every call after Depart.
 func errDeparted() error {

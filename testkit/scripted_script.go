@@ -39,6 +39,9 @@ func (s *CoordinatorScript) enqueue(ev coordination.Event) {
 // none; p is copied) and wakes the waker.
 func (s *CoordinatorScript) Gain(spec coordination.SplitSpec, epoch coordination.LeaseEpoch, p *coordination.SplitProgress) {
 	spec.Descriptor = slices.Clone(spec.Descriptor)
+	s.st.mu.Lock()
+	s.st.epochs[spec.ID] = epoch
+	s.st.mu.Unlock()
 	var progress *coordination.SplitProgress
 	if p != nil {
 		cp := cloneProgress(*p)
