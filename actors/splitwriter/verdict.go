@@ -10,15 +10,19 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// The split-writer actor takes the job's verdict (docs/protocol.md, "Completion"):
-// when its view passes the gate it lists every split record and judges
-// from the listing alone (verdict, commit_decide.go).
+// The split-writer actor takes the job's verdict (docs/protocol.md, "Completion",
+// and "Runtime split", "Completion"): when its view passes the gate it lists
+// every split record and judges from the listing, which decides only if
+// every record it shows was already in the view, terminal, when it began.
 
-// verdictListed is the listing the verdict is judged from.
+// verdictListed is the listing the verdict is judged from; before holds the
+// ids of the view's split records when the listing began (all terminal:
+// the gate passed).
 type verdictListed struct {
-	recs []protocol.SplitRecord
-	revs []uint64
-	err  error
+	recs   []protocol.SplitRecord
+	revs   []uint64
+	before map[coordination.SplitID]struct{}
+	err    error
 }
 
 // judge evaluates the verdict gate and lists when it passes
@@ -32,6 +36,10 @@ func (sw *splitWriterActor) judge() {
 		return
 	}
 	sw.judging = true
+	before := make(map[coordination.SplitID]struct{}, n)
+	for id := range sw.records {
+		before[id] = struct{}{}
+	}
 	v, pid := sw.v, sw.v.PIDs.SplitWriter
 	v.Go(func(ctx context.Context) {
 		oc, cancel := v.OpCtx(ctx)
@@ -41,7 +49,7 @@ func (sw *splitWriterActor) judge() {
 			v.Send(pid, verdictListed{err: err})
 			return
 		}
-		m := verdictListed{}
+		m := verdictListed{before: before}
 		for _, e := range es {
 			rec, err := protocol.DecodeSplit(e.Key, e.Value, v.FPHash.Load())
 			if err != nil {
@@ -71,12 +79,31 @@ func (sw *splitWriterActor) listed(m verdictListed) {
 	if sw.verdict || sw.departing {
 		return
 	}
+	if !listedFromView(m.recs, m.before) {
+		// A record the view did not hold when the listing began (a residual
+		// created meanwhile): the listing is applied, judge the view again
+		// (docs/protocol.md, "Runtime split", "Completion").
+		sw.judge()
+		return
+	}
 	stalled, completed, quarantined, ok := verdict(m.recs, sw.plan.Planned)
 	if !ok {
 		return
 	}
 	sw.verdict = true
 	sw.v.Route(worker.RoleSplitWriter, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
+}
+
+// listedFromView reports whether every record of a verdict's listing was in
+// the view (the ids before) when the listing began: only then may the
+// listing decide (docs/protocol.md, "Runtime split", "Completion").
+func listedFromView(recs []protocol.SplitRecord, before map[coordination.SplitID]struct{}) bool {
+	for _, r := range recs {
+		if _, ok := before[r.ID]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // verdict judges the job from a listing of split records alone

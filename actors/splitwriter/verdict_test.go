@@ -119,3 +119,74 @@ func TestVerdictListing(t *testing.T) {
 		})
 	}
 }
+
+// TestVerdictJudgesAgainAfterARecordTheViewLacked: a listing that shows a
+// split record the view did not hold when it began (a residual created
+// during the listing, here already completed, or still runnable) does not
+// decide (docs/protocol.md, "Runtime split", "Completion"): it is applied
+// to the view, which is judged again; only a listing of records all in the
+// view before it began gives AllComplete.
+func TestVerdictJudgesAgainAfterARecordTheViewLacked(t *testing.T) {
+	fp := protocol.Fingerprint("job:v1")
+	parent := protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 1, Status: protocol.StatusCompleted}
+	rid := protocol.ResidualID("a", 1, 1)
+	for _, tt := range []struct {
+		name    string
+		status  protocol.Status
+		relists bool // the view passes the gate again: a second listing
+	}{
+		{"a completed residual: listed again, then AllComplete", protocol.StatusCompleted, true},
+		{"a runnable residual: no verdict, no listing", protocol.StatusRunnable, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ms := memstore.New(30 * time.Second)
+				workertest.Put(t, ms, protocol.SplitKey("a"), protocol.EncodeSplit(parent), 0)
+				vr := newVerdictRig(t, ms)
+				vr.sw.fold("a", parent, 1)
+				first := onlyListing(t, vr.take())
+				// The residual is created between the gate and the listing.
+				res := protocol.Cut{ID: rid, Epoch: 1, Counter: 1, Weight: 1}.ResidualSplit("a", fp, 0)
+				res.Status = tt.status
+				first.recs = append(first.recs, res)
+				first.revs = append(first.revs, 2)
+				workertest.Put(t, ms, protocol.SplitKey(rid), protocol.EncodeSplit(res), 0)
+				vr.sw.listed(first)
+				if vr.sw.verdict {
+					t.Fatal("a listing showing a record the view lacked decided the verdict")
+				}
+				if _, ok := vr.sw.records[rid]; !ok {
+					t.Fatal("the listing was not applied to the view")
+				}
+				got := vr.take()
+				if !tt.relists {
+					if len(got) != 0 {
+						t.Fatalf("got %v, want nothing (the view does not pass the gate)", got)
+					}
+					return
+				}
+				second := onlyListing(t, got)
+				if len(second.recs) != 2 {
+					t.Fatalf("the second listing shows %d records, want the parent and the residual", len(second.recs))
+				}
+				vr.sw.listed(second)
+				if !vr.sw.verdict {
+					t.Fatal("a listing of records all in the view before it began gave no verdict")
+				}
+			})
+		})
+	}
+}
+
+// onlyListing returns the one verdictListed of msgs.
+func onlyListing(t *testing.T, msgs []any) verdictListed {
+	t.Helper()
+	if len(msgs) != 1 {
+		t.Fatalf("got %v, want one listing", msgs)
+	}
+	m, ok := msgs[0].(verdictListed)
+	if !ok {
+		t.Fatalf("got %T, want verdictListed", msgs[0])
+	}
+	return m
+}
