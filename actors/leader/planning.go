@@ -154,7 +154,7 @@ func planRun(ctx context.Context, v *worker.Env, planner coordination.Planner, g
 		d.outcome, d.err = judgePlannerErr(err, panicked)
 		return d
 	}
-	if err := validatePlan(sp, base, gen, v.ValueCap, v.NowMs()); err != nil {
+	if err := validatePlan(sp, base, gen, v.ValueCap, v.NowMs(), known); err != nil {
 		return planDone{outcome: planFatal, err: err}
 	}
 	created, err := seed(ctx, v, sp.Splits, known, protocol.Fingerprint(base.Fingerprint), gen, report)
@@ -207,9 +207,12 @@ func safePlan(ctx context.Context, p coordination.Planner, pc coordination.PlanC
 }
 
 // validatePlan checks a returned plan before any write (docs/protocol.md,
-// "Planning"): the plan record it publishes, then every split's spec and
-// seed.
-func validatePlan(sp coordination.SplitPlan, base protocol.PlanRecord, gen uint64, limit int, nowMs int64) error {
+// "Planning"): the plan record it publishes, then every split's id, spec
+// and seed. An id of residual form is reserved for runtime-split residuals
+// (docs/protocol.md, "Residual ids") unless known holds it: a split record
+// of that id exists already (seeded before the rule, or a residual), so
+// seeding skips it and no later residual can collide with it.
+func validatePlan(sp coordination.SplitPlan, base protocol.PlanRecord, gen uint64, limit int, nowMs int64, known map[coordination.SplitID]bool) error {
 	if sp.PlannerState != nil {
 		base.PlannerState = sp.PlannerState
 	}
@@ -222,6 +225,10 @@ func validatePlan(sp coordination.SplitPlan, base protocol.PlanRecord, gen uint6
 		id := ps.Spec.ID
 		if _, err := coordination.NewSplitID(string(id)); err != nil {
 			return coordination.Errorf(coordination.Fatal, "planner returned an invalid split id: %s", worker.ReasonOf(err))
+		}
+		if _, residual := protocol.ParseResidualID(id); residual && !known[id] {
+			return coordination.Errorf(coordination.Fatal,
+				"planner returned split %s, an id of residual form (_<split>_<epoch>_<counter>, or ..._h) reserved for runtime-split residuals; rename it", id)
 		}
 		if seen[id] {
 			return coordination.Errorf(coordination.Fatal, "planner returned split %s more than once", id)

@@ -32,6 +32,10 @@ func TestPlannerRunFatal(t *testing.T) {
 		{"the planner's Fatal is named as the planner's", &workertest.Planner{FP: "job:v1", Err: coordination.Errorf(coordination.Fatal, "bad config")}, "planner: bad config", 0},
 		{"a split planned twice", dup, "planner returned split a more than once", 0},
 		{"an invalid split id", workertest.FinalPlan(""), "planner returned an invalid split id", 0},
+		// docs/protocol.md "Residual ids": both forms are reserved.
+		{"a short-form residual id", workertest.FinalPlan("a", "_a_1_1"), "planner returned split _a_1_1, an id of residual form", 0},
+		{"a long-form residual id", workertest.FinalPlan("_0123456789abcdef0123456789abcdef_2_3_h"),
+			"planner returned split _0123456789abcdef0123456789abcdef_2_3_h, an id of residual form", 0},
 		// Checked whole before any write: before, the publish's Fatal was
 		// downgraded to a retry and the planner ran again forever.
 		{"a plan record above the value cap", bigState, "plan record is up to 7002 bytes (fingerprint 6 bytes, planner state 5120 bytes), above the store's value cap of 2048 bytes", 2 << 10},
@@ -284,4 +288,41 @@ func TestThePlanRunnerRefusesAStaleLead(t *testing.T) {
 			t.Fatalf("a failed run under a live lead: outcome %v, retry due %v; want a retry due", o, run.retryDue())
 		}
 	})
+}
+
+// A residual-form id the job already has a split record of (seeded before
+// ids of residual form were reserved, or a residual) passes validation, so
+// such a job keeps working through every later planner run; ids that only
+// look like residuals (not canonical) were never reserved.
+func TestValidatePlanReservesResidualIDsNotYetKnown(t *testing.T) {
+	base := protocol.NewPlan("job:v1", 0)
+	tests := []struct {
+		name  string
+		id    string
+		known bool
+		fatal bool
+	}{
+		{"short form, unknown", "_a_1_1", false, true},
+		{"short form, known", "_a_1_1", true, false},
+		{"long form, unknown", "_0123456789abcdef0123456789abcdef_1_1_h", false, true},
+		{"a leading zero is not residual form", "_a_01_1", false, false},
+		{"no counter is not residual form", "_a_1", false, false},
+		{"an ordinary id", "orders-7", false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sp := workertest.FinalPlan(tt.id).Result
+			known := map[coordination.SplitID]bool{}
+			if tt.known {
+				known[coordination.SplitID(tt.id)] = true
+			}
+			err := validatePlan(sp, base, 1, 0, 0, known)
+			if got := err != nil; got != tt.fatal {
+				t.Fatalf("validatePlan(%s) = %v, want fatal %v", tt.id, err, tt.fatal)
+			}
+			if tt.fatal && (coordination.KindOf(err) != coordination.Fatal || !reasonHas(err, "reserved for runtime-split residuals")) {
+				t.Fatalf("err %v, want Fatal naming the reservation", err)
+			}
+		})
+	}
 }
