@@ -62,12 +62,13 @@ type leaseActor struct {
 	retryRound   uint64            // the round of the retry armed last; a retry of another round is moot
 	retry        *clock.Timer      // the armed retry of a failed renewal or announce
 	failures     worker.FailureRun // the failed renewals since the last that landed
+	est          estimates         // what the next renewal carries besides the session
 }
 
 // New returns the producer of worker v's lease-renewal actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
-		return &leaseActor{v: v, log: v.Log.With("actor", "lease")}
+		return &leaseActor{v: v, log: v.Log.With("actor", "lease"), est: newEstimates()}
 	}
 }
 
@@ -120,6 +121,10 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.maybeWithdraw()
 	case messages.WatchesChanged:
 		l.v.WatchesLive.Store(m.Live)
+	case messages.TenancyStarted, messages.TenancyEnded:
+		l.est.tenancy(m)
+	case worker.RemainingReported:
+		l.est.report(m)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -216,6 +221,7 @@ const (
 func (l *leaseActor) renewPresence(c *actor.Context) {
 	l.presenceBusy = true
 	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.SessionNonce()
+	remaining := l.est.largest(v.Config.MinCutWeight, v.Config.EffectiveCutInterval() > 0)
 	at := v.Clock.Now()
 	landed := l.renewals.Sent(at) // a read that finds our nonce proves a write sent no earlier than this landed
 	v.Go(func(ctx context.Context) {
@@ -223,7 +229,7 @@ func (l *leaseActor) renewPresence(c *actor.Context) {
 		defer cancel()
 		key := protocol.WorkerKey(v.ID)
 		res := presenceRenewed{at: at}
-		r, ok, err := v.Store.Update(oc, store.Ephemeral, key, presenceValue(v, nonce), store.Revision(rev))
+		r, ok, err := v.Store.Update(oc, store.Ephemeral, key, presenceValue(v, nonce, remaining), store.Revision(rev))
 		switch {
 		case err != nil:
 			res.outcome, res.err = renewError, err

@@ -80,7 +80,7 @@ func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*worker.Env, uint64) {
 	t.Helper()
 	v := workertest.ActorEnv(e, st, cfg, nonce, prometheus.NewPedanticRegistry())
-	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), presenceValue(v, nonce))
+	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), presenceValue(v, nonce, nil))
 	if err != nil || !ok {
 		t.Fatalf("create the presence key: %v %v", ok, err)
 	}

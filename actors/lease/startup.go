@@ -172,9 +172,11 @@ func join(ctx context.Context, v *worker.Env, fingerprint string) error {
 	return nil
 }
 
-// presenceValue is the presence value of session nonce.
-func presenceValue(v *worker.Env, nonce string) []byte {
-	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: nonce, MaxInFlight: uint32(v.Config.MaxInFlight)})
+// presenceValue is the presence value of session nonce carrying the
+// remaining-work estimates remaining (nil: none; docs/protocol.md,
+// "Runtime split").
+func presenceValue(v *worker.Env, nonce string, remaining []protocol.Estimate) []byte {
+	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: nonce, MaxInFlight: uint32(v.Config.MaxInFlight), Remaining: remaining})
 }
 
 // announceSession writes session nonce to the presence key: created, or
@@ -187,7 +189,7 @@ func announceSession(ctx context.Context, v *worker.Env, nonce, ended string) (u
 	c, cancel := v.OpCtx(ctx)
 	defer cancel()
 	key := protocol.WorkerKey(v.ID)
-	rev, ok, err := v.Store.Create(c, store.Ephemeral, key, presenceValue(v, nonce))
+	rev, ok, err := v.Store.Create(c, store.Ephemeral, key, presenceValue(v, nonce, nil))
 	if err != nil {
 		return 0, worker.StoreErr("announcing presence", err)
 	}
@@ -206,7 +208,7 @@ func announceSession(ctx context.Context, v *worker.Env, nonce, ended string) (u
 			return 0, worker.TwinError(v.ID)
 		}
 	}
-	rev, ok, err = v.Store.Update(c, store.Ephemeral, key, presenceValue(v, nonce), e.Revision)
+	rev, ok, err = v.Store.Update(c, store.Ephemeral, key, presenceValue(v, nonce, nil), e.Revision)
 	if err != nil {
 		return 0, worker.StoreErr("announcing presence", err)
 	}

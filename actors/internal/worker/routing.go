@@ -94,8 +94,8 @@ var routes = []route{
 	// Tenancies: the root's registry is their one owner.
 	{Msgs: types(messages.EndTenancy{}), From: RoleSplitWriter, To: []Role{RoleRoot}, note: "a fence seen in the split record"},
 	{Msgs: types(messages.EndTenancy{}), From: RoleCommitWriter, To: []Role{RoleRoot}, note: "a fenced or completed commit"},
-	{Msgs: types(messages.TenancyStarted{}), From: RoleRoot, To: []Role{RoleSplitWriter, RoleRevoke}, note: "the registry's changes, each once; followers keep a derived view"},
-	{Msgs: types(messages.TenancyEnded{}), From: RoleRoot, To: []Role{RoleSplitWriter, RoleRevoke, RoleCommitWriter}, note: "the commit writer closes the tenancy's progress cell"},
+	{Msgs: types(messages.TenancyStarted{}), From: RoleRoot, To: []Role{RoleSplitWriter, RoleRevoke, RoleLease}, note: "the registry's changes, each once; followers keep a derived view"},
+	{Msgs: types(messages.TenancyEnded{}), From: RoleRoot, To: []Role{RoleSplitWriter, RoleRevoke, RoleCommitWriter, RoleLease}, note: "the commit writer closes the tenancy's progress cell; the lease drops its estimate"},
 	{Msgs: types(OpenCell{}), From: RoleRoot, To: []Role{RoleCommitWriter}, note: "the progress record the claim's fence left, before Gained"},
 	{Msgs: types(messages.HandBackResolved{}), From: RoleSplitWriter, To: []Role{RoleRoot}, note: "relayed by the root"},
 	{Msgs: types(messages.HandBackResolved{}), From: RoleRoot, To: []Role{RoleRevoke}, note: "always after the tenancy's TenancyEnded: one ordered stream"},
@@ -105,6 +105,8 @@ var routes = []route{
 	// Commits.
 	{Msgs: types(CommitRequest{}), From: RoleHandle, To: []Role{RoleCommitWriter}, note: "Commit, CommitFinal; answered by a CommitResult"},
 	{Msgs: types(messages.CommitLanded{}), From: RoleCommitWriter, To: []Role{RoleRevoke}},
+	// Runtime splits.
+	{Msgs: types(RemainingReported{}), From: RoleHandle, To: []Role{RoleLease}, note: "ReportRemaining; the next presence renewal carries the largest"},
 	// Handle commands (requests: the reply goes to the caller).
 	{Msgs: types(messages.StartJob{}, messages.FailSplit{}, messages.ReleaseSplits{}, messages.DepartJob{}), From: RoleHandle, To: []Role{RoleRoot}},
 	{Msgs: types(messages.DeclineRevoke{}), From: RoleHandle, To: []Role{RoleRevoke}, note: "the revoke actor forces it through the root"},
