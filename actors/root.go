@@ -171,8 +171,21 @@ func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 		r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
 		return
 	}
-	r.v.Route(worker.RoleRoot, worker.OpenCell{Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev})
-	r.v.Outbox.Push(coordination.Gained{Split: m.Spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
+	r.v.Route(worker.RoleRoot, worker.OpenCell{Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev, Generation: m.Generation})
+	// A cut split is read from its primary's descriptor (docs/protocol.md,
+	// "Runtime split").
+	spec := m.Spec
+	spec.Descriptor = gainedDescriptor(m.Fence.DescriptorOr(spec.Descriptor))
+	r.v.Outbox.Push(coordination.Gained{Split: spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
+}
+
+// gainedDescriptor is the descriptor a Gained carries: d copied, an empty
+// one as nil (coordination.SplitSpec).
+func gainedDescriptor(d []byte) []byte {
+	if len(d) == 0 {
+		return nil
+	}
+	return append([]byte{}, d...)
 }
 
 func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {

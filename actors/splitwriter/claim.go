@@ -17,7 +17,9 @@ const fenceTries = 8
 // claimSplit runs the claim protocol (docs/protocol.md, "Claim protocol")
 // for m, or a quarantine on takeover: confirm the owner's session ended,
 // read the spec (claims only), CAS the split record, then fence the
-// progress record. It runs on its own goroutine.
+// progress record and roll forward the cut it carries, if any
+// (docs/protocol.md, "Runtime split", "Roll-forward"). It runs on its own
+// goroutine.
 func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) claimed {
 	cand, base, rev := m.Candidate, m.Record, m.RecordRev
 	if cand.Confirm {
@@ -26,7 +28,7 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 			return claimed{outcome: worker.CASFenced, retry: err != nil}
 		}
 	}
-	var spec coordination.SplitSpec
+	var spec protocol.SpecRecord
 	if !cand.Quarantine {
 		var err error
 		if spec, err = readSpec(ctx, v, cand.ID); err != nil {
@@ -50,11 +52,22 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 		v.FatalIf(err)
 		return claimed{outcome: oc, retry: err != nil}
 	}
-	d := claimed{outcome: worker.CASLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine, spec: spec}
+	d := claimed{outcome: worker.CASLanded, rec: want, rev: uint64(r), kind: cand.Kind, quar: cand.Quarantine, spec: spec.Spec(), gen: spec.Generation}
 	if cand.Quarantine {
 		return d
 	}
 	prog, progRev, res := fenceProgress(ctx, v, cand.ID, want.Epoch, base.Epoch == 0, now)
+	if (res == fenceWon || res == fenceCompleted) && prog.Cut != nil {
+		// The fenced record's cut may not have its residual yet: create it
+		// before the tenancy begins or the split completes; the claim fails
+		// like a fence that could not be written if it does not confirm.
+		if err := worker.CreateResidual(ctx, v, cand.ID, *prog.Cut, spec.Generation); err != nil {
+			if !v.FatalIf(err) {
+				v.Log.Warn("roll-forward of a cut did not confirm; will retry the claim", "split", cand.ID, "epoch", want.Epoch, "err", err)
+			}
+			res = fenceFailed
+		}
+	}
 	switch res {
 	case fenceWon:
 		d.prog, d.progRev = prog, progRev
@@ -80,23 +93,19 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 	return d
 }
 
-// readSpec reads split id's spec. A split record implies its spec (seeding
-// writes it first), so a missing one was deleted outside the library:
-// Fatal.
-func readSpec(ctx context.Context, v *worker.Env, id coordination.SplitID) (coordination.SplitSpec, error) {
+// readSpec reads split id's spec record. A split record implies its spec
+// (seeding, or a cut's residual, writes it first), so a missing one was
+// deleted outside the library: Fatal.
+func readSpec(ctx context.Context, v *worker.Env, id coordination.SplitID) (protocol.SpecRecord, error) {
 	key := protocol.SpecKey(id)
 	e, found, err := v.Store.Get(ctx, store.Durable, key)
 	switch {
 	case err != nil:
-		return coordination.SplitSpec{}, err
+		return protocol.SpecRecord{}, err
 	case !found:
-		return coordination.SplitSpec{}, worker.SpecMissing(id, key)
+		return protocol.SpecRecord{}, worker.SpecMissing(id, key)
 	}
-	s, err := protocol.DecodeSpec(key, e.Value, v.FPHash.Load())
-	if err != nil {
-		return coordination.SplitSpec{}, err
-	}
-	return s.Spec(), nil
+	return protocol.DecodeSpec(key, e.Value, v.FPHash.Load())
 }
 
 // sessionLive reads instance's presence and reports whether it still

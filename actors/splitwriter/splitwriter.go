@@ -507,7 +507,7 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 	default:
 		sw.v.Metrics.Acquired(d.kind.AcquisitionReason())
 		sw.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		sw.v.Route(worker.RoleSplitWriter, recordmsg.ClaimWon{Spec: d.spec, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
+		sw.v.Route(worker.RoleSplitWriter, recordmsg.ClaimWon{Spec: d.spec, Generation: d.gen, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
 	}
 }
 

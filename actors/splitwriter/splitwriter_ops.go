@@ -129,6 +129,7 @@ type claimed struct {
 	rev     uint64               // its revision; 0 if none
 	kind    protocol.ClaimKind   // the kind that won
 	spec    coordination.SplitSpec
+	gen     uint64                  // the spec record's generation (a residual's spec copies it)
 	quar    bool                    // the write quarantined the split
 	prog    protocol.ProgressRecord // the progress fence
 	progRev uint64

@@ -9,9 +9,12 @@ import (
 // split-writer actor holds the split at Epoch; the root registers the tenancy and
 // emits Gained.
 type ClaimWon struct {
-	Spec  coordination.SplitSpec
-	Epoch uint64
-	Nonce string // the session that claimed it
+	Spec coordination.SplitSpec
+	// Generation is the spec record's generation: the spec of a residual
+	// cut from the split copies it (docs/protocol.md, "Runtime split").
+	Generation uint64
+	Epoch      uint64
+	Nonce      string // the session that claimed it
 	// Fence is the progress record the claim fenced, at FenceRev; Gained
 	// carries its progress.
 	Fence    protocol.ProgressRecord

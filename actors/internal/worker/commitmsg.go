@@ -14,6 +14,9 @@ type OpenCell struct {
 	Epoch uint64
 	Prog  protocol.ProgressRecord
 	Rev   uint64
+	// Generation is the split's spec generation, which the spec of a
+	// residual cut from it copies (docs/protocol.md, "Runtime split").
+	Generation uint64
 }
 
 // CommitRequest asks for one commit of progress on the tenancy (split,

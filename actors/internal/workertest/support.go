@@ -70,6 +70,7 @@ type FaultyStore struct {
 	Mu          sync.Mutex
 	LandThenErr string // key: the next durable Update lands, then reports Retryable
 	FailGet     string // key: the next durable Get fails
+	FailCreate  string // key: the next durable Create fails without writing
 }
 
 // NewEnv is a minimal environment for driving the write functions directly.
@@ -144,6 +145,19 @@ func (s *FaultyStore) Update(ctx context.Context, ks store.Keyspace, key string,
 		return 0, false, coordination.Errorf(coordination.Retryable, "injected: reply lost after the write landed")
 	}
 	return r, ok, err
+}
+
+func (s *FaultyStore) Create(ctx context.Context, ks store.Keyspace, key string, v []byte) (store.Revision, bool, error) {
+	s.Mu.Lock()
+	hit := ks == store.Durable && key == s.FailCreate
+	if hit {
+		s.FailCreate = ""
+	}
+	s.Mu.Unlock()
+	if hit {
+		return 0, false, coordination.Errorf(coordination.Retryable, "injected: create failed")
+	}
+	return s.Store.Create(ctx, ks, key, v)
 }
 
 func (s *FaultyStore) Get(ctx context.Context, ks store.Keyspace, key string) (store.Entry, bool, error) {
