@@ -39,7 +39,7 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	ctx, cancel := examplekit.WorkContext(ctx, o.Timeout)
 	defer cancel()
 
-	ds := newDataset(o.splits, o.records)
+	ds := datasetOf(o)
 	plan := planner{ds: ds}
 	job := jobOf(o, plan)
 	srv, err := openNATS(o, job, stage, stderr)
@@ -90,7 +90,8 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 
 	stage.Set("running the workers")
 	start := time.Now()
-	errs := runFleet(ctx, o, plan, sink, workers, f, srv, disp, stderr)
+	meter := &idleMeter{workers: workers, lanes: o.lanes, planned: ds.records - before.delivered}
+	errs := runFleet(ctx, o, plan, sink, workers, f, srv, disp, meter, stderr)
 	elapsed := time.Since(start)
 	stage.Set("reading the ledger")
 	if err := sink.refresh(context.WithoutCancel(ctx)); err != nil {
@@ -99,6 +100,8 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 	timedOut := examplekit.TimedOut(ctx)
 	rep := newReport(o.Instance, ds, tallyOf(ds, sink.snapshot()), workers, f, elapsed, errs, ctx.Err() != nil && !timedOut)
 	rep.Resume = srv.resumeHint()
+	rep.TailIdle = meter.idle
+	rep.Ideal = idealMakespan(ds.records-before.delivered, len(workers)*o.lanes, o.pace)
 	if timedOut {
 		rep.Errors = append(rep.Errors, fmt.Sprintf("gave up after -timeout %s (the work stops %s before it, to shut down within it)", o.Timeout, examplekit.ShutdownReserve(o.Timeout)))
 		rep.Outcome = outcomeFailed
@@ -119,8 +122,9 @@ func backfill(ctx context.Context, o *options, mode int, stdout, stderr io.Write
 func newWorkers(o *options, open func() (store.Store, error), sink *ledger, f *fleet, logger *slog.Logger, reg prometheus.Registerer) ([]*worker, error) {
 	runID := randomHex(4)
 	var workers []*worker
+	lc := laneConfig{pace: newReadPace(o.pace), pauseAfter: o.pauseAt, lanes: o.lanes, runtimeSplit: o.runtimeSplit}
 	for _, name := range o.Names(o.workers) {
-		w, err := newWorker(name, runID, open, sink, newReadPace(o.pace), o.pauseAt, f, logger, reg)
+		w, err := newWorker(name, runID, open, sink, lc, f, logger, reg)
 		if err != nil {
 			return nil, err
 		}
@@ -131,7 +135,7 @@ func newWorkers(o *options, open func() (store.Store, error), sink *ledger, f *f
 
 // runFleet runs the workers, and the crash and the outage the flags ask for,
 // until every worker's run returned; it returns the workers' errors.
-func runFleet(ctx context.Context, o *options, plan planner, sink *ledger, workers []*worker, f *fleet, srv *natsServer, disp *display, stderr io.Writer) []error {
+func runFleet(ctx context.Context, o *options, plan planner, sink *ledger, workers []*worker, f *fleet, srv *natsServer, disp *display, meter *idleMeter, stderr io.Writer) []error {
 	disp.run(workers)
 	defer disp.finish()
 	errs := make([]error, len(workers))
@@ -142,6 +146,7 @@ func runFleet(ctx context.Context, o *options, plan planner, sink *ledger, worke
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	var faults sync.WaitGroup
+	faults.Go(func() { meter.run(ctx, done) })
 	if o.Instance == "" && o.crashAt > 0 {
 		faults.Go(func() { crashAtFraction(ctx, done, o.crashAt, plan.ds, sink, workers, f, disp.note) })
 	}
@@ -155,6 +160,16 @@ func runFleet(ctx context.Context, o *options, plan planner, sink *ledger, worke
 	faults.Wait()
 	wg.Wait()
 	return errs
+}
+
+// idealMakespan is the wall time of records read by lanes lanes at pace
+// records per second each with none ever idle: the bound a perfect division
+// of the work reaches.
+func idealMakespan(records int64, lanes int, pace int64) time.Duration {
+	if lanes < 1 || pace < 1 {
+		return 0
+	}
+	return time.Duration(float64(records) / float64(int64(lanes)*pace) * float64(time.Second))
 }
 
 // auditJob runs coordctl audit on the job and adds its lines to rep; a

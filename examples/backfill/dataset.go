@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/spate-go/coordination"
 )
@@ -42,8 +43,9 @@ type dataSplit struct {
 // split and record counts, so every process that runs with the same flags
 // plans exactly the same job.
 type dataset struct {
-	records int64
-	splits  []dataSplit
+	records     int64
+	splits      []dataSplit
+	misestimate bool // every split weighs the same, whatever its records (newMisestimated)
 }
 
 // newDataset cuts records into n splits of uneven, deterministic sizes: most
@@ -107,6 +109,9 @@ func (ds *dataset) describe() string {
 		}
 		largest = max(largest, n)
 	}
+	if ds.misestimate {
+		return fmt.Sprintf("-misestimate: splits of %s to %s records, every one weighing %d: the planner cannot tell the one of a quarter of the records from the rest", human(smallest), human(largest), ds.weight(0))
+	}
 	d := fmt.Sprintf("splits of %s to %s records, each weighing its record count", human(smallest), human(largest))
 	if empty > 0 {
 		d += fmt.Sprintf("; %s at weight 1 (a weight of 0 counts as 1), so the job weighs %d", count(empty, "empty split"), weight)
@@ -142,8 +147,72 @@ func (ds *dataset) spec(i int) coordination.SplitSpec {
 	return coordination.SplitSpec{
 		ID:         s.ID,
 		Descriptor: encodeDescriptor(s.Range),
-		Weight:     uint64(max(1, s.Range.Len())),
+		Weight:     ds.weight(i),
 	}
+}
+
+// weight is split i's weight: its record count, or with misestimate the
+// average split's, whatever split i holds.
+func (ds *dataset) weight(i int) uint64 {
+	if ds.misestimate {
+		return uint64(max(1, ds.records/int64(len(ds.splits))))
+	}
+	return uint64(max(1, ds.splits[i].Range.Len()))
+}
+
+// newMisestimated is the data set of -misestimate: one split in the middle
+// holds a quarter of the records, the others share the rest evenly, and
+// the planner weighs every split the same, as a planner that cannot count
+// the rows of a key range would.
+func newMisestimated(n int, records int64) *dataset {
+	big := n / 2
+	sizes := make([]int64, n)
+	sizes[big] = records / 4
+	if n == 1 {
+		sizes[big] = records
+	}
+	rest := records - sizes[big]
+	for i, left := 0, rest%max(1, int64(n-1)); i < n; i++ {
+		if i == big {
+			continue
+		}
+		sizes[i] = rest / int64(n-1)
+		if left > 0 {
+			sizes[i]++
+			left--
+		}
+	}
+	ds := &dataset{records: records, splits: make([]dataSplit, n), misestimate: true}
+	width := max(3, len(fmt.Sprint(n-1)))
+	var start int64
+	for i, size := range sizes {
+		ds.splits[i] = dataSplit{ID: coordination.SplitID(fmt.Sprintf("part-%0*d", width, i)), Range: recordRange{Start: start, End: start + size}}
+		start += size
+	}
+	return ds
+}
+
+// holder returns the id of the split whose range holds record n (the last
+// split for a record past the end).
+func (ds *dataset) holder(n int64) coordination.SplitID {
+	i, _ := slices.BinarySearchFunc(ds.splits, n, func(s dataSplit, n int64) int {
+		switch {
+		case s.Range.End <= n:
+			return -1
+		case s.Range.Start > n:
+			return 1
+		}
+		return 0
+	})
+	return ds.splits[min(i, len(ds.splits)-1)].ID
+}
+
+// datasetOf returns the data set the flags describe.
+func datasetOf(o *options) *dataset {
+	if o.misestimate {
+		return newMisestimated(o.splits, o.records)
+	}
+	return newDataset(o.splits, o.records)
 }
 
 // planner plans the backfill job: one final plan holding every split of the
@@ -156,7 +225,11 @@ type planner struct {
 // so processes started with different -splits or -records refuse to share a
 // job instead of mixing two plans.
 func (p planner) Fingerprint() string {
-	return fmt.Sprintf("backfill/v1 splits=%d records=%d", len(p.ds.splits), p.ds.records)
+	fp := fmt.Sprintf("backfill/v1 splits=%d records=%d", len(p.ds.splits), p.ds.records)
+	if p.ds.misestimate {
+		fp += " misestimate"
+	}
+	return fp
 }
 
 // Plan returns every split at once; the enumeration is complete (PlanFinal),

@@ -30,6 +30,10 @@ type options struct {
 	verify   bool
 	audit    bool
 	data     string
+
+	lanes        int  // -lanes: splits each worker reads at once (Config.MaxInFlight)
+	misestimate  bool // -misestimate: equal weights, one split of a quarter of the records
+	runtimeSplit bool // -runtime-split: the source lets the leader cut straggling splits
 }
 
 // usageText heads the -h output and every flag error.
@@ -70,6 +74,9 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 	f.BoolVar(&o.verify, "verify", false, "only read the job's ledger on -nats or -postgres and report whether every record was delivered (same -splits, -records or -job as the run)")
 	f.BoolVar(&o.audit, "audit", true, "after a completed run, audit the job's write history like coordctl audit (fencing invariants per split) and fail on a violation")
 	f.StringVar(&o.data, "data", "", "store directory of the embedded NATS server, held by one run at a time and kept until the job completes so a rerun resumes (default: the job's directory under the system temp dir, or one of this run's own while another run holds that)")
+	f.IntVar(&o.lanes, "lanes", 8, "splits each worker reads at once (its lanes, Config.MaxInFlight)")
+	f.BoolVar(&o.misestimate, "misestimate", false, "weigh every split the same while one holds a quarter of the records, as a planner that guessed wrong would (a job of its own)")
+	f.BoolVar(&o.runtimeSplit, "runtime-split", true, "let the leader cut a straggling split at runtime when lanes run dry (the source implements driver.Splitter); false reads every split as planned")
 	if err := f.Parse(args); err != nil {
 		return nil, err
 	}
@@ -104,6 +111,8 @@ func parseFlags(args []string, f *examplekit.Flags) (*options, error) {
 		return nil, f.Bad("-outage-at must be a fraction in (0, 1), got %g", o.outageAt)
 	case o.pauseAt < 0:
 		return nil, f.Bad("-pause-after must not be negative, got %s", o.pauseAt)
+	case o.lanes < 1 || o.lanes > 1024:
+		return nil, f.Bad("-lanes must be 1..1024, got %d", o.lanes)
 	case o.pace < 1:
 		return nil, f.Bad("-pace must be at least 1 record per second, got %d", o.pace)
 	case o.verify && o.NATS == "" && o.postgres == "":

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/spate-go/coordination/internal/protocol"
 	"slices"
 	"strings"
 	"sync"
@@ -303,6 +304,7 @@ type tally struct {
 	deliveries int64            // every delivery, duplicates included
 	byWorker   map[string]int64 // deliveries per worker instance
 	gaps       []recordRange    // planned records never delivered, in order
+	residuals  int              // splits cut off at runtime that delivered records
 }
 
 // lost returns the planned records never delivered.
@@ -311,18 +313,26 @@ func (t tally) lost() int64 { return t.planned - t.delivered }
 // duplicates returns the deliveries beyond each record's first.
 func (t tally) duplicates() int64 { return t.deliveries - t.delivered }
 
-// tallyOf tallies entries against the data set ds.
+// tallyOf tallies entries against the data set ds. A delivery counts for
+// the planned split whose range holds it, whichever split id it was read
+// under: a runtime split's residual reads part of its parent's range.
 func tallyOf(ds *dataset, entries []delivery) tally {
 	t := tally{planned: ds.records, byWorker: map[string]int64{}}
 	bySplit := map[coordination.SplitID][]recordRange{}
+	residuals := map[coordination.SplitID]bool{}
 	for _, d := range entries {
 		if d.End <= d.Start {
 			continue
 		}
 		t.deliveries += d.End - d.Start
 		t.byWorker[d.Worker] += d.End - d.Start
-		bySplit[d.Split] = append(bySplit[d.Split], recordRange{Start: d.Start, End: d.End})
+		if _, ok := protocol.ParseResidualID(d.Split); ok {
+			residuals[d.Split] = true
+		}
+		id := ds.holder(d.Start)
+		bySplit[id] = append(bySplit[id], recordRange{Start: d.Start, End: d.End})
 	}
+	t.residuals = len(residuals)
 	for _, s := range ds.splits {
 		rs := bySplit[s.ID]
 		slices.SortFunc(rs, func(a, b recordRange) int { return int(a.Start - b.Start) })

@@ -50,9 +50,12 @@ type report struct {
 	Local      int64 // deliveries by the workers of this process
 	Gaps       []recordRange
 	Elapsed    time.Duration
-	Crash      string // crash and recovery summary, "" without a crash
-	Takeovers  int    // splits this process resumed after another tenancy
-	Moves      int    // cooperative moves (drained hand-backs) in this process
+	Crash      string        // crash and recovery summary, "" without a crash
+	Residuals  int           // splits cut off at runtime that delivered records, from the ledger
+	TailIdle   time.Duration // lane-time this process's lanes idled while records remained
+	Ideal      time.Duration // this run's records over all its lanes at the pace; 0 unknown
+	Takeovers  int           // splits this process resumed after another tenancy
+	Moves      int           // cooperative moves (drained hand-backs) in this process
 	Workers    []workerShare
 	Errors     []string // worker failures
 	Audit      []string // the lines of the final audit (coordctl audit), nil without one
@@ -72,6 +75,7 @@ func newReport(instance string, ds *dataset, t tally, workers []*worker, f *flee
 		Deliveries: t.deliveries,
 		Duplicates: t.duplicates(),
 		Gaps:       t.gaps,
+		Residuals:  t.residuals,
 		Elapsed:    elapsed,
 		Resume:     "run again to resume",
 	}
@@ -164,6 +168,13 @@ func (r *report) write(w io.Writer) {
 	}
 	if !r.Verify {
 		line("elapsed", "%.1fs", r.Elapsed.Seconds())
+		if r.Ideal > 0 && r.Instance == "" {
+			line("ideal", "%.1fs (every lane busy at -pace until the end: elapsed is %.2fx it)", r.Ideal.Seconds(), r.Elapsed.Seconds()/r.Ideal.Seconds())
+		}
+	}
+	line("runtime splits", "%d", r.Residuals)
+	if !r.Verify {
+		line("tail idle", "%.1f lane-seconds (lanes idle while records remained)", r.TailIdle.Seconds())
 	}
 	if r.Crash != "" {
 		line("crash", "%s", r.Crash)

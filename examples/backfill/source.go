@@ -57,6 +57,10 @@ type source struct {
 	delivered atomic.Int64 // records this worker delivered, duplicates included
 	share     atomic.Int64 // records of the splits this worker was given, from where it resumed
 	completed atomic.Int64 // splits this worker read to their end
+	cuts      atomic.Int64 // cuts this worker's lanes made (TrySplit ok)
+	reading   atomic.Int64 // lanes whose reader is reading, for the tail-idle figure
+
+	noCut bool // -runtime-split=false: TrySplit refuses and Remaining reports nothing
 
 	mu        sync.Mutex
 	finishing []coordination.SplitID // lanes that reached end of input since TakeFinishing
@@ -74,12 +78,15 @@ type lane struct {
 	partition driver.PartitionID
 	split     coordination.SplitID
 	key       string      // its ledger key
-	records   recordRange // the split's records
+	records   recordRange // the split's records as opened (a runtime cut moves end, not this)
 	resume    int64       // where this tenancy started reading
 	started   bool        // its reader was started; Run's goroutine only
 	waker     *coordination.Waker
 
 	acked    atomic.Int64  // one past the last acknowledged (recorded) record
+	end      atomic.Int64  // one past the lane's last record: records.End until a cut moves it down
+	cutMu    sync.Mutex    // orders TrySplit against the reader taking its next batch
+	taken    int64         // one past the last record the reader has taken (guarded by cutMu)
 	draining atomic.Bool   // intake stopped for a revocation
 	gate     sync.Mutex    // guards resumed
 	resumed  chan struct{} // non-nil while paused; closed by resumeIntake
@@ -159,6 +166,8 @@ func (s *source) OpenSplit(o driver.Opening) error {
 		stop:      make(chan struct{}),
 	}
 	l.acked.Store(resume)
+	l.end.Store(records.End)
+	l.taken = resume
 	s.lanes[o.Split.ID] = l
 	l.waker = o.Waker
 	s.held.Add(1)
@@ -174,7 +183,7 @@ func (s *source) StartLanes(lanes []driver.Lane) {
 			continue
 		}
 		l.started = true
-		s.share.Add(l.records.End - l.resume)
+		s.share.Add(l.end.Load() - l.resume)
 		var prev *delivery
 		if d, ok := s.sink.previous(l.split, l.key); ok {
 			prev = &d
@@ -189,10 +198,12 @@ func (s *source) StartLanes(lanes []driver.Lane) {
 // the lane is halted or draining, or when the worker crashes.
 func (s *source) read(l *lane) {
 	defer close(l.quiet)
+	s.reading.Add(1)
+	defer s.reading.Add(-1)
 	timer := time.NewTimer(s.pace.interval)
 	defer timer.Stop()
 	pos := l.resume
-	for pos < l.records.End {
+	for pos < l.end.Load() {
 		if l.draining.Load() {
 			return // intake stopped at a batch boundary: everything read is acknowledged
 		}
@@ -214,7 +225,10 @@ func (s *source) read(l *lane) {
 			}
 			continue
 		}
-		end := min(pos+s.pace.batch, l.records.End)
+		end := l.take(pos, s.pace.batch)
+		if end <= pos {
+			break // cut at pos
+		}
 		if err := s.sink.record(l.key, delivery{Split: l.split, Worker: s.name, Start: l.resume, End: end}); err != nil {
 			continue // not acknowledged: retried at the next tick
 		}
@@ -256,12 +270,13 @@ func (s *source) EncodeCommit(split coordination.SplitID, watermark int64) (coor
 	if l == nil {
 		return coordination.SplitProgress{}, fmt.Errorf("split %s: commit for a split that is not open", split)
 	}
-	if watermark < l.records.Start || watermark > l.records.End {
-		return coordination.SplitProgress{}, fmt.Errorf("split %s: watermark %d is outside its records %s", split, watermark, l.records)
+	end := l.end.Load()
+	if watermark < l.records.Start || watermark > end {
+		return coordination.SplitProgress{}, fmt.Errorf("split %s: watermark %d is outside its records %s", split, watermark, recordRange{Start: l.records.Start, End: end})
 	}
 	return coordination.SplitProgress{
 		Watermark: watermark,
-		Completed: watermark == l.records.End && !l.draining.Load(),
+		Completed: watermark == end && !l.draining.Load(),
 	}, nil
 }
 
@@ -271,10 +286,10 @@ func (s *source) EncodeCommit(split coordination.SplitID, watermark int64) (coor
 // still reading) it returns nil.
 func (s *source) Sweep(split coordination.SplitID) (*coordination.SplitProgress, error) {
 	l := s.lanes[split]
-	if l == nil || l.draining.Load() || l.acked.Load() < l.records.End {
+	if l == nil || l.draining.Load() || l.acked.Load() < l.end.Load() {
 		return nil, nil
 	}
-	return &coordination.SplitProgress{Watermark: l.records.End, Completed: true}, nil
+	return &coordination.SplitProgress{Watermark: l.end.Load(), Completed: true}, nil
 }
 
 // CloseSplit halts the split's reader without waiting for it and moves the
@@ -307,8 +322,8 @@ func (s *source) StopLanes(ids []driver.LaneID) {
 		if l := s.closed[id]; l != nil {
 			delete(s.closed, id)
 			s.quiesce(l)
-			end := laneEnd{split: l.split, records: l.records, acked: l.acked.Load(), drained: l.draining.Load()}
-			end.complete = end.acked == l.records.End
+			end := laneEnd{split: l.split, records: recordRange{Start: l.records.Start, End: l.end.Load()}, acked: l.acked.Load(), drained: l.draining.Load()}
+			end.complete = end.acked == end.records.End
 			if end.complete {
 				s.completed.Add(1)
 			}

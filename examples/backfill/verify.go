@@ -10,7 +10,7 @@ import (
 // creates nothing: a job with no ledger there is "no such job", naming the
 // job it looked for and how that name was chosen.
 func verify(ctx context.Context, o *options) (*report, error) {
-	ds := newDataset(o.splits, o.records)
+	ds := datasetOf(o)
 	var sink *ledger
 	var err error
 	if o.postgres != "" {

@@ -32,6 +32,14 @@ func workerConfig(name string, logger *slog.Logger, reg prometheus.Registerer) c
 	return cfg
 }
 
+// laneConfig is what the flags set of each worker's lanes.
+type laneConfig struct {
+	pace         readPace      // how fast a lane reads
+	pauseAfter   time.Duration // driver.WithPauseAfter; 0 is the default
+	lanes        int           // Config.MaxInFlight; 0 keeps the default
+	runtimeSplit bool          // the source cuts lanes when asked
+}
+
 // Outcomes of a worker's run.
 const (
 	stateRunning int32 = iota
@@ -82,18 +90,23 @@ type worker struct {
 
 // newWorker builds worker name on a store of its own from open. No I/O
 // happens until run.
-func newWorker(name, run string, open func() (store.Store, error), sink *ledger, pace readPace, pauseAfter time.Duration, f *fleet,
+func newWorker(name, run string, open func() (store.Store, error), sink *ledger, lc laneConfig, f *fleet,
 	logger *slog.Logger, reg prometheus.Registerer) (*worker, error) {
 	st, err := open()
 	if err != nil {
 		return nil, err
 	}
-	c, err := examplekit.Spawn(st, workerConfig(name, logger, reg))
+	cfg := workerConfig(name, logger, reg)
+	if lc.lanes > 0 {
+		cfg.MaxInFlight = lc.lanes
+	}
+	c, err := examplekit.Spawn(st, cfg)
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	w := assemble(c.InstanceID(), run, c, c.Abort, st.Close, sink, pace, f, logger)
-	w.pauseAfter = pauseAfter
+	w := assemble(c.InstanceID(), run, c, c.Abort, st.Close, sink, lc.pace, f, logger)
+	w.pauseAfter = lc.pauseAfter
+	w.src.noCut = !lc.runtimeSplit
 	return w, nil
 }
 
