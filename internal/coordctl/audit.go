@@ -22,6 +22,13 @@ const (
 	ruleDeleted         = "record-deleted"        // a plan, spec, split or progress record was deleted
 	ruleUnreadable      = "record-unreadable"     // a record the codecs reject
 	rulePlanFingerprint = "fingerprint-changed"   // the plan record changed its fingerprint
+
+	// docs/protocol.md, "Runtime split".
+	ruleResidualUncut   = "residual-before-cut"       // a residual's split record before its parent's cut was durable
+	ruleCutDropped      = "cut-dropped"               // a progress write lost the cut or primary the record carried
+	ruleCutRewritten    = "cut-rewritten"             // one cut recorded twice with different residuals
+	ruleCutUnconfirmed  = "cut-replaced-unconfirmed"  // a cut replaced before its residual existed
+	ruleCompletedBefore = "completed-before-residual" // a parent completed before its latest cut's residual existed
 )
 
 // violation is one broken invariant, with the revisions involved (PrevRev
@@ -71,6 +78,7 @@ type splitTrack struct {
 	progress    *protocol.ProgressRecord
 	progressRev uint64
 	claims      map[uint64]string
+	cuts        map[coordination.SplitID]bool // residual ids the split's progress history recorded
 }
 
 func newAuditor() *auditor {
@@ -161,7 +169,7 @@ func (a *auditor) record(kind protocol.KeyKind, ev store.WatchEvent) {
 func (a *auditor) track(id coordination.SplitID) *splitTrack {
 	t, ok := a.splits[id]
 	if !ok {
-		t = &splitTrack{claims: map[uint64]string{}}
+		t = &splitTrack{claims: map[uint64]string{}, cuts: map[coordination.SplitID]bool{}}
 		a.splits[id] = t
 	}
 	return t
@@ -172,6 +180,9 @@ func (a *auditor) splitVersion(key string, rev uint64, r protocol.SplitRecord) {
 	t := a.track(r.ID)
 	if t.split == nil && r.Epoch > 0 {
 		a.truncated[r.ID] = true // a split record is created at epoch 0
+	}
+	if t.split == nil && r.Parent != "" && !a.truncated[r.Parent] && !a.track(r.Parent).cuts[r.ID] {
+		a.violate(ruleResidualUncut, key, rev, 0, fmt.Sprintf("the residual of %s appeared before any progress write of %s recorded its cut; a residual exists only after its parent's narrowing is durable", r.Parent, r.Parent))
 	}
 	if p := t.split; p != nil {
 		requeue := isRequeue(*p, r)
@@ -204,7 +215,11 @@ func (a *auditor) progressVersion(key string, rev uint64, r protocol.ProgressRec
 	if t.progress == nil && r.Epoch > 0 && r.Watermark != nil {
 		a.truncated[r.ID] = true // a progress record is created by a seed (epoch 0) or a fence (no watermark)
 	}
+	if r.Cut != nil {
+		t.cuts[r.Cut.ID] = true
+	}
 	if p := t.progress; p != nil {
+		a.cutVersion(key, rev, t, *p, r)
 		if p.Completed {
 			a.violate(ruleTerminal, key, rev, t.progressRev, fmt.Sprintf("the progress record was completed and was written again (epoch %d, owner %s); a completed progress record is final", r.Epoch, orNone(r.Owner)))
 		}
@@ -224,6 +239,44 @@ func (a *auditor) progressVersion(key string, rev uint64, r protocol.ProgressRec
 		}
 	}
 	t.progress, t.progressRev = &r, rev
+}
+
+// cutVersion checks the runtime-split fields of progress revision r of a
+// split against its previous revision p (docs/protocol.md, "Runtime
+// split"): every write keeps the latest cut until a next cut replaces it,
+// which happens only once the replaced cut's residual exists, and a
+// parent completes only after that too.
+func (a *auditor) cutVersion(key string, rev uint64, t *splitTrack, p, r protocol.ProgressRecord) {
+	switch {
+	case p.Cut != nil && r.Cut == nil, p.Descriptor != nil && r.Descriptor == nil:
+		a.violate(ruleCutDropped, key, rev, t.progressRev, fmt.Sprintf("the record carried the cut of %s and this write dropped it; the residual's records would be read by no one", cutName(p.Cut)))
+	case p.Cut != nil && r.Cut.ID == p.Cut.ID && !sameCut(*p.Cut, *r.Cut):
+		a.violate(ruleCutRewritten, key, rev, t.progressRev, fmt.Sprintf("the cut of %s was recorded again with a different residual (weight %d -> %d, or its descriptor); one cut has one residual", p.Cut.ID, p.Cut.Weight, r.Cut.Weight))
+	case p.Cut != nil && r.Cut.ID != p.Cut.ID && !a.exists(p.Cut.ID):
+		a.violate(ruleCutUnconfirmed, key, rev, t.progressRev, fmt.Sprintf("cut %s replaced cut %s, whose residual has no split record yet", r.Cut.ID, p.Cut.ID))
+	}
+	if r.Completed && !p.Completed && r.Cut != nil && !a.exists(r.Cut.ID) {
+		a.violate(ruleCompletedBefore, key, rev, t.progressRev, fmt.Sprintf("completed while the residual %s of its latest cut had no split record", r.Cut.ID))
+	}
+}
+
+// exists reports whether the split record of id is in the history so far.
+func (a *auditor) exists(id coordination.SplitID) bool {
+	t, ok := a.splits[id]
+	return ok && t.split != nil
+}
+
+// sameCut reports whether two recordings of one cut agree.
+func sameCut(x, y protocol.Cut) bool {
+	return x.ID == y.ID && x.Epoch == y.Epoch && x.Counter == y.Counter && x.Weight == y.Weight && string(x.Descriptor) == string(y.Descriptor)
+}
+
+// cutName renders a cut for a violation, "none" when nil.
+func cutName(c *protocol.Cut) string {
+	if c == nil {
+		return "none"
+	}
+	return string(c.ID)
 }
 
 // isRequeue reports whether c is an operator's requeue of quarantined p

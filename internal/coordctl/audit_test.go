@@ -133,3 +133,40 @@ func wm(w int64) coordination.SplitProgress { return coordination.SplitProgress{
 func wmDone(w int64) coordination.SplitProgress {
 	return coordination.SplitProgress{Watermark: w, Completed: true}
 }
+
+func TestAuditorRuntimeSplitRules(t *testing.T) {
+	fp := protocol.Fingerprint(auditFP)
+	fresh := protocol.SeedSplit("s", fp, 100, nil, 0)
+	claim1 := fresh.Claim("a", "n1", 1, false, 0)
+	fence1 := protocol.FreshProgress("s", fp, "a", 1, 0)
+	c1, _ := fence1.NextCut([]byte("50-100"), 50)
+	cut1 := fence1.CommitCut(wm(10), []byte("0-50"), c1, 0)
+	residual1 := c1.ResidualSplit("s", fp, 0)
+	c2, _ := cut1.NextCut([]byte("30-50"), 20)
+	cut2 := cut1.CommitCut(wm(20), []byte("0-30"), c2, 0)
+	residual2 := c2.ResidualSplit("s", fp, 0)
+	done := cut2.Commit(wmDone(30), 0)
+	other := c1
+	other.Weight, other.Descriptor = 49, []byte("51-100")
+	rewritten := fence1.CommitCut(wm(12), []byte("0-51"), other, 0)
+	tests := []struct {
+		name string
+		h    *history
+		want []string
+	}{
+		{"two cuts, each residual created after its cut, then completed", newHistory().split(fresh).split(claim1).progress(fence1).progress(cut1).split(residual1).
+			progress(cut1.Commit(wm(15), 0)).progress(cut2).split(residual2).progress(done), nil},
+		{"a residual before its cut", newHistory().split(fresh).split(claim1).progress(fence1).split(residual1).progress(cut1), []string{ruleResidualUncut}},
+		{"a commit dropped the cut", newHistory().split(fresh).split(claim1).progress(fence1).progress(cut1).split(residual1).progress(fence1.Commit(wm(15), 0)), []string{ruleCutDropped}},
+		{"one cut recorded with another residual", newHistory().split(fresh).split(claim1).progress(fence1).progress(cut1).progress(rewritten), []string{ruleCutRewritten}},
+		{"a cut replaced before its residual existed", newHistory().split(fresh).split(claim1).progress(fence1).progress(cut1).progress(cut2), []string{ruleCutUnconfirmed}},
+		{"completed before the residual existed", newHistory().split(fresh).split(claim1).progress(fence1).progress(cut1).progress(cut1.Commit(wmDone(50), 0)), []string{ruleCompletedBefore}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.h.rules(); !slices.Equal(got, tt.want) {
+				t.Fatalf("violations = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

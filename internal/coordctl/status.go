@@ -1,6 +1,7 @@
 package coordctl
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -80,6 +81,11 @@ type splitTotals struct {
 	CompletedWeight   uint64 `json:"completed_weight"`
 	RemainingWeight   uint64 `json:"remaining_weight"`
 	QuarantinedWeight uint64 `json:"quarantined_weight"`
+	// Residuals counts the splits cut off running splits at runtime
+	// (docs/protocol.md, "Runtime split"), whatever their state; they are
+	// counted in the totals above too.
+	Residuals      int    `json:"residuals"`
+	ResidualWeight uint64 `json:"residual_weight"`
 }
 
 // quarantineRow is one quarantined split.
@@ -101,6 +107,8 @@ type splitRow struct {
 	Attempts  uint32               `json:"attempts"`
 	Watermark *int64               `json:"watermark"`
 	Weight    uint64               `json:"weight"`
+	// Parent is the split a residual was cut from; "" for a planned split.
+	Parent coordination.SplitID `json:"parent,omitempty"`
 }
 
 // statusOf summarises a reading of the job named name; rows adds one row
@@ -133,6 +141,10 @@ func statusOf(name string, j *job, rows bool) status {
 		r := e.rec
 		t.Total++
 		t.TotalWeight += r.Weight
+		if r.Parent != "" {
+			t.Residuals++
+			t.ResidualWeight += r.Weight
+		}
 		st := splitRunnable
 		switch {
 		case r.Status == protocol.StatusCompleted:
@@ -156,7 +168,7 @@ func statusOf(name string, j *job, rows bool) status {
 		}
 		s.owners[string(r.ID)] = owner{instance: r.Owner, status: st}
 		if rows {
-			row := splitRow{Split: r.ID, Status: st, Owner: r.Owner, Epoch: r.Epoch, Attempts: r.Attempts, Weight: r.Weight}
+			row := splitRow{Split: r.ID, Status: st, Owner: r.Owner, Epoch: r.Epoch, Attempts: r.Attempts, Weight: r.Weight, Parent: r.Parent}
 			if p, ok := j.progress[r.ID]; ok {
 				row.Watermark = p.Watermark
 			}
@@ -227,6 +239,9 @@ func (s status) writeTable(w io.Writer) error {
 	fmt.Fprintf(tw, "quarantined\t%d\t%d\n", t.Quarantined, t.QuarantinedWeight)
 	fmt.Fprintf(tw, "total\t%d\t%d\n", t.Total, t.TotalWeight)
 	fmt.Fprintf(tw, "remaining\t%d\t%d (%s of the weight)\n", t.Remaining, t.RemainingWeight, percent(t.RemainingWeight, t.TotalWeight))
+	if t.Residuals > 0 {
+		fmt.Fprintf(tw, "residuals\t%d\t%d (cut off running splits at runtime; counted above)\n", t.Residuals, t.ResidualWeight)
+	}
 	if len(s.Quarantined) > 0 {
 		fmt.Fprintf(tw, "\nQUARANTINED\tATTEMPTS\tWEIGHT\n")
 		for _, q := range s.Quarantined {
@@ -234,7 +249,12 @@ func (s status) writeTable(w io.Writer) error {
 		}
 	}
 	if len(s.Rows) > 0 {
-		fmt.Fprintf(tw, "\nSPLIT\tSTATUS\tOWNER\tEPOCH\tATTEMPTS\tWATERMARK\tWEIGHT\n")
+		parents := t.Residuals > 0
+		head := "\nSPLIT\tSTATUS\tOWNER\tEPOCH\tATTEMPTS\tWATERMARK\tWEIGHT"
+		if parents {
+			head += "\tPARENT"
+		}
+		fmt.Fprintln(tw, head)
 		for _, r := range s.Rows {
 			own, wm := r.Owner, "-"
 			if own == "" {
@@ -243,7 +263,11 @@ func (s status) writeTable(w io.Writer) error {
 			if r.Watermark != nil {
 				wm = fmt.Sprint(*r.Watermark)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%d\n", r.Split, r.Status, own, r.Epoch, r.Attempts, wm, r.Weight)
+			row := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%s\t%d", r.Split, r.Status, own, r.Epoch, r.Attempts, wm, r.Weight)
+			if parents {
+				row += "\t" + cmp.Or(string(r.Parent), "-")
+			}
+			fmt.Fprintln(tw, row)
 		}
 	}
 	return tw.Flush()

@@ -104,3 +104,38 @@ func TestParseJobNamesTheBadRecord(t *testing.T) {
 		t.Fatalf("parseJob with a corrupt split record = %v, want an error naming job.split.e", err)
 	}
 }
+
+func TestStatusCountsResidualsAndShowsTheirParents(t *testing.T) {
+	durable, ephemeral := jobEntries()
+	fp := protocol.Fingerprint("status-test:v1")
+	c, _ := protocol.FreshProgress("a", fp, "w1", 1, 0).NextCut([]byte("r"), 7)
+	durable = append(durable, store.Entry{Key: protocol.SplitKey(c.ID), Value: protocol.EncodeSplit(c.ResidualSplit("a", fp, 0)), Revision: 2})
+	j, err := parseJob(durable, ephemeral, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := statusOf("j", j, true)
+	if s.Splits.Residuals != 1 || s.Splits.ResidualWeight != 7 || s.Splits.Total != 5 {
+		t.Fatalf("totals = %+v, want 1 residual of weight 7 among 5 splits", s.Splits)
+	}
+	var out strings.Builder
+	if err := s.writeTable(&out); err != nil {
+		t.Fatal(err)
+	}
+	table := out.String()
+	if !strings.Contains(table, "residuals    1") || !strings.Contains(table, "PARENT") {
+		t.Fatalf("table lacks the residual count or the PARENT column:\n%s", table)
+	}
+	found := false
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(line, string(c.ID)+" ") {
+			found = true
+			if !strings.HasSuffix(strings.TrimSpace(line), " a") {
+				t.Fatalf("the residual's row does not name its parent a: %q", line)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no row for the residual %s:\n%s", c.ID, table)
+	}
+}
