@@ -17,6 +17,18 @@ type PresenceObserved struct {
 	Nonce       string
 	MaxInFlight uint32
 	Rev         uint64
+	// Remaining are the member's remaining-work estimates of splits it
+	// holds, the largest first (docs/protocol.md, "Runtime split"); nil
+	// when it reported none or the value was unreadable.
+	Remaining []Estimate
+}
+
+// Estimate is a member's estimate of a held split's remaining work at its
+// tenancy Epoch, in the split's weight units, as its presence carries it.
+type Estimate struct {
+	Split     coordination.SplitID
+	Epoch     uint64
+	Remaining uint64
 }
 
 // PresenceDeleted is a worker presence deletion or expiry.

@@ -28,6 +28,8 @@ type splitFacts struct {
 	status protocol.Status
 	weight uint64
 	seen   bool
+	epoch  uint64               // the record's epoch: the tenancy a cut request is for
+	parent coordination.SplitID // a residual's parent (runtime split); "" otherwise
 }
 
 // fleetView is the leader actor's view of the fleet, the assignment
@@ -44,6 +46,12 @@ type fleetView struct {
 	// that does not lead pays nothing per split for others' records.
 	publishedTo map[coordination.SplitID]string
 	grace       *protocol.Grace // the startup grace window's observations
+	// estimates are each live member's remaining-work estimates, as its
+	// presence last carried them (docs/protocol.md, "Runtime split").
+	estimates map[string][]messages.Estimate
+	// cuts maps a tenancy (parent, epoch) to the highest counter among the
+	// residuals of it the view has seen.
+	cuts map[cutKey]uint64
 }
 
 func newFleetView(startupGrace time.Duration) fleetView {
@@ -54,6 +62,8 @@ func newFleetView(startupGrace time.Duration) fleetView {
 		records:    map[coordination.SplitID]splitFacts{},
 		assigns:    map[string]assignCache{},
 		grace:      protocol.NewGrace(startupGrace),
+		estimates:  map[string][]messages.Estimate{},
+		cuts:       map[cutKey]uint64{},
 	}
 }
 
@@ -72,6 +82,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		}
 		f.members[m.Instance] = m.MaxInFlight
 		f.sessions[m.Instance] = m.Nonce
+		f.observeEstimates(m.Instance, m.Remaining)
 		f.grace.Join(m.Instance, now)
 		delete(f.departedAt, m.Instance)
 	case messages.PresenceDeleted:
@@ -80,6 +91,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		}
 		delete(f.members, m.Instance)
 		delete(f.sessions, m.Instance)
+		delete(f.estimates, m.Instance)
 		f.grace.Leave(m.Instance)
 		if m.Instance != l.v.ID {
 			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
@@ -127,12 +139,14 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 func (l *leaderActor) recordObserved(m recordmsg.RecordObserved, now time.Time) (tick bool) {
 	f := &l.view
 	old := f.records[m.Split]
-	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true}
+	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true,
+		epoch: m.Record.Epoch, parent: m.Record.Parent}
 	f.grace.Claim(m.Split, m.Record.Owner, now)
 	if old == facts {
 		return false
 	}
 	f.records[m.Split] = facts
+	f.observeResidual(m.Split, facts.parent)
 	switch {
 	case !old.seen && l.run.seeding():
 		l.pub.seededMeanwhile()
@@ -271,11 +285,7 @@ func (f *fleetView) knownSplits() map[coordination.SplitID]bool {
 // longest split id (docs/protocol.md, "Size limits"), so no budget a peer
 // advertises can make the leader write a record above the cap.
 func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, valueCap int) protocol.AssignInput {
-	longest := 0
-	for id := range f.records {
-		longest = max(longest, len(id))
-	}
-	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
+	limit := f.laneLimit(valueCap)
 	in := protocol.AssignInput{
 		Members:    make([]string, 0, len(f.members)),
 		Caps:       map[string]int{},
@@ -304,12 +314,25 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 	return in
 }
 
+// laneLimit is the most lanes any member's budget is clamped to:
+// coordination.MaxInFlightLimit, and what one assignment record can carry
+// under the store's value cap valueCap with the view's longest split id
+// (docs/protocol.md, "Size limits").
+func (f *fleetView) laneLimit(valueCap int) int {
+	longest := 0
+	for id := range f.records {
+		longest = max(longest, len(id))
+	}
+	return min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
+}
+
 // snapshot copies what a publish reads beside its input: the cached
 // records, the live members and the open rebalance windows.
 func (f *fleetView) snapshot() (cache map[string]assignCache, members, windows map[string]bool) {
 	cache = make(map[string]assignCache, len(f.assigns))
 	for k, a := range f.assigns {
 		a.rec.Splits = slices.Clone(a.rec.Splits)
+		a.rec.Cuts = slices.Clone(a.rec.Cuts)
 		cache[k] = a
 	}
 	members = make(map[string]bool, len(f.members))

@@ -48,6 +48,7 @@ type leaderActor struct {
 	el   election
 	run  planRunner
 	pub  publisher
+	cut  cutter
 	view fleetView
 }
 
@@ -113,7 +114,9 @@ func (l *leaderActor) Receive(c *actor.Context) {
 	case publishDue:
 		l.pub.taken()
 		if _, _, plan := l.el.planView(); l.phase.Live && plan {
-			l.pub.publish(l.el.working(), &l.view, l.fingerprint)
+			l.pub.publish(l.el.working(), &l.view, l.fingerprint, func() cutRequests {
+				return l.cut.take(l.v.Clock.Now(), l.v.Config.EffectiveCutInterval(), &l.view)
+			})
 		}
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -168,6 +171,9 @@ func (l *leaderActor) heartbeat(c *actor.Context) {
 		l.pub.changed()
 	}
 	l.pub.heartbeat(now, &l.view)
+	if l.el.working() != nil && l.cut.evaluate(now, l.v.Config.EffectiveCutInterval(), &l.view, l.v.Config, l.v.ValueCap) {
+		l.pub.changed()
+	}
 	if l.run.retryDue() {
 		l.runPlan()
 	}
@@ -189,6 +195,7 @@ func (l *leaderActor) tick(c *actor.Context) {
 // election hands out once the generation fence landed.
 func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
 	if w := l.el.fenced(m, l.phase.Over()); w != nil {
+		l.cut.lead(l.v.Clock.Now())
 		l.view.indexPublished()
 		l.pub.changed()
 		l.runPlan()
@@ -237,4 +244,5 @@ func (l *leaderActor) workEnded() {
 	l.view.unindexPublished()
 	l.run.reset()
 	l.pub.stopWork()
+	l.cut.stop()
 }

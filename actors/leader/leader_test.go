@@ -179,6 +179,7 @@ type leaderRig struct {
 	mu      sync.Mutex
 	got     []any
 	planRev uint64
+	revs    uint64 // revisions the rig's observations made up so far
 }
 
 // newLeaderRig runs the leader actor of worker w1 alone. The rig leaves the

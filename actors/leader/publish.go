@@ -93,13 +93,16 @@ func (p *publisher) schedule() {
 func (p *publisher) taken() { p.soon = false }
 
 // publish computes the desired assignment from view (fingerprint is this
-// worker's job) and writes the records that changed, under lead w. It
-// refuses a lead that ended (or none), and does nothing while a publish is
-// in flight or view has no member.
-func (p *publisher) publish(w *lead, view *fleetView, fingerprint string) {
+// worker's job) and writes the records that changed, under lead w, each
+// carrying the cut requests takeCuts (called once the publish starts) has
+// for its member, and the record of each member freshly asked a cut
+// (docs/protocol.md, "Runtime split"). It refuses a lead that ended (or none), and does
+// nothing while a publish is in flight or view has no member.
+func (p *publisher) publish(w *lead, view *fleetView, fingerprint string, takeCuts func() cutRequests) {
 	if w.ended() || len(view.members) == 0 || p.busy {
 		return
 	}
+	cuts := takeCuts()
 	p.dirty, p.busy = false, true
 	v, now := p.v, p.v.Clock.Now()
 	in, holdEnd := view.grace.Hold(now, view.assignInput(v.Config, fingerprint, v.ValueCap), view.running)
@@ -109,14 +112,15 @@ func (p *publisher) publish(w *lead, view *fleetView, fingerprint string) {
 	pinned := view.grace.Pinned(now, in.Splits)
 	cache, members, windows := view.snapshot()
 	w.goFunc(v, v.PIDs.Leader, func(ctx context.Context) any {
-		return publishAssignment(ctx, v, in, pinned, cache, members, windows, w.gen)
+		return publishAssignment(ctx, v, in, pinned, cache, members, windows, cuts, w.gen)
 	})
 }
 
 // publishAssignment evaluates the assignment function and writes every
-// member's record that changed at generation gen, and deletes the records of
-// members gone for good; it runs on a goroutine of the work lead.
-func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInput, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members, windows map[string]bool, gen uint64) publishDone {
+// member's record that changed at generation gen, or whose member cuts
+// freshly asks a cut, and deletes the records of members gone for good; it
+// runs on a goroutine of the work lead.
+func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInput, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members, windows map[string]bool, cuts cutRequests, gen uint64) publishDone {
 	out := protocol.KeepPinned(in, protocol.Assign(in), pinned)
 	var d publishDone
 	prev := map[coordination.SplitID]string{}
@@ -141,10 +145,11 @@ func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInp
 			}
 		}
 		old, cached := cache[inst]
-		if cached && old.rec.Generation == gen && slices.Equal(old.rec.Splits, splits) {
+		rc := recordCuts(cuts.by[inst], gen, splits, v.ValueCap)
+		if cached && old.rec.Generation == gen && slices.Equal(old.rec.Splits, splits) && !(cuts.fresh[inst] && len(rc) > 0) {
 			continue
 		}
-		rec := protocol.AssignmentRecord{Generation: gen, Splits: splits}
+		rec := protocol.AssignmentRecord{Generation: gen, Splits: splits, Cuts: rc}
 		b := protocol.EncodeAssignment(rec)
 		if err := protocol.CheckAssignmentSize(inst, len(b), v.ValueCap); err != nil {
 			v.FatalIf(err)

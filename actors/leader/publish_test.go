@@ -248,7 +248,7 @@ func TestThePublisherRefusesAStaleLead(t *testing.T) {
 		landed := publishDone{written: []assignCache{{inst: "w1", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"a"}}, rev: 7}}}
 
 		pub.changed()
-		pub.publish(stale, &view, "job:v1")
+		pub.publish(stale, &view, "job:v1", noCuts)
 		synctest.Wait()
 		if _, _, ok := lr.assignment("w1"); ok || pub.busy {
 			t.Fatalf("under an ended lead: record written %v, publish in flight %v; want nothing started", ok, pub.busy)
@@ -263,7 +263,7 @@ func TestThePublisherRefusesAStaleLead(t *testing.T) {
 		}
 		pub.changed()
 
-		pub.publish(live, &view, "job:v1")
+		pub.publish(live, &view, "job:v1", noCuts)
 		synctest.Wait()
 		a, _, ok := lr.assignment("w1")
 		got := lr.delivered(live)
@@ -276,3 +276,6 @@ func TestThePublisherRefusesAStaleLead(t *testing.T) {
 		}
 	})
 }
+
+// noCuts is a publish's takeCuts when no cut is asked.
+func noCuts() cutRequests { return cutRequests{} }

@@ -459,7 +459,11 @@ func (w *watchActor) decodePut(ks store.Keyspace, key string, val []byte, rev ui
 		if err != nil {
 			w.log.Warn("unreadable presence value; using the default budget", "key", key, "err", err)
 		}
-		w.observe(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev})
+		var remaining []messages.Estimate
+		for _, e := range pr.Remaining {
+			remaining = append(remaining, messages.Estimate{Split: e.Split, Epoch: e.Epoch, Remaining: e.Remaining})
+		}
+		w.observe(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining})
 	case protocol.KeyLeaderValue:
 		l, err := protocol.DecodeLeader(key, val)
 		if err != nil {

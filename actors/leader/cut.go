@@ -1,0 +1,201 @@
+package leader
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
+)
+
+// The leader's side of runtime splits (docs/protocol.md, "Runtime split",
+// "Who decides"): the fleet view folds the members' remaining-work
+// estimates from their presence and the residuals from the split records;
+// at each heartbeat while working as leader the cutter evaluates
+// protocol.DecideCuts, and the publisher writes the requests it keeps
+// outstanding into their owners' assignment records, in the publish that
+// writes assignments.
+
+// cutKey names a tenancy of a split: the parent and epoch of its cuts.
+type cutKey struct {
+	split coordination.SplitID
+	epoch uint64
+}
+
+// observeEstimates takes the estimates member inst's presence carries.
+func (f *fleetView) observeEstimates(inst string, es []messages.Estimate) {
+	if len(es) == 0 {
+		delete(f.estimates, inst)
+		return
+	}
+	f.estimates[inst] = es
+}
+
+// observeResidual folds a split record of id into the residual counters
+// when it is a residual of parent (its decoding checked that id is a
+// residual id of parent).
+func (f *fleetView) observeResidual(id, parent coordination.SplitID) {
+	if parent == "" {
+		return
+	}
+	if n, ok := protocol.ParseResidualID(id); ok {
+		k := cutKey{parent, n.Epoch}
+		f.cuts[k] = max(f.cuts[k], n.Counter)
+	}
+}
+
+// cutInput is protocol.DecideCuts's input from the view: the live members
+// with their budgets clamped as for the assignment (laneLimit) and the
+// splits their current sessions hold, each held split with its owner's
+// estimate for the record's epoch, the runnable splits no live session
+// holds (residuals among them, by their weight), and the requests
+// outstanding.
+func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding map[coordination.SplitID]outstandingCut) protocol.CutInput {
+	limit := f.laneLimit(valueCap)
+	var in protocol.CutInput
+	held := map[string]uint32{}
+	for id, s := range f.records {
+		if s.status != protocol.StatusRunnable {
+			continue
+		}
+		if n, live := f.sessions[s.owner]; s.owner == "" || !live || n != s.nonce {
+			in.Unheld = append(in.Unheld, s.weight)
+			continue
+		}
+		held[s.owner]++
+		h := protocol.CutHeld{Split: id, Owner: s.owner, Epoch: s.epoch, Cuts: f.cuts[cutKey{id, s.epoch}]}
+		_, h.Outstanding = outstanding[id]
+		for _, e := range f.estimates[s.owner] {
+			if e.Split == id && e.Epoch == s.epoch {
+				h.Remaining, h.Reported = e.Remaining, true
+			}
+		}
+		in.Held = append(in.Held, h)
+	}
+	for m, b := range f.members {
+		budget := min(cfg.MaxInFlight, limit)
+		if b > 0 {
+			budget = min(int(b), limit)
+		}
+		in.Members = append(in.Members, protocol.CutMember{Instance: m, Budget: uint32(budget), Held: held[m]})
+	}
+	return in
+}
+
+// outstandingCut is a cut request the leader asked and keeps publishing
+// until its residual appears in the view or one cut interval passed.
+type outstandingCut struct {
+	owner string
+	req   protocol.CutRequest
+	at    time.Time
+	fresh bool // asked since the last publish took the requests
+}
+
+// cutRequests are the requests a publish writes: each owner's, sorted by
+// split, and the owners asked a cut since the last publish, whose records
+// are written even when nothing else changed.
+type cutRequests struct {
+	by    map[string][]protocol.CutRequest
+	fresh map[string]bool
+}
+
+// cutter decides runtime splits while this worker works as leader: the
+// rate bound's last asking evaluation and the requests outstanding. Written
+// by the leader actor only.
+type cutter struct {
+	lastAsked   time.Time
+	outstanding map[coordination.SplitID]outstandingCut // nil while not working as leader
+}
+
+// lead starts a work lead at now: a new leader counts its start of leading
+// as an evaluation that asked, so a failover never doubles the rate.
+func (c *cutter) lead(now time.Time) {
+	c.lastAsked, c.outstanding = now, map[coordination.SplitID]outstandingCut{}
+}
+
+// stop drops what the cutter kept for a work lead that ended.
+func (c *cutter) stop() { c.lastAsked, c.outstanding = time.Time{}, nil }
+
+// evaluate decides the cuts to ask at a heartbeat at now (docs/protocol.md,
+// "Who decides") and reports whether it asked any: then the assignment
+// must be published. It asks nothing while not working as leader, while
+// cuts are off (interval 0: a negative CutInterval), within interval of the
+// last evaluation that asked, or while no member reports an estimate.
+func (c *cutter) evaluate(now time.Time, interval time.Duration, view *fleetView, cfg coordination.Config, valueCap int) bool {
+	if c.outstanding == nil || interval <= 0 {
+		return false
+	}
+	c.expire(now, interval, view)
+	if now.Before(c.lastAsked.Add(interval)) || len(view.estimates) == 0 {
+		return false
+	}
+	in := view.cutInput(cfg, valueCap, c.outstanding)
+	in.Now, in.LastAsked, in.Interval, in.MinWeight = now, c.lastAsked, interval, cfg.MinCutWeight
+	asks := protocol.DecideCuts(in)
+	if len(asks) == 0 {
+		return false
+	}
+	c.lastAsked = now
+	for _, a := range asks {
+		c.outstanding[a.Split] = outstandingCut{owner: a.Owner, at: now, fresh: true,
+			req: protocol.CutRequest{Split: a.Split, Epoch: a.Epoch, Counter: a.Counter, KeepPPM: a.KeepPPM}}
+	}
+	return true
+}
+
+// expire ends the requests whose residual the view shows, or that are
+// interval old.
+func (c *cutter) expire(now time.Time, interval time.Duration, view *fleetView) {
+	for id, o := range c.outstanding {
+		if !now.Before(o.at.Add(interval)) || view.cuts[cutKey{id, o.req.Epoch}] >= o.req.Counter {
+			delete(c.outstanding, id)
+		}
+	}
+}
+
+// take returns the outstanding requests for a publish starting at now, and
+// marks them taken: an owner's record is written for a request once, when
+// it was asked (or asked again), not at every publish.
+func (c *cutter) take(now time.Time, interval time.Duration, view *fleetView) cutRequests {
+	c.expire(now, interval, view)
+	var rs cutRequests
+	if len(c.outstanding) == 0 {
+		return rs
+	}
+	rs.by, rs.fresh = map[string][]protocol.CutRequest{}, map[string]bool{}
+	for id, o := range c.outstanding {
+		rs.by[o.owner] = append(rs.by[o.owner], o.req)
+		if o.fresh {
+			rs.fresh[o.owner] = true
+			o.fresh = false
+			c.outstanding[id] = o
+		}
+	}
+	for _, reqs := range rs.by {
+		slices.SortFunc(reqs, func(a, b protocol.CutRequest) int { return cmp.Compare(a.Split, b.Split) })
+	}
+	return rs
+}
+
+// recordCuts returns the requests of want a member's assignment record
+// naming splits (sorted) carries: those for splits it names (decoding
+// rejects any other), the last ones left out while the record, encoded
+// with generation gen, would exceed the store's value cap (requests are
+// optional: the split may be asked at a later publish).
+func recordCuts(want []protocol.CutRequest, gen uint64, splits []coordination.SplitID, valueCap int) []protocol.CutRequest {
+	var rs []protocol.CutRequest
+	for _, r := range want {
+		if _, ok := slices.BinarySearch(splits, r.Split); ok {
+			rs = append(rs, r)
+		}
+	}
+	for len(rs) > 0 && valueCap > 0 && len(protocol.EncodeAssignment(protocol.AssignmentRecord{Generation: gen, Splits: splits, Cuts: rs})) > valueCap {
+		rs = rs[:len(rs)-1]
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	return rs
+}

@@ -1,0 +1,257 @@
+package leader
+
+import (
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
+	"github.com/spate-go/coordination/messages"
+)
+
+// held plays the watch delivering split records of splits runnable at
+// epoch, owned by owner in session nonce ("" for none), with parent.
+func (lr *leaderRig) held(owner, nonce string, epoch, weight uint64, parent coordination.SplitID, ids ...coordination.SplitID) {
+	var run recordmsg.RecordsObserved
+	for _, id := range ids {
+		rec := protocol.SplitRecord{ID: id, FP: protocol.Fingerprint("job:v1"), Weight: weight, Epoch: epoch, Status: protocol.StatusRunnable,
+			Owner: owner, Nonce: nonce, Parent: parent}
+		lr.revs++
+		run.Records = append(run.Records, recordmsg.RecordObserved{Split: id, Record: rec, Rev: 100 + lr.revs})
+	}
+	lr.send(run)
+}
+
+// estimates plays the watch delivering w1's presence carrying es.
+func (lr *leaderRig) estimates(es ...messages.Estimate) {
+	lr.revs++
+	lr.send(messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 100 + lr.revs, Remaining: es})
+}
+
+// cutRig is a leader rig of w1 (MaxInFlight lanes, CutInterval interval)
+// leading generation 1 of a job of splits a and b, both held by w1 at
+// epoch 1 and weighing 1, their assignment observed.
+func cutRig(t *testing.T, lanes int, interval time.Duration) *leaderRig {
+	lr := newLeaderRig(t, workertest.FinalPlan("a", "b"), func(c *coordination.Config) { c.MaxInFlight, c.CutInterval = lanes, interval })
+	lr.goLive()
+	lr.mustLead(1)
+	lr.observeSplits()
+	lr.observeAssignment("w1")
+	lr.held("w1", "nonce-w1", 1, 1, "", "a", "b")
+	return lr
+}
+
+// The leader asks the owner of the largest reported split to cut it when a
+// lane would idle (docs/protocol.md, "Who decides"): one request, counter 1,
+// keep_ppm as protocol.CutOf gives it, in the owner's assignment record;
+// not at once after it started leading, not again within CutInterval, and
+// not at all once the residual, placed like any split, takes the idle lane.
+// Nothing is written at a heartbeat that decides nothing.
+func TestTheLeaderAsksACutWhenALaneIdles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := cutRig(t, 3, time.Second)
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 800})
+		_, rev0, _ := lr.assignment("w1")
+
+		lr.beat() // half a CutInterval after it started leading
+		if a, rev, _ := lr.assignment("w1"); a.Cuts != nil || rev != rev0 {
+			t.Fatalf("a new leader asked at once: record %+v at revision %d (was %d)", a, rev, rev0)
+		}
+
+		lr.beat() // a CutInterval after it started leading
+		keep, _, ok := protocol.CutOf(1000, (1000+800)/3.0, 1)
+		if !ok {
+			t.Fatal("CutOf finds the cut not worth it")
+		}
+		want := []protocol.CutRequest{{Split: "a", Epoch: 1, Counter: 1, KeepPPM: keep}}
+		a, rev1, _ := lr.assignment("w1")
+		if !slices.Equal(a.Cuts, want) || !slices.Equal(a.Splits, []coordination.SplitID{"a", "b"}) {
+			t.Fatalf("assignment %+v, want splits a, b and the cut requests %v", a, want)
+		}
+		lr.observeAssignment("w1")
+
+		lr.beat() // within CutInterval of the ask: b is not asked
+		if a, rev, _ := lr.assignment("w1"); rev != rev1 {
+			t.Fatalf("assignment rewritten within CutInterval of the ask: %+v", a)
+		}
+
+		// The residual appears: it is placed like any split, by its weight,
+		// and the request is no longer outstanding.
+		lr.held("", "", 0, 400, "a", protocol.ResidualID("a", 1, 1))
+		a, rev2, _ := lr.assignment("w1")
+		if !slices.Contains(a.Splits, protocol.ResidualID("a", 1, 1)) || a.Cuts != nil {
+			t.Fatalf("assignment %+v after the residual appeared, want it placed and no request", a)
+		}
+		lr.observeAssignment("w1")
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 600}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 800})
+		for range 4 { // the residual waits for the one free lane: nothing idles
+			lr.beat()
+		}
+		if a, rev, _ := lr.assignment("w1"); rev != rev2 {
+			t.Fatalf("assignment rewritten with no lane idle: %+v", a)
+		}
+	})
+}
+
+// A second cut of a tenancy carries the next counter once the first's
+// residual is in the view, and a request not answered within CutInterval
+// is asked again.
+func TestTheLeaderCountsCutsFromTheResidualsItSaw(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := cutRig(t, 4, 0) // CutInterval 0: one heartbeat
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
+		lr.beat()
+		a, rev1, _ := lr.assignment("w1")
+		if len(a.Cuts) != 1 || a.Cuts[0].Counter != 1 {
+			t.Fatalf("assignment %+v, want one request of counter 1", a)
+		}
+		lr.observeAssignment("w1")
+		lr.beat() // unanswered for a CutInterval: asked again, and written again
+		a, rev2, _ := lr.assignment("w1")
+		if len(a.Cuts) != 1 || a.Cuts[0].Counter != 1 || rev2 == rev1 {
+			t.Fatalf("assignment %+v at revision %d (was %d), want the request asked again", a, rev2, rev1)
+		}
+		lr.observeAssignment("w1")
+		lr.held("w1", "nonce-w1", 1, 500, "a", protocol.ResidualID("a", 1, 1))
+		lr.observeAssignment("w1")
+		lr.beat()
+		a, _, _ = lr.assignment("w1")
+		if len(a.Cuts) != 1 || a.Cuts[0].Split != "a" || a.Cuts[0].Counter != 2 {
+			t.Fatalf("assignment %+v, want a's second cut asked with counter 2", a)
+		}
+	})
+}
+
+// No lane idles, or cuts are off: nothing is asked, and nothing written.
+func TestTheLeaderAsksNoCutWithoutAnIdleLane(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		lanes    int
+		interval time.Duration
+	}{
+		{"every lane holds a split", 2, 0},
+		{"cuts are off", 8, -1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lr := cutRig(t, tt.lanes, tt.interval)
+				lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 800})
+				_, rev0, _ := lr.assignment("w1")
+				for range 6 {
+					lr.beat()
+				}
+				if a, rev, _ := lr.assignment("w1"); a.Cuts != nil || rev != rev0 {
+					t.Fatalf("assignment %+v at revision %d (was %d), want no request and no write", a, rev, rev0)
+				}
+			})
+		})
+	}
+}
+
+// An estimate counts only for the split's current epoch, and residuals
+// count per tenancy.
+func TestCutInputTakesEstimatesOfTheCurrentTenancy(t *testing.T) {
+	f := newFleetView(0)
+	f.members["w1"], f.sessions["w1"] = 4, "n1"
+	f.members["w2"], f.sessions["w2"] = 0, "n2"
+	put := func(id coordination.SplitID, s splitFacts) {
+		s.seen, s.status = true, protocol.StatusRunnable
+		f.records[id] = s
+		f.observeResidual(id, s.parent)
+	}
+	put("a", splitFacts{owner: "w1", nonce: "n1", epoch: 2, weight: 1})
+	put("b", splitFacts{owner: "w1", nonce: "n1", epoch: 3, weight: 1})
+	put("c", splitFacts{owner: "w1", nonce: "old", epoch: 1, weight: 7}) // an ended session's
+	put(protocol.ResidualID("a", 2, 1), splitFacts{weight: 5, parent: "a"})
+	put(protocol.ResidualID("a", 2, 3), splitFacts{owner: "w2", nonce: "n2", epoch: 1, weight: 5, parent: "a"})
+	put(protocol.ResidualID("a", 1, 9), splitFacts{weight: 5, parent: "a"})
+	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 90}, {Split: "b", Epoch: 2, Remaining: 80}})
+	cfg := coordination.DefaultConfig()
+	cfg.MaxInFlight = 6
+	in := f.cutInput(cfg, 0, map[coordination.SplitID]outstandingCut{"b": {}})
+	byID := map[coordination.SplitID]protocol.CutHeld{}
+	for _, h := range in.Held {
+		byID[h.Split] = h
+	}
+	if h := byID["a"]; !h.Reported || h.Remaining != 90 || h.Cuts != 3 || h.Outstanding || h.Epoch != 2 {
+		t.Fatalf("a: %+v, want its epoch-2 estimate and 3 cuts seen", h)
+	}
+	if h := byID["b"]; h.Reported || !h.Outstanding {
+		t.Fatalf("b: %+v, want no estimate (reported for epoch 2, held at 3) and outstanding", h)
+	}
+	if len(in.Held) != 3 || len(in.Unheld) != 3 {
+		t.Fatalf("held %v, unheld %v: want a, b and w2's residual held; c and two residuals unheld", in.Held, in.Unheld)
+	}
+	members := map[string]protocol.CutMember{}
+	for _, m := range in.Members {
+		members[m.Instance] = m
+	}
+	if members["w1"] != (protocol.CutMember{Instance: "w1", Budget: 4, Held: 2}) || members["w2"] != (protocol.CutMember{Instance: "w2", Budget: 6, Held: 1}) {
+		t.Fatalf("members %v, want w1 with its own budget and w2 with the default", in.Members)
+	}
+}
+
+// A request is outstanding until its residual appears or CutInterval
+// passes; a publish writes it once, when asked.
+func TestCutRequestsAreOutstandingUntilTheResidualOrTheInterval(t *testing.T) {
+	const interval = time.Second
+	t0 := time.Unix(1000, 0)
+	f := newFleetView(0)
+	f.members["w1"], f.sessions["w1"] = 4, "n1"
+	f.records["a"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
+	f.records["b"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
+	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 100}, {Split: "b", Epoch: 1, Remaining: 90}})
+	cfg := coordination.DefaultConfig()
+	var c cutter
+	if c.evaluate(t0.Add(interval), interval, &f, cfg, 0) {
+		t.Fatal("asked while not leading")
+	}
+	c.lead(t0)
+	if c.evaluate(t0.Add(interval/2), interval, &f, cfg, 0) {
+		t.Fatal("a new leader asked within CutInterval of its start")
+	}
+	if !c.evaluate(t0.Add(interval), interval, &f, cfg, 0) {
+		t.Fatal("nothing asked with idle lanes and two reported splits")
+	}
+	rs := c.take(t0.Add(interval), interval, &f)
+	if len(rs.by["w1"]) != 2 || !rs.fresh["w1"] {
+		t.Fatalf("take %+v, want both requests, fresh", rs)
+	}
+	if rs := c.take(t0.Add(interval), interval, &f); len(rs.by["w1"]) != 2 || rs.fresh["w1"] {
+		t.Fatalf("take again %+v, want both requests, no longer fresh", rs)
+	}
+	f.records[protocol.ResidualID("a", 1, 1)] = splitFacts{seen: true, status: protocol.StatusRunnable, weight: 50, parent: "a"}
+	f.observeResidual(protocol.ResidualID("a", 1, 1), "a")
+	if rs := c.take(t0.Add(interval+interval/2), interval, &f); !slices.Equal(rs.by["w1"], []protocol.CutRequest{c.outstanding["b"].req}) {
+		t.Fatalf("take %+v after a's residual appeared, want b's request alone", rs)
+	}
+	if rs := c.take(t0.Add(2*interval), interval, &f); rs.by != nil {
+		t.Fatalf("take %+v a CutInterval after the ask, want none", rs)
+	}
+	c.stop()
+	if c.evaluate(t0.Add(10*interval), interval, &f, cfg, 0) {
+		t.Fatal("asked after the work lead ended")
+	}
+}
+
+// A request that would take the record over the value cap is left out; a
+// request for a split the record does not name is never written.
+func TestRecordCutsFitTheRecord(t *testing.T) {
+	splits := []coordination.SplitID{"a", "b"}
+	want := []protocol.CutRequest{{Split: "a", Epoch: 1, Counter: 1, KeepPPM: 500_000}, {Split: "b", Epoch: 1, Counter: 1, KeepPPM: 500_000},
+		{Split: "c", Epoch: 1, Counter: 1, KeepPPM: 500_000}}
+	if got := recordCuts(want, 1, splits, 0); !slices.Equal(got, want[:2]) {
+		t.Fatalf("recordCuts without a cap = %v, want a's and b's", got)
+	}
+	one := len(protocol.EncodeAssignment(protocol.AssignmentRecord{Generation: 1, Splits: splits, Cuts: want[:1]}))
+	if got := recordCuts(want, 1, splits, one); !slices.Equal(got, want[:1]) {
+		t.Fatalf("recordCuts under a cap of %d bytes = %v, want a's alone", one, got)
+	}
+	if got := recordCuts(want, 1, splits, one-1); got != nil {
+		t.Fatalf("recordCuts under a cap of %d bytes = %v, want none", one-1, got)
+	}
+}
