@@ -106,6 +106,7 @@ func tablecopy(ctx context.Context, o *options, stdout io.Writer, stage *example
 	}
 	rep.elapsed = time.Since(start)
 	rep.skipped = tl.skipped.Load()
+	rep.cuts = tl.cuts.Load()
 	stage.Set("verifying the sink with SQL")
 	if rep.verdict, err = verify(context.WithoutCancel(ctx), db, t); err != nil {
 		return rep, err

@@ -36,6 +36,15 @@ func decodeRange(split coordination.SplitID, desc []byte, table string) (idRange
 	return r, nil
 }
 
+// encodeRange renders r as a split descriptor.
+func encodeRange(r idRange) []byte {
+	b, err := json.Marshal(r)
+	if err != nil {
+		panic(err) // a string and two int64 fields always marshal
+	}
+	return b
+}
+
 // planner cuts a table's key range into splits equal in key width and
 // weights each by its row count, which a skewed key distribution makes very
 // uneven. It runs only on the leader; every worker builds the same planner
@@ -63,10 +72,7 @@ func (p planner) Plan(ctx context.Context, _ coordination.PlanContext) (coordina
 	}
 	plan := coordination.SplitPlan{Finality: coordination.PlanFinal}
 	for i, r := range ranges {
-		desc, err := json.Marshal(r)
-		if err != nil {
-			return coordination.SplitPlan{}, coordination.Errorf(coordination.Fatal, "encoding the descriptor of %s: %v", r, err)
-		}
+		desc := encodeRange(r)
 		plan.Splits = append(plan.Splits, coordination.PlannedSplit{Spec: coordination.SplitSpec{
 			ID:         splitID(i, len(ranges)),
 			Descriptor: desc,

@@ -22,6 +22,7 @@ type report struct {
 	joined, killed string // the late worker and the killed one, "" if none
 	elapsed        time.Duration
 	skipped        int64 // rows not replayed thanks to the sink's watermark (this process)
+	cuts           int64 // runtime splits this process's lanes cut off (this process)
 
 	verdict verdict
 
@@ -47,6 +48,7 @@ func (r *report) write(w io.Writer) {
 	fmt.Fprintf(w, "  page transactions:        %d (rows, watermark and counts in each)\n", v.Pages)
 	fmt.Fprintf(w, "  duplicates absorbed:      %d rows (ON CONFLICT DO NOTHING)\n", v.Absorbed)
 	fmt.Fprintf(w, "  replay avoided:           %d rows (resumed at the sink's watermark, ahead of the coordinator's)\n", r.skipped)
+	fmt.Fprintf(w, "  runtime splits:           %d (key ranges cut off running splits for idle lanes, this process)\n", r.cuts)
 	// Every worker that wrote, from the sink's counts (so peers in other
 	// processes too), and this process's workers that did not.
 	state := make(map[string]string)

@@ -55,11 +55,15 @@ type lane struct {
 	id        driver.LaneID
 	partition driver.PartitionID
 	split     coordination.SplitID
-	keys      idRange
-	resumed   bool // opened from committed progress (not a fresh split)
+	keys      idRange // the range as opened (a runtime cut moves hi, not this)
+	weight    uint64  // the split's weight as opened: its estimated rows
+	resumed   bool    // opened from committed progress (not a fresh split)
 	waker     *coordination.Waker
 
 	acked    atomic.Int64  // one past the last key whose page committed in the sink
+	hi       atomic.Int64  // one past the lane's last key: keys.Hi until a cut moves it down
+	cutMu    sync.Mutex    // orders TrySplit against the reader taking its next page
+	taken    int64         // one past the last key of the pages the reader has taken (guarded by cutMu)
 	encoded  atomic.Int64  // the last watermark handed to the coordinator to commit (at most what it holds)
 	filled   atomic.Int64  // one past the last key of this lane's last page that held rows
 	draining atomic.Bool   // intake stopped for a revocation
@@ -118,6 +122,7 @@ func (s *source) OpenSplit(o driver.Opening) error {
 		partition: o.Partition,
 		split:     o.Split.ID,
 		keys:      keys,
+		weight:    max(1, o.Split.Weight),
 		resumed:   o.Resume != nil,
 		waker:     o.Waker,
 		stop:      make(chan struct{}),
@@ -126,6 +131,8 @@ func (s *source) OpenSplit(o driver.Opening) error {
 	if o.Resume != nil {
 		l.acked.Store(o.Resume.Watermark)
 	}
+	l.hi.Store(keys.Hi)
+	l.taken = l.acked.Load()
 	l.encoded.Store(l.acked.Load())
 	l.filled.Store(l.acked.Load())
 	s.lanes[o.Split.ID] = l
@@ -193,16 +200,17 @@ func (s *source) read(l *lane) {
 	if s.sinkResume {
 		pos = s.skipToSink(l, pos)
 	}
-	for pos < l.keys.Hi {
+	for pos < l.hi.Load() {
 		if l.draining.Load() || s.ctx.Err() != nil {
 			return // intake stopped at a page boundary: every page read is acknowledged
 		}
 		if !s.wait(l, s.pause) {
 			return
 		}
-		rows, next, err := s.pager.page(s.ctx, pos, l.keys.Hi)
+		rows, next, err := s.pager.page(s.ctx, pos, l.hi.Load())
 		var absorbed int64
 		if err == nil {
+			rows, next = l.take(rows, next)
 			absorbed, err = s.sink.write(s.ctx, string(l.split), rows, next)
 		}
 		if err != nil {
@@ -270,7 +278,7 @@ func (s *source) skipToSink(l *lane, pos int64) int64 {
 	if !ok || mark <= pos {
 		return pos
 	}
-	mark = min(mark, l.keys.Hi)
+	mark = min(mark, l.hi.Load())
 	n, err := s.pager.count(s.ctx, pos, mark)
 	if err == nil {
 		s.tally.skipped.Add(n)
@@ -301,13 +309,14 @@ func (s *source) EncodeCommit(split coordination.SplitID, watermark int64) (coor
 	if l == nil {
 		return coordination.SplitProgress{}, fmt.Errorf("split %s: commit for a split that is not open", split)
 	}
-	if watermark < l.keys.Lo || watermark > l.keys.Hi {
-		return coordination.SplitProgress{}, fmt.Errorf("split %s: watermark %d is outside its ids %s", split, watermark, l.keys)
+	hi := l.hi.Load()
+	if watermark < l.keys.Lo || watermark > hi {
+		return coordination.SplitProgress{}, fmt.Errorf("split %s: watermark %d is outside its ids %s", split, watermark, idRange{Table: l.keys.Table, Lo: l.keys.Lo, Hi: hi})
 	}
 	s.mu.Lock() // so that killWhileAhead decides on a settled encoded
 	l.encoded.Store(watermark)
 	s.mu.Unlock()
-	return coordination.SplitProgress{Watermark: watermark, Completed: watermark == l.keys.Hi && !l.draining.Load()}, nil
+	return coordination.SplitProgress{Watermark: watermark, Completed: watermark == hi && !l.draining.Load()}, nil
 }
 
 // sinkAhead returns how many of the lanes still reading have pages with
@@ -351,10 +360,10 @@ func (s *source) sinkAheadLocked() (lanes int, sinceRound time.Duration) {
 // completed commit did not confirm), else nil.
 func (s *source) Sweep(split coordination.SplitID) (*coordination.SplitProgress, error) {
 	l := s.lanes[split]
-	if l == nil || l.draining.Load() || l.acked.Load() < l.keys.Hi {
+	if l == nil || l.draining.Load() || l.acked.Load() < l.hi.Load() {
 		return nil, nil
 	}
-	return &coordination.SplitProgress{Watermark: l.keys.Hi, Completed: true}, nil
+	return &coordination.SplitProgress{Watermark: l.hi.Load(), Completed: true}, nil
 }
 
 // CloseSplit halts the split's reader without waiting for it; StopLanes
@@ -385,7 +394,7 @@ func (s *source) TakeFinishing() []coordination.SplitID {
 // split that is not open or already complete.
 func (s *source) BeginRevoke(split coordination.SplitID) bool {
 	l := s.lanes[split]
-	if l == nil || l.acked.Load() >= l.keys.Hi {
+	if l == nil || l.acked.Load() >= l.hi.Load() {
 		return false
 	}
 	l.draining.Store(true)

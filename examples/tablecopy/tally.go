@@ -15,6 +15,7 @@ type tally struct {
 	written  atomic.Int64 // rows inserted into the sink
 	absorbed atomic.Int64 // rows the sink already had (replays)
 	skipped  atomic.Int64 // rows not replayed because the sink's watermark was ahead
+	cuts     atomic.Int64 // runtime cuts this process's lanes made (TrySplit ok)
 
 	mu  sync.Mutex
 	out io.Writer // the event log
