@@ -83,3 +83,45 @@ func TestACutLandedBeforeACrashIsRolledForward(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitCutThroughTheHandle: a worker cuts a held split through
+// CommitCut (a completed progress is refused, Fatal, writing nothing), the
+// residual is placed and claimed with its own descriptor, and the job ends
+// AllComplete only once the residual completed too.
+func TestCommitCutThroughTheHandle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		w := r.start("w1", workertest.FinalPlan("a"))
+		r.until("w1 holds a", 10*time.Second, []*member{w}, func() bool { _, ok := w.held["a"]; return ok })
+		cut := coordination.Cut{Primary: []byte("head"), Residual: []byte("tail"), ResidualWeight: 2}
+		if _, err := w.c.CommitCut("a", coordination.SplitProgress{Watermark: 5, Completed: true}, cut); coordination.KindOf(err) != coordination.Fatal {
+			t.Fatalf("a completing cut commit: %v, want Fatal", err)
+		}
+		if rec, _ := readProgress(t, r.st, "a"); rec.Cut != nil || rec.Completed {
+			t.Fatalf("the refused cut wrote %+v", rec)
+		}
+		rid, err := w.c.CommitCut("a", coordination.SplitProgress{Watermark: 5}, cut)
+		if err != nil || rid != protocol.ResidualID("a", 1, 1) {
+			t.Fatalf("CommitCut: %q, %v; want %s", rid, err, protocol.ResidualID("a", 1, 1))
+		}
+		r.until("w1 holds the residual", 10*time.Second, []*member{w}, func() bool { _, ok := w.held[rid]; return ok })
+		if g := w.held[rid]; !bytes.Equal(g.Split.Descriptor, []byte("tail")) || g.Split.Weight != 2 || g.Progress != nil {
+			t.Fatalf("the residual's Gained %+v, want descriptor tail, weight 2, no progress", g)
+		}
+		if err := w.c.Commit("a", coordination.SplitProgress{Watermark: 9, Completed: true}); err != nil {
+			t.Fatal(err)
+		}
+		r.advance(time.Second)
+		w.pump(t)
+		if v := verdictOf(w); v != nil {
+			t.Fatalf("verdict %T with the residual still running", v)
+		}
+		if err := w.c.Commit(rid, coordination.SplitProgress{Watermark: 3, Completed: true}); err != nil {
+			t.Fatal(err)
+		}
+		r.until("AllComplete", 10*time.Second, []*member{w}, func() bool { _, ok := verdictOf(w).(coordination.AllComplete); return ok })
+		if err := w.c.Depart(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

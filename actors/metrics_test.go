@@ -43,7 +43,7 @@ func TestMetricsAreRegisteredAndInitialised(t *testing.T) {
 			}
 		}
 		sort.Strings(names)
-		want := []string{"acquisitions_total", "assignment_latency_seconds", "build_info", "drain_duration_seconds", "idle", "leader", "live_workers", "reconcile_duration_seconds", "releases_total", "replan_duration_seconds", "replans_total", "revocations_total", "split_failures_total", "split_losses_total", "splits_completed", "splits_draining", "splits_owned", "splits_planned_total", "splits_quarantined", "store_op_duration_seconds", "write_duration_seconds", "writes_total", "quarantines_total", "splits_remaining", "weight_remaining"}
+		want := []string{"acquisitions_total", "assignment_latency_seconds", "build_info", "drain_duration_seconds", "idle", "leader", "live_workers", "reconcile_duration_seconds", "releases_total", "replan_duration_seconds", "replans_total", "revocations_total", "split_failures_total", "split_losses_total", "splits_completed", "splits_draining", "splits_owned", "splits_planned_total", "splits_quarantined", "store_op_duration_seconds", "write_duration_seconds", "writes_total", "quarantines_total", "cuts_total", "splits_remaining", "weight_remaining"}
 		sort.Strings(want)
 		if strings.Join(names, ",") != strings.Join(want, ",") {
 			t.Fatalf("families\n got %v\nwant %v", names, want)

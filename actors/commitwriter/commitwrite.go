@@ -12,9 +12,10 @@ import (
 // casProgress runs a commit of progress p on the tenancy whose progress
 // record cell holds (docs/protocol.md, "Commits"), with the
 // adopt-and-retry-once rule (worker/cas.go) for a conflict caused by this
-// tenancy's own earlier write. A regressing watermark or an oversized
+// tenancy's own earlier write; cut, when set, makes it a cut commit
+// (nextProgress, commitcut.go). A regressing watermark or an oversized
 // record is Fatal before any write.
-func casProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, cell *progressCell, p coordination.SplitProgress) worker.CASResult[protocol.ProgressRecord] {
+func casProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, cell *progressCell, p coordination.SplitProgress, cut *coordination.Cut) worker.CASResult[protocol.ProgressRecord] {
 	now := v.NowMs()
 	return worker.CASAdopt(ctx, v, worker.CASWrite[protocol.ProgressRecord]{
 		Split: id,
@@ -24,7 +25,14 @@ func casProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, ce
 			if err := checkWatermark(id, base, p); err != nil {
 				return base, nil, &worker.CASResult[protocol.ProgressRecord]{Outcome: worker.CASFatal, Err: err}
 			}
-			want := base.Commit(p, now)
+			want, err := cell.nextProgress(ctx, v, id, base, p, cut, now)
+			if err != nil {
+				oc := worker.CASUnconfirmed
+				if coordination.KindOf(err) == coordination.Fatal {
+					oc = worker.CASFatal
+				}
+				return base, nil, &worker.CASResult[protocol.ProgressRecord]{Outcome: oc, Err: err}
+			}
 			b := protocol.EncodeProgress(want)
 			if err := protocol.CheckProgressSize(id, len(b), v.ValueCap); err != nil {
 				return base, nil, &worker.CASResult[protocol.ProgressRecord]{Outcome: worker.CASFatal, Err: err}

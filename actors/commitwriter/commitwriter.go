@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
@@ -30,11 +31,17 @@ type commitWriter struct {
 }
 
 // progressCell is one tenancy's progress record as this worker last wrote
-// it.
+// it, with the tenancy's runtime-split state (commitcut.go, cutask.go).
 type progressCell struct {
 	epoch uint64
 	prog  protocol.ProgressRecord
 	rev   uint64
+	gen   uint64 // the split's spec generation, which a residual's spec copies
+	// confirmed is the counter of this tenancy's latest cut whose residual
+	// is confirmed (both records exist); 0: none.
+	confirmed uint64
+	cutting   bool      // a CommitCut returned without confirming its residual
+	askedAt   time.Time // when the last cut request was emitted; zero: never
 }
 
 // Writers are the commit writer's shards; a split's shard is picked by a
@@ -81,6 +88,8 @@ func splitOf(msg any) coordination.SplitID {
 		return m.Split
 	case worker.CommitRequest:
 		return m.Split
+	case worker.CutAsked:
+		return m.Split
 	case messages.TenancyEnded:
 		return m.Split
 	}
@@ -104,11 +113,13 @@ func (w *commitWriter) run(ctx context.Context) {
 func (w *commitWriter) receive(msg any) {
 	switch m := msg.(type) {
 	case worker.OpenCell:
-		w.cells[m.Split] = &progressCell{epoch: m.Epoch, prog: m.Prog, rev: m.Rev}
+		w.cells[m.Split] = &progressCell{epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
 	case messages.TenancyEnded:
 		w.close(m.Split, m.Epoch)
 	case worker.CommitRequest:
 		m.Reply <- w.commit(m)
+	case worker.CutAsked:
+		w.cutAsked(m)
 	default:
 		panic(fmt.Sprintf("actors: the commit writer got %T", msg))
 	}
@@ -149,18 +160,26 @@ func (w *commitWriter) commit(req worker.CommitRequest) worker.CommitResult {
 	if cell == nil || cell.epoch != epoch {
 		return worker.CommitResult{Err: worker.NotHeld(id)}
 	}
-	d := casProgress(req.Ctx, w.v, id, cell, req.Progress)
+	if req.Cut != nil {
+		return w.commitCut(req, cell)
+	}
+	d := casProgress(req.Ctx, w.v, id, cell, req.Progress, nil)
 	switch d.Outcome {
 	case worker.CASLanded:
-		cell.advance(d.Rec, d.Rev)
-		if !d.Adopted {
-			w.v.Route(worker.RoleCommitWriter, messages.CommitLanded{Split: id, Epoch: epoch})
-		}
+		w.landed(id, epoch, cell, d)
 		if d.Rec.Completed {
 			w.close(id, epoch)
 			w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
 		}
 		return worker.CommitResult{Landed: true}
+	}
+	return w.notLanded(id, epoch, d)
+}
+
+// notLanded settles a commit of tenancy (id, epoch) that did not land (d):
+// a fenced one ends the tenancy, a Fatal one latches.
+func (w *commitWriter) notLanded(id coordination.SplitID, epoch uint64, d worker.CASResult[protocol.ProgressRecord]) worker.CommitResult {
+	switch d.Outcome {
 	case worker.CASFenced:
 		w.close(id, epoch)
 		w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
@@ -170,6 +189,15 @@ func (w *commitWriter) commit(req worker.CommitRequest) worker.CommitResult {
 		w.v.FatalIf(d.Err)
 	}
 	return worker.CommitResult{Err: d.Err}
+}
+
+// landed records a commit of the cell's tenancy that landed (d) and tells
+// the revoke actor, unless it was an earlier attempt found landed.
+func (w *commitWriter) landed(id coordination.SplitID, epoch uint64, cell *progressCell, d worker.CASResult[protocol.ProgressRecord]) {
+	cell.advance(d.Rec, d.Rev)
+	if !d.Adopted {
+		w.v.Route(worker.RoleCommitWriter, messages.CommitLanded{Split: id, Epoch: epoch})
+	}
 }
 
 // advance records a write of the cell's tenancy that landed at rev, unless

@@ -21,20 +21,24 @@ type OpenCell struct {
 
 // CommitRequest asks for one commit of progress on the tenancy (split,
 // epoch) whose Gained Poll handed out; reply (capacity 1), set when the
-// request is posted, gets its result.
+// request is posted, gets its result. Cut, when set, makes it a cut commit
+// (CommitCut; docs/protocol.md, "Runtime split", "The steps").
 type CommitRequest struct {
 	Ctx      context.Context // bounds the write (OpTimeout, the stop)
 	Split    coordination.SplitID
 	Epoch    uint64
 	Progress coordination.SplitProgress
+	Cut      *coordination.Cut
 	Reply    chan CommitResult
 }
 
-// CommitResult is a commit's outcome: err is Commit's result; landed says
-// the write is durable.
+// CommitResult is a commit's outcome: err is Commit's (or CommitCut's)
+// result; landed says the write is durable; residual is the id of a cut
+// commit's residual once it is confirmed.
 type CommitResult struct {
-	Err    error
-	Landed bool
+	Err      error
+	Landed   bool
+	Residual coordination.SplitID
 }
 
 // commitDesk is the commit writer as the routing reaches it.

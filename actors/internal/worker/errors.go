@@ -123,3 +123,11 @@ func ReasonOf(err error) string {
 	}
 	return err.Error()
 }
+
+// CutCompleted is the Fatal usage error of a CommitCut whose progress is
+// completed: a split completes only after its residual exists
+// (docs/protocol.md, "Runtime split"), so a cut commit never completes;
+// nothing is written.
+func CutCompleted(id coordination.SplitID) error {
+	return coordination.Errorf(coordination.Fatal, "split %s: a cut commit cannot complete the split; commit the cut, then complete with Commit; nothing was written", id)
+}

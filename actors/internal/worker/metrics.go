@@ -19,7 +19,7 @@ type Metrics struct {
 
 	acquisitions, losses, revocations, replans, writes *prometheus.CounterVec
 
-	Releases, planned, failures, quarantines prometheus.Counter
+	Releases, planned, failures, quarantines, cuts prometheus.Counter
 
 	writeDur, replanDur, reconcileDur, drainDur, assignLatency prometheus.Histogram
 	storeOpDur                                                 *prometheus.HistogramVec
@@ -88,6 +88,7 @@ func NewMetrics(reg prometheus.Registerer, worker string, log *slog.Logger) *Met
 	m.replans = counterVec("replans_total", "Planner runs by outcome.", "outcome", "ok", "noop", "error")
 	m.failures = counter("split_failures_total", "Fail calls accepted for a held split at its epoch.")
 	m.quarantines = counter("quarantines_total", "Transitions to quarantined observed by this worker.")
+	m.cuts = counter("cuts_total", "Cut commits of runtime splits that landed (docs/protocol.md, \"Runtime split\").")
 	m.writes = counterVec("writes_total", "CAS writes on progress records by outcome.", "outcome", "ok", "conflict", "error")
 	m.writeDur = hist("write_duration_seconds", "Real duration of progress record writes.")
 	m.replanDur = hist("replan_duration_seconds", "Real duration of a planner run through publish.")
@@ -218,6 +219,13 @@ func (m *Metrics) Failed() {
 func (m *Metrics) Quarantined() {
 	if m != nil {
 		inc(m.quarantines)
+	}
+}
+
+// CutLanded counts a cut commit that landed.
+func (m *Metrics) CutLanded() {
+	if m != nil {
+		inc(m.cuts)
 	}
 }
 

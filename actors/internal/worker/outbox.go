@@ -8,7 +8,8 @@ import (
 
 // Outbox is the one structure shared between the handle and the root actor:
 // the events Poll returns, the latched failure and the Waker. The root is
-// its only writer of events; Poll is its only reader. Safe for concurrent
+// its writer of events, but for the commit writer's CutRequested (of a
+// tenancy whose Gained Poll already handed out); Poll is its only reader. Safe for concurrent
 // use; the mutex is held only to copy in or out.
 type Outbox struct {
 	mu      sync.Mutex

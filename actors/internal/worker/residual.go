@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -50,9 +49,7 @@ func CreateResidual(ctx context.Context, v *Env, parent coordination.SplitID, c 
 // holds this cut's record (created or found). A record same rejects is a
 // Fatal collision; a decode error is returned as is (Fatal).
 func createOrRead(ctx context.Context, v *Env, key string, b []byte, same func([]byte) (bool, error)) (found bool, err error) {
-	start := time.Now()
 	_, ok, err := v.Store.Create(ctx, store.Durable, key, b)
-	v.Metrics.Write(WriteLabel(ok, err), time.Since(start))
 	switch {
 	case err != nil:
 		return false, StoreErr("creating "+key, err)

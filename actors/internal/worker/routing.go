@@ -103,7 +103,7 @@ var routes = []route{
 	{Msgs: types(messages.AssignedSetChanged{}), From: RoleAssign, To: []Role{RoleRevoke, RoleSplitWriter}, note: "the diff, to revoke first: every tenancy the split writer starts from it reaches revoke after it"},
 	{Msgs: types(messages.RevocationRequested{}, messages.ForceRevocation{}), From: RoleRevoke, To: []Role{RoleRoot}},
 	// Commits.
-	{Msgs: types(CommitRequest{}), From: RoleHandle, To: []Role{RoleCommitWriter}, note: "Commit, CommitFinal; answered by a CommitResult"},
+	{Msgs: types(CommitRequest{}), From: RoleHandle, To: []Role{RoleCommitWriter}, note: "Commit, CommitFinal, CommitCut; answered by a CommitResult"},
 	{Msgs: types(messages.CommitLanded{}), From: RoleCommitWriter, To: []Role{RoleRevoke}},
 	// Runtime splits.
 	{Msgs: types(RemainingReported{}), From: RoleHandle, To: []Role{RoleLease}, note: "ReportRemaining; the next presence renewal carries the largest"},

@@ -1,0 +1,116 @@
+package commitwriter
+
+import (
+	"bytes"
+	"context"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/internal/protocol"
+)
+
+// The owner's side of a runtime split (docs/protocol.md, "Runtime split",
+// "The steps"): the cut commit (step 2) is a commit of the tenancy that
+// also narrows the split to the primary and records the cut; once it is
+// known to have landed the shard creates the residual's records (step 3,
+// worker.CreateResidual). Until the residual is confirmed the tenancy makes
+// no other cut, and a completing commit first confirms it: a parent
+// completes only after its residuals exist.
+
+// commitCut runs CommitCut's request on the held tenancy of cell: the cut
+// commit, then the residual's records. The result names the residual once
+// both are confirmed; a Retryable error leaves the cut either not made or
+// durable and unconfirmed (the caller retries with the same cut); Fenced
+// writes and creates nothing.
+func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) worker.CommitResult {
+	id, epoch, cut := req.Split, req.Epoch, *req.Cut
+	cell.cutting = true
+	prev := cell.prog.Cut
+	if pc := cell.pendingIn(cell.prog); pc == nil || !sameCut(cell.prog, pc, cut) ||
+		!cell.prog.Commit(req.Progress, 0).SameProgress(cell.prog) {
+		// Write the cut, or, for the pending one, the newer progress.
+		d := casProgress(req.Ctx, w.v, id, cell, req.Progress, &cut)
+		if d.Outcome != worker.CASLanded {
+			return w.notLanded(id, epoch, d)
+		}
+		w.landed(id, epoch, cell, d)
+		if c := cell.prog.Cut; c != nil && (prev == nil || c.ID != prev.ID) {
+			w.v.Metrics.CutLanded()
+		}
+	}
+	c := cell.prog.Cut
+	if c == nil || c.Epoch != epoch || !sameCut(cell.prog, c, cut) {
+		// Not reachable: a landed cut commit carries its cut.
+		return worker.CommitResult{Landed: true, Err: coordination.Errorf(coordination.Retryable, "split %s: the cut commit landed without its cut; retry", id)}
+	}
+	if err := cell.confirm(req.Ctx, w.v, id, *c); err != nil {
+		w.v.FatalIf(err)
+		return worker.CommitResult{Landed: true, Err: err}
+	}
+	cell.cutting = false
+	return worker.CommitResult{Landed: true, Residual: c.ID}
+}
+
+// nextProgress returns the record a commit of p (a cut commit of cut, when
+// set) writes over base, a record of this tenancy (docs/protocol.md,
+// "Runtime split", "The steps"). While base carries this tenancy's cut
+// whose residual is not confirmed, a cut commit of that same cut only
+// commits p (the cut is copied), one of another cut is refused (Retryable),
+// and a completing commit first confirms the pending cut (step 3; I/O).
+// Every other commit copies base's descriptor and cut unchanged.
+func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, base protocol.ProgressRecord, p coordination.SplitProgress, cut *coordination.Cut, now int64) (protocol.ProgressRecord, error) {
+	pending := c.pendingIn(base)
+	switch {
+	case cut == nil && p.Completed && pending != nil:
+		if err := c.confirm(ctx, v, id, *pending); err != nil {
+			return base, err
+		}
+		return base.Commit(p, now), nil
+	case cut == nil:
+		return base.Commit(p, now), nil
+	case pending != nil && !sameCut(base, pending, *cut):
+		return base, cutUnconfirmed(id, pending.ID)
+	case pending != nil:
+		return base.Commit(p, now), nil
+	}
+	next, ok := base.NextCut(cut.Residual, cut.ResidualWeight)
+	if !ok {
+		return base, coordination.Errorf(coordination.Fatal, "split %s: tenancy %d has made the most cuts a tenancy can; commit without a cut", id, c.epoch)
+	}
+	spec := protocol.EncodeSpec(next.ResidualSpec(v.FPHash.Load(), c.gen))
+	if err := protocol.CheckSpecSize(next.ID, len(spec), v.ValueCap); err != nil {
+		return base, err
+	}
+	return base.CommitCut(p, cut.Primary, next, now), nil
+}
+
+// pendingIn returns the cut of this tenancy that r carries while its
+// residual is not confirmed, or nil.
+func (c *progressCell) pendingIn(r protocol.ProgressRecord) *protocol.Cut {
+	if r.Cut != nil && r.Cut.Epoch == c.epoch && r.Cut.Counter > c.confirmed {
+		return r.Cut
+	}
+	return nil
+}
+
+// confirm runs step 3 for cut k of the cell's tenancy, durable in its
+// progress record, and records it confirmed.
+func (c *progressCell) confirm(ctx context.Context, v *worker.Env, id coordination.SplitID, k protocol.Cut) error {
+	if err := worker.CreateResidual(ctx, v, id, k, c.gen); err != nil {
+		return err
+	}
+	c.confirmed = max(c.confirmed, k.Counter)
+	return nil
+}
+
+// sameCut reports whether the cut k that record r carries is cut: the same
+// residual and primary descriptors (a retry of one CommitCut).
+func sameCut(r protocol.ProgressRecord, k *protocol.Cut, cut coordination.Cut) bool {
+	return bytes.Equal(k.Descriptor, cut.Residual) && bytes.Equal(r.Descriptor, cut.Primary)
+}
+
+// cutUnconfirmed is the Retryable refusal of a cut while the tenancy's
+// previous cut (residual id) is not confirmed.
+func cutUnconfirmed(id, residual coordination.SplitID) error {
+	return coordination.Errorf(coordination.Retryable, "previous cut of %s not yet confirmed (residual %s); retry that cut, with the same descriptors, until it returns", id, residual)
+}

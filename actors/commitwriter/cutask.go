@@ -1,0 +1,44 @@
+package commitwriter
+
+import (
+	"time"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
+)
+
+// cutAsked acts on one of the leader's cut requests addressed to this
+// worker (docs/protocol.md, "Runtime split", "Who decides"): it emits
+// coordination.CutRequested to the driver when judgeCutAsk lets it.
+func (w *commitWriter) cutAsked(m worker.CutAsked) {
+	cell := w.cells[m.Split]
+	now := w.v.Clock.Now()
+	if !judgeCutAsk(m, cell, w.v.Outbox.PolledEpoch(m.Split), w.v.Config.EffectiveCutInterval(), now) {
+		return
+	}
+	cell.askedAt = now
+	w.v.Log.Debug("cut requested", "split", m.Split, "epoch", m.Epoch, "keep_ppm", m.KeepPPM)
+	w.v.Outbox.Push(coordination.CutRequested{Split: m.Split, Epoch: m.Epoch, Keep: float64(m.KeepPPM) / 1e6})
+}
+
+// judgeCutAsk decides whether request m is handed to the driver now: only
+// while the worker holds m.Split at m.Epoch (cell, nil when not held) and
+// the driver was handed that tenancy's Gained (polled), with no cut of it
+// in flight or unconfirmed, its next cut numbered m.Counter (from the
+// durable record: a request whose cut was made is void), and at most once
+// per interval (0: never) per tenancy, so a request the leader publishes
+// again is not handed over twice.
+func judgeCutAsk(m worker.CutAsked, cell *progressCell, polled uint64, interval time.Duration, now time.Time) bool {
+	epoch := uint64(m.Epoch)
+	if cell == nil || cell.epoch != epoch || polled != epoch || interval <= 0 {
+		return false
+	}
+	if cell.cutting || cell.pendingIn(cell.prog) != nil {
+		return false
+	}
+	next, ok := cell.prog.NextCut(nil, 1)
+	if !ok || next.Counter != m.Counter {
+		return false
+	}
+	return cell.askedAt.IsZero() || now.Sub(cell.askedAt) >= interval
+}

@@ -1,0 +1,50 @@
+package actors
+
+import (
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
+)
+
+// The actors' coordinator runs runtime splits (docs/protocol.md, "Runtime
+// split").
+var _ coordination.Cutter = (*Coordinator)(nil)
+
+// CommitCut durably commits progress of a held split together with cut
+// (docs/protocol.md, "Runtime split", "The steps"): a fenced CAS of its
+// progress record that narrows the split to cut.Primary and records the
+// cut, then the creates of the residual's spec and split record. It
+// returns the residual's id once both exist: the residual is placed like
+// any split, and every later tenancy of this split is handed cut.Primary.
+//
+// Fenced means nothing was written and no residual exists (the split is
+// gone). Retryable means the cut may or may not be durable: the lane must
+// not read past the cut, and the caller calls CommitCut again with the same
+// cut (and any later progress) until it returns nil or Fenced; while a cut
+// is not confirmed, a CommitCut with another cut is refused (Retryable) and
+// a completing Commit first creates the pending residual. progress.Completed
+// is a Fatal usage error that writes nothing (a split completes only after
+// its residual exists); a regressing watermark or an oversized record is
+// Fatal as for Commit. It blocks for at most OpTimeout, and returns shortly
+// after the stop channel closes.
+func (c *Coordinator) CommitCut(split coordination.SplitID, progress coordination.SplitProgress, cut coordination.Cut) (coordination.SplitID, error) {
+	if err := c.gate(); err != nil {
+		return "", err
+	}
+	if progress.Completed {
+		return "", worker.CutCompleted(split)
+	}
+	ctx, stopped := c.stopContext()
+	ctx, cancel := c.v.OpCtx(ctx)
+	defer cancel()
+	epoch := c.v.Outbox.PolledEpoch(split)
+	if epoch == 0 {
+		return "", worker.NotHeld(split)
+	}
+	progress.State = cloneBytes(progress.State)
+	cut.Primary, cut.Residual = cloneBytes(cut.Primary), cloneBytes(cut.Residual)
+	res := c.v.AskCommit(worker.CommitRequest{Ctx: ctx, Split: split, Epoch: epoch, Progress: progress, Cut: &cut})
+	if res.Residual == "" && res.Err != nil && stopped() {
+		return "", worker.StoppedBeforeDone("cut commit")
+	}
+	return res.Residual, res.Err
+}
