@@ -26,9 +26,10 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 	id, epoch, cut := req.Split, req.Epoch, *req.Cut
 	cell.cutting = true
 	prev := cell.prog.Cut
-	if pc := cell.pendingIn(cell.prog); pc == nil || !sameCut(cell.prog, pc, cut) ||
+	if own := cell.ownCut(cell.prog); own == nil || !sameCut(cell.prog, own, cut) ||
 		!cell.prog.Commit(req.Progress, 0).SameProgress(cell.prog) {
-		// Write the cut, or, for the pending one, the newer progress.
+		// Write the cut, or, for a retry of the latest one, the newer
+		// progress.
 		d := casProgress(req.Ctx, w.v, id, cell, req.Progress, &cut)
 		if d.Outcome != worker.CASLanded {
 			return w.notLanded(id, epoch, d)
@@ -38,14 +39,16 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 			w.v.Metrics.CutLanded()
 		}
 	}
-	c := cell.prog.Cut
-	if c == nil || c.Epoch != epoch || !sameCut(cell.prog, c, cut) {
+	c := cell.ownCut(cell.prog)
+	if c == nil || !sameCut(cell.prog, c, cut) {
 		// Not reachable: a landed cut commit carries its cut.
 		return worker.CommitResult{Landed: true, Err: coordination.Errorf(coordination.Retryable, "split %s: the cut commit landed without its cut; retry", id)}
 	}
-	if err := cell.confirm(req.Ctx, w.v, id, *c); err != nil {
-		w.v.FatalIf(err)
-		return worker.CommitResult{Landed: true, Err: err}
+	if cell.pendingIn(cell.prog) != nil {
+		if err := cell.confirm(req.Ctx, w.v, id, *c); err != nil {
+			w.v.FatalIf(err)
+			return worker.CommitResult{Landed: true, Err: err}
+		}
 	}
 	cell.cutting = false
 	return worker.CommitResult{Landed: true, Residual: c.ID}
@@ -53,11 +56,13 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 
 // nextProgress returns the record a commit of p (a cut commit of cut, when
 // set) writes over base, a record of this tenancy (docs/protocol.md,
-// "Runtime split", "The steps"). While base carries this tenancy's cut
-// whose residual is not confirmed, a cut commit of that same cut only
-// commits p (the cut is copied), one of another cut is refused (Retryable),
-// and a completing commit first confirms the pending cut (step 3; I/O).
-// Every other commit copies base's descriptor and cut unchanged.
+// "Runtime split", "The steps"). A cut commit of the cut base already
+// carries as this tenancy's latest (a retry, whatever its first attempt's
+// reply said) only commits p: it never makes a second residual of one cut.
+// While base carries this tenancy's cut whose residual is not confirmed, a
+// cut commit of another cut is refused (Retryable), and a completing
+// commit first confirms the pending cut (step 3; I/O). Every other commit
+// copies base's descriptor and cut unchanged.
 func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, base protocol.ProgressRecord, p coordination.SplitProgress, cut *coordination.Cut, now int64) (protocol.ProgressRecord, error) {
 	pending := c.pendingIn(base)
 	switch {
@@ -68,10 +73,12 @@ func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coord
 		return base.Commit(p, now), nil
 	case cut == nil:
 		return base.Commit(p, now), nil
-	case pending != nil && !sameCut(base, pending, *cut):
-		return base, cutUnconfirmed(id, pending.ID)
-	case pending != nil:
+	}
+	if own := c.ownCut(base); own != nil && sameCut(base, own, *cut) {
 		return base.Commit(p, now), nil
+	}
+	if pending != nil {
+		return base, cutUnconfirmed(id, pending.ID)
 	}
 	next, ok := base.NextCut(cut.Residual, cut.ResidualWeight)
 	if !ok {
@@ -84,11 +91,19 @@ func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coord
 	return base.CommitCut(p, cut.Primary, next, now), nil
 }
 
+// ownCut returns the cut r carries when this tenancy made it, or nil.
+func (c *progressCell) ownCut(r protocol.ProgressRecord) *protocol.Cut {
+	if r.Cut != nil && r.Cut.Epoch == c.epoch {
+		return r.Cut
+	}
+	return nil
+}
+
 // pendingIn returns the cut of this tenancy that r carries while its
 // residual is not confirmed, or nil.
 func (c *progressCell) pendingIn(r protocol.ProgressRecord) *protocol.Cut {
-	if r.Cut != nil && r.Cut.Epoch == c.epoch && r.Cut.Counter > c.confirmed {
-		return r.Cut
+	if k := c.ownCut(r); k != nil && k.Counter > c.confirmed {
+		return k
 	}
 	return nil
 }

@@ -140,6 +140,14 @@ func TestACutCommitLandsThenItsResidual(t *testing.T) {
 			t.Fatalf("progress %+v cut %+v, want primary p1 and cut 1 at epoch 2", rec, rec.Cut)
 		}
 		r.residual(t, 1, "r1", 4)
+		// A retry of a cut that succeeded (its reply lost to the caller's
+		// deadline) is the same cut: no second residual.
+		if res := r.cut(12, "p1", "r1", 4); res.Err != nil || res.Residual != "_a_2_1" {
+			t.Fatalf("the first cut again: %q, %v; want _a_2_1", res.Residual, res.Err)
+		}
+		if rec := r.progress(t); rec.Cut.Counter != 1 || *rec.Watermark != 12 || r.exists(t, protocol.SpecKey("_a_2_2")) {
+			t.Fatalf("progress %+v cut %+v: want cut 1 at watermark 12 and no second residual", rec, rec.Cut)
+		}
 		if res := r.cut(20, "p2", "r2", 2); res.Err != nil || res.Residual != "_a_2_2" {
 			t.Fatalf("second cut: %q, %v; want _a_2_2", res.Residual, res.Err)
 		}
