@@ -20,7 +20,8 @@ import (
 // (added, lost) in diffAssigned. It tells the diff (AssignedSetChanged) to
 // the split-writer actor, which claims what was added and returns
 // leftovers no longer named, and to the revoke actor, which drains what
-// was lost.
+// was lost. It posts each cut request the record carries (CutAsked) to
+// the commit writer.
 type assignActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -76,6 +77,13 @@ func (a *assignActor) assignment(m recordmsg.AssignmentObserved) {
 		Added:   added,
 		Removed: removed,
 	})
+	// The leader's cut requests ride on the record (docs/protocol.md,
+	// "Runtime split", "Who decides"): each goes to the commit writer, which
+	// knows the tenancy's durable record and hands it to the driver at most
+	// once.
+	for _, r := range m.Assignment.Cuts {
+		a.v.Route(worker.RoleAssign, worker.CutAsked{Split: r.Split, Epoch: coordination.LeaseEpoch(r.Epoch), Counter: r.Counter, KeepPPM: r.KeepPPM})
+	}
 }
 
 // diffAssigned is the one place the assignment is diffed: the set next

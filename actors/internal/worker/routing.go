@@ -107,6 +107,7 @@ var routes = []route{
 	{Msgs: types(messages.CommitLanded{}), From: RoleCommitWriter, To: []Role{RoleRevoke}},
 	// Runtime splits.
 	{Msgs: types(RemainingReported{}), From: RoleHandle, To: []Role{RoleLease}, note: "ReportRemaining; the next presence renewal carries the largest"},
+	{Msgs: types(CutAsked{}), From: RoleAssign, To: []Role{RoleCommitWriter}, note: "each cut request of this worker's assignment record; the commit writer gates it"},
 	// Handle commands (requests: the reply goes to the caller).
 	{Msgs: types(messages.StartJob{}, messages.FailSplit{}, messages.ReleaseSplits{}, messages.DepartJob{}), From: RoleHandle, To: []Role{RoleRoot}},
 	{Msgs: types(messages.DeclineRevoke{}), From: RoleHandle, To: []Role{RoleRevoke}, note: "the revoke actor forces it through the root"},
