@@ -27,7 +27,10 @@ import (
 //     writes the assignment records (docs/protocol.md, "Assignment and the
 //     rebalance delay") from the fleet view (fleetview.go), each of its
 //     methods that starts work or applies a result taking the lead it runs
-//     under.
+//     under;
+//   - the cutter (cut.go): at each heartbeat under the work lead it decides
+//     runtime splits (docs/protocol.md, "Runtime split"), whose requests
+//     the publisher writes.
 //
 // The election hands the planner run and the publisher a lead (lead.go) once
 // the fence landed; it ends when the leadership does, and no result of an
