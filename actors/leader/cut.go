@@ -179,6 +179,16 @@ func (c *cutter) take(now time.Time, interval time.Duration, view *fleetView) cu
 	return rs
 }
 
+// retake marks every outstanding request fresh again after a publish
+// failed: the retry at the next heartbeat writes its owner's record even
+// when nothing else changed.
+func (c *cutter) retake() {
+	for id, o := range c.outstanding {
+		o.fresh = true
+		c.outstanding[id] = o
+	}
+}
+
 // recordCuts returns the requests of want a member's assignment record
 // naming splits (sorted) carries: those for splits it names (decoding
 // rejects any other), the last ones left out while the record, encoded

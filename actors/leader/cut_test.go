@@ -255,3 +255,22 @@ func TestRecordCutsFitTheRecord(t *testing.T) {
 		t.Fatalf("recordCuts under a cap of %d bytes = %v, want none", one-1, got)
 	}
 }
+
+// A request whose publish failed is written by the retry at the next
+// heartbeat, although nothing else changed.
+func TestACutRequestWhosePublishFailedIsWrittenByTheRetry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := cutRig(t, 4, 0)
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
+		lr.st.on("Update", protocol.AssignKey("w1"), reaction{err: coordination.Errorf(coordination.Retryable, "timeout")})
+		lr.beat() // asks; the write fails
+		if a, _, _ := lr.assignment("w1"); a.Cuts != nil {
+			t.Fatalf("assignment %+v although its write failed", a)
+		}
+		lr.clk.Add(lr.v.Config.LeaseDuration / 6) // within the interval of the ask: no new decision
+		lr.send(messages.HeartbeatTicked{})
+		if a, _, _ := lr.assignment("w1"); len(a.Cuts) != 1 {
+			t.Fatalf("assignment %+v after the retry, want the request", a)
+		}
+	})
+}

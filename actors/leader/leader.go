@@ -136,6 +136,9 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 		l.planned(c, m.lead, r)
 		return
 	case publishDone:
+		if r.failed {
+			l.cut.retake() // the retry writes the requests it may not have
+		}
 		if l.pub.published(m.lead, r, &l.view) {
 			l.pub.schedule()
 		} else {
