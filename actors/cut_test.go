@@ -52,6 +52,20 @@ func readResidual(tb testing.TB, st store.Store, id coordination.SplitID) (proto
 	return rec, true
 }
 
+// specGeneration returns the generation of split id's spec record.
+func specGeneration(tb testing.TB, st store.Store, id coordination.SplitID) uint64 {
+	tb.Helper()
+	e, found, err := st.Get(context.Background(), store.Durable, protocol.SpecKey(id))
+	if err != nil || !found {
+		tb.Fatalf("spec of %s: found %v, %v", id, found, err)
+	}
+	s, err := protocol.DecodeSpec(e.Key, e.Value, protocol.Fingerprint("job:v1"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return s.Generation
+}
+
 // TestACutLandedBeforeACrashIsRolledForward: the owner's cut commit landed
 // (step 2) and it crashed before creating the residual (step 3); the next
 // claimant of the split creates the residual before its Gained, and its
@@ -105,6 +119,9 @@ func TestCommitCutThroughTheHandle(t *testing.T) {
 			t.Fatalf("CommitCut: %q, %v; want %s", rid, err, protocol.ResidualID("a", 1, 1))
 		}
 		r.until("w1 holds the residual", 10*time.Second, []*member{w}, func() bool { _, ok := w.held[rid]; return ok })
+		if got, want := specGeneration(t, r.st, rid), specGeneration(t, r.st, "a"); got != want || want == 0 {
+			t.Fatalf("the residual's spec has generation %d, its parent's %d: every writer of it must write the same bytes", got, want)
+		}
 		if g := w.held[rid]; !bytes.Equal(g.Split.Descriptor, []byte("tail")) || g.Split.Weight != 2 || g.Progress != nil {
 			t.Fatalf("the residual's Gained %+v, want descriptor tail, weight 2, no progress", g)
 		}
