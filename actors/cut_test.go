@@ -142,3 +142,53 @@ func TestCommitCutThroughTheHandle(t *testing.T) {
 		}
 	})
 }
+
+// TestAnIdleFleetCutsTheLargeSplit runs a runtime split through whole
+// workers: w1 holds the job's one split and reports much remaining work,
+// w2 is idle; the leader asks w1 for a cut, w1's driver is handed a
+// CutRequested for that tenancy, its CommitCut creates the residual, and
+// the residual is placed and claimed with its own descriptor. (That a
+// request is handed over at most once per interval is TestCutAskedGate's:
+// here the leader may rightly ask for a second cut.)
+func TestAnIdleFleetCutsTheLargeSplit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t)
+		p := workertest.FinalPlan("a")
+		w1 := r.start("w1", p)
+		r.until("w1 holds a", 10*time.Second, []*member{w1}, func() bool { _, ok := w1.held["a"]; return ok })
+		w2 := r.start("w2", p)
+		g := w1.held["a"]
+		var req coordination.CutRequested
+		r.until("w1 is asked to cut a", 20*time.Second, []*member{w1, w2}, func() bool {
+			w1.c.ReportRemaining("a", g.Epoch, 1000)
+			var ok bool
+			req, ok = hasEvent[coordination.CutRequested](w1)
+			return ok
+		})
+		if req.Split != "a" || req.Epoch != g.Epoch || req.Keep < 0.5 || req.Keep >= 1 {
+			t.Fatalf("request %+v, want one for tenancy (a, %d) keeping [0.5, 1)", req, g.Epoch)
+		}
+		rid, err := w1.c.CommitCut("a", coordination.SplitProgress{Watermark: 1}, coordination.Cut{Primary: []byte("head"), Residual: []byte("tail"), ResidualWeight: uint64(1000 * (1 - req.Keep))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		both := []*member{w1, w2}
+		r.until("the residual is held", 20*time.Second, both, func() bool {
+			_, on1 := w1.held[rid]
+			_, on2 := w2.held[rid]
+			return on1 || on2
+		})
+		res, ok := w2.held[rid]
+		if !ok {
+			res = w1.held[rid]
+		}
+		if !bytes.Equal(res.Split.Descriptor, []byte("tail")) {
+			t.Fatalf("the residual's Gained %+v, want descriptor tail", res)
+		}
+		for _, m := range both {
+			if err := m.c.Depart(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
