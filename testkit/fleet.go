@@ -497,6 +497,7 @@ func (f *Fleet) Until(what string, cond func() bool) time.Duration {
 func (f *Fleet) CheckInvariants() {
 	f.t.Helper()
 	f.checker.Check(false)
+	f.checkLiveRanges()
 	v := f.checker.Violations()
 	if len(v) > f.reported {
 		f.reported = len(v)

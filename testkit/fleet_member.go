@@ -30,6 +30,11 @@ type Held struct {
 	triedAt         int    // 1 + the fleet step of the last Retryable work commit
 	revokeActed     bool   // the revoke policy ran for the current request
 	revokeActedWith Revoke // the policy it ran with (a new policy runs again)
+
+	rng        *heldRange                 // a ranged split's records (RangeDescriptor), narrowed by its cuts; nil otherwise
+	cutAsk     *coordination.CutRequested // the latest cut request not yet acted on
+	pendingCut *coordination.Cut          // a cut decided whose CommitCut has not returned nil
+	pendingAt  int64                      // the position the pending cut is committed at
 }
 
 // Cut returns the tenancy's current committed progress: the last landed
@@ -71,6 +76,7 @@ type Member struct {
 	departed    bool
 	calls       []CallRecord
 	committed   map[coordination.SplitID]coordination.SplitProgress // last landed commit, all tenancies
+	cuts        int                                                 // cuts landed, all incarnations
 }
 
 // CallRecord is one seam call a member made and its result.
@@ -274,6 +280,7 @@ func (m *Member) pump() bool {
 		m.fold(ev)
 	}
 	acted := m.applyPolicy()
+	m.reportRemaining()
 	return len(evs) > 0 || acted
 }
 
@@ -282,7 +289,16 @@ func (m *Member) fold(ev coordination.Event) {
 	m.f.checker.EventAs(m.id, m.instance, ev)
 	switch e := ev.(type) {
 	case coordination.Gained:
-		m.held[e.Split.ID] = &Held{Spec: e.Split, Epoch: e.Epoch, Carried: e.Progress}
+		h := &Held{Spec: e.Split, Epoch: e.Epoch, Carried: e.Progress}
+		if lo, hi, ok := rangeOf(e.Split.Descriptor); ok {
+			h.rng = &heldRange{lo, hi}
+		}
+		m.held[e.Split.ID] = h
+	case coordination.CutRequested:
+		if h := m.held[e.Split]; h != nil {
+			ask := e
+			h.cutAsk = &ask
+		}
 	case coordination.Lost:
 		m.losses++
 		delete(m.held, e.Split)

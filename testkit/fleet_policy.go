@@ -43,6 +43,9 @@ type Policy struct {
 	Revoke Revoke
 	// FailSplits are failed (Fail under the held epoch) whenever gained.
 	FailSplits map[coordination.SplitID]bool
+	// Cut acts on CutRequested for ranged splits ([RangeDescriptor]): the
+	// member reports their remaining records and cuts them as asked.
+	Cut bool
 	// ExpectFatal stops the fleet from failing the test when a call returns
 	// Fatal (for tests that provoke one).
 	ExpectFatal bool
@@ -67,6 +70,10 @@ func (m *Member) applyPolicy() bool {
 	for _, id := range m.HeldIDs() {
 		h := m.held[id]
 		if h == nil {
+			continue
+		}
+		if m.cutStep(id, h) {
+			acted = true
 			continue
 		}
 		if m.Policy.FailSplits[id] {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +188,7 @@ type schedule struct {
 	maxInFlight []int     // per worker
 	clockRates  []float64 // per worker
 	poison      int       // index of a split every worker fails whenever gained; -1 for none
+	cut         bool      // ranged splits that workers cut when asked (runtime splits)
 	steps       []schedStep
 }
 
@@ -195,6 +197,9 @@ func (s schedule) String() string {
 	fmt.Fprintf(&b, "workers %d, split weights %v, MaxAttempts %d, MaxInFlight %v, clock rates %v", s.workers, s.weights, s.maxAttempts, s.maxInFlight, s.clockRates)
 	if s.poison >= 0 {
 		fmt.Fprintf(&b, ", every worker fails split s%02d", s.poison)
+	}
+	if s.cut {
+		b.WriteString(", ranged splits of 100 records per weight, cut when asked")
 	}
 	b.WriteString("\n")
 	for i, st := range s.steps {
@@ -215,6 +220,7 @@ func drawSchedule(t *rapid.T) schedule {
 	if rapid.IntRange(0, 9).Draw(t, "poisoned") < 3 {
 		s.poison = rapid.IntRange(0, len(s.weights)-1).Draw(t, "poison")
 	}
+	s.cut = rapid.Bool().Draw(t, "cut")
 	n := rapid.IntRange(0, 24).Draw(t, "steps")
 	for i := range n {
 		st := schedStep{
@@ -272,8 +278,15 @@ type incarnation struct {
 func execute(f *Fleet, s schedule) {
 	weights := make([]uint64, len(s.weights))
 	copy(weights, s.weights)
-	p := NewTestPlanner(jobFP, Splits(len(weights), weights...)...)
+	splits := Splits(len(weights), weights...)
+	if s.cut {
+		splits = rangedSplits(weights)
+	}
+	p := NewTestPlanner(jobFP, splits...)
 	policies := make([]Policy, maxWorkers)
+	for i := range policies {
+		policies[i].Cut = s.cut
+	}
 	var poison coordination.SplitID
 	if s.poison >= 0 {
 		poison = coordination.SplitID(fmt.Sprintf("s%02d", s.poison))
@@ -447,15 +460,31 @@ func execute(f *Fleet, s schedule) {
 				f.Fail("%s: AllComplete while a split is quarantined (G7)", m.ID())
 			}
 		case coordination.Stalled:
-			if !quarantined || v.Completed+v.Quarantined != uint64(len(weights)) {
-				f.Fail("%s: %#v with %d splits (quarantined: %t)", m.ID(), v, len(weights), quarantined)
+			if !quarantined || v.Completed+v.Quarantined != uint64(len(f.Checker().Splits())) {
+				f.Fail("%s: %#v with %d splits (quarantined: %t)", m.ID(), v, len(f.Checker().Splits()), quarantined)
 			}
 		}
+	}
+	if s.cut {
+		residualsMade.Add(int64(f.CheckCoverage(!quarantined)))
 	}
 	checkHealthyKeepTheirSplits(f, incs)
 	if poison == "" && !failed && !crashed && allHealthy(incs) {
 		checkNothingCharged(f)
 	}
+}
+
+// rangedSplits returns the splits "s00", ... of weights, each a range of
+// 100 records per unit of weight, weighing its records.
+func rangedSplits(weights []uint64) []coordination.PlannedSplit {
+	out := make([]coordination.PlannedSplit, len(weights))
+	lo := int64(0)
+	for i, w := range weights {
+		n := int64(w) * 100
+		out[i] = coordination.PlannedSplit{Spec: coordination.SplitSpec{ID: coordination.SplitID(fmt.Sprintf("s%02d", i)), Descriptor: RangeDescriptor(lo, lo+n), Weight: uint64(n)}}
+		lo += n
+	}
+	return out
 }
 
 // healthyFleetHoldsWithin is L3's bound: once the faults stopped, a split a
@@ -581,14 +610,26 @@ func checkNothingCharged(f *Fleet) {
 // neither -rapid.checks nor RAPID_CHECKS says (-short runs a fifth).
 const ciSchedules = 200
 
+// residualsMade counts the residuals the schedules of a run of
+// TestFleetSystemProperty created, so the test can tell the runtime-split
+// draw is not vacuous.
+var residualsMade atomic.Int64
+
 func TestFleetSystemProperty(t *testing.T) {
 	defaultChecks(t, ciSchedules)
+	residualsMade.Store(0)
+	schedules := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		s := drawSchedule(rt)
+		schedules++
 		if failure := runSchedule(t, s); failure != "" {
 			rt.Fatalf("%s\nschedule:\n%s", failure, s)
 		}
 	})
+	t.Logf("%d schedules made %d runtime splits", schedules, residualsMade.Load())
+	if schedules >= 50 && residualsMade.Load() == 0 && !t.Failed() {
+		t.Fatalf("none of %d schedules cut a split: the runtime-split part of the property is vacuous", schedules)
+	}
 }
 
 // failer routes a helper's Fatalf to the fleet's failure path.
