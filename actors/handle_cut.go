@@ -16,8 +16,11 @@ var _ coordination.Cutter = (*Coordinator)(nil)
 // returns the residual's id once both exist: the residual is placed like
 // any split, and every later tenancy of this split is handed cut.Primary.
 //
-// Fenced means nothing was written and no residual exists (the split is
-// gone). Retryable means the cut may or may not be durable: the lane must
+// Fenced means this call wrote nothing and the split is gone (fenced by a
+// later tenancy, or completed by an earlier Commit whose reply was lost):
+// stop the lane. A cut an earlier call made durable but could not confirm
+// is rolled forward by the split's next claimant (docs/protocol.md,
+// "Runtime split", "Roll-forward"). Retryable means the cut may or may not be durable: the lane must
 // not read past the cut, and the caller calls CommitCut again with the same
 // cut (and any later progress) until it returns nil or Fenced; while a cut
 // is not confirmed, a CommitCut with another cut is refused (Retryable) and

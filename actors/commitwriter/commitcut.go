@@ -7,6 +7,7 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/messages"
 )
 
 // The owner's side of a runtime split (docs/protocol.md, "Runtime split",
@@ -35,6 +36,13 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 			return w.notLanded(id, epoch, d)
 		}
 		w.landed(id, epoch, cell, d)
+		if d.Rec.Completed {
+			// An earlier completing Commit of the tenancy landed unseen (the
+			// read-back found it): the split is done, the cut was not made.
+			w.close(id, epoch)
+			w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+			return worker.CommitResult{Err: worker.CompletedBeforeCut(id)}
+		}
 		if c := cell.prog.Cut; c != nil && (prev == nil || c.ID != prev.ID) {
 			w.v.Metrics.CutLanded()
 		}

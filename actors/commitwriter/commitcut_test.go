@@ -391,3 +391,29 @@ func TestACutAskedPostedIsEmittedOncePerInterval(t *testing.T) {
 		}
 	})
 }
+
+// TestACutAfterAnUnseenCompletionIsFenced: a CommitCut that finds the
+// tenancy's completing commit landed (its reply was lost) makes no cut: it
+// is Fenced, creates nothing and ends the tenancy as completed.
+func TestACutAfterAnUnseenCompletionIsFenced(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newCutRig(t)
+		r.fs.LandThenErr = protocol.ProgressKey("a")
+		if res := r.commit(coordination.SplitProgress{Watermark: 9, Completed: true}); coordination.KindOf(res.Err) != coordination.Retryable {
+			t.Fatalf("completion with a lost reply: %v, want Retryable", res.Err)
+		}
+		res := r.cut(9, "p1", "r1", 4)
+		if coordination.KindOf(res.Err) != coordination.Fenced || res.Residual != "" {
+			t.Fatalf("cut after the completion: %q, %v; want Fenced", res.Residual, res.Err)
+		}
+		if r.exists(t, protocol.SpecKey("_a_2_1")) {
+			t.Fatal("a residual was created for a completed split")
+		}
+		if rec := r.progress(t); !rec.Completed || rec.Cut != nil {
+			t.Fatalf("progress %+v, want the completion without a cut", rec)
+		}
+		if got := r.sent(); !slices.Contains(got, any(messages.EndTenancy{Split: "a", Epoch: 2, Reason: messages.EndCompleted})) {
+			t.Fatalf("told %#v, want EndTenancy completed", got)
+		}
+	})
+}

@@ -124,6 +124,13 @@ func ReasonOf(err error) string {
 	return err.Error()
 }
 
+// CompletedBeforeCut is the Fenced result of a CommitCut that found the
+// split completed by an earlier Commit of its tenancy (whose reply was
+// lost): the split is done and the cut was not made.
+func CompletedBeforeCut(id coordination.SplitID) error {
+	return coordination.Errorf(coordination.Fenced, "split %s: an earlier commit completed it; the cut was not made and the split is no longer held", id)
+}
+
 // CutCompleted is the Fatal usage error of a CommitCut whose progress is
 // completed: a split completes only after its residual exists
 // (docs/protocol.md, "Runtime split"), so a cut commit never completes;
