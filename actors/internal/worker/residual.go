@@ -30,7 +30,7 @@ func CreateResidual(ctx context.Context, v *Env, parent coordination.SplitID, c 
 		return err == nil && c.IsResidualSpec(got), err
 	})
 	if err != nil || !found {
-		return residualErr(parent, c, specKey, found, err)
+		return residualErr(parent, c, specKey, err)
 	}
 	splitKey := protocol.SplitKey(c.ID)
 	rec := c.ResidualSplit(parent, fp, v.NowMs())
@@ -39,7 +39,7 @@ func CreateResidual(ctx context.Context, v *Env, parent coordination.SplitID, c 
 		return err == nil && c.IsResidualSplit(parent, got), err
 	})
 	if err != nil || !found {
-		return residualErr(parent, c, splitKey, found, err)
+		return residualErr(parent, c, splitKey, err)
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func createOrRead(ctx context.Context, v *Env, key string, b []byte, same func([
 // residualErr is the error of an unconfirmed residual create: err as is,
 // or, for a record that vanished between a lost create and its read, a
 // Retryable naming the key.
-func residualErr(parent coordination.SplitID, c protocol.Cut, key string, found bool, err error) error {
+func residualErr(parent coordination.SplitID, c protocol.Cut, key string, err error) error {
 	if err != nil {
 		return err
 	}
