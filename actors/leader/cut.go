@@ -47,33 +47,45 @@ func (f *fleetView) observeResidual(id, parent coordination.SplitID) {
 }
 
 // cutInput is protocol.DecideCuts's input from the view: the live members
-// with their budgets clamped as for the assignment (laneLimit) and the
-// splits their current sessions hold, each held split with its owner's
-// estimate for the record's epoch, the runnable splits no live session
-// holds (residuals among them, by their weight), and the requests
-// outstanding.
+// with their budgets clamped as for the assignment (docs/protocol.md, "Size
+// limits") and the count of splits their current sessions hold, the
+// runnable splits no live session holds (residuals among them, by their
+// weight), and the held splits their owner reported an estimate of for the
+// record's epoch, with the requests outstanding. A held split without one
+// is left out of Held: DecideCuts neither cuts it nor counts it (it counts
+// in its owner's Held). One pass over the split records, two map look-ups
+// each; the estimates (at most four per member) are looked up by split.
 func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding map[coordination.SplitID]outstandingCut) protocol.CutInput {
-	limit := f.laneLimit(valueCap)
 	var in protocol.CutInput
-	held := map[string]uint32{}
+	held := make(map[string]uint32, len(f.members))
+	longest := 0
 	for id, s := range f.records {
+		longest = max(longest, len(id))
 		if s.status != protocol.StatusRunnable {
 			continue
 		}
-		if n, live := f.sessions[s.owner]; s.owner == "" || !live || n != s.nonce {
-			in.Unheld = append(in.Unheld, s.weight)
+		if n, live := f.sessions[s.owner]; s.owner != "" && live && n == s.nonce {
+			held[s.owner]++
 			continue
 		}
-		held[s.owner]++
-		h := protocol.CutHeld{Split: id, Owner: s.owner, Epoch: s.epoch, Cuts: f.cuts[cutKey{id, s.epoch}]}
-		_, h.Outstanding = outstanding[id]
-		for _, e := range f.estimates[s.owner] {
-			if e.Split == id && e.Epoch == s.epoch {
-				h.Remaining, h.Reported = e.Remaining, true
-			}
-		}
-		in.Held = append(in.Held, h)
+		in.Unheld = append(in.Unheld, s.weight)
 	}
+	for inst, es := range f.estimates {
+		nonce, live := f.sessions[inst]
+		if !live {
+			continue
+		}
+		for _, e := range es {
+			s, ok := f.records[e.Split]
+			if !ok || s.status != protocol.StatusRunnable || s.owner != inst || s.nonce != nonce || s.epoch != e.Epoch {
+				continue
+			}
+			h := protocol.CutHeld{Split: e.Split, Owner: inst, Epoch: s.epoch, Remaining: e.Remaining, Reported: true, Cuts: f.cuts[cutKey{e.Split, s.epoch}]}
+			_, h.Outstanding = outstanding[e.Split]
+			in.Held = append(in.Held, h)
+		}
+	}
+	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
 	for m, b := range f.members {
 		budget := min(cfg.MaxInFlight, limit)
 		if b > 0 {

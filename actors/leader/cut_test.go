@@ -170,9 +170,14 @@ func TestCutInputTakesEstimatesOfTheCurrentTenancy(t *testing.T) {
 	put(protocol.ResidualID("a", 2, 3), splitFacts{owner: "w2", nonce: "n2", epoch: 1, weight: 5, parent: "a"})
 	put(protocol.ResidualID("a", 1, 9), splitFacts{weight: 5, parent: "a"})
 	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 90}, {Split: "b", Epoch: 2, Remaining: 80}})
+	f.observeEstimates("w2", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 70}}) // not its split
+	f.observeEstimates("w9", []messages.Estimate{{Split: "c", Epoch: 1, Remaining: 70}}) // not live
 	cfg := coordination.DefaultConfig()
 	cfg.MaxInFlight = 6
 	in := f.cutInput(cfg, 0, map[coordination.SplitID]outstandingCut{"b": {}})
+	if h := f.cutInput(cfg, 0, map[coordination.SplitID]outstandingCut{"a": {}}).Held; len(h) != 1 || !h[0].Outstanding {
+		t.Fatalf("held %v with a outstanding, want a outstanding", h)
+	}
 	byID := map[coordination.SplitID]protocol.CutHeld{}
 	for _, h := range in.Held {
 		byID[h.Split] = h
@@ -180,11 +185,8 @@ func TestCutInputTakesEstimatesOfTheCurrentTenancy(t *testing.T) {
 	if h := byID["a"]; !h.Reported || h.Remaining != 90 || h.Cuts != 3 || h.Outstanding || h.Epoch != 2 {
 		t.Fatalf("a: %+v, want its epoch-2 estimate and 3 cuts seen", h)
 	}
-	if h := byID["b"]; h.Reported || !h.Outstanding {
-		t.Fatalf("b: %+v, want no estimate (reported for epoch 2, held at 3) and outstanding", h)
-	}
-	if len(in.Held) != 3 || len(in.Unheld) != 3 {
-		t.Fatalf("held %v, unheld %v: want a, b and w2's residual held; c and two residuals unheld", in.Held, in.Unheld)
+	if len(in.Held) != 1 || len(in.Unheld) != 3 {
+		t.Fatalf("held %v, unheld %v: want a alone held with an estimate (b's is for epoch 2, held at 3); c and two residuals unheld", in.Held, in.Unheld)
 	}
 	members := map[string]protocol.CutMember{}
 	for _, m := range in.Members {

@@ -285,7 +285,11 @@ func (f *fleetView) knownSplits() map[coordination.SplitID]bool {
 // longest split id (docs/protocol.md, "Size limits"), so no budget a peer
 // advertises can make the leader write a record above the cap.
 func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, valueCap int) protocol.AssignInput {
-	limit := f.laneLimit(valueCap)
+	longest := 0
+	for id := range f.records {
+		longest = max(longest, len(id))
+	}
+	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
 	in := protocol.AssignInput{
 		Members:    make([]string, 0, len(f.members)),
 		Caps:       map[string]int{},
@@ -312,18 +316,6 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 		}
 	}
 	return in
-}
-
-// laneLimit is the most lanes any member's budget is clamped to:
-// coordination.MaxInFlightLimit, and what one assignment record can carry
-// under the store's value cap valueCap with the view's longest split id
-// (docs/protocol.md, "Size limits").
-func (f *fleetView) laneLimit(valueCap int) int {
-	longest := 0
-	for id := range f.records {
-		longest = max(longest, len(id))
-	}
-	return min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
 }
 
 // snapshot copies what a publish reads beside its input: the cached
