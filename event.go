@@ -31,12 +31,32 @@ type RevokeRequested struct{ Split SplitID }
 // still has much to do (docs/protocol.md, "Runtime split"). Keep is the
 // share of the remaining work the primary should keep, at least 0.5 and
 // below 1. A driver whose source can cut calls driver.Splitter's TrySplit
-// and then [Cutter.CommitCut]; ignoring it is always safe: the request
-// expires and nothing is written.
+// and then [Cutter.CommitCut], Parts times in a row (each cut confirmed
+// before the next); ignoring it is always safe: the request expires and
+// nothing is written.
 type CutRequested struct {
 	Split SplitID
 	Epoch LeaseEpoch
-	Keep  float64
+	// Keep is the share of what remains the primary keeps once every part
+	// is cut off.
+	Keep float64
+	// Parts is how many residuals to cut off, the rest divided equally
+	// among them: 1, or more when more lanes idle than there are splits
+	// worth a cut. 0 counts as 1.
+	Parts int
+}
+
+// Cuts returns the number of cuts the request asks for: Parts, at least 1.
+func (r CutRequested) Cuts() int { return max(r.Parts, 1) }
+
+// KeepAt returns the keep to pass to the i-th cut (1..Cuts) of the
+// request: each cut takes one residual's equal share off the tail of what
+// is left, so that after the last the primary keeps Keep of what remained
+// and every residual (1-Keep)/Cuts. For one part it is Keep itself.
+func (r CutRequested) KeepAt(i int) float64 {
+	n := r.Cuts()
+	s := (1 - r.Keep) / float64(n)
+	return (r.Keep + float64(n-i)*s) / (r.Keep + float64(n-i+1)*s)
 }
 
 // Quarantined reports that a split exhausted its delivery attempts. It is

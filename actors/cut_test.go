@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"context"
+	"math"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -165,8 +166,9 @@ func TestAnIdleFleetCutsTheLargeSplit(t *testing.T) {
 			req, ok = hasEvent[coordination.CutRequested](w1)
 			return ok
 		})
-		if req.Split != "a" || req.Epoch != g.Epoch || req.Keep < 0.5 || req.Keep >= 1 {
-			t.Fatalf("request %+v, want one for tenancy (a, %d) keeping [0.5, 1)", req, g.Epoch)
+		// 15 lanes idle: the leader asks for the split in equal parts.
+		if req.Split != "a" || req.Epoch != g.Epoch || req.Cuts() < 2 || req.Keep != 1/float64(req.Cuts()+1) && math.Abs(req.Keep-1/float64(req.Cuts()+1)) > 1e-6 {
+			t.Fatalf("request %+v, want one for tenancy (a, %d) in equal parts", req, g.Epoch)
 		}
 		rid, err := w1.c.CommitCut("a", coordination.SplitProgress{Watermark: 1}, coordination.Cut{Primary: []byte("head"), Residual: []byte("tail"), ResidualWeight: uint64(1000 * (1 - req.Keep))})
 		if err != nil {

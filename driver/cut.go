@@ -59,8 +59,10 @@ func (d *Driver) ReportRemaining() {
 // flight, it asks the source to cut the lane (Splitter.TrySplit) and, when
 // it did, commits the cut with the lane's progress at its acknowledged
 // watermark in acked (or its last commit) through
-// coordination.Cutter.CommitCut. It returns the number of cuts that became
-// durable. A refusal (!ok) or a source error changes nothing; a Retryable
+// coordination.Cutter.CommitCut; a request for several parts repeats that,
+// each cut confirmed before the next, the last residuals cut off first, so
+// that the primary and every residual get about an equal share of what
+// remained. It returns the number of cuts that became durable. A refusal (!ok) or a source error changes nothing; a Retryable
 // CommitCut keeps the cut in flight: every later commit of the lane carries
 // it until it lands, and none completes the split before. [Run] calls it
 // after every poll; it does nothing unless the source implements
@@ -93,23 +95,26 @@ func (d *Driver) Cut(acked []Watermark) (int, error) {
 		if t.progress != nil {
 			w = max(w, t.progress.Watermark)
 		}
-		cut, ok, err := sp.TrySplit(t.lane, ask.Keep)
-		if err != nil {
-			d.log.Warn("source could not cut the split; it reads on uncut", "split", id, "epoch", t.epoch, "err", err)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		t.pendingCut = &coordination.Cut{Primary: slices.Clone(cut.Primary), Residual: slices.Clone(cut.Residual), ResidualWeight: cut.ResidualWeight}
-		p, err := d.encode(t, w)
-		if err != nil {
-			return landed, err
-		}
-		if err := d.commitCut(t, p); err != nil {
-			return landed, err
-		}
-		if t.pendingCut == nil && !t.fenced {
+		for i := 1; i <= ask.Cuts(); i++ {
+			cut, ok, err := sp.TrySplit(t.lane, ask.KeepAt(i))
+			if err != nil {
+				d.log.Warn("source could not cut the split; it reads on uncut", "split", id, "epoch", t.epoch, "err", err)
+				break
+			}
+			if !ok {
+				break
+			}
+			t.pendingCut = &coordination.Cut{Primary: slices.Clone(cut.Primary), Residual: slices.Clone(cut.Residual), ResidualWeight: cut.ResidualWeight}
+			p, err := d.encode(t, w)
+			if err != nil {
+				return landed, err
+			}
+			if err := d.commitCut(t, p); err != nil {
+				return landed, err
+			}
+			if t.pendingCut != nil || t.fenced {
+				break // not confirmed: the next commit carries it; or the split is gone
+			}
 			landed++
 		}
 	}

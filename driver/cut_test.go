@@ -1,6 +1,7 @@
 package driver_test
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"testing"
@@ -48,9 +49,9 @@ func newSplitHarness(t *testing.T) (*harness, *splitSource) {
 }
 
 // requestCut queues a cut request and polls it in.
-func (h *harness) requestCut(id coordination.SplitID, epoch coordination.LeaseEpoch, keep float64) {
+func (h *harness) requestCut(id coordination.SplitID, epoch coordination.LeaseEpoch, keep float64, parts ...int) {
 	h.t.Helper()
-	h.script.RequestCut(id, epoch, keep)
+	h.script.RequestCut(id, epoch, keep, append(parts, 1)[0])
 	h.expect(driver.Idle{})
 }
 
@@ -199,5 +200,42 @@ func TestReportRemainingHandsEveryOpenLanesEstimateToTheCoordinator(t *testing.T
 	}
 	if e, ok := h.script.Remaining("b"); ok {
 		t.Fatalf("estimate of b = %+v; want none (its lane reported 0)", e)
+	}
+}
+
+// rangeSource is a splitSource whose lane is a range of records, cut where
+// TrySplit's keep says.
+type rangeSource struct {
+	*splitSource
+	lo, hi float64
+}
+
+func (s *rangeSource) TrySplit(lane driver.LaneID, keep float64) (driver.Cut, bool, error) {
+	s.asked = append(s.asked, keep)
+	at := s.lo + keep*(s.hi-s.lo)
+	cut := driver.Cut{Primary: fmt.Appendf(nil, "%.0f-%.0f", s.lo, at), Residual: fmt.Appendf(nil, "%.0f-%.0f", at, s.hi), ResidualWeight: uint64(s.hi - at)}
+	s.hi = at
+	return cut, true, nil
+}
+
+func TestARequestForSeveralPartsCutsThemOffInEqualShares(t *testing.T) {
+	sc, script := testkit.NewScripted()
+	src := &rangeSource{splitSource: &splitSource{recSource: newSource()}, lo: 0, hi: 1000}
+	h := &harness{t: t, c: &hookedCoordinator{ScriptedCoordinator: sc}, script: script, src: src.recSource}
+	h.d = driver.New(h.c, src, driver.WithLogger(slog.New(logSink{mu: &h.mu, recs: &h.logs})))
+	if err := h.d.Start(planner{}); err != nil {
+		t.Fatal(err)
+	}
+	lane := h.open("s", 1, progress(1))
+	h.requestCut("s", 1, 0.25, 3) // the primary and 3 residuals, a quarter each
+	if n, err := h.d.Cut([]driver.Watermark{{Partition: lane.Partition, Value: 1}}); n != 3 || err != nil {
+		t.Fatalf("Cut = %d, %v; want 3 cuts", n, err)
+	}
+	var residuals []string
+	for _, c := range h.script.Cuts() {
+		residuals = append(residuals, string(c.Cut.Residual))
+	}
+	if want := []string{"750-1000", "500-750", "250-500"}; !slices.Equal(residuals, want) || string(h.script.Cuts()[2].Cut.Primary) != "0-250" {
+		t.Fatalf("residuals %v (primary %s), want %v and 0-250", residuals, h.script.Cuts()[2].Cut.Primary, want)
 	}
 }

@@ -79,23 +79,29 @@ func (m *Member) reportRemaining() {
 // request asks for. It reports whether h must not be worked this pump (a
 // cut is in flight: no other commit goes before it).
 func (m *Member) cutStep(id coordination.SplitID, h *Held) bool {
-	if h.pendingCut == nil {
-		ask := h.cutAsk
-		h.cutAsk = nil
-		if ask == nil || !m.Policy.Cut || h.rng == nil || ask.Epoch != h.Epoch {
-			return false
-		}
+	if h.pendingCut != nil {
+		_, err := m.CommitCut(id, coordination.SplitProgress{Watermark: max(h.pendingAt, 1)}, *h.pendingCut)
+		return err != nil
+	}
+	ask := h.cutAsk
+	h.cutAsk = nil
+	if ask == nil || !m.Policy.Cut || h.rng == nil || ask.Epoch != h.Epoch {
+		return false
+	}
+	for i := 1; i <= ask.Cuts(); i++ {
 		pos := h.position()
-		at := pos + int64(ask.Keep*float64(h.rng.hi-pos))
+		at := pos + int64(ask.KeepAt(i)*float64(h.rng.hi-pos))
 		if at <= pos || at >= h.rng.hi {
 			return false // too little left: refuse, as a source would
 		}
 		h.pendingCut = &coordination.Cut{Primary: RangeDescriptor(h.rng.lo, at), Residual: RangeDescriptor(at, h.rng.hi), ResidualWeight: uint64(h.rng.hi - at)}
 		h.pendingAt = pos
 		h.rng.hi = at // from the decision on, the tenancy reads only its primary
+		if _, err := m.CommitCut(id, coordination.SplitProgress{Watermark: max(pos, 1)}, *h.pendingCut); err != nil {
+			return true
+		}
 	}
-	_, err := m.CommitCut(id, coordination.SplitProgress{Watermark: max(h.pendingAt, 1)}, *h.pendingCut)
-	return err != nil
+	return false
 }
 
 // CommitCut commits a cut of a held split with progress p through the

@@ -68,9 +68,10 @@ func (c *ScriptedCoordinator) CommitCut(split coordination.SplitID, progress coo
 }
 
 // RequestCut queues a CutRequested event for the split's tenancy of epoch,
-// asking the primary to keep keep of what remains, and wakes the waker.
-func (s *CoordinatorScript) RequestCut(id coordination.SplitID, epoch coordination.LeaseEpoch, keep float64) {
-	s.enqueue(coordination.CutRequested{Split: id, Epoch: epoch, Keep: keep})
+// asking for parts residuals (0 counts as 1) with the primary keeping keep
+// of what remains, and wakes the waker.
+func (s *CoordinatorScript) RequestCut(id coordination.SplitID, epoch coordination.LeaseEpoch, keep float64, parts int) {
+	s.enqueue(coordination.CutRequested{Split: id, Epoch: epoch, Keep: keep, Parts: parts})
 }
 
 // FailNextCommitCut scripts the outcome of the split's next CommitCut: an

@@ -64,7 +64,7 @@ func CheckSplitter(t testing.TB, s SplittableSource) {
 	if r := sp.Remaining(lane.ID); r == 0 {
 		t.Errorf("CheckSplitter: Remaining of a lane with records left is 0")
 	}
-	script.RequestCut(s.Split.ID, 1, keep)
+	script.RequestCut(s.Split.ID, 1, keep, 1)
 	if _, err := d.PollEvents(0); err != nil {
 		t.Fatalf("CheckSplitter: PollEvents: %v", err)
 	}

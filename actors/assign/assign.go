@@ -82,7 +82,7 @@ func (a *assignActor) assignment(m recordmsg.AssignmentObserved) {
 	// knows the tenancy's durable record and hands it to the driver at most
 	// once.
 	for _, r := range m.Assignment.Cuts {
-		a.v.Route(worker.RoleAssign, worker.CutAsked{Split: r.Split, Epoch: coordination.LeaseEpoch(r.Epoch), Counter: r.Counter, KeepPPM: r.KeepPPM})
+		a.v.Route(worker.RoleAssign, worker.CutAsked{Split: r.Split, Epoch: coordination.LeaseEpoch(r.Epoch), Counter: r.Counter, KeepPPM: r.KeepPPM, Parts: r.Parts})
 	}
 }
 

@@ -39,19 +39,19 @@ func TestTheAssignActorPostsEachCutRequest(t *testing.T) {
 			<-e.Poison(pid).Done()
 			<-e.Poison(rec).Done()
 		})
-		cuts := []protocol.CutRequest{{Split: "a", Epoch: 3, Counter: 1, KeepPPM: 600_000}, {Split: "c", Epoch: 1, Counter: 2, KeepPPM: 500_000}}
+		cuts := []protocol.CutRequest{{Split: "a", Epoch: 3, Counter: 1, KeepPPM: 600_000, Parts: 1}, {Split: "c", Epoch: 1, Counter: 2, KeepPPM: 500_000, Parts: 1}}
 		ids := []coordination.SplitID{"a", "b", "c"}
 		for _, a := range []protocol.AssignmentRecord{
 			{Generation: 2, Splits: ids, Cuts: cuts},
-			{Generation: 1, Splits: ids, Cuts: []protocol.CutRequest{{Split: "b", Epoch: 9, Counter: 1, KeepPPM: 500_000}}}, // older
+			{Generation: 1, Splits: ids, Cuts: []protocol.CutRequest{{Split: "b", Epoch: 9, Counter: 1, KeepPPM: 500_000, Parts: 1}}}, // older
 			{Generation: 2, Splits: ids}, // no requests
 		} {
 			e.Send(pid, recordmsg.AssignmentObserved{Instance: "me", Assignment: a})
 		}
 		synctest.Wait()
 		want := []any{
-			worker.CutAsked{Split: "a", Epoch: 3, Counter: 1, KeepPPM: 600_000},
-			worker.CutAsked{Split: "c", Epoch: 1, Counter: 2, KeepPPM: 500_000},
+			worker.CutAsked{Split: "a", Epoch: 3, Counter: 1, KeepPPM: 600_000, Parts: 1},
+			worker.CutAsked{Split: "c", Epoch: 1, Counter: 2, KeepPPM: 500_000, Parts: 1},
 		}
 		if posts := desk.Posts(); !reflect.DeepEqual(posts, want) {
 			t.Fatalf("posted %+v, want %+v", posts, want)

@@ -373,7 +373,7 @@ func TestACutAskedPostedIsEmittedOncePerInterval(t *testing.T) {
 			}
 			return evs
 		}
-		want := []coordination.Event{coordination.CutRequested{Split: "a", Epoch: 2, Keep: 0.75}}
+		want := []coordination.Event{coordination.CutRequested{Split: "a", Epoch: 2, Keep: 0.75, Parts: 1}}
 		r.v.Commits.Post(ask)
 		if got := take(); !slices.Equal(got, want) {
 			t.Fatalf("first request: %v, want %v", got, want)

@@ -18,7 +18,7 @@ func (w *commitWriter) cutAsked(m worker.CutAsked) {
 	}
 	cell.askedAt = now
 	w.v.Log.Debug("cut requested", "split", m.Split, "epoch", m.Epoch, "keep_ppm", m.KeepPPM)
-	w.v.Outbox.Push(coordination.CutRequested{Split: m.Split, Epoch: m.Epoch, Keep: float64(m.KeepPPM) / 1e6})
+	w.v.Outbox.Push(coordination.CutRequested{Split: m.Split, Epoch: m.Epoch, Keep: float64(m.KeepPPM) / 1e6, Parts: int(max(m.Parts, 1))})
 }
 
 // judgeCutAsk decides whether request m is handed to the driver now: only

@@ -152,7 +152,7 @@ func (c *cutter) evaluate(now time.Time, interval time.Duration, view *fleetView
 	c.lastAsked = now
 	for _, a := range asks {
 		c.outstanding[a.Split] = outstandingCut{owner: a.Owner, at: now, fresh: true,
-			req: protocol.CutRequest{Split: a.Split, Epoch: a.Epoch, Counter: a.Counter, KeepPPM: a.KeepPPM}}
+			req: protocol.CutRequest{Split: a.Split, Epoch: a.Epoch, Counter: a.Counter, KeepPPM: a.KeepPPM, Parts: a.Parts}}
 	}
 	return true
 }

@@ -67,7 +67,7 @@ func TestTheLeaderAsksACutWhenALaneIdles(t *testing.T) {
 		if !ok {
 			t.Fatal("CutOf finds the cut not worth it")
 		}
-		want := []protocol.CutRequest{{Split: "a", Epoch: 1, Counter: 1, KeepPPM: keep}}
+		want := []protocol.CutRequest{{Split: "a", Epoch: 1, Counter: 1, KeepPPM: keep, Parts: 1}}
 		a, rev1, _ := lr.assignment("w1")
 		if !slices.Equal(a.Cuts, want) || !slices.Equal(a.Splits, []coordination.SplitID{"a", "b"}) {
 			t.Fatalf("assignment %+v, want splits a, b and the cut requests %v", a, want)
@@ -244,8 +244,8 @@ func TestCutRequestsAreOutstandingUntilTheResidualOrTheInterval(t *testing.T) {
 // request for a split the record does not name is never written.
 func TestRecordCutsFitTheRecord(t *testing.T) {
 	splits := []coordination.SplitID{"a", "b"}
-	want := []protocol.CutRequest{{Split: "a", Epoch: 1, Counter: 1, KeepPPM: 500_000}, {Split: "b", Epoch: 1, Counter: 1, KeepPPM: 500_000},
-		{Split: "c", Epoch: 1, Counter: 1, KeepPPM: 500_000}}
+	want := []protocol.CutRequest{{Split: "a", Epoch: 1, Counter: 1, KeepPPM: 500_000, Parts: 1}, {Split: "b", Epoch: 1, Counter: 1, KeepPPM: 500_000, Parts: 1},
+		{Split: "c", Epoch: 1, Counter: 1, KeepPPM: 500_000, Parts: 1}}
 	if got := recordCuts(want, 1, splits, 0); !slices.Equal(got, want[:2]) {
 		t.Fatalf("recordCuts without a cap = %v, want a's and b's", got)
 	}

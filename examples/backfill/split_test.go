@@ -32,7 +32,7 @@ func TestACutLaneReadsUpToTheCutAndItsResidualReadsTheRest(t *testing.T) {
 	h := newHarness(t, records, 20_000)
 	h.script.Gain(spec("s1", recordRange{0, records}), 1, nil)
 	h.started()
-	h.script.RequestCut("s1", 1, 0.5)
+	h.script.RequestCut("s1", 1, 0.5, 1)
 	h.next("the cut request", is[driver.Idle])
 	n, err := h.drv.Cut(h.src.Acked())
 	if err != nil || n != 1 {

@@ -91,11 +91,23 @@ type CutAsk struct {
 	// so a request published again is not acted on twice.
 	Counter uint64
 	// KeepPPM is the share of the remaining work the primary keeps, in
-	// millionths: KeepPPMHalf..999999.
+	// millionths: KeepPPMHalf..999999 for one residual; for Parts of them,
+	// an equal share, [EqualKeepPPM](Parts).
 	KeepPPM uint32
-	// Residual is the residual's estimated weight, at least the input's
+	// Parts is how many residuals the owner cuts off, one after the
+	// other, dividing the rest equally among them: 1, or more when more
+	// lanes idle than there are splits worth a cut.
+	Parts uint32
+	// Residual is each residual's estimated weight, at least the input's
 	// MinWeight.
 	Residual uint64
+}
+
+// EqualKeepPPM is the primary's share, in millionths, when a split's
+// remaining work is divided into the primary and parts residuals of equal
+// size: 1/(parts+1), rounded up, so a residual is never larger than it.
+func EqualKeepPPM(parts uint32) uint32 {
+	return uint32((1_000_000 + uint64(parts)) / (uint64(parts) + 1))
 }
 
 // IdleLanes returns the lanes of live members that neither hold a split
@@ -161,7 +173,13 @@ func residualOf(r uint64, keepPPM uint32) uint64 {
 // negative, at least Interval since LastAsked) and some lanes would idle;
 // then it asks for at most [CutInput.IdleLanes] cuts, one per split, of the
 // reported splits with no request outstanding in descending Remaining (ties
-// by id), skipping those [CutOf] finds not worth it. It is deterministic and
+// by id), skipping those [CutOf] finds not worth it. Idle lanes left over
+// then go one at a time to the ask whose pieces would stay largest, as
+// one more part (residual) of it, while every piece of it (the primary's
+// and each residual's equal share) stays at least the per-lane share and
+// MinWeight: so a fleet whose lanes all ran dry but for one split divides
+// it among them in one evaluation instead of halving it once per interval.
+// Parts of all asks never exceed the idle lanes. It is deterministic and
 // does not depend on the order of its inputs.
 func DecideCuts(in CutInput) []CutAsk {
 	if in.Interval < 0 || !in.LastAsked.IsZero() && in.Now.Before(in.LastAsked.Add(in.Interval)) {
@@ -193,7 +211,35 @@ func DecideCuts(in CutInput) []CutAsk {
 		if !ok {
 			continue
 		}
-		asks = append(asks, CutAsk{Split: h.Split, Owner: h.Owner, Epoch: h.Epoch, Counter: h.Cuts + 1, KeepPPM: keep, Residual: residual})
+		asks = append(asks, CutAsk{Split: h.Split, Owner: h.Owner, Epoch: h.Epoch, Counter: h.Cuts + 1, KeepPPM: keep, Parts: 1, Residual: residual})
 	}
+	spread(asks, cands, idle, perLane, max(in.MinWeight, 1))
 	return asks
+}
+
+// spread gives the idle lanes the asks leave over to them as more parts,
+// one at a time, to the ask whose pieces would then be largest (ties by
+// split), while those pieces stay at least perLane and minWeight. cands
+// holds the asks' splits' estimates.
+func spread(asks []CutAsk, cands []CutHeld, idle int, perLane float64, minWeight uint64) {
+	remaining := map[coordination.SplitID]uint64{}
+	for _, h := range cands {
+		remaining[h.Split] = h.Remaining
+	}
+	piece := func(a CutAsk) uint64 { return remaining[a.Split] / (uint64(a.Parts) + 2) } // each piece with one part more
+	for left := idle - len(asks); left > 0; left-- {
+		best := -1
+		for i, a := range asks {
+			if p := piece(a); p >= minWeight && float64(p) >= perLane && (best < 0 || p > piece(asks[best])) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return
+		}
+		a := &asks[best]
+		a.Parts++
+		a.KeepPPM = EqualKeepPPM(a.Parts)
+		a.Residual = residualOf(remaining[a.Split], a.KeepPPM) / uint64(a.Parts)
+	}
 }

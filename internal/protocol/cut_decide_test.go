@@ -59,8 +59,12 @@ func checkCuts(t interface{ Fatalf(string, ...any) }, in CutInput, asks []CutAsk
 	if len(asks) > 0 && !rateOK {
 		t.Fatalf("asked %v within the interval (now %v, last %v, interval %v)", asks, in.Now, in.LastAsked, in.Interval)
 	}
-	if len(asks) > idle {
-		t.Fatalf("asked %d cuts with %d idle lanes", len(asks), idle)
+	parts := 0
+	for _, a := range asks {
+		parts += int(a.Parts)
+	}
+	if parts > idle {
+		t.Fatalf("asked %d residuals with %d idle lanes", parts, idle)
 	}
 	held := map[coordination.SplitID]CutHeld{}
 	for _, h := range in.Held {
@@ -79,9 +83,15 @@ func checkCuts(t interface{ Fatalf(string, ...any) }, in CutInput, asks []CutAsk
 			t.Fatalf("asked to cut %+v: no estimate, a request outstanding or no counter left", h)
 		case a.Owner != h.Owner || a.Epoch != h.Epoch || a.Counter != h.Cuts+1 || a.Counter == 0:
 			t.Fatalf("asked %+v of the wrong tenancy %+v", a, h)
-		case a.KeepPPM < KeepPPMHalf || a.KeepPPM > keepPPMMax:
+		case a.Parts == 0:
+			t.Fatalf("ask %+v cuts off no residual", a)
+		case a.Parts == 1 && (a.KeepPPM < KeepPPMHalf || a.KeepPPM > keepPPMMax):
 			t.Fatalf("keep %d ppm out of range", a.KeepPPM)
-		case a.Residual < max(in.MinWeight, 1) || a.Residual != residualOf(h.Remaining, a.KeepPPM):
+		case a.Parts > 1 && a.KeepPPM != EqualKeepPPM(a.Parts):
+			t.Fatalf("ask %+v of several parts does not divide the split equally", a)
+		case a.Parts > 1 && (h.Remaining/uint64(a.Parts+1) < max(in.MinWeight, 1) || float64(h.Remaining/uint64(a.Parts+1)) < perLane):
+			t.Fatalf("ask %+v cuts pieces below the minimum %d or the per-lane share %v", a, in.MinWeight, perLane)
+		case a.Residual < max(in.MinWeight, 1) || a.Residual != residualOf(h.Remaining, a.KeepPPM)/uint64(a.Parts):
 			t.Fatalf("residual %d of %+v below the minimum %d or not the cut's", a.Residual, h, in.MinWeight)
 		case float64(h.Remaining) <= perLane:
 			t.Fatalf("cut %+v whose remaining is not above the per-lane share %v", h, perLane)
@@ -113,6 +123,12 @@ func checkCuts(t interface{ Fatalf(string, ...any) }, in CutInput, asks []CutAsk
 	}
 	if rateOK && idle > 0 && worth > 0 && len(asks) != min(idle, worth) {
 		t.Fatalf("asked %d cuts with %d idle lanes and %d splits worth one", len(asks), idle, worth)
+	}
+	// Spread: lanes left idle only when no ask could take one more part.
+	for _, a := range asks {
+		if p := held[a.Split].Remaining / uint64(a.Parts+2); parts < idle && p >= max(in.MinWeight, 1) && float64(p) >= perLane {
+			t.Fatalf("%d lanes left idle while %+v could be cut into pieces of %d", idle-parts, a, p)
+		}
 	}
 }
 
@@ -179,21 +195,21 @@ func TestDecideCutsTable(t *testing.T) {
 	}{
 		{"the tail: one straggler, idle lanes", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Now: cutT0, Interval: time.Second, MinWeight: 10},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 450}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: 250_000, Parts: 3, Residual: 225}}},
 		{"largest first, one per idle lane", CutInput{Members: members([]uint32{1, 1, 4}, []uint32{1, 1, 3}),
 			Held: []CutHeld{small, mid, big}, Now: cutT0, Interval: time.Second},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 450}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Parts: 1, Residual: 450}}},
 		{"two lanes, one straggler: halved", CutInput{Members: members([]uint32{1, 1}, []uint32{1, 0}),
 			Held: []CutHeld{{Split: "a", Owner: "w0", Epoch: 1, Remaining: 120, Reported: true}}, Unheld: nil,
 			Now: cutT0, Interval: time.Second},
-			[]CutAsk{{Split: "a", Owner: "w0", Epoch: 1, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 60}}},
+			[]CutAsk{{Split: "a", Owner: "w0", Epoch: 1, Counter: 1, KeepPPM: KeepPPMHalf, Parts: 1, Residual: 60}}},
 		{"two idle lanes: the two largest", CutInput{Members: members([]uint32{1, 1, 4}, []uint32{1, 1, 2}),
 			Held: []CutHeld{small, mid, big}, Now: cutT0, Interval: time.Second},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 450},
-				{Split: "mid", Owner: "w1", Epoch: 1, Counter: 1, KeepPPM: 672223, Residual: 98}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Parts: 1, Residual: 450},
+				{Split: "mid", Owner: "w1", Epoch: 1, Counter: 1, KeepPPM: 672223, Parts: 1, Residual: 98}}},
 		{"the tenancy's third cut", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{{Split: "big", Owner: "w0", Epoch: 2, Remaining: 900, Reported: true, Cuts: 2}}, Now: cutT0},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 3, KeepPPM: KeepPPMHalf, Residual: 450}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 3, KeepPPM: 250_000, Parts: 3, Residual: 225}}},
 		{"runnable work left: no cut", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Unheld: []uint64{1, 1, 1}, Now: cutT0}, nil},
 		{"no free lane: no cut", CutInput{Members: members([]uint32{1, 1}, []uint32{1, 1}),
@@ -202,7 +218,7 @@ func TestDecideCutsTable(t *testing.T) {
 			Held: []CutHeld{big}, Now: cutT0, LastAsked: cutT0.Add(-time.Second), Interval: 2 * time.Second}, nil},
 		{"interval passed", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Now: cutT0, LastAsked: cutT0.Add(-2 * time.Second), Interval: 2 * time.Second},
-			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Residual: 450}}},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: 250_000, Parts: 3, Residual: 225}}},
 		{"negative interval: never", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Now: cutT0, Interval: -1}, nil},
 		{"residual below the minimum", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),

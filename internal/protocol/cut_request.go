@@ -38,8 +38,12 @@ type CutRequest struct {
 	// Counter is the number the cut will have in that tenancy; at least 1.
 	Counter uint64
 	// KeepPPM is the share of the remaining work the primary keeps, in
-	// millionths: KeepPPMHalf..999999.
+	// millionths: KeepPPMHalf..999999 for one residual, EqualKeepPPM(Parts)
+	// for more.
 	KeepPPM uint32
+	// Parts is how many residuals to cut off, one after the other, the
+	// rest divided equally among them; at least 1.
+	Parts uint32
 }
 
 // LargestEstimates returns at most EstimatesMax of es, those with the most
@@ -78,6 +82,7 @@ type cutRequestWire struct {
 	Epoch   uint64 `json:"epoch"`
 	Counter uint64 `json:"counter"`
 	KeepPPM uint32 `json:"keep_ppm"`
+	Parts   uint32 `json:"parts"`
 }
 
 // estimates reads a presence value's "remaining": 1..EstimatesMax entries
@@ -113,27 +118,32 @@ func (f *fields) estimates(name string) []Estimate {
 }
 
 // cutRequests reads an assignment's "cuts": entries in strictly ascending
-// split order, each a split of splits (sorted), with epoch and counter of at
-// least 1 and keep_ppm in KeepPPMHalf..999999.
+// split order, each a split of splits (sorted), with epoch, counter and
+// parts of at least 1 and keep_ppm in KeepPPMHalf..999999 for one part,
+// EqualKeepPPM(parts) for more.
 func (f *fields) cutRequests(name string, splits []coordination.SplitID) []CutRequest {
 	var cs []CutRequest
 	f.objects(name, func(o *fields) {
 		c := CutRequest{Split: coordination.SplitID(o.name("split")), Epoch: o.uint64("epoch"), Counter: o.uint64("counter"),
-			KeepPPM: o.uint32("keep_ppm")}
+			KeepPPM: o.uint32("keep_ppm"), Parts: o.uint32("parts")}
 		_, assigned := slices.BinarySearch(splits, c.Split)
 		switch {
 		case o.err != nil:
 		case c.Epoch == 0 || c.Counter == 0:
 			o.fail(shapeErr("epoch or counter is 0"))
-		case c.KeepPPM < KeepPPMHalf || c.KeepPPM > keepPPMMax:
+		case c.Parts == 0:
+			o.fail(shapeErr("parts is 0"))
+		case c.Parts == 1 && (c.KeepPPM < KeepPPMHalf || c.KeepPPM > keepPPMMax):
 			o.fail(shapeErr("keep_ppm is outside 500000..999999"))
+		case c.Parts > 1 && c.KeepPPM != EqualKeepPPM(c.Parts):
+			o.fail(shapeErr("keep_ppm of a cut into several parts is not the equal share"))
 		case !assigned:
 			o.fail(shapeErr("split is not in the assignment's splits"))
 		case len(cs) > 0 && cs[len(cs)-1].Split >= c.Split:
 			o.fail(shapeErr("entries are not in strictly ascending split order"))
 		}
 		cs = append(cs, c)
-	}, "split", "epoch", "counter", "keep_ppm")
+	}, "split", "epoch", "counter", "keep_ppm", "parts")
 	if f.err != nil {
 		return nil
 	}

@@ -55,9 +55,10 @@ func TestDecodeEstimatesAndCutRequests(t *testing.T) {
 	e := func(split, epoch, remaining string) string {
 		return `{"split":"` + split + `","epoch":` + epoch + `,"remaining":` + remaining + `}`
 	}
-	c := func(split, epoch, counter, keep string) string {
-		return `{"split":"` + split + `","epoch":` + epoch + `,"counter":` + counter + `,"keep_ppm":` + keep + `}`
+	cp := func(split, epoch, counter, keep, parts string) string {
+		return `{"split":"` + split + `","epoch":` + epoch + `,"counter":` + counter + `,"keep_ppm":` + keep + `,"parts":` + parts + `}`
 	}
+	c := func(split, epoch, counter, keep string) string { return cp(split, epoch, counter, keep, "1") }
 	presDec := func(b []byte) error { _, err := DecodePresence(WorkerKey("w1"), b); return err }
 	assignDec := func(b []byte) error { _, err := DecodeAssignment(AssignKey("w1"), b); return err }
 	tests := []struct {
@@ -88,7 +89,10 @@ func TestDecodeEstimatesAndCutRequests(t *testing.T) {
 		{"keep below half", assignDec, assign(`,"cuts":[` + c("a", "2", "1", "499999") + `]`), "keep_ppm is outside"},
 		{"keep all", assignDec, assign(`,"cuts":[` + c("a", "2", "1", "1000000") + `]`), "keep_ppm is outside"},
 		{"counter 0", assignDec, assign(`,"cuts":[` + c("a", "2", "0", "500000") + `]`), "epoch or counter is 0"},
-		{"cut missing a field", assignDec, assign(`,"cuts":[{"split":"a","epoch":2,"counter":1}]`), "field cuts: missing field keep_ppm"},
+		{"cut missing a field", assignDec, assign(`,"cuts":[{"split":"a","epoch":2,"counter":1,"parts":1}]`), "field cuts: missing field keep_ppm"},
+		{"a cut into three equal parts", assignDec, assign(`,"cuts":[` + cp("a", "2", "1", "250000", "3") + `]`), ""},
+		{"parts 0", assignDec, assign(`,"cuts":[` + cp("a", "2", "1", "500000", "0") + `]`), "parts is 0"},
+		{"several parts, unequal keep", assignDec, assign(`,"cuts":[` + cp("a", "2", "1", "500000", "3") + `]`), "not the equal share"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

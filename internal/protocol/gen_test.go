@@ -157,8 +157,12 @@ func genAssignment() *rapid.Generator[AssignmentRecord] {
 		r := AssignmentRecord{Generation: rapid.Uint64().Draw(t, "generation"), Splits: ids}
 		for _, id := range ids { // cut requests for some of the assigned splits
 			if rapid.Float64Range(0, 1).Draw(t, "cut requested") < 0.1 {
-				r.Cuts = append(r.Cuts, CutRequest{Split: id, Epoch: rapid.Uint64Min(1).Draw(t, "epoch"),
-					Counter: rapid.Uint64Min(1).Draw(t, "counter"), KeepPPM: rapid.Uint32Range(KeepPPMHalf, keepPPMMax).Draw(t, "keep")})
+				c := CutRequest{Split: id, Epoch: rapid.Uint64Min(1).Draw(t, "epoch"),
+					Counter: rapid.Uint64Min(1).Draw(t, "counter"), KeepPPM: rapid.Uint32Range(KeepPPMHalf, keepPPMMax).Draw(t, "keep"), Parts: 1}
+				if parts := rapid.Uint32Range(1, 40).Draw(t, "parts"); parts > 1 {
+					c.Parts, c.KeepPPM = parts, EqualKeepPPM(parts)
+				}
+				r.Cuts = append(r.Cuts, c)
 			}
 		}
 		return r

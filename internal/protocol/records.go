@@ -291,7 +291,7 @@ func EncodeAssignment(r AssignmentRecord) []byte {
 	ids = slices.Compact(ids)
 	var cuts []cutRequestWire
 	for _, c := range r.Cuts {
-		cuts = append(cuts, cutRequestWire{string(c.Split), c.Epoch, c.Counter, c.KeepPPM})
+		cuts = append(cuts, cutRequestWire{string(c.Split), c.Epoch, c.Counter, c.KeepPPM, c.Parts})
 	}
 	slices.SortStableFunc(cuts, func(a, b cutRequestWire) int { return cmp.Compare(a.Split, b.Split) })
 	return marshal(assignmentWire{Schema, r.Generation, ids, cuts})

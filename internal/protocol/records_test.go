@@ -121,7 +121,7 @@ func goldenRecords() []goldenRecord {
 		{"assignment", AssignKey("w1"), AssignmentRecord{Generation: 12, Splits: []coordination.SplitID{"a", "b-2", "s0"}}},
 		{"assignment_empty", AssignKey("w1"), AssignmentRecord{Generation: 0}},
 		{"assignment_cuts", AssignKey("w1"), AssignmentRecord{Generation: 12, Splits: []coordination.SplitID{"a", "s0"},
-			Cuts: []CutRequest{{Split: "s0", Epoch: 4, Counter: 2, KeepPPM: 600_000}}}},
+			Cuts: []CutRequest{{Split: "s0", Epoch: 4, Counter: 2, KeepPPM: 600_000, Parts: 1}}}},
 		{"leader", KeyLeader, LeaderRecord{Owner: "w1", Nonce: testNonce, Generation: math.MaxUint64}},
 		{"presence", WorkerKey("w1"), PresenceRecord{Nonce: testNonce, MaxInFlight: 8}},
 		{"presence_default_budget", WorkerKey("w1"), PresenceRecord{Nonce: "n", MaxInFlight: 0}},

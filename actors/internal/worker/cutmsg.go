@@ -14,4 +14,5 @@ type CutAsked struct {
 	Epoch   coordination.LeaseEpoch
 	Counter uint64
 	KeepPPM uint32 // the primary's share of what remains, in millionths
+	Parts   uint32 // residuals to cut off, the rest divided equally among them; at least 1
 }
