@@ -12,7 +12,7 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// leaderActor is the leader actor: one process made of three parts over one
+// leaderActor is the leader actor: one process made of four parts over one
 // fleet view, each part in its own file with its pure decisions beside it:
 //
 //   - the election (election.go, fence.go), a component of its own: it
