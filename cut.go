@@ -34,8 +34,9 @@ type Cutter interface {
 	// CommitCut durably commits progress of a held split together with cut,
 	// then creates the residual split, and returns the residual's id. nil
 	// means both are durable: the residual is placed like any split.
-	// Fenced means nothing was written and the split is gone (stop the
-	// lane; no residual exists). Retryable means the cut may or may not have
+	// Fenced means this call wrote nothing and the split is gone: stop the
+	// lane (a cut an earlier call made durable is rolled forward by the
+	// split's next claimant). Retryable means the cut may or may not have
 	// landed: the lane must not read past the cut, and the caller calls
 	// CommitCut again with the same cut (and any later progress) until it
 	// returns nil or Fenced. progress.Completed must be false: a split
