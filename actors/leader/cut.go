@@ -157,11 +157,14 @@ func (c *cutter) evaluate(now time.Time, interval time.Duration, view *fleetView
 	return true
 }
 
-// expire ends the requests whose residual the view shows, or that are
-// interval old.
+// expire ends the requests whose last residual (of Parts, numbered from
+// Counter) the view shows, or that are interval old: while the owner cuts a
+// request's parts one after the other, none of its next counters is asked
+// again.
 func (c *cutter) expire(now time.Time, interval time.Duration, view *fleetView) {
 	for id, o := range c.outstanding {
-		if !now.Before(o.at.Add(interval)) || view.cuts[cutKey{id, o.req.Epoch}] >= o.req.Counter {
+		last := o.req.Counter + uint64(max(o.req.Parts, 1)) - 1
+		if !now.Before(o.at.Add(interval)) || view.cuts[cutKey{id, o.req.Epoch}] >= last {
 			delete(c.outstanding, id)
 		}
 	}

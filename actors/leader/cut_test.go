@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"maps"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -275,4 +276,22 @@ func TestACutRequestWhosePublishFailedIsWrittenByTheRetry(t *testing.T) {
 			t.Fatalf("assignment %+v after the retry, want the request", a)
 		}
 	})
+}
+
+// A request of several parts stays outstanding until the residual of its
+// last part appears: the owner cuts them one after the other, and none of
+// their counters is asked again meanwhile.
+func TestARequestOfPartsIsOutstandingUntilItsLastResidual(t *testing.T) {
+	const interval = time.Second
+	t0 := time.Unix(1000, 0)
+	f := newFleetView(0)
+	c := cutter{lastAsked: t0, outstanding: map[coordination.SplitID]outstandingCut{
+		"a": {owner: "w1", at: t0, req: protocol.CutRequest{Split: "a", Epoch: 2, Counter: 4, KeepPPM: protocol.EqualKeepPPM(3), Parts: 3}}}}
+	for counter, outstanding := range map[uint64]bool{4: true, 5: true, 6: false} {
+		f.cuts[cutKey{"a", 2}] = counter
+		cc := cutter{lastAsked: c.lastAsked, outstanding: maps.Clone(c.outstanding)}
+		if got := len(cc.take(t0, interval, &f).by["w1"]) == 1; got != outstanding {
+			t.Fatalf("with residual %d of the parts 4..6 seen: outstanding %v, want %v", counter, got, outstanding)
+		}
+	}
 }

@@ -49,7 +49,8 @@ type CutHeld struct {
 	// remaining work.
 	Reported bool
 	// Outstanding is true while a cut request for the split is outstanding
-	// (no residual seen yet and the request younger than the interval).
+	// (not every residual it asks for seen yet, and the request younger than
+	// the interval).
 	Outstanding bool
 	// Cuts is the highest cut counter among the residuals of this split
 	// and Epoch the leader has seen; 0 when none.
