@@ -2,10 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/driver"
+	"github.com/spate-go/coordination/testkit"
 )
 
 // readToEnd polls h until split's lane retires, committing its watermarks
@@ -109,4 +111,33 @@ func TestTheMisestimatedDataSetHidesAQuarterInOneEquallyWeighedSplit(t *testing.
 	if got := ds.holder(ds.splits[32].Range.Start); got != ds.splits[32].ID {
 		t.Fatalf("holder of the big split's first record = %s", got)
 	}
+}
+
+// TestTheSourcePassesTheSplitterConformanceCheck runs testkit.CheckSplitter
+// on the example's source: every instance records to one ledger, and what
+// an instance delivered is read back from it, record by record.
+func TestTheSourcePassesTheSplitterConformanceCheck(t *testing.T) {
+	sink := testLedger(t, embedded(t), "check")
+	n := 0
+	testkit.CheckSplitter(t, testkit.SplittableSource{
+		Split: spec("s1", recordRange{0, 40_000}),
+		New: func(t testing.TB) (driver.SourceReader, func() []string) {
+			n++
+			name := fmt.Sprintf("w%d", n)
+			dead := make(chan struct{})
+			src := newSource(name, "run1", sink, newReadPace(20_000), dead, &events{})
+			t.Cleanup(func() { close(dead); src.wait() })
+			return src, func() []string {
+				var keys []string
+				for _, d := range sink.snapshot() {
+					if d.Worker == name {
+						for r := d.Start; r < d.End; r++ {
+							keys = append(keys, fmt.Sprint(r))
+						}
+					}
+				}
+				return keys
+			}
+		},
+	})
 }
