@@ -5,7 +5,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/benbjohnson/clock"
+
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 )
@@ -119,6 +122,24 @@ type cutRequests struct {
 type cutter struct {
 	lastAsked   time.Time
 	outstanding map[coordination.SplitID]outstandingCut // nil while not working as leader
+	due         *clock.Timer                            // fires cutDue when the rate bound lifts; nil when none is armed
+}
+
+// cutDue is the end of the rate bound after an evaluation that asked (or
+// the start of leading): the cutter evaluates then rather than at the next
+// heartbeat, which may come just before it and so a whole interval late.
+type cutDue struct{}
+
+// arm makes the cutter evaluate again when the rate bound lifts, under the
+// work lead w, unless cuts are off.
+func (c *cutter) arm(w *lead, v *worker.Env, interval time.Duration) {
+	if c.due != nil {
+		c.due.Stop()
+	}
+	c.due = nil
+	if interval > 0 && w != nil {
+		c.due = w.after(v, c.lastAsked.Add(interval).Sub(v.Clock.Now()), v.PIDs.Leader, cutDue{})
+	}
 }
 
 // lead starts a work lead at now: a new leader counts its start of leading
@@ -128,7 +149,12 @@ func (c *cutter) lead(now time.Time) {
 }
 
 // stop drops what the cutter kept for a work lead that ended.
-func (c *cutter) stop() { c.lastAsked, c.outstanding = time.Time{}, nil }
+func (c *cutter) stop() {
+	if c.due != nil {
+		c.due.Stop()
+	}
+	c.lastAsked, c.outstanding, c.due = time.Time{}, nil, nil
+}
 
 // evaluate decides the cuts to ask at a heartbeat at now (docs/protocol.md,
 // "Who decides") and reports whether it asked any: then the assignment

@@ -266,7 +266,8 @@ func TestACutRequestWhosePublishFailedIsWrittenByTheRetry(t *testing.T) {
 		lr := cutRig(t, 4, 0)
 		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
 		lr.st.on("Update", protocol.AssignKey("w1"), reaction{err: coordination.Errorf(coordination.Retryable, "timeout")})
-		lr.beat() // asks; the write fails
+		lr.clk.Add(lr.v.Config.LeaseDuration / 3) // the rate bound lifts: the cutter asks; the write fails
+		synctest.Wait()
 		if a, _, _ := lr.assignment("w1"); a.Cuts != nil {
 			t.Fatalf("assignment %+v although its write failed", a)
 		}
@@ -294,4 +295,26 @@ func TestARequestOfPartsIsOutstandingUntilItsLastResidual(t *testing.T) {
 			t.Fatalf("with residual %d of the parts 4..6 seen: outstanding %v, want %v", counter, got, outstanding)
 		}
 	}
+}
+
+// The cutter evaluates when the rate bound lifts, not only at heartbeats:
+// a heartbeat that comes just before the bound lifts would otherwise put
+// the next decision a whole interval late.
+func TestTheCutterAsksWhenTheRateBoundLifts(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		interval := time.Second
+		lr := cutRig(t, 4, interval)
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
+		lr.clk.Add(interval) // no heartbeat: the bound from the start of leading lifts
+		synctest.Wait()
+		a, _, _ := lr.assignment("w1")
+		if len(a.Cuts) != 1 || a.Cuts[0].Split != "a" || a.Cuts[0].Counter != 1 {
+			t.Fatalf("assignment %+v when the rate bound lifted, want a's request", a)
+		}
+		lr.clk.Add(interval - time.Millisecond) // within the bound of that ask: nothing new
+		synctest.Wait()
+		if b, _, _ := lr.assignment("w1"); !slices.Equal(b.Cuts, a.Cuts) {
+			t.Fatalf("assignment %+v within the bound, want the first request alone", b)
+		}
+	})
 }

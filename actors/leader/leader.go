@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"time"
+
 	"fmt"
 	"log/slog"
 
@@ -165,6 +167,10 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 	case holdEnded:
 		l.pub.holdEnded(m.lead)
 		l.tick(c)
+	case cutDue:
+		l.cut.due = nil
+		l.evaluateCuts(l.v.Clock.Now())
+		l.tick(c)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", r))
 	}
@@ -177,13 +183,26 @@ func (l *leaderActor) heartbeat(c *actor.Context) {
 		l.pub.changed()
 	}
 	l.pub.heartbeat(now, &l.view)
-	if l.el.working() != nil && l.cut.evaluate(now, l.v.Config.EffectiveCutInterval(), &l.view, l.v.Config, l.v.ValueCap) {
-		l.pub.changed()
-	}
+	l.evaluateCuts(now)
 	if l.run.retryDue() {
 		l.runPlan()
 	}
 	l.tick(c)
+}
+
+// evaluateCuts runs the cutter at now while working as leader; when it
+// asks, the assignment is published and the cutter evaluates again as soon
+// as the rate bound lifts.
+func (l *leaderActor) evaluateCuts(now time.Time) {
+	w := l.el.working()
+	if w == nil {
+		return
+	}
+	interval := l.v.Config.EffectiveCutInterval()
+	if l.cut.evaluate(now, interval, &l.view, l.v.Config, l.v.ValueCap) {
+		l.pub.changed()
+		l.cut.arm(w, l.v, interval)
+	}
 }
 
 // tick stands for election or publishes when due.
@@ -202,6 +221,7 @@ func (l *leaderActor) tick(c *actor.Context) {
 func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
 	if w := l.el.fenced(m, l.phase.Over()); w != nil {
 		l.cut.lead(l.v.Clock.Now())
+		l.cut.arm(w, l.v, l.v.Config.EffectiveCutInterval())
 		l.view.indexPublished()
 		l.pub.changed()
 		l.runPlan()
