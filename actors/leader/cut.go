@@ -36,10 +36,10 @@ func (f *fleetView) observeEstimates(inst string, es []messages.Estimate) {
 	f.estimates[inst] = es
 }
 
-// observeResidual folds a split record of id into the residual counters
-// when it is a residual of parent (its decoding checked that id is a
-// residual id of parent).
-func (f *fleetView) observeResidual(id, parent coordination.SplitID) {
+// observeResidual folds a split record of id of weight into the residual
+// counters and the parent's weight cut off when it is a residual of parent
+// (its decoding checked that id is a residual id of parent).
+func (f *fleetView) observeResidual(id, parent coordination.SplitID, weight uint64) {
 	if parent == "" {
 		return
 	}
@@ -47,6 +47,21 @@ func (f *fleetView) observeResidual(id, parent coordination.SplitID) {
 		k := cutKey{parent, n.Epoch}
 		f.cuts[k] = max(f.cuts[k], n.Counter)
 	}
+	if !f.residualSeen[id] {
+		f.residualSeen[id] = true
+		f.cutOff[parent] += weight
+	}
+}
+
+// weightLeft is what split id of split-record weight w still weighs for
+// the assignment once its residuals were cut off it: w less their weight,
+// at least 1 (docs/protocol.md, "Runtime split": a parent keeps only its
+// primary, so balancing by its full weight would move splits for nothing).
+func (f *fleetView) weightLeft(id coordination.SplitID, w uint64) uint64 {
+	if c := f.cutOff[id]; c > 0 {
+		return max(1, w-min(w, c))
+	}
+	return w
 }
 
 // cutInput is protocol.DecideCuts's input from the view: the live members
@@ -123,6 +138,7 @@ type cutter struct {
 	lastAsked   time.Time
 	outstanding map[coordination.SplitID]outstandingCut // nil while not working as leader
 	due         *clock.Timer                            // fires cutDue when the rate bound lifts; nil when none is armed
+	evaluated   time.Time                               // the last evaluation that looked at the fleet
 }
 
 // cutDue is the end of the rate bound after an evaluation that asked (or
@@ -169,6 +185,7 @@ func (c *cutter) evaluate(now time.Time, interval time.Duration, view *fleetView
 	if now.Before(c.lastAsked.Add(interval)) || len(view.estimates) == 0 {
 		return false
 	}
+	c.evaluated = now
 	in := view.cutInput(cfg, valueCap, c.outstanding)
 	in.Now, in.LastAsked, in.Interval, in.MinWeight = now, c.lastAsked, interval, cfg.MinCutWeight
 	asks := protocol.DecideCuts(in)

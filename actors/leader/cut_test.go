@@ -162,7 +162,7 @@ func TestCutInputTakesEstimatesOfTheCurrentTenancy(t *testing.T) {
 	put := func(id coordination.SplitID, s splitFacts) {
 		s.seen, s.status = true, protocol.StatusRunnable
 		f.records[id] = s
-		f.observeResidual(id, s.parent)
+		f.observeResidual(id, s.parent, s.weight)
 	}
 	put("a", splitFacts{owner: "w1", nonce: "n1", epoch: 2, weight: 1})
 	put("b", splitFacts{owner: "w1", nonce: "n1", epoch: 3, weight: 1})
@@ -228,7 +228,7 @@ func TestCutRequestsAreOutstandingUntilTheResidualOrTheInterval(t *testing.T) {
 		t.Fatalf("take again %+v, want both requests, no longer fresh", rs)
 	}
 	f.records[protocol.ResidualID("a", 1, 1)] = splitFacts{seen: true, status: protocol.StatusRunnable, weight: 50, parent: "a"}
-	f.observeResidual(protocol.ResidualID("a", 1, 1), "a")
+	f.observeResidual(protocol.ResidualID("a", 1, 1), "a", 50)
 	if rs := c.take(t0.Add(interval+interval/2), interval, &f); !slices.Equal(rs.by["w1"], []protocol.CutRequest{c.outstanding["b"].req}) {
 		t.Fatalf("take %+v after a's residual appeared, want b's request alone", rs)
 	}
@@ -317,4 +317,53 @@ func TestTheCutterAsksWhenTheRateBoundLifts(t *testing.T) {
 			t.Fatalf("assignment %+v within the bound, want the first request alone", b)
 		}
 	})
+}
+
+// A split that completes frees a lane: once the rate bound lifted, the
+// cutter evaluates at once rather than at the next heartbeat.
+func TestACompletedSplitMakesTheCutterEvaluateAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		interval := time.Second
+		lr := cutRig(t, 2, interval) // both lanes busy with a and b: nothing to cut
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
+		lr.clk.Add(interval) // the bound lifts; no lane idles
+		synctest.Wait()
+		if a, _, _ := lr.assignment("w1"); len(a.Cuts) != 0 {
+			t.Fatalf("assignment %+v with no lane idle, want no request", a)
+		}
+		lr.clk.Add(interval / 4)
+		lr.revs++
+		done := protocol.SplitRecord{ID: "b", FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Status: protocol.StatusCompleted, Owner: "w1", Nonce: "nonce-w1"}
+		lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "b", Record: done, Rev: 100 + lr.revs}}})
+		if a, _, _ := lr.assignment("w1"); len(a.Cuts) != 1 || a.Cuts[0].Split != "a" {
+			t.Fatalf("assignment %+v once b completed, want a's request without a heartbeat", a)
+		}
+	})
+}
+
+// A parent weighs, for the assignment, its weight less its residuals':
+// balancing by its full weight would move splits for work that moved
+// already. A residual seen again is not subtracted twice.
+func TestAParentWeighsWhatItsResidualsLeftIt(t *testing.T) {
+	f := newFleetView(0)
+	f.members["w1"] = 0
+	f.records["a"] = splitFacts{seen: true, status: protocol.StatusRunnable, weight: 100, owner: "w1"}
+	weightOf := func() uint64 {
+		for _, s := range f.assignInput(coordination.DefaultConfig(), "job:v1", 0).Splits {
+			if s.ID == "a" {
+				return s.Weight
+			}
+		}
+		t.Fatal("a not in the assignment input")
+		return 0
+	}
+	f.observeResidual(protocol.ResidualID("a", 1, 1), "a", 30)
+	f.observeResidual(protocol.ResidualID("a", 1, 1), "a", 30) // the residual's record again (a claim)
+	if w := weightOf(); w != 70 {
+		t.Fatalf("a weighs %d after a residual of 30, want 70", w)
+	}
+	f.observeResidual(protocol.ResidualID("a", 1, 2), "a", 90)
+	if w := weightOf(); w != 1 {
+		t.Fatalf("a weighs %d after residuals of 120, want the least weight 1", w)
+	}
 }

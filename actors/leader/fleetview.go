@@ -52,6 +52,11 @@ type fleetView struct {
 	// cuts maps a tenancy (parent, epoch) to the highest counter among the
 	// residuals of it the view has seen.
 	cuts map[cutKey]uint64
+	// cutOff maps a split to the weight of the residuals cut off it that
+	// the view has seen (each counted once, in residualSeen): the split's
+	// own weight less that is what it still weighs for the assignment.
+	cutOff       map[coordination.SplitID]uint64
+	residualSeen map[coordination.SplitID]bool
 }
 
 func newFleetView(startupGrace time.Duration) fleetView {
@@ -64,6 +69,9 @@ func newFleetView(startupGrace time.Duration) fleetView {
 		grace:      protocol.NewGrace(startupGrace),
 		estimates:  map[string][]messages.Estimate{},
 		cuts:       map[cutKey]uint64{},
+
+		cutOff:       map[coordination.SplitID]uint64{},
+		residualSeen: map[coordination.SplitID]bool{},
 	}
 }
 
@@ -101,9 +109,13 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		}
 		l.pub.changed()
 	case recordmsg.RecordsObserved:
-		tick := false
+		tick, freed := false, false
 		for _, r := range m.Records {
+			freed = freed || r.Record.Status == protocol.StatusCompleted && f.records[r.Split].status != protocol.StatusCompleted
 			tick = l.recordObserved(r, now) || tick
+		}
+		if freed {
+			l.evaluateCutsSoon(now) // a lane freed: it may idle now
 		}
 		if tick {
 			l.tick(c)
@@ -146,7 +158,7 @@ func (l *leaderActor) recordObserved(m recordmsg.RecordObserved, now time.Time) 
 		return false
 	}
 	f.records[m.Split] = facts
-	f.observeResidual(m.Split, facts.parent)
+	f.observeResidual(m.Split, facts.parent, facts.weight)
 	switch {
 	case !old.seen && l.run.seeding():
 		l.pub.seededMeanwhile()
@@ -308,7 +320,7 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 	}
 	for id, s := range f.records {
 		// A split record implies its spec (seeding writes the spec first).
-		in.Splits = append(in.Splits, protocol.AssignSplit{ID: id, Weight: s.weight, HasSpec: true, Status: s.status, Owner: f.stickyOwner(id, s.owner)})
+		in.Splits = append(in.Splits, protocol.AssignSplit{ID: id, Weight: f.weightLeft(id, s.weight), HasSpec: true, Status: s.status, Owner: f.stickyOwner(id, s.owner)})
 		if in.Reserved != nil {
 			if _, ok := f.departedAt[s.owner]; ok && s.owner != "" {
 				in.Reserved[id] = true

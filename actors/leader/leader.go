@@ -205,6 +205,17 @@ func (l *leaderActor) evaluateCuts(now time.Time) {
 	}
 }
 
+// evaluateCutsSoon runs the cutter at now when a lane was freed, unless it
+// evaluated within a quarter of the cut interval (which bounds what an
+// evaluation costs a fleet whose splits complete all the time): a lane that
+// runs dry is then cut for within about that quarter, not only at the next
+// heartbeat.
+func (l *leaderActor) evaluateCutsSoon(now time.Time) {
+	if interval := l.v.Config.EffectiveCutInterval(); interval > 0 && !now.Before(l.cut.evaluated.Add(interval/4)) {
+		l.evaluateCuts(now)
+	}
+}
+
 // tick stands for election or publishes when due.
 func (l *leaderActor) tick(c *actor.Context) {
 	if l.v.Halted.Load() {
