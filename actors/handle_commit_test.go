@@ -125,7 +125,9 @@ func TestCommitBindsToThePolledTenancy(t *testing.T) {
 		if rec := record(); *rec.Watermark != 5 || rec.Owner != "w1" {
 			t.Fatalf("something was written: %+v", rec)
 		}
-		w.pump(t)
+		// The fence landing in the store does not mean the Gained is queued
+		// yet: poll until it is.
+		r.until("the re-claim's Gained", 5*time.Second, []*member{w}, func() bool { return w.held["a"].Epoch == 2 })
 		if g := w.held["a"]; g.Epoch != 2 || g.Progress == nil || g.Progress.Watermark != 5 {
 			t.Fatalf("gained %+v", g)
 		}
