@@ -78,23 +78,32 @@ func (d *Driver) commit(t *tenancy, p coordination.SplitProgress) error {
 			return err
 		}
 	}
-	err := d.c.Commit(t.id(), p)
+	_, err := d.triage(t, p, d.c.Commit(t.id(), p), "commit not confirmed; the next commit supersedes it")
+	return err
+}
+
+// triage applies the answer err to a commit of p for t: nil records it
+// landed, Fenced retires t, Retryable (logged as retryable) keeps p
+// deferred. It reports whether p landed; only a Fatal or non-coordination
+// error is returned.
+func (d *Driver) triage(t *tenancy, p coordination.SplitProgress, err error, retryable string) (bool, error) {
 	switch coordination.KindOf(err) {
 	case 0:
 		if err != nil {
-			return err
+			return false, err
 		}
 		d.landed(t, p)
+		return true, nil
 	case coordination.Fenced:
 		d.fence(t, err)
 	case coordination.Retryable:
-		d.log.Warn("commit not confirmed; the next commit supersedes it", "split", t.id(), "err", err)
+		d.log.Warn(retryable, "split", t.id(), "err", err)
 		t.progress = cloneProgressPtr(&p)
 		t.deferred = true
 	default:
-		return err
+		return false, err
 	}
-	return nil
+	return false, nil
 }
 
 // landed records a durable commit of p for t and retires t when p completed

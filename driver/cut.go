@@ -129,22 +129,10 @@ func (d *Driver) commitCut(t *tenancy, p coordination.SplitProgress) error {
 	p.Completed = false
 	_, cu, _ := d.splitting()
 	residual, err := cu.CommitCut(t.id(), p, *t.pendingCut)
-	switch coordination.KindOf(err) {
-	case 0:
-		if err != nil {
-			return err
-		}
+	landed, err := d.triage(t, p, err, "cut not confirmed; the lane's next commit carries it again")
+	if landed {
 		d.log.Info("split cut at runtime; its residual is a new split", "split", t.id(), "epoch", t.epoch, "residual", residual)
 		t.pendingCut = nil
-		d.landed(t, p)
-	case coordination.Fenced:
-		d.fence(t, err)
-	case coordination.Retryable:
-		d.log.Warn("cut not confirmed; the lane's next commit carries it again", "split", t.id(), "err", err)
-		t.progress = cloneProgressPtr(&p)
-		t.deferred = true
-	default:
-		return err
 	}
-	return nil
+	return err
 }
