@@ -251,6 +251,9 @@ func (w *watcher) loop(ctx context.Context) error {
 				if w.ended(ctx) {
 					return nil
 				}
+				if notSent(err) {
+					return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s: connection to NATS lost while reading the bucket's last sequence to end the snapshot, request not sent (%v); re-watch", w.bucket, err)
+				}
 				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s: reading the bucket's last sequence to end the snapshot: %v; re-watch", w.bucket, err)
 			}
 			if complete {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/spate-go/coordination"
@@ -607,6 +609,18 @@ func TestWatchSnapshotEnd(t *testing.T) {
 		select {
 		case err := <-sw.errc:
 			wantKind(t, err, coordination.Retryable, "reading the bucket's last sequence", errRead.Error())
+		case <-time.After(5 * time.Second):
+			t.Fatal("the watch did not break")
+		}
+	})
+	// The client refusing the read while it reconnects is a lost
+	// connection, and the error says so (as the failover tests expect).
+	t.Run("a read refused while disconnected says the connection was lost", func(t *testing.T) {
+		sw := runScripted(t, "", 1, func() (uint64, error) { return 0, nats.ErrReconnectBufExceeded })
+		sw.send(put("a", 1))
+		select {
+		case err := <-sw.errc:
+			wantKind(t, err, coordination.Retryable, "connection to NATS lost while reading the bucket's last sequence")
 		case <-time.After(5 * time.Second):
 			t.Fatal("the watch did not break")
 		}
