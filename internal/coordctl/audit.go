@@ -250,7 +250,7 @@ func (a *auditor) cutVersion(key string, rev uint64, t *splitTrack, p, r protoco
 	switch {
 	case p.Cut != nil && r.Cut == nil, p.Descriptor != nil && r.Descriptor == nil:
 		a.violate(ruleCutDropped, key, rev, t.progressRev, fmt.Sprintf("the record carried the cut of %s and this write dropped it; the residual's records would be read by no one", cutName(p.Cut)))
-	case p.Cut != nil && r.Cut.ID == p.Cut.ID && !sameCut(*p.Cut, *r.Cut):
+	case p.Cut != nil && r.Cut.ID == p.Cut.ID && !p.Cut.Equal(*r.Cut):
 		a.violate(ruleCutRewritten, key, rev, t.progressRev, fmt.Sprintf("the cut of %s was recorded again with a different residual (weight %d -> %d, or its descriptor); one cut has one residual", p.Cut.ID, p.Cut.Weight, r.Cut.Weight))
 	case p.Cut != nil && r.Cut.ID != p.Cut.ID && !a.exists(p.Cut.ID):
 		a.violate(ruleCutUnconfirmed, key, rev, t.progressRev, fmt.Sprintf("cut %s replaced cut %s, whose residual has no split record yet", r.Cut.ID, p.Cut.ID))
@@ -264,11 +264,6 @@ func (a *auditor) cutVersion(key string, rev uint64, t *splitTrack, p, r protoco
 func (a *auditor) exists(id coordination.SplitID) bool {
 	t, ok := a.splits[id]
 	return ok && t.split != nil
-}
-
-// sameCut reports whether two recordings of one cut agree.
-func sameCut(x, y protocol.Cut) bool {
-	return x.ID == y.ID && x.Epoch == y.Epoch && x.Counter == y.Counter && x.Weight == y.Weight && string(x.Descriptor) == string(y.Descriptor)
 }
 
 // cutName renders a cut for a violation, "none" when nil.

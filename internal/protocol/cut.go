@@ -116,9 +116,14 @@ func sameCut(a, b ProgressRecord) bool {
 	if a.Cut == nil || b.Cut == nil {
 		return a.Cut == b.Cut
 	}
-	x, y := *a.Cut, *b.Cut
-	return x.ID == y.ID && x.Epoch == y.Epoch && x.Counter == y.Counter && x.Weight == y.Weight &&
-		bytes.Equal(x.Descriptor, y.Descriptor)
+	return a.Cut.Equal(*b.Cut)
+}
+
+// Equal reports whether two recordings of a cut agree in every field: the
+// same residual of the same tenancy's cut.
+func (c Cut) Equal(d Cut) bool {
+	return c.ID == d.ID && c.Epoch == d.Epoch && c.Counter == d.Counter && c.Weight == d.Weight &&
+		bytes.Equal(c.Descriptor, d.Descriptor)
 }
 
 // cut reads the progress record's "cut" object of split id at epoch
