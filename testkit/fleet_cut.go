@@ -170,18 +170,10 @@ func (f *Fleet) CheckCoverage(complete bool) int {
 	if err != nil {
 		f.Fail("testkit: listing the store: %v", err)
 	}
-	fp := uint64(0)
+	plan, _ := f.Plan()
+	fp := protocol.Fingerprint(plan.Fingerprint)
 	specs, parents, status := map[coordination.SplitID][]byte{}, map[coordination.SplitID]coordination.SplitID{}, map[coordination.SplitID]string{}
 	progress := map[coordination.SplitID]protocol.ProgressRecord{}
-	for _, e := range durable {
-		if e.Key == protocol.KeyPlan {
-			p, err := protocol.DecodePlan(e.Key, e.Value)
-			if err != nil {
-				f.Fail("testkit: plan record: %v", err)
-			}
-			fp = protocol.Fingerprint(p.Fingerprint)
-		}
-	}
 	for _, e := range durable {
 		kind, _ := protocol.ParseKey(store.Durable, e.Key)
 		switch kind {
