@@ -57,7 +57,6 @@ type source struct {
 	delivered atomic.Int64 // records this worker delivered, duplicates included
 	share     atomic.Int64 // records of the splits this worker was given, from where it resumed
 	completed atomic.Int64 // splits this worker read to their end
-	cuts      atomic.Int64 // cuts this worker's lanes made (TrySplit ok)
 	reading   atomic.Int64 // lanes whose reader is reading, for the tail-idle figure
 
 	noCut bool // -runtime-split=false: TrySplit refuses and Remaining reports nothing

@@ -58,7 +58,6 @@ func (s *source) TrySplit(id driver.LaneID, keep float64) (driver.Cut, bool, err
 		return driver.Cut{}, false, nil
 	}
 	l.end.Store(at)
-	s.cuts.Add(1)
 	return driver.Cut{
 		Primary:        encodeDescriptor(recordRange{Start: l.records.Start, End: at}),
 		Residual:       encodeDescriptor(recordRange{Start: at, End: end}),
