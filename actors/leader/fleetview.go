@@ -108,19 +108,6 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 			}
 		}
 		l.pub.changed()
-	case recordmsg.RecordsObserved:
-		tick, freed := false, false
-		for _, r := range m.Records {
-			freed = freed || r.Record.Status == protocol.StatusCompleted && f.records[r.Split].status != protocol.StatusCompleted
-			tick = l.recordObserved(r, now) || tick
-		}
-		if freed {
-			l.evaluateCutsSoon(now) // a lane freed: it may idle now
-		}
-		if tick {
-			l.tick(c)
-		}
-		return
 	case messages.RecordDeleted:
 		delete(f.records, m.Split)
 		f.grace.Release(m.Split)
@@ -142,13 +129,33 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	l.tick(c)
 }
 
+// recordsObserved folds a run of split record puts into the view, and
+// ticks once if any of them changed an input of the assignment. It is the
+// hot message, handled apart from observeFleet's larger frame (see
+// Receive).
+func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObserved) {
+	f, now := &l.view, l.v.Clock.Now()
+	tick, freed := false, false
+	for i := range m.Records {
+		r := &m.Records[i]
+		freed = freed || r.Record.Status == protocol.StatusCompleted && f.records[r.Split].status != protocol.StatusCompleted
+		tick = l.recordObserved(r, now) || tick
+	}
+	if freed {
+		l.evaluateCutsSoon(now) // a lane freed: it may idle now
+	}
+	if tick {
+		l.tick(c)
+	}
+}
+
 // recordObserved folds a split record put into the view and reports
 // whether the leader should tick. While this leader's own planner run
 // seeds, a split that appeared waits for the run's next progress report
 // (or its end) instead of making the assignment dirty, so that no other
 // trigger (a presence renewal) publishes it in between: seeding n splits
 // costs O(log n) evaluations, not one per trigger.
-func (l *leaderActor) recordObserved(m recordmsg.RecordObserved, now time.Time) (tick bool) {
+func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time) (tick bool) {
 	f := &l.view
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true,

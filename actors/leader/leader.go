@@ -68,8 +68,20 @@ func New(v *worker.Env) actor.Producer {
 	}
 }
 
-// Receive handles one message.
+// Receive handles one message. A run of split record puts, the hot
+// message, is handled apart from the rest: hollywood runs each burst of an
+// idle actor's inbox on a fresh goroutine, whose stack is copied whenever
+// the path's frames outgrow it.
 func (l *leaderActor) Receive(c *actor.Context) {
+	if m, ok := c.Message().(recordmsg.RecordsObserved); ok {
+		l.recordsObserved(c, m)
+		return
+	}
+	l.receive(c)
+}
+
+// receive handles every message but a run of split record puts.
+func (l *leaderActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
@@ -97,7 +109,7 @@ func (l *leaderActor) Receive(c *actor.Context) {
 		l.adoptPlan(c, m.Plan, m.Rev)
 	case messages.PlanDeleted:
 		l.el.planDeleted()
-	case messages.PresenceObserved, messages.PresenceDeleted, recordmsg.RecordsObserved, messages.RecordDeleted,
+	case messages.PresenceObserved, messages.PresenceDeleted, messages.RecordDeleted,
 		recordmsg.AssignmentObserved, messages.AssignmentDeleted:
 		l.observeFleet(c, m)
 	case messages.SessionEnded:

@@ -71,20 +71,37 @@ func New(v *worker.Env) actor.Producer {
 	}
 }
 
-// Receive handles one message.
+// Receive handles one message. A run of observed split records, the hot
+// message, is handled apart from the rest, whose switch has a large frame:
+// hollywood runs each burst of an idle actor's inbox on a fresh goroutine,
+// whose stack is copied whenever the path's frames outgrow it.
 func (sw *splitWriterActor) Receive(c *actor.Context) {
+	if m, ok := c.Message().(recordmsg.RecordsObserved); ok {
+		sw.recordsObserved(c, m)
+		return
+	}
+	sw.receive(c)
+}
+
+// recordsObserved folds a run of observed split records into the view and
+// steps the claimer once if any of them gave it something to act on.
+func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObserved) {
+	act := false
+	for i := range m.Records {
+		r := &m.Records[i]
+		act = sw.fold(r.Split, r.Record, r.Rev) || act
+	}
+	if act {
+		sw.claims.step(c)
+	}
+}
+
+// receive handles every message but a run of observed split records.
+func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
 		sw.fp = m.FP
-	case recordmsg.RecordsObserved:
-		act := false
-		for _, r := range m.Records {
-			act = sw.fold(r.Split, r.Record, r.Rev) || act
-		}
-		if act {
-			sw.claims.step(c)
-		}
 	case messages.RecordDeleted:
 		sw.deleted(m.Split)
 		sw.claims.step(c)

@@ -116,9 +116,32 @@ func New(v *worker.Env) actor.Producer {
 }
 
 // Receive handles one message; the observations it made leave before the
-// next one is handled.
+// next one is handled. A burst of watch events, the hot message, is handled
+// apart from the rest: hollywood runs each burst of an idle actor's inbox on
+// a fresh goroutine, whose stack grows (a copy) whenever the frames of the
+// path exceed its initial size, so the event path keeps them small.
 func (w *watchActor) Receive(c *actor.Context) {
-	defer w.flush()
+	if m, ok := c.Message().(watchEvents); ok {
+		w.events(m)
+		w.flush()
+		return
+	}
+	w.receive(c)
+	w.flush()
+}
+
+// events applies a burst of one watch's events.
+func (w *watchActor) events(m watchEvents) {
+	for _, ev := range m.evs {
+		if m.gen != w.ks[m.ks].gen || w.v.Halted.Load() {
+			break // a rollback ended the watch, or the worker failed
+		}
+		w.event(m.ks, ev)
+	}
+}
+
+// receive handles every message but a burst of events.
+func (w *watchActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
 	case actor.Stopped:
@@ -152,13 +175,6 @@ func (w *watchActor) Receive(c *actor.Context) {
 			return
 		}
 		k.w = m.w
-	case watchEvents:
-		for _, ev := range m.evs {
-			if m.gen != w.ks[m.ks].gen || w.v.Halted.Load() {
-				break // a rollback ended the watch, or the worker failed
-			}
-			w.event(m.ks, ev)
-		}
 	case watchEnded:
 		if m.gen == w.ks[m.ks].gen {
 			w.broken(m.ks, m.err)
@@ -420,18 +436,11 @@ func (w *watchActor) del(ks store.Keyspace, key string, rev uint64, synth bool) 
 	w.decodeDelete(ks, key, rev, synth)
 }
 
-// observe sends an observation to its subscribers (worker/routing.go): a split
-// record put joins the current run of them, anything else sends the run
-// first and then itself, so every subscriber sees the observations in the
-// order they were made.
+// observe sends an observation other than a split record put to its
+// subscribers (worker/routing.go): it sends the current run of split record
+// puts (splitPut) first and then itself, so every subscriber sees the
+// observations in the order they were made.
 func (w *watchActor) observe(msg any) {
-	if r, ok := msg.(recordmsg.RecordObserved); ok {
-		w.run = append(w.run, r)
-		if len(w.run) == MaxBurst {
-			w.flush()
-		}
-		return
-	}
 	w.flush()
 	w.v.Route(worker.RoleWatch, msg)
 }
@@ -444,16 +453,33 @@ func (w *watchActor) flush() {
 	}
 }
 
+// decodePut decodes a put and observes it. Split records, nearly every
+// put, take a path of their own with small frames (see Receive).
 func (w *watchActor) decodePut(ks store.Keyspace, key string, val []byte, rev uint64) {
 	kind, suffix := protocol.ParseKey(ks, key)
+	if kind == protocol.KeySplitRecord {
+		w.splitPut(key, val, rev)
+		return
+	}
+	w.otherPut(kind, suffix, key, val, rev)
+}
+
+// splitPut decodes a split record put and adds it to the run.
+func (w *watchActor) splitPut(key string, val []byte, rev uint64) {
+	rec, err := protocol.DecodeSplit(key, val, w.fp)
+	if err != nil {
+		w.v.FatalIf(err)
+		return
+	}
+	w.run = append(w.run, recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
+	if len(w.run) == MaxBurst {
+		w.flush()
+	}
+}
+
+// otherPut decodes and observes a put of any key but a split record's.
+func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []byte, rev uint64) {
 	switch kind {
-	case protocol.KeySplitRecord:
-		rec, err := protocol.DecodeSplit(key, val, w.fp)
-		if err != nil {
-			w.v.FatalIf(err)
-			return
-		}
-		w.observe(recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
 	case protocol.KeyPresence:
 		pr, err := protocol.DecodePresence(key, val)
 		if err != nil {
