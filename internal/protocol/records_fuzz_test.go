@@ -195,3 +195,46 @@ func nesting(b []byte) int {
 	}
 	return deepest
 }
+
+// canonicalLayouts are field lists scanCanonical is checked with: the
+// split and progress records' (as their decoders pass them) and a short one.
+var canonicalLayouts = []struct {
+	names    []string
+	optional int
+}{
+	{[]string{"schema", "id", "fp", "weight", "epoch", "status", "owner", "nonce", "attempts", "written_at_ms", "parent"}, 1},
+	{[]string{"schema", "id", "fp", "epoch", "owner", "watermark", "state", "completed", "written_at_ms", "descriptor", "cut"}, 2},
+	{[]string{"schema", "a"}, 1},
+}
+
+// checkCanonical fails t when scanCanonical accepts b with names but
+// scanFields does not scan b to the same values without a duplicate or
+// unknown field; it reports whether scanCanonical accepted b.
+func checkCanonical(t interface{ Fatalf(string, ...any) }, b []byte, names []string, optional int) bool {
+	got, ok := scanCanonical(b, names, optional)
+	if !ok {
+		return false
+	}
+	want, dup, unknown, pe := scanFields(b, names)
+	if pe != nil || dup != "" || unknown != "" || !reflect.DeepEqual(got.vals, want.vals) {
+		t.Fatalf("fast path accepts %q as %q; the full scan gives %q (dup %q, unknown %s, err %v)", b, got.vals, want.vals, dup, unknown, pe)
+	}
+	return true
+}
+
+// FuzzScanCanonical checks scanFields's fast path against the full scan:
+// whatever scanCanonical accepts, scanFields scans to the same values, with
+// no duplicate or unknown field.
+func FuzzScanCanonical(f *testing.F) {
+	addGoldenSeeds(f, "")
+	for _, s := range []string{`{"schema":1}`, `{"schema":1,"a":"x"}`, `{"schema":01}`, `{"schema":1 }`, `{"schema":-0,"a":null}`,
+		`{"schema":-}`, `{"schema":1.5}`, `{"schema":1e3}`, `{"schema":nul}`, `{"schema":1,"a":"\u0041"}`, `{"schema":1,"a":"x}`,
+		`{"schema":1,"a":1}}`, `{"schema":1,"a":1,"a":2}`, `{"schema":1,"b":1}`, "{\"schema\":1,\"a\":\"\x7f\"}", `{"schema":true,"a":false}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, l := range canonicalLayouts {
+			checkCanonical(t, b, l.names, l.optional)
+		}
+	})
+}

@@ -100,7 +100,12 @@ func parseFields(b []byte, names ...string) (fields, *parseError) {
 // absent (their raw value is then nil): the fields of docs/protocol.md
 // "Runtime split", omitted when empty.
 func parseFieldsOpt(b []byte, optional int, names ...string) (fields, *parseError) {
-	f, dup, unknown, pe := scanFields(b, names)
+	f, ok := scanCanonical(b, names, optional)
+	var dup, unknown string
+	var pe *parseError
+	if !ok {
+		f, dup, unknown, pe = scanFields(b, names)
+	}
 	if pe != nil {
 		return f, pe
 	}
@@ -219,6 +224,76 @@ func scanFields(b []byte, names []string) (f fields, dup, unknown string, pe *pa
 		return f, "", "", shapeErr("not JSON")
 	}
 	return f, dup, unknown, nil
+}
+
+// scanCanonical is scanFields's fast path for a record in the layout this
+// library writes it (encode.go): no whitespace, the fields in the order of
+// names with only the last optional ones possibly absent, and every value
+// a string of printable ASCII without escapes, a decimal integer, true,
+// false or null. It reports false for anything else, which scanFields then
+// scans in full; what it accepts, scanFields scans to the same values, with
+// no duplicate or unknown field (FuzzScanCanonical). Every worker decodes
+// every split record it watches, so this is the watch's hot path.
+func scanCanonical(b []byte, names []string, optional int) (fields, bool) {
+	f := fields{names: names, vals: make([][]byte, len(names))}
+	i := 0
+	for k, n := range names {
+		if k >= len(names)-optional && i < len(b) && b[i] == '}' {
+			break
+		}
+		sep := byte(',')
+		if k == 0 {
+			sep = '{'
+		}
+		j := i + len(n) + 4 // sep, quote, name, quote, colon
+		if j > len(b) || b[i] != sep || b[i+1] != '"' || string(b[i+2:j-2]) != n || b[j-2] != '"' || b[j-1] != ':' {
+			return f, false
+		}
+		end, ok := scanSimple(b, j)
+		if !ok {
+			return f, false
+		}
+		f.vals[k] = b[j:end]
+		i = end
+	}
+	return f, i == len(b)-1 && b[i] == '}'
+}
+
+// scanSimple returns the end of the value at b[i] when it is one
+// scanCanonical takes: a string of printable ASCII but quote and
+// backslash, an integer (-?(0|[1-9][0-9]*)), true, false or null.
+func scanSimple(b []byte, i int) (int, bool) {
+	if i >= len(b) {
+		return 0, false
+	}
+	switch c := b[i]; {
+	case c == '"':
+		for j := i + 1; j < len(b); j++ {
+			switch c := b[j]; {
+			case c == '"':
+				return j + 1, true
+			case c < 0x20 || c > 0x7e || c == '\\':
+				return 0, false
+			}
+		}
+		return 0, false
+	case c == '-' || c >= '0' && c <= '9':
+		j := i
+		if c == '-' {
+			j++
+		}
+		if j < len(b) && b[j] == '0' {
+			return j + 1, true
+		}
+		end := digits(b, j)
+		return end, end > j
+	}
+	for _, lit := range [...]string{"null", "true", "false"} {
+		if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
+			return i + len(lit), true
+		}
+	}
+	return 0, false
 }
 
 // index returns the position in f.names of the JSON string key (with its
@@ -554,12 +629,25 @@ func (f *fields) nullName(name string) string {
 // them, so a value no worker could have written is corrupt, not a session.
 func (f *fields) name(field string) string {
 	s := f.string(field)
-	if f.err == nil {
-		if reason := naming.Check("field "+field, s, instanceIDMaxLen); reason != "" {
-			f.fail(shapeErr(reason))
-		}
+	if f.err == nil && !isName(s) {
+		f.fail(shapeErr(naming.Check("field "+field, s, instanceIDMaxLen)))
 	}
 	return s
+}
+
+// isName reports whether s passes naming.Check as a name of at most
+// instanceIDMaxLen bytes, without building the reason it would fail with:
+// every split record names its owner and nonce.
+func isName(s string) bool {
+	if len(s) < 1 || len(s) > instanceIDMaxLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !naming.Allowed(s[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkEpoch fails a record whose epoch is the top of its range: no later

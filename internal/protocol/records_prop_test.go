@@ -123,3 +123,28 @@ func TestDecodeRejectsOtherKey(t *testing.T) {
 
 // decodes reports whether a decoder accepted its input.
 func decodes[R any](_ R, err error) bool { return err == nil }
+
+// TestCanonicalScanOfEncodings checks that the split record's encoding
+// takes the decoder's fast path (scanCanonical) and progress encodings do
+// whenever their strings need no escape, each scanned to the full scan's
+// values, and that a byte changed or dropped never makes the fast path
+// disagree with the full scan.
+func TestCanonicalScanOfEncodings(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		split, progress := canonicalLayouts[0], canonicalLayouts[1]
+		b := EncodeSplit(genSplit().Draw(t, "split"))
+		if !checkCanonical(t, b, split.names, split.optional) {
+			t.Fatalf("split record %q does not take the fast path", b)
+		}
+		p := genProgress().Draw(t, "progress")
+		pb := EncodeProgress(p)
+		if !checkCanonical(t, pb, progress.names, progress.optional) && p.Cut == nil && !bytes.Contains(pb, []byte(`\`)) {
+			t.Fatalf("progress record %q without a cut or escapes does not take the fast path", pb)
+		}
+		i := rapid.IntRange(0, len(b)-1).Draw(t, "at")
+		changed := append([]byte{}, b...)
+		changed[i] = rapid.Byte().Draw(t, "byte")
+		checkCanonical(t, changed, split.names, split.optional)
+		checkCanonical(t, append(append([]byte{}, b[:i]...), b[i+1:]...), split.names, split.optional)
+	})
+}
