@@ -374,6 +374,15 @@ func DecodeSpec(key string, b []byte, fp uint64) (SpecRecord, error) {
 // are null together. Every failure is a Fatal *coordination.Error naming the
 // key (docs/protocol.md, "Parse failures").
 func DecodeSplit(key string, b []byte, fp uint64) (SplitRecord, error) {
+	if r, ok := decodeSplitCanonical(key, b, fp); ok {
+		return r, nil
+	}
+	return decodeSplitFields(key, b, fp)
+}
+
+// decodeSplitFields is DecodeSplit for any input: the general decoder,
+// which words every failure.
+func decodeSplitFields(key string, b []byte, fp uint64) (SplitRecord, error) {
 	f, pe := parseFieldsOpt(b, 1, "schema", "id", "fp", "weight", "epoch", "status", "owner", "nonce", "attempts", "written_at_ms", "parent")
 	if pe != nil {
 		return SplitRecord{}, recordError(key, pe)

@@ -238,3 +238,47 @@ func FuzzScanCanonical(f *testing.F) {
 		}
 	})
 }
+
+// checkSplitCanonical fails t when decodeSplitCanonical accepts b at key
+// but decodeSplitFields does not decode it to the same record; it reports
+// whether decodeSplitCanonical accepted b.
+func checkSplitCanonical(t interface{ Fatalf(string, ...any) }, key string, b []byte, fp uint64) bool {
+	got, ok := decodeSplitCanonical(key, b, fp)
+	if !ok {
+		return false
+	}
+	want, err := decodeSplitFields(key, b, fp)
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("fast path decodes %q at %s to %#v; the general decoder gives %#v, %v", b, key, got, want, err)
+	}
+	return true
+}
+
+// FuzzDecodeSplitCanonical checks DecodeSplit's fast path against the
+// general decoder: whatever decodeSplitCanonical accepts, decodeSplitFields
+// decodes to the same record. Each input is tried at the key of the id it
+// carries, so that the fast path gets past the identity check.
+func FuzzDecodeSplitCanonical(f *testing.F) {
+	addGoldenSeeds(f, "split")
+	for _, s := range []string{
+		`{"schema":1,"id":"s0","fp":0,"weight":1,"epoch":0,"status":"runnable","owner":null,"nonce":null,"attempts":0,"written_at_ms":0}`,
+		`{"schema":1,"id":"s0","fp":0,"weight":01,"epoch":0,"status":"runnable","owner":null,"nonce":null,"attempts":0,"written_at_ms":0}`,
+		`{"schema":1,"id":"s0","fp":0,"weight":1,"epoch":0,"status":"runnable","owner":"w","nonce":null,"attempts":0,"written_at_ms":-0}`,
+		`{"schema":1,"id":"s0","fp":0,"weight":1,"epoch":0,"status":"runnable","owner":null,"nonce":null,"attempts":4294967296,"written_at_ms":0}`,
+		`{"schema":1,"id":"s0_1_1","fp":0,"weight":1,"epoch":0,"status":"runnable","owner":null,"nonce":null,"attempts":0,"written_at_ms":0,"parent":"s0"}`,
+		`{"schema":1,"id":"s0_1_1","fp":0,"weight":1,"epoch":0,"status":"runnable","owner":null,"nonce":null,"attempts":0,"written_at_ms":0,"parent":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		key := SplitKey("s0")
+		if fs, _, _, pe := scanFields(b, []string{"id"}); pe == nil && len(fs.vals[0]) > 0 && fs.vals[0][0] == '"' {
+			if id, ok := decodeString(fs.vals[0]); ok {
+				key = PrefixSplit + id
+			}
+		}
+		for _, fp := range []uint64{0, testFP} {
+			checkSplitCanonical(t, key, b, fp)
+		}
+	})
+}

@@ -638,7 +638,7 @@ func (f *fields) name(field string) string {
 // isName reports whether s passes naming.Check as a name of at most
 // instanceIDMaxLen bytes, without building the reason it would fail with:
 // every split record names its owner and nonce.
-func isName(s string) bool {
+func isName[S string | []byte](s S) bool {
 	if len(s) < 1 || len(s) > instanceIDMaxLen {
 		return false
 	}

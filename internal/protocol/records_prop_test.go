@@ -148,3 +148,23 @@ func TestCanonicalScanOfEncodings(t *testing.T) {
 		checkCanonical(t, append(append([]byte{}, b[:i]...), b[i+1:]...), split.names, split.optional)
 	})
 }
+
+// TestSplitDecodeFastPath checks that every split record's encoding takes
+// DecodeSplit's fast path (decodeSplitCanonical) to the record itself, and
+// that a byte changed or dropped never makes the fast path disagree with
+// the general decoder.
+func TestSplitDecodeFastPath(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		r := genSplit().Draw(t, "split")
+		key, b := SplitKey(r.ID), EncodeSplit(r)
+		if got, ok := decodeSplitCanonical(key, b, r.FP); !ok || !reflect.DeepEqual(got, r) {
+			t.Fatalf("%q takes the fast path %v as %#v, want %#v", b, ok, got, r)
+		}
+		checkSplitCanonical(t, key, b, r.FP)
+		i := rapid.IntRange(0, len(b)-1).Draw(t, "at")
+		changed := append([]byte{}, b...)
+		changed[i] = rapid.Byte().Draw(t, "byte")
+		checkSplitCanonical(t, key, changed, r.FP)
+		checkSplitCanonical(t, key, append(append([]byte{}, b[:i]...), b[i+1:]...), r.FP)
+	})
+}
