@@ -83,10 +83,11 @@ type Config struct {
 	// it hands to an idle lane outweighs its cost. It matters only for
 	// sources that implement driver.Splitter. Default 1; at least 1.
 	MinCutWeight uint64
-	// CutInterval bounds the rate of runtime splits: the leader asks for
-	// cuts at most once per CutInterval, and an unanswered request expires
-	// after it. 0 means one heartbeat (LeaseDuration/3); negative never
-	// cuts. Default 0.
+	// CutInterval bounds the rate of runtime splits: the leader asks to cut
+	// a split at most once per CutInterval (and never for more residuals
+	// than lanes idle), evaluates at most every CutInterval/4 between
+	// heartbeats, and an unanswered request expires after it. 0 means one
+	// heartbeat (LeaseDuration/3); negative never cuts. Default 0.
 	CutInterval time.Duration
 	// Clock governs every protocol timer. nil means the real clock. A mock
 	// clock is supported only with memstore sharing the same clock.

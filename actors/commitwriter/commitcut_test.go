@@ -335,8 +335,8 @@ func TestCutAskedGate(t *testing.T) {
 		{"the next cut after a confirmed one", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{epoch: 2, prog: oneCut, confirmed: 1}, 2, iv, true},
 		{"a cut unconfirmed", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{epoch: 2, prog: oneCut}, 2, iv, false},
 		{"a cut in flight", ask, &progressCell{epoch: 2, prog: fence, cutting: true}, 2, iv, false},
-		{"within the interval", ask, &progressCell{epoch: 2, prog: fence, askedAt: now.Add(-iv + time.Millisecond)}, 2, iv, false},
-		{"after the interval", ask, &progressCell{epoch: 2, prog: fence, askedAt: now.Add(-iv)}, 2, iv, true},
+		{"within half the interval", ask, &progressCell{epoch: 2, prog: fence, askedAt: now.Add(-iv/2 + time.Millisecond)}, 2, iv, false},
+		{"half the interval after", ask, &progressCell{epoch: 2, prog: fence, askedAt: now.Add(-iv / 2)}, 2, iv, true},
 		{"never cut (interval 0)", ask, &progressCell{epoch: 2, prog: fence}, 2, 0, false},
 	}
 	for _, tt := range tests {
@@ -348,11 +348,11 @@ func TestCutAskedGate(t *testing.T) {
 	}
 }
 
-// TestACutAskedPostedIsEmittedOncePerInterval: a CutAsked posted to the
-// commit writer (as the assign actor posts it) becomes one CutRequested
-// on the outbox; the same request again within CutInterval does not, and
-// after it does.
-func TestACutAskedPostedIsEmittedOncePerInterval(t *testing.T) {
+// TestACutAskedPostedIsEmittedOncePerHalfInterval: a CutAsked posted to
+// the commit writer (as the assign actor posts it) becomes one
+// CutRequested on the outbox; the same request again within half the
+// CutInterval does not, and after it does.
+func TestACutAskedPostedIsEmittedOncePerHalfInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newCutRig(t)
 		r.v.Config.CutInterval = 10 * time.Second
@@ -379,15 +379,15 @@ func TestACutAskedPostedIsEmittedOncePerInterval(t *testing.T) {
 			t.Fatalf("first request: %v, want %v", got, want)
 		}
 		r.v.Commits.Post(ask)
-		r.v.Clock.(*clock.Mock).Add(9 * time.Second)
+		r.v.Clock.(*clock.Mock).Add(4 * time.Second)
 		r.v.Commits.Post(ask)
 		if got := take(); len(got) != 0 {
-			t.Fatalf("within the interval: %v, want nothing", got)
+			t.Fatalf("within half the interval: %v, want nothing", got)
 		}
 		r.v.Clock.(*clock.Mock).Add(time.Second)
 		r.v.Commits.Post(ask)
 		if got := take(); !slices.Equal(got, want) {
-			t.Fatalf("after the interval: %v, want %v", got, want)
+			t.Fatalf("half the interval after: %v, want %v", got, want)
 		}
 	})
 }

@@ -26,8 +26,10 @@ func (w *commitWriter) cutAsked(m worker.CutAsked) {
 // the driver was handed that tenancy's Gained (polled), with no cut of it
 // in flight or unconfirmed, its next cut numbered m.Counter (from the
 // durable record: a request whose cut was made is void), and at most once
-// per interval (0: never) per tenancy, so a request the leader publishes
-// again is not handed over twice.
+// per half interval (interval 0: never) per tenancy, so a request the
+// leader publishes again is not handed over twice, while the leader's next
+// request of the split, an interval after its last by the leader's clock,
+// is never refused for arriving a little early by this one's.
 func judgeCutAsk(m worker.CutAsked, cell *progressCell, polled uint64, interval time.Duration, now time.Time) bool {
 	epoch := uint64(m.Epoch)
 	if cell == nil || cell.epoch != epoch || polled != epoch || interval <= 0 {
@@ -40,5 +42,5 @@ func judgeCutAsk(m worker.CutAsked, cell *progressCell, polled uint64, interval 
 	if !ok || next.Counter != m.Counter {
 		return false
 	}
-	return cell.askedAt.IsZero() || now.Sub(cell.askedAt) >= interval
+	return cell.askedAt.IsZero() || now.Sub(cell.askedAt) >= interval/2
 }

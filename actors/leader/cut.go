@@ -27,8 +27,10 @@ type cutKey struct {
 	epoch uint64
 }
 
-// observeEstimates takes the estimates member inst's presence carries.
-func (f *fleetView) observeEstimates(inst string, es []messages.Estimate) {
+// observeEstimates takes the estimates member inst's presence carries,
+// observed at now.
+func (f *fleetView) observeEstimates(inst string, es []messages.Estimate, now time.Time) {
+	f.estimatedAt[inst] = now
 	if len(es) == 0 {
 		delete(f.estimates, inst)
 		return
@@ -53,6 +55,24 @@ func (f *fleetView) observeResidual(id, parent coordination.SplitID, weight uint
 	}
 }
 
+// observeResidualTenancy keeps when the view first saw residual id held in
+// its current tenancy (facts, against old): until its owner's presence
+// reports after that, the residual's weight stands for its estimate.
+func (f *fleetView) observeResidualTenancy(id coordination.SplitID, old, facts splitFacts, now time.Time) (claimed bool) {
+	if facts.parent == "" {
+		return false
+	}
+	if facts.status != protocol.StatusRunnable || facts.owner == "" {
+		delete(f.residualHeldAt, id)
+		return false
+	}
+	if old.owner == facts.owner && old.nonce == facts.nonce && old.epoch == facts.epoch && old.status == facts.status {
+		return false
+	}
+	f.residualHeldAt[id] = now
+	return true
+}
+
 // weightLeft is what split id of split-record weight w still weighs for
 // the assignment once its residuals were cut off it: w less their weight,
 // at least 1 (docs/protocol.md, "Runtime split": a parent keeps only its
@@ -69,11 +89,15 @@ func (f *fleetView) weightLeft(id coordination.SplitID, w uint64) uint64 {
 // limits") and the count of splits their current sessions hold, the
 // runnable splits no live session holds (residuals among them, by their
 // weight), and the held splits their owner reported an estimate of for the
-// record's epoch, with the requests outstanding. A held split without one
-// is left out of Held: DecideCuts neither cuts it nor counts it (it counts
-// in its owner's Held). One pass over the split records, two map look-ups
-// each; the estimates (at most four per member) are looked up by split.
-func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding map[coordination.SplitID]outstandingCut) protocol.CutInput {
+// record's epoch, with the requests outstanding or asked within the
+// interval. A held residual its owner has not reported on since the view
+// saw it claimed stands in with its weight, the parent owner's estimate
+// when it cut it (docs/protocol.md, "Who decides"). Any other held split
+// without an estimate is left out of Held: DecideCuts neither cuts it nor
+// counts it (it counts in its owner's Held). One pass over the split
+// records, two map look-ups each; the estimates (at most four per member)
+// and the held residuals are looked up by split.
+func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding map[coordination.SplitID]outstandingCut, asked map[coordination.SplitID]time.Time) protocol.CutInput {
 	var in protocol.CutInput
 	held := make(map[string]uint32, len(f.members))
 	longest := 0
@@ -98,10 +122,15 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 			if !ok || s.status != protocol.StatusRunnable || s.owner != inst || s.nonce != nonce || s.epoch != e.Epoch {
 				continue
 			}
-			h := protocol.CutHeld{Split: e.Split, Owner: inst, Epoch: s.epoch, Remaining: e.Remaining, Reported: true, Cuts: f.cuts[cutKey{e.Split, s.epoch}]}
-			_, h.Outstanding = outstanding[e.Split]
-			in.Held = append(in.Held, h)
+			in.Held = append(in.Held, f.cutHeld(e.Split, s, e.Remaining, outstanding, asked))
 		}
+	}
+	for id, at := range f.residualHeldAt {
+		s := f.records[id]
+		if nonce, live := f.sessions[s.owner]; !live || s.nonce != nonce || !f.estimatedAt[s.owner].Before(at) {
+			continue // its owner reported since it was claimed: what it reported (or not) stands
+		}
+		in.Held = append(in.Held, f.cutHeld(id, s, s.weight, outstanding, asked))
 	}
 	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
 	for m, b := range f.members {
@@ -112,6 +141,14 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 		in.Members = append(in.Members, protocol.CutMember{Instance: m, Budget: uint32(budget), Held: held[m]})
 	}
 	return in
+}
+
+// cutHeld is DecideCuts's view of held split id of facts s with remaining
+// work r.
+func (f *fleetView) cutHeld(id coordination.SplitID, s splitFacts, r uint64, outstanding map[coordination.SplitID]outstandingCut, asked map[coordination.SplitID]time.Time) protocol.CutHeld {
+	_, out := outstanding[id]
+	_, recent := asked[id]
+	return protocol.CutHeld{Split: id, Owner: s.owner, Epoch: s.epoch, Remaining: r, Reported: true, Outstanding: out || recent, Cuts: f.cuts[cutKey{id, s.epoch}]}
 }
 
 // outstandingCut is a cut request the leader asked and keeps publishing
@@ -131,37 +168,42 @@ type cutRequests struct {
 	fresh map[string]bool
 }
 
-// cutter decides runtime splits while this worker works as leader: the
-// rate bound's last asking evaluation and the requests outstanding. Written
-// by the leader actor only.
+// cutter decides runtime splits while this worker works as leader: when it
+// started leading, the requests outstanding and when each split was last
+// asked. Written by the leader actor only.
 type cutter struct {
-	lastAsked   time.Time
-	outstanding map[coordination.SplitID]outstandingCut // nil while not working as leader
-	due         *clock.Timer                            // fires cutDue when the rate bound lifts; nil when none is armed
-	evaluated   time.Time                               // the last evaluation that looked at the fleet
+	leadingSince time.Time
+	outstanding  map[coordination.SplitID]outstandingCut // nil while not working as leader
+	asked        map[coordination.SplitID]time.Time      // the splits asked within the last interval
+	due          *clock.Timer                            // fires cutDue for an evaluation put off; nil when none is armed
+	dueAt        time.Time
+	evaluated    time.Time // the last evaluation that looked at the fleet
 }
 
-// cutDue is the end of the rate bound after an evaluation that asked (or
-// the start of leading): the cutter evaluates then rather than at the next
-// heartbeat, which may come just before it and so a whole interval late.
+// cutDue is an evaluation put off until a bound lifts: the start of
+// leading's interval, or the quarter interval between evaluations that a
+// freed lane waits out (docs/protocol.md, "Who decides").
 type cutDue struct{}
 
-// arm makes the cutter evaluate again when the rate bound lifts, under the
-// work lead w, unless cuts are off.
-func (c *cutter) arm(w *lead, v *worker.Env, interval time.Duration) {
+// armAt makes the cutter evaluate at `at` under the work lead w, unless an
+// evaluation is armed no later already or cuts are off.
+func (c *cutter) armAt(w *lead, v *worker.Env, at time.Time) {
+	if w == nil || v.Config.EffectiveCutInterval() <= 0 || c.due != nil && !c.dueAt.After(at) {
+		return
+	}
 	if c.due != nil {
 		c.due.Stop()
 	}
-	c.due = nil
-	if interval > 0 && w != nil {
-		c.due = w.after(v, c.lastAsked.Add(interval).Sub(v.Clock.Now()), v.PIDs.Leader, cutDue{})
-	}
+	c.due, c.dueAt = w.after(v, at.Sub(v.Clock.Now()), v.PIDs.Leader, cutDue{}), at
 }
 
-// lead starts a work lead at now: a new leader counts its start of leading
-// as an evaluation that asked, so a failover never doubles the rate.
+// fired records that the armed evaluation's timer fired.
+func (c *cutter) fired() { c.due, c.dueAt = nil, time.Time{} }
+
+// lead starts a work lead at now: a new leader asks nothing within an
+// interval of it, so a failover never doubles the rate.
 func (c *cutter) lead(now time.Time) {
-	c.lastAsked, c.outstanding = now, map[coordination.SplitID]outstandingCut{}
+	c.leadingSince, c.outstanding, c.asked = now, map[coordination.SplitID]outstandingCut{}, map[coordination.SplitID]time.Time{}
 }
 
 // stop drops what the cutter kept for a work lead that ended.
@@ -169,42 +211,60 @@ func (c *cutter) stop() {
 	if c.due != nil {
 		c.due.Stop()
 	}
-	c.lastAsked, c.outstanding, c.due = time.Time{}, nil, nil
+	*c = cutter{}
 }
 
-// evaluate decides the cuts to ask at a heartbeat at now (docs/protocol.md,
-// "Who decides") and reports whether it asked any: then the assignment
-// must be published. It asks nothing while not working as leader, while
-// cuts are off (interval 0: a negative CutInterval), within interval of the
-// last evaluation that asked, or while no member reports an estimate.
+// evaluate decides the cuts to ask at now (docs/protocol.md, "Who
+// decides") and reports whether it asked any: then the assignment must be
+// published. It asks nothing while not working as leader, while cuts are
+// off (interval 0: a negative CutInterval), within interval of the start of
+// leading, or while no member reports an estimate and no residual is held.
 func (c *cutter) evaluate(now time.Time, interval time.Duration, view *fleetView, cfg coordination.Config, valueCap int) bool {
 	if c.outstanding == nil || interval <= 0 {
 		return false
 	}
 	c.expire(now, interval, view)
-	if now.Before(c.lastAsked.Add(interval)) || len(view.estimates) == 0 {
+	if now.Before(c.leadingSince.Add(interval)) || len(view.estimates) == 0 && len(view.residualHeldAt) == 0 {
 		return false
 	}
 	c.evaluated = now
-	in := view.cutInput(cfg, valueCap, c.outstanding)
-	in.Now, in.LastAsked, in.Interval, in.MinWeight = now, c.lastAsked, interval, cfg.MinCutWeight
+	in := view.cutInput(cfg, valueCap, c.outstanding, c.asked)
+	in.Now, in.LeadingSince, in.Interval, in.MinWeight = now, c.leadingSince, interval, cfg.MinCutWeight
+	in.Pending = c.pending(view)
 	asks := protocol.DecideCuts(in)
 	if len(asks) == 0 {
 		return false
 	}
-	c.lastAsked = now
 	for _, a := range asks {
+		c.asked[a.Split] = now
 		c.outstanding[a.Split] = outstandingCut{owner: a.Owner, at: now, fresh: true,
 			req: protocol.CutRequest{Split: a.Split, Epoch: a.Epoch, Counter: a.Counter, KeepPPM: a.KeepPPM, Parts: a.Parts}}
 	}
 	return true
 }
 
+// pending counts the residuals the outstanding requests asked for that the
+// view has not seen yet: lanes already promised to them.
+func (c *cutter) pending(view *fleetView) int {
+	n := 0
+	for id, o := range c.outstanding {
+		last := o.req.Counter + uint64(max(o.req.Parts, 1)) - 1
+		seen := max(view.cuts[cutKey{id, o.req.Epoch}], o.req.Counter-1)
+		n += int(last - min(seen, last))
+	}
+	return n
+}
+
 // expire ends the requests whose last residual (of Parts, numbered from
-// Counter) the view shows, or that are interval old: while the owner cuts a
-// request's parts one after the other, none of its next counters is asked
-// again.
+// Counter) the view shows, or that are interval old, and forgets the asks
+// an interval old: while the owner cuts a request's parts one after the
+// other, none of its next counters is asked again.
 func (c *cutter) expire(now time.Time, interval time.Duration, view *fleetView) {
+	for id, at := range c.asked {
+		if !now.Before(at.Add(interval)) {
+			delete(c.asked, id)
+		}
+	}
 	for id, o := range c.outstanding {
 		last := o.req.Counter + uint64(max(o.req.Parts, 1)) - 1
 		if !now.Before(o.at.Add(interval)) || view.cuts[cutKey{id, o.req.Epoch}] >= last {

@@ -170,14 +170,18 @@ func TestCutInputTakesEstimatesOfTheCurrentTenancy(t *testing.T) {
 	put(protocol.ResidualID("a", 2, 1), splitFacts{weight: 5, parent: "a"})
 	put(protocol.ResidualID("a", 2, 3), splitFacts{owner: "w2", nonce: "n2", epoch: 1, weight: 5, parent: "a"})
 	put(protocol.ResidualID("a", 1, 9), splitFacts{weight: 5, parent: "a"})
-	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 90}, {Split: "b", Epoch: 2, Remaining: 80}})
-	f.observeEstimates("w2", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 70}}) // not its split
-	f.observeEstimates("w9", []messages.Estimate{{Split: "c", Epoch: 1, Remaining: 70}}) // not live
+	t0 := time.Unix(1000, 0)
+	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 90}, {Split: "b", Epoch: 2, Remaining: 80}}, t0)
+	f.observeEstimates("w2", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 70}}, t0) // not its split
+	f.observeEstimates("w9", []messages.Estimate{{Split: "c", Epoch: 1, Remaining: 70}}, t0) // not live
 	cfg := coordination.DefaultConfig()
 	cfg.MaxInFlight = 6
-	in := f.cutInput(cfg, 0, map[coordination.SplitID]outstandingCut{"b": {}})
-	if h := f.cutInput(cfg, 0, map[coordination.SplitID]outstandingCut{"a": {}}).Held; len(h) != 1 || !h[0].Outstanding {
+	in := f.cutInput(cfg, 0, map[coordination.SplitID]outstandingCut{"b": {}}, nil)
+	if h := f.cutInput(cfg, 0, map[coordination.SplitID]outstandingCut{"a": {}}, nil).Held; len(h) != 1 || !h[0].Outstanding {
 		t.Fatalf("held %v with a outstanding, want a outstanding", h)
+	}
+	if h := f.cutInput(cfg, 0, nil, map[coordination.SplitID]time.Time{"a": t0}).Held; len(h) != 1 || !h[0].Outstanding {
+		t.Fatalf("held %v with a asked within the interval, want it counted as outstanding", h)
 	}
 	byID := map[coordination.SplitID]protocol.CutHeld{}
 	for _, h := range in.Held {
@@ -207,7 +211,7 @@ func TestCutRequestsAreOutstandingUntilTheResidualOrTheInterval(t *testing.T) {
 	f.members["w1"], f.sessions["w1"] = 4, "n1"
 	f.records["a"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	f.records["b"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
-	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 100}, {Split: "b", Epoch: 1, Remaining: 90}})
+	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 100}, {Split: "b", Epoch: 1, Remaining: 90}}, t0)
 	cfg := coordination.DefaultConfig()
 	var c cutter
 	if c.evaluate(t0.Add(interval), interval, &f, cfg, 0) {
@@ -286,21 +290,28 @@ func TestARequestOfPartsIsOutstandingUntilItsLastResidual(t *testing.T) {
 	const interval = time.Second
 	t0 := time.Unix(1000, 0)
 	f := newFleetView(0)
-	c := cutter{lastAsked: t0, outstanding: map[coordination.SplitID]outstandingCut{
+	c := cutter{leadingSince: t0, outstanding: map[coordination.SplitID]outstandingCut{
 		"a": {owner: "w1", at: t0, req: protocol.CutRequest{Split: "a", Epoch: 2, Counter: 4, KeepPPM: protocol.EqualKeepPPM(3), Parts: 3}}}}
-	for counter, outstanding := range map[uint64]bool{4: true, 5: true, 6: false} {
-		f.cuts[cutKey{"a", 2}] = counter
-		cc := cutter{lastAsked: c.lastAsked, outstanding: maps.Clone(c.outstanding)}
-		if got := len(cc.take(t0, interval, &f).by["w1"]) == 1; got != outstanding {
-			t.Fatalf("with residual %d of the parts 4..6 seen: outstanding %v, want %v", counter, got, outstanding)
+	for _, tt := range []struct {
+		seen        uint64
+		outstanding bool
+		pending     int
+	}{{0, true, 3}, {3, true, 3}, {4, true, 2}, {5, true, 1}, {6, false, 0}} {
+		f.cuts[cutKey{"a", 2}] = tt.seen
+		cc := cutter{leadingSince: c.leadingSince, outstanding: maps.Clone(c.outstanding)}
+		if p := cc.pending(&f); p != tt.pending {
+			t.Fatalf("with residual %d of the parts 4..6 seen: %d pending, want %d", tt.seen, p, tt.pending)
+		}
+		if got := len(cc.take(t0, interval, &f).by["w1"]) == 1; got != tt.outstanding {
+			t.Fatalf("with residual %d of the parts 4..6 seen: outstanding %v, want %v", tt.seen, got, tt.outstanding)
 		}
 	}
 }
 
-// The cutter evaluates when the rate bound lifts, not only at heartbeats:
-// a heartbeat that comes just before the bound lifts would otherwise put
-// the next decision a whole interval late.
-func TestTheCutterAsksWhenTheRateBoundLifts(t *testing.T) {
+// The cutter evaluates when the bound of the start of leading lifts, not
+// only at heartbeats: a heartbeat that comes just before it would put the
+// first decision a whole interval late.
+func TestTheCutterAsksWhenTheBoundOfLeadingLifts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		interval := time.Second
 		lr := cutRig(t, 4, interval)
@@ -309,12 +320,7 @@ func TestTheCutterAsksWhenTheRateBoundLifts(t *testing.T) {
 		synctest.Wait()
 		a, _, _ := lr.assignment("w1")
 		if len(a.Cuts) != 1 || a.Cuts[0].Split != "a" || a.Cuts[0].Counter != 1 {
-			t.Fatalf("assignment %+v when the rate bound lifted, want a's request", a)
-		}
-		lr.clk.Add(interval - time.Millisecond) // within the bound of that ask: nothing new
-		synctest.Wait()
-		if b, _, _ := lr.assignment("w1"); !slices.Equal(b.Cuts, a.Cuts) {
-			t.Fatalf("assignment %+v within the bound, want the first request alone", b)
+			t.Fatalf("assignment %+v when the bound lifted, want a's request", a)
 		}
 	})
 }
@@ -339,6 +345,86 @@ func TestACompletedSplitMakesTheCutterEvaluateAtOnce(t *testing.T) {
 			t.Fatalf("assignment %+v once b completed, want a's request without a heartbeat", a)
 		}
 	})
+}
+
+// A lane freed within a quarter interval of the last evaluation is cut for
+// when that quarter ends, not at the next heartbeat; and a split asked is
+// not asked again within the interval while another is.
+func TestALaneFreedSoonAfterAnEvaluationIsCutForAQuarterLater(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		interval := time.Second
+		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c"), func(c *coordination.Config) { c.MaxInFlight, c.CutInterval = 3, interval })
+		lr.goLive()
+		lr.mustLead(1)
+		lr.observeSplits()
+		lr.observeAssignment("w1")
+		lr.held("w1", "nonce-w1", 1, 1, "", "a", "b", "c")
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 900})
+		lr.clk.Add(interval)
+		synctest.Wait()
+		complete := func(id coordination.SplitID) {
+			lr.revs++
+			done := protocol.SplitRecord{ID: id, FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Status: protocol.StatusCompleted, Owner: "w1", Nonce: "nonce-w1"}
+			lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: id, Record: done, Rev: 100 + lr.revs}}})
+		}
+		lr.clk.Add(interval / 4) // past the quarter after the evaluation the bound of leading armed
+		complete("c")            // one lane idles: a, the largest, is asked at once
+		a, _, _ := lr.assignment("w1")
+		if len(a.Cuts) != 1 || a.Cuts[0].Split != "a" {
+			t.Fatalf("assignment %+v once c completed, want a's request", a)
+		}
+		lr.observeAssignment("w1")
+		lr.held("w1", "nonce-w1", 1, 500, "a", protocol.ResidualID("a", 1, 1)) // a's residual takes the lane
+		lr.clk.Add(interval / 8)
+		complete(protocol.ResidualID("a", 1, 1)) // within the quarter: put off
+		if a, _, _ := lr.assignment("w1"); slices.ContainsFunc(a.Cuts, func(r protocol.CutRequest) bool { return r.Split == "b" }) {
+			t.Fatalf("assignment %+v within a quarter interval of the last evaluation, want nothing new yet", a)
+		}
+		lr.clk.Add(interval / 8) // the quarter ends: b asked, a not again (asked within the interval)
+		synctest.Wait()
+		a, _, _ = lr.assignment("w1")
+		if len(a.Cuts) != 1 || a.Cuts[0].Split != "b" {
+			t.Fatalf("assignment %+v a quarter interval after the evaluation, want b's request alone", a)
+		}
+	})
+}
+
+// A residual claimed stands in with its weight for the estimate its owner
+// has not reported yet, so it can be cut before the owner's next
+// heartbeat; once the owner's presence reports after the claim, what it
+// reports stands.
+func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	f := newFleetView(0)
+	f.members["w1"], f.sessions["w1"] = 4, "n1"
+	f.observeEstimates("w1", nil, t0)
+	r := protocol.ResidualID("a", 1, 1)
+	facts := splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 500, parent: "a", seen: true, status: protocol.StatusRunnable}
+	f.records[r] = facts
+	if !f.observeResidualTenancy(r, splitFacts{}, facts, t0.Add(time.Millisecond)) {
+		t.Fatal("a residual's claim not reported as one")
+	}
+	if f.observeResidualTenancy(r, facts, facts, t0.Add(2*time.Millisecond)) {
+		t.Fatal("the same tenancy seen again reported as a claim")
+	}
+	cfg := coordination.DefaultConfig()
+	if h := f.cutInput(cfg, 0, nil, nil).Held; len(h) != 1 || h[0].Split != r || h[0].Remaining != 500 || !h[0].Reported {
+		t.Fatalf("held %+v, want the residual standing in with its weight 500", h)
+	}
+	f.observeEstimates("w1", nil, t0.Add(time.Second)) // reported since, without it
+	if h := f.cutInput(cfg, 0, nil, nil).Held; len(h) != 0 {
+		t.Fatalf("held %+v after the owner reported without it, want none", h)
+	}
+	f.observeEstimates("w1", []messages.Estimate{{Split: r, Epoch: 1, Remaining: 200}}, t0.Add(2*time.Second))
+	if h := f.cutInput(cfg, 0, nil, nil).Held; len(h) != 1 || h[0].Remaining != 200 {
+		t.Fatalf("held %+v, want the owner's estimate 200", h)
+	}
+	done := facts
+	done.status = protocol.StatusCompleted
+	f.observeResidualTenancy(r, facts, done, t0.Add(3*time.Second))
+	if _, ok := f.residualHeldAt[r]; ok {
+		t.Fatal("a completed residual still counted as held")
+	}
 }
 
 // A parent weighs, for the assignment, its weight less its residuals':

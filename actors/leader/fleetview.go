@@ -49,6 +49,12 @@ type fleetView struct {
 	// estimates are each live member's remaining-work estimates, as its
 	// presence last carried them (docs/protocol.md, "Runtime split").
 	estimates map[string][]messages.Estimate
+	// estimatedAt is when each live member's presence was last observed:
+	// whether its estimates can know of a residual it holds.
+	estimatedAt map[string]time.Time
+	// residualHeldAt maps each held residual to when the view first saw
+	// its current tenancy.
+	residualHeldAt map[coordination.SplitID]time.Time
 	// cuts maps a tenancy (parent, epoch) to the highest counter among the
 	// residuals of it the view has seen.
 	cuts map[cutKey]uint64
@@ -70,6 +76,9 @@ func newFleetView(startupGrace time.Duration) fleetView {
 		estimates:  map[string][]messages.Estimate{},
 		cuts:       map[cutKey]uint64{},
 
+		estimatedAt:    map[string]time.Time{},
+		residualHeldAt: map[coordination.SplitID]time.Time{},
+
 		cutOff:       map[coordination.SplitID]uint64{},
 		residualSeen: map[coordination.SplitID]bool{},
 	}
@@ -90,7 +99,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		}
 		f.members[m.Instance] = m.MaxInFlight
 		f.sessions[m.Instance] = m.Nonce
-		f.observeEstimates(m.Instance, m.Remaining)
+		f.observeEstimates(m.Instance, m.Remaining, now)
 		f.grace.Join(m.Instance, now)
 		delete(f.departedAt, m.Instance)
 	case messages.PresenceDeleted:
@@ -100,6 +109,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		delete(f.members, m.Instance)
 		delete(f.sessions, m.Instance)
 		delete(f.estimates, m.Instance)
+		delete(f.estimatedAt, m.Instance)
 		f.grace.Leave(m.Instance)
 		if m.Instance != l.v.ID {
 			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
@@ -110,6 +120,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		l.pub.changed()
 	case messages.RecordDeleted:
 		delete(f.records, m.Split)
+		delete(f.residualHeldAt, m.Split)
 		f.grace.Release(m.Split)
 		l.pub.changed()
 		l.tick(c)
@@ -135,14 +146,15 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 // Receive).
 func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObserved) {
 	f, now := &l.view, l.v.Clock.Now()
-	tick, freed := false, false
+	tick, soon := false, false
 	for i := range m.Records {
 		r := &m.Records[i]
-		freed = freed || r.Record.Status == protocol.StatusCompleted && f.records[r.Split].status != protocol.StatusCompleted
-		tick = l.recordObserved(r, now) || tick
+		soon = soon || r.Record.Status == protocol.StatusCompleted && f.records[r.Split].status != protocol.StatusCompleted
+		t, claimed := l.recordObserved(r, now)
+		tick, soon = tick || t, soon || claimed
 	}
-	if freed {
-		l.evaluateCutsSoon(now) // a lane freed: it may idle now
+	if soon {
+		l.evaluateCutsSoon(now) // a lane freed (it may idle now), or a residual claimed (it may be cut)
 	}
 	if tick {
 		l.tick(c)
@@ -155,29 +167,30 @@ func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObser
 // (or its end) instead of making the assignment dirty, so that no other
 // trigger (a presence renewal) publishes it in between: seeding n splits
 // costs O(log n) evaluations, not one per trigger.
-func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time) (tick bool) {
+func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time) (tick, residualClaimed bool) {
 	f := &l.view
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true,
 		epoch: m.Record.Epoch, parent: m.Record.Parent}
 	f.grace.Claim(m.Split, m.Record.Owner, now)
 	if old == facts {
-		return false
+		return false, false
 	}
 	f.records[m.Split] = facts
 	f.observeResidual(m.Split, facts.parent, facts.weight)
+	residualClaimed = f.observeResidualTenancy(m.Split, old, facts, now)
 	switch {
 	case !old.seen && l.run.seeding():
 		l.pub.seededMeanwhile()
-		return false
+		return false, residualClaimed
 	case !old.seen:
 		l.pub.changed()
-		return true
+		return true, residualClaimed
 	case f.inputChanged(m.Split, old, facts):
 		l.pub.changed()
-		return true
+		return true, residualClaimed
 	}
-	return false
+	return false, residualClaimed
 }
 
 func (l *leaderActor) gauges() {

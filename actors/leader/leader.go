@@ -180,7 +180,7 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 		l.pub.holdEnded(m.lead)
 		l.tick(c)
 	case cutDue:
-		l.cut.due = nil
+		l.cut.fired()
 		l.evaluateCuts(l.v.Clock.Now())
 		l.tick(c)
 	default:
@@ -203,29 +203,31 @@ func (l *leaderActor) heartbeat(c *actor.Context) {
 }
 
 // evaluateCuts runs the cutter at now while working as leader; when it
-// asks, the assignment is published and the cutter evaluates again as soon
-// as the rate bound lifts.
+// asks, the assignment is published.
 func (l *leaderActor) evaluateCuts(now time.Time) {
-	w := l.el.working()
-	if w == nil {
+	if l.el.working() == nil {
 		return
 	}
-	interval := l.v.Config.EffectiveCutInterval()
-	if l.cut.evaluate(now, interval, &l.view, l.v.Config, l.v.ValueCap) {
+	if l.cut.evaluate(now, l.v.Config.EffectiveCutInterval(), &l.view, l.v.Config, l.v.ValueCap) {
 		l.pub.changed()
-		l.cut.arm(w, l.v, interval)
 	}
 }
 
-// evaluateCutsSoon runs the cutter at now when a lane was freed, unless it
-// evaluated within a quarter of the cut interval (which bounds what an
-// evaluation costs a fleet whose splits complete all the time): a lane that
-// runs dry is then cut for within about that quarter, not only at the next
-// heartbeat.
+// evaluateCutsSoon runs the cutter at now when a lane was freed or a
+// residual claimed, or once a quarter of the cut interval passed since it
+// last evaluated, if that is later (which bounds what evaluations cost a
+// fleet whose splits complete all the time): a lane that runs dry is cut for
+// within about that quarter, not only at the next heartbeat.
 func (l *leaderActor) evaluateCutsSoon(now time.Time) {
-	if interval := l.v.Config.EffectiveCutInterval(); interval > 0 && !now.Before(l.cut.evaluated.Add(interval/4)) {
-		l.evaluateCuts(now)
+	interval := l.v.Config.EffectiveCutInterval()
+	if interval <= 0 {
+		return
 	}
+	if next := l.cut.evaluated.Add(interval / 4); now.Before(next) {
+		l.cut.armAt(l.el.working(), l.v, next)
+		return
+	}
+	l.evaluateCuts(now)
 }
 
 // tick stands for election or publishes when due.
@@ -243,8 +245,9 @@ func (l *leaderActor) tick(c *actor.Context) {
 // election hands out once the generation fence landed.
 func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
 	if w := l.el.fenced(m, l.phase.Over()); w != nil {
-		l.cut.lead(l.v.Clock.Now())
-		l.cut.arm(w, l.v, l.v.Config.EffectiveCutInterval())
+		now := l.v.Clock.Now()
+		l.cut.lead(now)
+		l.cut.armAt(w, l.v, now.Add(l.v.Config.EffectiveCutInterval()))
 		l.view.indexPublished()
 		l.pub.changed()
 		l.runPlan()

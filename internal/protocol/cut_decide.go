@@ -13,7 +13,7 @@ import (
 // The leader's decision to cut running splits (docs/protocol.md, "Runtime
 // split", "Who decides"): only when the fleet would otherwise idle, the
 // largest remaining work first, never leaving a residual below the minimum,
-// at most once per interval.
+// each split at most once per interval, never more residuals than lanes idle.
 
 // KeepPPMHalf is the least share of its remaining work a cut leaves the
 // primary, in millionths: a cut at most halves what remains.
@@ -50,7 +50,8 @@ type CutHeld struct {
 	Reported bool
 	// Outstanding is true while a cut request for the split is outstanding
 	// (not every residual it asks for seen yet, and the request younger than
-	// the interval).
+	// the interval), or the split was asked less than the interval ago: its
+	// estimate may predate that cut.
 	Outstanding bool
 	// Cuts is the highest cut counter among the residuals of this split
 	// and Epoch the leader has seen; 0 when none.
@@ -65,13 +66,18 @@ type CutInput struct {
 	Unheld []uint64
 	// Held are the splits live sessions hold, each split once.
 	Held []CutHeld
+	// Pending is how many residuals requests still outstanding asked for
+	// that the leader has not seen yet: the idle lanes already promised.
+	Pending int
 	// Now is the leader's clock.
 	Now time.Time
-	// LastAsked is when an evaluation last asked for a cut, or when this
-	// leader started leading if later; zero means never.
-	LastAsked time.Time
-	// Interval is the least time between two evaluations that ask; negative
-	// means never cut.
+	// LeadingSince is when this leader started leading: it asks nothing
+	// within Interval of it, so a failover never doubles the rate at which
+	// a split is cut; zero means no such bound.
+	LeadingSince time.Time
+	// Interval is the least time between two requests for one split (the
+	// caller marks a split asked within it Outstanding); negative means
+	// never cut.
 	Interval time.Duration
 	// MinWeight is the least residual worth a cut, in weight units; 0 is
 	// treated as 1.
@@ -112,8 +118,8 @@ func EqualKeepPPM(parts uint32) uint32 {
 }
 
 // IdleLanes returns the lanes of live members that neither hold a split
-// nor could be given a runnable unheld one: the free lanes less the unheld
-// splits, or 0.
+// nor could be given a runnable unheld one nor a residual already asked
+// for: the free lanes less the unheld splits and Pending, or 0.
 func (in CutInput) IdleLanes() int {
 	free := 0
 	for _, m := range in.Members {
@@ -121,7 +127,7 @@ func (in CutInput) IdleLanes() int {
 			free += int(m.Budget - m.Held)
 		}
 	}
-	return max(free-len(in.Unheld), 0)
+	return max(free-len(in.Unheld)-in.Pending, 0)
 }
 
 // PerLane returns the job's remaining work per lane, T of docs/protocol.md:
@@ -171,7 +177,7 @@ func residualOf(r uint64, keepPPM uint32) uint64 {
 
 // DecideCuts returns the cuts to request now, largest remaining work first,
 // or nil. It asks nothing unless the rate bound allows it (Interval not
-// negative, at least Interval since LastAsked) and some lanes would idle;
+// negative, at least Interval since LeadingSince) and some lanes would idle;
 // then it asks for at most [CutInput.IdleLanes] cuts, one per split, of the
 // reported splits with no request outstanding in descending Remaining (ties
 // by id), skipping those [CutOf] finds not worth it. Idle lanes left over
@@ -183,7 +189,7 @@ func residualOf(r uint64, keepPPM uint32) uint64 {
 // Parts of all asks never exceed the idle lanes. It is deterministic and
 // does not depend on the order of its inputs.
 func DecideCuts(in CutInput) []CutAsk {
-	if in.Interval < 0 || !in.LastAsked.IsZero() && in.Now.Before(in.LastAsked.Add(in.Interval)) {
+	if in.Interval < 0 || !in.LeadingSince.IsZero() && in.Now.Before(in.LeadingSince.Add(in.Interval)) {
 		return nil
 	}
 	idle := in.IdleLanes()

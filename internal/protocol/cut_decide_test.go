@@ -29,6 +29,7 @@ func genCutInput() *rapid.Generator[CutInput] {
 			})
 		}
 		in.Unheld = rapid.SliceOfN(rapid.Uint64Range(1, 100), 0, 3).Draw(t, "unheld")
+		in.Pending = rapid.IntRange(0, 4).Draw(t, "pending")
 		remaining := rapid.OneOf(rapid.Uint64Range(0, 40), rapid.SampledFrom([]uint64{100, 1000, math.MaxUint64}))
 		for i := range rapid.IntRange(0, 8).Draw(t, "held splits") {
 			in.Held = append(in.Held, CutHeld{
@@ -41,8 +42,8 @@ func genCutInput() *rapid.Generator[CutInput] {
 				Cuts:        rapid.OneOf(rapid.Uint64Range(0, 3), rapid.Just[uint64](math.MaxUint64)).Draw(t, "cuts"),
 			})
 		}
-		if rapid.Bool().Draw(t, "asked before") {
-			in.LastAsked = cutT0.Add(time.Duration(rapid.IntRange(0, 20).Draw(t, "last")) * time.Second)
+		if rapid.Bool().Draw(t, "leading since") {
+			in.LeadingSince = cutT0.Add(time.Duration(rapid.IntRange(0, 20).Draw(t, "last")) * time.Second)
 		}
 		in.Interval = time.Duration(rapid.IntRange(-1, 10).Draw(t, "interval")) * time.Second
 		in.MinWeight = rapid.SampledFrom([]uint64{0, 1, 5, 50}).Draw(t, "min")
@@ -54,10 +55,10 @@ func genCutInput() *rapid.Generator[CutInput] {
 // input: many answers could be right, so the output is checked against
 // rules, not one expected list.
 func checkCuts(t interface{ Fatalf(string, ...any) }, in CutInput, asks []CutAsk) {
-	rateOK := in.Interval >= 0 && (in.LastAsked.IsZero() || !in.Now.Before(in.LastAsked.Add(in.Interval)))
+	rateOK := in.Interval >= 0 && (in.LeadingSince.IsZero() || !in.Now.Before(in.LeadingSince.Add(in.Interval)))
 	idle := in.IdleLanes()
 	if len(asks) > 0 && !rateOK {
-		t.Fatalf("asked %v within the interval (now %v, last %v, interval %v)", asks, in.Now, in.LastAsked, in.Interval)
+		t.Fatalf("asked %v within the interval (now %v, last %v, interval %v)", asks, in.Now, in.LeadingSince, in.Interval)
 	}
 	parts := 0
 	for _, a := range asks {
@@ -214,13 +215,18 @@ func TestDecideCutsTable(t *testing.T) {
 			Held: []CutHeld{big}, Unheld: []uint64{1, 1, 1}, Now: cutT0}, nil},
 		{"no free lane: no cut", CutInput{Members: members([]uint32{1, 1}, []uint32{1, 1}),
 			Held: []CutHeld{big, mid}, Now: cutT0}, nil},
-		{"within the interval: no cut", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
-			Held: []CutHeld{big}, Now: cutT0, LastAsked: cutT0.Add(-time.Second), Interval: 2 * time.Second}, nil},
+		{"within the interval of leading: no cut", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
+			Held: []CutHeld{big}, Now: cutT0, LeadingSince: cutT0.Add(-time.Second), Interval: 2 * time.Second}, nil},
 		{"interval passed", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
-			Held: []CutHeld{big}, Now: cutT0, LastAsked: cutT0.Add(-2 * time.Second), Interval: 2 * time.Second},
+			Held: []CutHeld{big}, Now: cutT0, LeadingSince: cutT0.Add(-2 * time.Second), Interval: 2 * time.Second},
 			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: 250_000, Parts: 3, Residual: 225}}},
 		{"negative interval: never", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Now: cutT0, Interval: -1}, nil},
+		{"idle lanes promised to a residual asked for: fewer parts", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
+			Held: []CutHeld{big}, Pending: 1, Now: cutT0, Interval: time.Second, MinWeight: 10},
+			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: 333_334, Parts: 2, Residual: 299}}},
+		{"every idle lane promised: no cut", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
+			Held: []CutHeld{big}, Pending: 3, Now: cutT0, Interval: time.Second}, nil},
 		{"residual below the minimum", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{small}, Now: cutT0, MinWeight: 6}, nil},
 		{"outstanding request: not again", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
