@@ -55,6 +55,29 @@ func (f *fleetView) observeResidual(id, parent coordination.SplitID, weight uint
 	}
 }
 
+// pinReported adds to pinned (which it may allocate) every split a live
+// member reported an estimate of for its current tenancy, and returns it:
+// such a split is kept on its owner by the assignment (docs/protocol.md,
+// "Runtime split": a splittable split in progress is divided by cuts, which
+// move work without a drain, never moved to balance).
+func (f *fleetView) pinReported(pinned map[coordination.SplitID]bool) map[coordination.SplitID]bool {
+	for inst, es := range f.estimates {
+		nonce, live := f.sessions[inst]
+		if !live {
+			continue
+		}
+		for _, e := range es {
+			if s, ok := f.records[e.Split]; ok && s.status == protocol.StatusRunnable && s.owner == inst && s.nonce == nonce && s.epoch == e.Epoch {
+				if pinned == nil {
+					pinned = map[coordination.SplitID]bool{}
+				}
+				pinned[e.Split] = true
+			}
+		}
+	}
+	return pinned
+}
+
 // observeResidualTenancy keeps when the view first saw residual id held in
 // its current tenancy (facts, against old): until its owner's presence
 // reports after that, the residual's weight stands for its estimate.

@@ -109,7 +109,7 @@ func (p *publisher) publish(w *lead, view *fleetView, fingerprint string, takeCu
 	if !holdEnd.IsZero() && p.hold == nil {
 		p.hold = w.after(v, holdEnd.Sub(now), v.PIDs.Leader, holdEnded{})
 	}
-	pinned := view.grace.Pinned(now, in.Splits)
+	pinned := view.pinReported(view.grace.Pinned(now, in.Splits))
 	cache, members, windows := view.snapshot()
 	w.goFunc(v, v.PIDs.Leader, func(ctx context.Context) any {
 		return publishAssignment(ctx, v, in, pinned, cache, members, windows, cuts, w.gen)
