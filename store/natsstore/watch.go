@@ -20,13 +20,21 @@ import (
 // delivery), so a snapshot of any size fits.
 const defaultWatchBuffer = 1 << 16
 
+// watchDeliveryBuffer is the capacity of a watch's Events channel: events
+// the run goroutine hands over ahead of the consumer, so that a consumer
+// that drains what is waiting (the watch actor takes up to 256 events per
+// message) finds a burst rather than the one event an unbuffered hand-off
+// holds. They count against the lag limit like the queue's (the snapshot
+// is paced on the queue alone).
+const watchDeliveryBuffer = 256
+
 // watchSetupTimeout bounds the creation of a watch's consumer when the
 // caller's context has no earlier deadline.
 const watchSetupTimeout = 10 * time.Second
 
 // watcher is one running watch. The run goroutine owns the queue and the
-// client watcher; events is unbuffered and closed by run when the watch
-// ends, after err is set.
+// client watcher; events (capacity min(watchDeliveryBuffer, limit)) is
+// closed by run when the watch ends, after err is set.
 type watcher struct {
 	s      *Store
 	conn   *conn
@@ -95,7 +103,7 @@ func (s *Store) watch(ctx context.Context, ks store.Keyspace, prefix string, lim
 		prefix: prefix,
 		bucket: b.kv.Bucket(),
 		limit:  limit,
-		events: make(chan store.WatchEvent),
+		events: make(chan store.WatchEvent, min(watchDeliveryBuffer, limit)),
 		stop:   make(chan struct{}),
 		brk:    make(chan struct{}),
 		done:   make(chan struct{}),
@@ -187,7 +195,9 @@ func subjectFilter(prefix string) string {
 // to the consumer until the watch ends. The consumer learns the end before
 // the client watcher is stopped: stopping it deletes its consumer on the
 // server, which on a connection that buffers while reconnecting (one
-// passed as Config.Conn) waits out the client's request timeout.
+// passed as Config.Conn) waits out the client's request timeout. Events
+// still in the channel's buffer when the watch ends are dropped, like the
+// queue's: nothing is delivered after the end.
 func (w *watcher) run(ctx context.Context) {
 	defer close(w.done)
 	err := w.loop(ctx)
@@ -197,6 +207,13 @@ func (w *watcher) run(ctx context.Context) {
 	w.mu.Lock()
 	w.err = err
 	w.mu.Unlock()
+	for drained := false; !drained; {
+		select {
+		case <-w.events: // the consumer may take it first: never block
+		default:
+			drained = true
+		}
+	}
 	close(w.events)
 	w.end()
 }
@@ -224,6 +241,17 @@ func (w *watcher) loop(ctx context.Context) error {
 	updates := w.kw.Updates()
 	racing := map[string]store.Revision{} // held-back deletes, by key
 	for {
+		// Hand over what the consumer's buffer takes without a select of
+		// every case: one select per event received, not two.
+		for sent := true; sent && len(queue) > 0; {
+			select {
+			case w.events <- queue[0]:
+				queue[0] = store.WatchEvent{}
+				queue = queue[1:]
+			default:
+				sent = false
+			}
+		}
 		var out chan<- store.WatchEvent
 		var next store.WatchEvent
 		if len(queue) > 0 {
@@ -231,7 +259,7 @@ func (w *watcher) loop(ctx context.Context) error {
 		}
 		in := updates
 		if snapshot && len(queue) >= w.limit {
-			in = nil // pace the snapshot instead of breaking
+			in = nil // pace the snapshot instead of breaking (the queue's send wakes the loop)
 		}
 		select {
 		case <-ctx.Done():
@@ -291,7 +319,7 @@ func (w *watcher) loop(ctx context.Context) error {
 			if snapshot {
 				delete(racing, e.Key())
 			}
-			if !snapshot && len(queue) >= w.limit {
+			if !snapshot && len(queue)+len(w.events) >= w.limit {
 				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s lagged by more than %d events; re-watch", w.bucket, w.limit)
 			}
 			ev := store.WatchEvent{Kind: store.Put, Entry: entry(e)}
