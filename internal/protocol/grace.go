@@ -23,7 +23,8 @@ import (
 // Fill is delayed only while the fleet starts (see [Grace.Hold]): when the
 // leader started leading a fleet in which no live member held a split, it
 // places no split that no live member owns until members stop joining (a
-// sixth of the window passed with no new member) or the window since it
+// sixth of the window passed with no new member, counting the joins it saw
+// before it led) or the window since it
 // started leading ends, so the members that start together are all placed
 // by the first assignment, balanced, and nothing moves after. In a running
 // fleet (a failover) unowned splits are assigned at once.
@@ -76,9 +77,9 @@ func (g *Grace) Lead(now time.Time) { g.since, g.hold = now, holdUnknown }
 // fleet was starting: at the first Hold of the leadership, running
 // reported that no live member holds a split in its current session
 // (running is called once per leadership). It lasts until a sixth of the
-// window has passed since a member last joined (as first observed, and not
-// before this worker started leading) or the window since it started
-// leading ends, whichever comes first, so each join extends it; once over,
+// window has passed since a member last joined (as first observed, before
+// or after this worker started leading; see holdEnd) or the window since it
+// started leading ends, whichever comes first, so each join extends it; once over,
 // it is over for the leadership. It keeps back every split whose Owner is
 // not one of in.Members, so a member's own splits (a restart under the
 // same instance id) go back to it at once, and everything else is placed
@@ -117,20 +118,34 @@ func (g *Grace) Hold(now time.Time, in AssignInput, running func() bool) (Assign
 }
 
 // holdEnd returns when the startup hold of this leadership ends as far as
-// the joins observed tell: a sixth of the window after it started leading,
-// pushed back to a sixth of the window after each member that joined
-// before the hold ended, and at the latest the window after it started
-// leading. A join after the end does not reopen the hold.
+// the joins observed tell: a sixth of the window after the last member
+// joined at or before it started leading (or after it started leading, when
+// it knows of none), pushed back to a sixth of the window after each member
+// that joined since, before the hold ended, and at the latest the window
+// after it started leading. A join after the end does not reopen the hold.
+// So a leader elected after its members all joined (a restart whose leader
+// first replayed a large job) waits no longer, while one elected among
+// members still joining waits for them as before; its own join, observed
+// when its watch of the presences delivered it, is among those counted.
 func (g *Grace) holdEnd() time.Time {
 	limit, quiet := g.since.Add(g.window), g.window/holdQuiet
+	var before time.Time
 	joins := make([]time.Time, 0, len(g.joined))
 	for _, t := range g.joined {
 		if t.After(g.since) {
 			joins = append(joins, t)
+		} else if t.After(before) {
+			before = t
 		}
 	}
+	if before.IsZero() {
+		before = g.since
+	}
+	end := before.Add(quiet)
+	if end.Before(g.since) {
+		end = g.since
+	}
 	slices.SortFunc(joins, time.Time.Compare)
-	end := g.since.Add(quiet)
 	for _, t := range joins {
 		if !t.Before(end) {
 			break

@@ -102,8 +102,11 @@ func TestGraceHold(t *testing.T) {
 	}{
 		{name: "a starting fleet keeps back what no live member owns", window: window, lead: true, joins: []time.Duration{400 * ms, 800 * ms}, at: time.Second,
 			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: 1300 * ms},
-		{name: "members seen before leading began count from then", window: window, lead: true, joins: []time.Duration{-time.Minute}, at: 400 * ms,
-			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: 500 * ms},
+		{name: "members that all joined long before leading began: no hold", window: window, lead: true, joins: []time.Duration{-time.Minute, -time.Second}, at: 0},
+		{name: "a member seen just before leading began counts from its join", window: window, lead: true, joins: []time.Duration{-time.Minute, -200 * ms}, at: 100 * ms,
+			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: 300 * ms},
+		{name: "joins before and after leading began chain", window: window, lead: true, joins: []time.Duration{-200 * ms, 200 * ms}, at: 400 * ms,
+			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: 700 * ms},
 		{name: "joins extend the hold, up to the window", window: window, lead: true,
 			joins: []time.Duration{400 * ms, 800 * ms, 1200 * ms, 1600 * ms, 2000 * ms, 2400 * ms, 2800 * ms}, at: 2900 * ms,
 			wantHeld: []coordination.SplitID{"dead", "free", "kept"}, wantEnd: window},
