@@ -73,7 +73,7 @@ for r in $(seq 1 "$rounds"); do
 	done
 done
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+median() { sort -g | awk '{a[NR]=$1} END {if (NR==0) exit; if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 echo
 echo "medians over $rounds rounds:"
 for c in main misestimate equal; do
