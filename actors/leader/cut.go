@@ -67,7 +67,7 @@ func (f *fleetView) pinReported(pinned map[coordination.SplitID]bool) map[coordi
 			continue
 		}
 		for _, e := range es {
-			if s, ok := f.records[e.Split]; ok && s.status == protocol.StatusRunnable && s.owner == inst && s.nonce == nonce && s.epoch == e.Epoch {
+			if _, ok := f.currentEstimate(inst, nonce, e); ok {
 				if pinned == nil {
 					pinned = map[coordination.SplitID]bool{}
 				}
@@ -76,6 +76,14 @@ func (f *fleetView) pinReported(pinned map[coordination.SplitID]bool) map[coordi
 		}
 	}
 	return pinned
+}
+
+// currentEstimate returns the split record estimate e of live member inst
+// (in session nonce) is about, and whether e is for that record's current
+// tenancy, held by inst.
+func (f *fleetView) currentEstimate(inst, nonce string, e messages.Estimate) (splitFacts, bool) {
+	s, ok := f.records[e.Split]
+	return s, ok && s.status == protocol.StatusRunnable && s.owner == inst && s.nonce == nonce && s.epoch == e.Epoch
 }
 
 // observeResidualTenancy keeps when the view first saw residual id held in
@@ -123,6 +131,7 @@ func (f *fleetView) weightLeft(id coordination.SplitID, w uint64) uint64 {
 func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding map[coordination.SplitID]outstandingCut, asked map[coordination.SplitID]time.Time) protocol.CutInput {
 	var in protocol.CutInput
 	held := make(map[string]uint32, len(f.members))
+	reported := map[coordination.SplitID]bool{}
 	longest := 0
 	for id, s := range f.records {
 		longest = max(longest, len(id))
@@ -141,17 +150,16 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 			continue
 		}
 		for _, e := range es {
-			s, ok := f.records[e.Split]
-			if !ok || s.status != protocol.StatusRunnable || s.owner != inst || s.nonce != nonce || s.epoch != e.Epoch {
-				continue
+			if s, ok := f.currentEstimate(inst, nonce, e); ok {
+				in.Held = append(in.Held, f.cutHeld(e.Split, s, e.Remaining, outstanding, asked))
+				reported[e.Split] = true
 			}
-			in.Held = append(in.Held, f.cutHeld(e.Split, s, e.Remaining, outstanding, asked))
 		}
 	}
 	for id, at := range f.residualHeldAt {
 		s := f.records[id]
-		if nonce, live := f.sessions[s.owner]; !live || s.nonce != nonce || !f.estimatedAt[s.owner].Before(at) {
-			continue // its owner reported since it was claimed: what it reported (or not) stands
+		if nonce, live := f.sessions[s.owner]; !live || s.nonce != nonce || reported[id] || !f.estimatedAt[s.owner].Before(at) {
+			continue // its owner reported on it, or since it was claimed: what it reported (or not) stands
 		}
 		in.Held = append(in.Held, f.cutHeld(id, s, s.weight, outstanding, asked))
 	}

@@ -425,6 +425,16 @@ func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T)
 	if _, ok := f.residualHeldAt[r]; ok {
 		t.Fatal("a completed residual still counted as held")
 	}
+	// The owner's presence reporting on a residual arrives before the
+	// residual's claimed record (they are watched apart): the report
+	// stands, and the residual is in Held once.
+	r2 := protocol.ResidualID("a", 1, 2)
+	f.observeEstimates("w1", []messages.Estimate{{Split: r2, Epoch: 1, Remaining: 300}}, t0.Add(4*time.Second))
+	f.records[r2] = facts
+	f.observeResidualTenancy(r2, splitFacts{}, facts, t0.Add(5*time.Second))
+	if h := f.cutInput(cfg, 0, nil, nil).Held; len(h) != 1 || h[0].Split != r2 || h[0].Remaining != 300 {
+		t.Fatalf("held %+v, want r2 once, at its reported 300", h)
+	}
 }
 
 // A parent weighs, for the assignment, its weight less its residuals':
