@@ -2,6 +2,7 @@ package leader
 
 import (
 	"cmp"
+	"iter"
 	"slices"
 	"time"
 
@@ -61,29 +62,32 @@ func (f *fleetView) observeResidual(id, parent coordination.SplitID, weight uint
 // "Runtime split": a splittable split in progress is divided by cuts, which
 // move work without a drain, never moved to balance).
 func (f *fleetView) pinReported(pinned map[coordination.SplitID]bool) map[coordination.SplitID]bool {
-	for inst, es := range f.estimates {
-		nonce, live := f.sessions[inst]
-		if !live {
-			continue
+	for _, e := range f.currentEstimates() {
+		if pinned == nil {
+			pinned = map[coordination.SplitID]bool{}
 		}
-		for _, e := range es {
-			if _, ok := f.currentEstimate(inst, nonce, e); ok {
-				if pinned == nil {
-					pinned = map[coordination.SplitID]bool{}
-				}
-				pinned[e.Split] = true
-			}
-		}
+		pinned[e.Split] = true
 	}
 	return pinned
 }
 
-// currentEstimate returns the split record estimate e of live member inst
-// (in session nonce) is about, and whether e is for that record's current
-// tenancy, held by inst.
-func (f *fleetView) currentEstimate(inst, nonce string, e messages.Estimate) (splitFacts, bool) {
-	s, ok := f.records[e.Split]
-	return s, ok && s.status == protocol.StatusRunnable && s.owner == inst && s.nonce == nonce && s.epoch == e.Epoch
+// currentEstimates yields each estimate a live member reported for the
+// current tenancy of a split it holds, with that split's record.
+func (f *fleetView) currentEstimates() iter.Seq2[splitFacts, messages.Estimate] {
+	return func(yield func(splitFacts, messages.Estimate) bool) {
+		for inst, es := range f.estimates {
+			nonce, live := f.sessions[inst]
+			if !live {
+				continue
+			}
+			for _, e := range es {
+				s, ok := f.records[e.Split]
+				if ok && s.status == protocol.StatusRunnable && s.owner == inst && s.nonce == nonce && s.epoch == e.Epoch && !yield(s, e) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // observeResidualTenancy keeps when the view first saw residual id held in
@@ -144,17 +148,9 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 		}
 		in.Unheld = append(in.Unheld, s.weight)
 	}
-	for inst, es := range f.estimates {
-		nonce, live := f.sessions[inst]
-		if !live {
-			continue
-		}
-		for _, e := range es {
-			if s, ok := f.currentEstimate(inst, nonce, e); ok {
-				in.Held = append(in.Held, f.cutHeld(e.Split, s, e.Remaining, outstanding, asked))
-				reported[e.Split] = true
-			}
-		}
+	for s, e := range f.currentEstimates() {
+		in.Held = append(in.Held, f.cutHeld(e.Split, s, e.Remaining, outstanding, asked))
+		reported[e.Split] = true
 	}
 	for id, at := range f.residualHeldAt {
 		s := f.records[id]

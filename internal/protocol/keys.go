@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/internal/naming"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -141,25 +140,11 @@ func ParseKey(ks store.Keyspace, key string) (KeyKind, string) {
 	}
 	for _, s := range shapes {
 		if suffix, ok := strings.CutPrefix(key, s.prefix); ok {
-			if !validName(suffix) {
+			if !isName(suffix) {
 				return KeyUnknown, ""
 			}
 			return s.kind, suffix
 		}
 	}
 	return KeyUnknown, ""
-}
-
-// validName reports whether s is 1..128 bytes of [A-Za-z0-9_-], the rule for
-// split ids and instance ids, without building a reason.
-func validName(s string) bool {
-	if len(s) < 1 || len(s) > instanceIDMaxLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !naming.Allowed(s[i]) {
-			return false
-		}
-	}
-	return true
 }

@@ -398,14 +398,9 @@ func decodeSplitFields(key string, b []byte, fp uint64) (SplitRecord, error) {
 		Attempts:    f.uint32("attempts"),
 		WrittenAtMs: f.int64("written_at_ms"),
 	}
-	switch st := f.string("status"); st {
-	case "runnable":
-		r.Status = StatusRunnable
-	case "completed":
-		r.Status = StatusCompleted
-	case "quarantined":
-		r.Status = StatusQuarantined
-	default:
+	if st, ok := parseStatus(f.string("status")); ok {
+		r.Status = st
+	} else {
 		f.fail(shapeErr("field status has an unknown value"))
 	}
 	if f.err == nil && r.Weight == 0 {

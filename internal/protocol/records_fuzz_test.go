@@ -95,7 +95,7 @@ func FuzzDecodeSplit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
 		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Status.String() == "unknown" || (r.Owner == "") != (r.Nonce == "") ||
-			r.Owner != "" && (!validName(r.Owner) || !validName(r.Nonce)) || r.Epoch == math.MaxUint64) {
+			r.Owner != "" && (!isName(r.Owner) || !isName(r.Nonce)) || r.Epoch == math.MaxUint64) {
 			t.Fatalf("accepted an invalid split record %#v from %q", r, b)
 		}
 		checkFuzzDecode(t, b, r, err, EncodeSplit, dec)
@@ -107,7 +107,7 @@ func FuzzDecodeProgress(f *testing.F) {
 	dec := func(b []byte) (ProgressRecord, error) { return DecodeProgress(ProgressKey("s0"), b, testFP) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
-		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Owner != "" && !validName(r.Owner) || r.Epoch == math.MaxUint64) {
+		if err == nil && (r.ID != "s0" || r.FP != testFP || r.Owner != "" && !isName(r.Owner) || r.Epoch == math.MaxUint64) {
 			t.Fatalf("accepted an invalid progress record %#v from %q", r, b)
 		}
 		checkFuzzDecode(t, b, r, err, EncodeProgress, dec)
@@ -121,7 +121,7 @@ func FuzzDecodeAssignment(f *testing.F) {
 		r, err := dec(b)
 		if err == nil {
 			for i, id := range r.Splits {
-				if !validName(string(id)) || i > 0 && r.Splits[i-1] >= id {
+				if !isName(string(id)) || i > 0 && r.Splits[i-1] >= id {
 					t.Fatalf("accepted invalid or unsorted splits %q from %q", r.Splits, b)
 				}
 			}
@@ -135,7 +135,7 @@ func FuzzDecodeLeader(f *testing.F) {
 	dec := func(b []byte) (LeaderRecord, error) { return DecodeLeader(KeyLeader, b) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
-		if err == nil && (!validName(r.Owner) || !validName(r.Nonce)) {
+		if err == nil && (!isName(r.Owner) || !isName(r.Nonce)) {
 			t.Fatalf("accepted an invalid owner or nonce %#v from %q", r, b)
 		}
 		checkFuzzDecode(t, b, r, err, EncodeLeader, dec)
@@ -147,7 +147,7 @@ func FuzzDecodePresence(f *testing.F) {
 	dec := func(b []byte) (PresenceRecord, error) { return DecodePresence(WorkerKey("w1"), b) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		r, err := dec(b)
-		if err == nil && !validName(r.Nonce) {
+		if err == nil && !isName(r.Nonce) {
 			t.Fatalf("accepted an invalid nonce %#v from %q", r, b)
 		}
 		checkFuzzDecode(t, b, r, err, EncodePresence, dec)

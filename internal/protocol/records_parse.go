@@ -637,7 +637,7 @@ func (f *fields) name(field string) string {
 
 // isName reports whether s passes naming.Check as a name of at most
 // instanceIDMaxLen bytes, without building the reason it would fail with:
-// every split record names its owner and nonce.
+// the rule for split ids, instance ids and session nonces.
 func isName[S string | []byte](s S) bool {
 	if len(s) < 1 || len(s) > instanceIDMaxLen {
 		return false
@@ -729,7 +729,7 @@ func (f *fields) splitIDs(name string) []coordination.SplitID {
 		if !ok {
 			return bad("is not an array of strings")
 		}
-		if !validName(s) {
+		if !isName(s) {
 			return bad("holds an invalid split id")
 		}
 		if len(ids) > 0 && string(ids[len(ids)-1]) >= s {
@@ -747,7 +747,7 @@ func (f *fields) splitIDs(name string) []coordination.SplitID {
 // quoteID renders a split id from a record for a reason: bare when it is a
 // valid id (as "split X" reads in a reason), quoted otherwise.
 func quoteID(id string) string {
-	if validName(id) {
+	if isName(id) {
 		return id
 	}
 	return strconv.Quote(id)

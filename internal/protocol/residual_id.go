@@ -77,7 +77,7 @@ type ResidualName struct {
 // the parts is id again.
 func ParseResidualID(id coordination.SplitID) (ResidualName, bool) {
 	s := string(id)
-	if len(s) < 2 || s[0] != '_' || !validName(s) {
+	if len(s) < 2 || s[0] != '_' || !isName(s) {
 		return ResidualName{}, false
 	}
 	body, long := strings.CutSuffix(s[1:], residualLongSuffix)

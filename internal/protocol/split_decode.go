@@ -32,16 +32,11 @@ func decodeSplitCanonical(key string, b []byte, fp uint64) (SplitRecord, bool) {
 	c.field(',', "epoch")
 	r.Epoch = c.uint(math.MaxUint64)
 	c.field(',', "status")
-	switch string(c.str()) {
-	case "runnable":
-		r.Status = StatusRunnable
-	case "completed":
-		r.Status = StatusCompleted
-	case "quarantined":
-		r.Status = StatusQuarantined
-	default:
+	st, ok := parseStatus(c.str())
+	if !ok {
 		return SplitRecord{}, false
 	}
+	r.Status = st
 	c.field(',', "owner")
 	owner, owned := c.nullName()
 	c.field(',', "nonce")

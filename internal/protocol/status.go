@@ -25,5 +25,19 @@ func (s Status) String() string {
 	return "unknown"
 }
 
+// parseStatus returns the status spelled s in a record, and false when s
+// spells none.
+func parseStatus[S string | []byte](s S) (Status, bool) {
+	switch string(s) {
+	case "runnable":
+		return StatusRunnable, true
+	case "completed":
+		return StatusCompleted, true
+	case "quarantined":
+		return StatusQuarantined, true
+	}
+	return 0, false
+}
+
 // Terminal reports whether no write may ever change a record in this status.
 func (s Status) Terminal() bool { return s == StatusCompleted || s == StatusQuarantined }
