@@ -145,16 +145,14 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 // hot message, handled apart from observeFleet's larger frame (see
 // Receive).
 func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObserved) {
-	f, now := &l.view, l.v.Clock.Now()
+	now := l.v.Clock.Now()
 	tick, soon := false, false
 	for i := range m.Records {
-		r := &m.Records[i]
-		soon = soon || r.Record.Status == protocol.StatusCompleted && f.records[r.Split].status != protocol.StatusCompleted
-		t, claimed := l.recordObserved(r, now)
-		tick, soon = tick || t, soon || claimed
+		t, cut := l.recordObserved(&m.Records[i], now)
+		tick, soon = tick || t, soon || cut
 	}
 	if soon {
-		l.evaluateCutsSoon(now) // a lane freed (it may idle now), or a residual claimed (it may be cut)
+		l.evaluateCutsSoon(now)
 	}
 	if tick {
 		l.tick(c)
@@ -162,12 +160,14 @@ func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObser
 }
 
 // recordObserved folds a split record put into the view and reports
-// whether the leader should tick. While this leader's own planner run
+// whether the leader should tick, and whether the cutter should evaluate
+// soon: a split completed (a lane freed, it may idle now) or a residual was
+// claimed (it may be cut). While this leader's own planner run
 // seeds, a split that appeared waits for the run's next progress report
 // (or its end) instead of making the assignment dirty, so that no other
 // trigger (a presence renewal) publishes it in between: seeding n splits
 // costs O(log n) evaluations, not one per trigger.
-func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time) (tick, residualClaimed bool) {
+func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time) (tick, cutSoon bool) {
 	f := &l.view
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true,
@@ -178,19 +178,20 @@ func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time)
 	}
 	f.records[m.Split] = facts
 	f.observeResidual(m.Split, facts.parent, facts.weight)
-	residualClaimed = f.observeResidualTenancy(m.Split, old, facts, now)
+	cutSoon = f.observeResidualTenancy(m.Split, old, facts, now) ||
+		facts.status == protocol.StatusCompleted && old.status != protocol.StatusCompleted
 	switch {
 	case !old.seen && l.run.seeding():
 		l.pub.seededMeanwhile()
-		return false, residualClaimed
+		return false, cutSoon
 	case !old.seen:
 		l.pub.changed()
-		return true, residualClaimed
+		return true, cutSoon
 	case f.inputChanged(m.Split, old, facts):
 		l.pub.changed()
-		return true, residualClaimed
+		return true, cutSoon
 	}
-	return false, residualClaimed
+	return false, cutSoon
 }
 
 func (l *leaderActor) gauges() {
