@@ -236,27 +236,26 @@ func scanFields(b []byte, names []string) (f fields, dup, unknown string, pe *pa
 // every split record it watches, so this is the watch's hot path.
 func scanCanonical(b []byte, names []string, optional int) (fields, bool) {
 	f := fields{names: names, vals: make([][]byte, len(names))}
-	i := 0
+	c := canonicalReader{b: b, ok: true}
 	for k, n := range names {
-		if k >= len(names)-optional && i < len(b) && b[i] == '}' {
+		if k >= len(names)-optional && c.i < len(b) && b[c.i] == '}' {
 			break
 		}
 		sep := byte(',')
 		if k == 0 {
 			sep = '{'
 		}
-		j := i + len(n) + 4 // sep, quote, name, quote, colon
-		if j > len(b) || b[i] != sep || b[i+1] != '"' || string(b[i+2:j-2]) != n || b[j-2] != '"' || b[j-1] != ':' {
+		if c.field(sep, n); !c.ok {
 			return f, false
 		}
-		end, ok := scanSimple(b, j)
+		end, ok := scanSimple(b, c.i)
 		if !ok {
 			return f, false
 		}
-		f.vals[k] = b[j:end]
-		i = end
+		f.vals[k] = b[c.i:end]
+		c.i = end
 	}
-	return f, i == len(b)-1 && b[i] == '}'
+	return f, c.i == len(b)-1 && b[c.i] == '}'
 }
 
 // scanSimple returns the end of the value at b[i] when it is one
@@ -268,15 +267,7 @@ func scanSimple(b []byte, i int) (int, bool) {
 	}
 	switch c := b[i]; {
 	case c == '"':
-		for j := i + 1; j < len(b); j++ {
-			switch c := b[j]; {
-			case c == '"':
-				return j + 1, true
-			case c < 0x20 || c > 0x7e || c == '\\':
-				return 0, false
-			}
-		}
-		return 0, false
+		return quotedEnd(b, i)
 	case c == '-' || c >= '0' && c <= '9':
 		j := i
 		if c == '-' {
@@ -291,6 +282,24 @@ func scanSimple(b []byte, i int) (int, bool) {
 	for _, lit := range [...]string{"null", "true", "false"} {
 		if len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit {
 			return i + len(lit), true
+		}
+	}
+	return 0, false
+}
+
+// quotedEnd returns the end (past the closing quote) of the string at b[i]
+// when it is one the canonical layout holds: printable ASCII but quote and
+// backslash, so its bytes are its value.
+func quotedEnd(b []byte, i int) (int, bool) {
+	if i >= len(b) || b[i] != '"' {
+		return 0, false
+	}
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return 0, false
 		}
 	}
 	return 0, false

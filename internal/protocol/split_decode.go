@@ -69,9 +69,9 @@ func decodeSplitCanonical(key string, b []byte, fp uint64) (SplitRecord, bool) {
 	return r, true
 }
 
-// canonicalReader reads a record's fields in the layout encode.go writes;
-// the first value it cannot read clears ok, and later reads return zero
-// values.
+// canonicalReader reads a record's fields in the layout encode.go writes
+// (decodeSplitCanonical, and scanCanonical's field names); the first value
+// it cannot read clears ok, and later reads return zero values.
 type canonicalReader struct {
 	b  []byte
 	i  int
@@ -88,26 +88,20 @@ func (c *canonicalReader) field(sep byte, name string) {
 	c.i = j
 }
 
-// str reads a string of printable ASCII but quote and backslash, and
-// returns what is between its quotes.
+// str reads a string of printable ASCII but quote and backslash
+// (quotedEnd), and returns what is between its quotes.
 func (c *canonicalReader) str() []byte {
-	if !c.ok || c.i >= len(c.b) || c.b[c.i] != '"' {
+	if !c.ok {
+		return nil
+	}
+	end, ok := quotedEnd(c.b, c.i)
+	if !ok {
 		c.ok = false
 		return nil
 	}
-	for j := c.i + 1; j < len(c.b); j++ {
-		switch ch := c.b[j]; {
-		case ch == '"':
-			s := c.b[c.i+1 : j]
-			c.i = j + 1
-			return s
-		case ch < 0x20 || ch > 0x7e || ch == '\\':
-			c.ok = false
-			return nil
-		}
-	}
-	c.ok = false
-	return nil
+	s := c.b[c.i+1 : end-1]
+	c.i = end
+	return s
 }
 
 // nullName reads null ("", false) or a valid name (isName) as a string
