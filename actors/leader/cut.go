@@ -187,6 +187,10 @@ type outstandingCut struct {
 	fresh bool // asked since the last publish took the requests
 }
 
+// last is the counter of the request's last residual: its parts are
+// numbered from Counter.
+func (o outstandingCut) last() uint64 { return o.req.Counter + uint64(max(o.req.Parts, 1)) - 1 }
+
 // cutRequests are the requests a publish writes: each owner's, sorted by
 // split, and the owners asked a cut since the last publish, whose records
 // are written even when nothing else changed.
@@ -275,7 +279,7 @@ func (c *cutter) evaluate(now time.Time, interval time.Duration, view *fleetView
 func (c *cutter) pending(view *fleetView) int {
 	n := 0
 	for id, o := range c.outstanding {
-		last := o.req.Counter + uint64(max(o.req.Parts, 1)) - 1
+		last := o.last()
 		seen := max(view.cuts[cutKey{id, o.req.Epoch}], o.req.Counter-1)
 		n += int(last - min(seen, last))
 	}
@@ -293,8 +297,7 @@ func (c *cutter) expire(now time.Time, interval time.Duration, view *fleetView) 
 		}
 	}
 	for id, o := range c.outstanding {
-		last := o.req.Counter + uint64(max(o.req.Parts, 1)) - 1
-		if !now.Before(o.at.Add(interval)) || view.cuts[cutKey{id, o.req.Epoch}] >= last {
+		if !now.Before(o.at.Add(interval)) || view.cuts[cutKey{id, o.req.Epoch}] >= o.last() {
 			delete(c.outstanding, id)
 		}
 	}
