@@ -17,8 +17,9 @@ import (
 // The leader's side of runtime splits (docs/protocol.md, "Runtime split",
 // "Who decides"): the fleet view folds the members' remaining-work
 // estimates from their presence and the residuals from the split records;
-// at each heartbeat while working as leader the cutter evaluates
-// protocol.DecideCuts, and the publisher writes the requests it keeps
+// while working as leader the cutter evaluates protocol.DecideCuts at each
+// heartbeat and soon after a lane frees or a residual is claimed, and the
+// publisher writes the requests it keeps
 // outstanding into their owners' assignment records, in the publish that
 // writes assignments.
 

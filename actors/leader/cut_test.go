@@ -270,7 +270,7 @@ func TestACutRequestWhosePublishFailedIsWrittenByTheRetry(t *testing.T) {
 		lr := cutRig(t, 4, 0)
 		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
 		lr.st.on("Update", protocol.AssignKey("w1"), reaction{err: coordination.Errorf(coordination.Retryable, "timeout")})
-		lr.clk.Add(lr.v.Config.LeaseDuration / 3) // the rate bound lifts: the cutter asks; the write fails
+		lr.clk.Add(lr.v.Config.LeaseDuration / 3) // the bound of the start of leading lifts: the cutter asks; the write fails
 		synctest.Wait()
 		if a, _, _ := lr.assignment("w1"); a.Cuts != nil {
 			t.Fatalf("assignment %+v although its write failed", a)
