@@ -66,6 +66,7 @@ type keyState struct {
 	rev     uint64 // last applied put or delete revision
 	present bool
 	seq     uint64 // apply sequence number of the last change
+	shown   uint64 // the watch generation of the last snapshot that showed the key
 }
 
 // keyspaceWatch is the state of the watch of one keyspace.
@@ -73,8 +74,8 @@ type keyspaceWatch struct {
 	w        store.Watcher
 	gen      uint64
 	live     bool
-	snapshot map[string]bool // keys seen in the snapshot being delivered; nil otherwise
-	openSeq  uint64          // w.seq when the watch being delivered was opened
+	snapshot bool   // the snapshot of watch generation gen is being delivered
+	openSeq  uint64 // w.seq when the watch being delivered was opened
 	keys     map[string]*keyState
 	outage   bool // the outage was logged; log re-established on the next snapshot
 	backoff  time.Duration
@@ -159,6 +160,8 @@ func (w *watchActor) receive(c *actor.Context) {
 	case messages.Joined:
 		if !w.joined {
 			w.joined = true
+			k := w.ks[store.Durable]
+			k.keys = worker.Sized(k.keys, worker.SizeHint(m.Planned))
 			w.open(store.Durable)
 			w.open(store.Ephemeral)
 		}
@@ -203,7 +206,7 @@ func (w *watchActor) open(ks store.Keyspace) {
 	k := w.ks[ks]
 	k.gen++
 	gen, pid, v := k.gen, w.v.PIDs.Watch, w.v
-	k.snapshot = map[string]bool{}
+	k.snapshot = true
 	k.openSeq = w.seq
 	v.Go(func(ctx context.Context) {
 		sw, err := v.Store.Watch(ctx, ks, watchPrefix(ks))
@@ -260,7 +263,7 @@ func (w *watchActor) broken(ks store.Keyspace, err error) {
 	k := w.ks[ks]
 	k.w = nil
 	k.live = false
-	k.snapshot = nil
+	k.snapshot = false
 	w.liveChanged()
 	if w.v.FatalIf(err) || w.v.Ctx.Err() != nil {
 		return
@@ -279,25 +282,31 @@ func (w *watchActor) event(ks store.Keyspace, ev store.WatchEvent) {
 	k := w.ks[ks]
 	switch ev.Kind {
 	case store.Put:
-		if k.snapshot != nil {
-			if w.rolledBack(ks, ev.Entry.Key, uint64(ev.Entry.Revision), k.openSeq) {
+		key, rev := ev.Entry.Key, uint64(ev.Entry.Revision)
+		s := k.keys[key]
+		if k.snapshot {
+			if w.rolledBack(s, ks, key, rev, k.openSeq) {
 				return
 			}
-			k.snapshot[ev.Entry.Key] = true
+			if s == nil {
+				s = &keyState{}
+				k.keys[key] = s
+			}
+			s.shown = k.gen
 		}
-		w.put(ks, ev.Entry.Key, ev.Entry.Value, uint64(ev.Entry.Revision))
+		w.putState(s, ks, key, ev.Entry.Value, rev)
 	case store.Delete:
 		w.del(ks, ev.Entry.Key, uint64(ev.Entry.Revision), false)
 	case store.SnapshotDone:
-		if k.snapshot == nil {
+		if !k.snapshot {
 			return
 		}
 		for key, s := range k.keys {
-			if s.present && !k.snapshot[key] {
+			if s.present && s.shown != k.gen {
 				w.del(ks, key, 0, true)
 			}
 		}
-		k.snapshot = nil
+		k.snapshot = false
 		k.live = true
 		k.backoff = 200 * time.Millisecond
 		if k.outage {
@@ -376,7 +385,7 @@ func (w *watchActor) applyListing(m listed) {
 	}
 	seen := make(map[string]bool, len(m.entries))
 	for _, e := range m.entries {
-		if w.rolledBack(m.ks, e.Key, uint64(e.Revision), m.startSeq) {
+		if w.rolledBack(w.ks[m.ks].keys[e.Key], m.ks, e.Key, uint64(e.Revision), m.startSeq) {
 			return
 		}
 		seen[e.Key] = true
@@ -397,9 +406,9 @@ func (w *watchActor) applyListing(m listed) {
 // listing that began after this worker applied key's last change (at apply
 // sequence since or before) shows key below the revision of that change
 // (docs/protocol.md, "Store rollback"). A live event below it is only a
-// stale echo; a read that began earlier may legitimately be older.
-func (w *watchActor) rolledBack(ks store.Keyspace, key string, rev, since uint64) bool {
-	s := w.ks[ks].keys[key]
+// stale echo; a read that began earlier may legitimately be older. s is
+// key's state (nil: none).
+func (w *watchActor) rolledBack(s *keyState, ks store.Keyspace, key string, rev, since uint64) bool {
 	if s == nil || s.seq > since || rev >= s.rev {
 		return false
 	}
@@ -408,14 +417,17 @@ func (w *watchActor) rolledBack(ks store.Keyspace, key string, rev, since uint64
 }
 
 func (w *watchActor) put(ks store.Keyspace, key string, val []byte, rev uint64) {
-	k := w.ks[ks]
-	s := k.keys[key]
+	w.putState(w.ks[ks].keys[key], ks, key, val, rev)
+}
+
+// putState is put with key's state s already looked up (nil: none yet).
+func (w *watchActor) putState(s *keyState, ks store.Keyspace, key string, val []byte, rev uint64) {
 	if s != nil && rev <= s.rev {
 		return
 	}
 	if s == nil {
 		s = &keyState{}
-		k.keys[key] = s
+		w.ks[ks].keys[key] = s
 	}
 	w.seq++
 	s.rev, s.present, s.seq = rev, true, w.seq
