@@ -51,8 +51,8 @@
 // assign for this worker's own record; WatchesChanged to leader,
 // splitwriter, revoke and lease; Reconciled to the leader.
 //
-// The lease actor owns the session: Joined to the watch actor once startup
-// finished; HeartbeatTicked to leader, revoke and splitwriter;
+// The lease actor owns the session: Joined to watch, leader and
+// splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
 // SessionEnded to root, leader and splitwriter; SessionStarted to leader
 // and splitwriter.
 //

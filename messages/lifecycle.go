@@ -13,9 +13,15 @@ type JobStarted struct {
 }
 
 // Joined reports that the startup phases finished and the presence key
-// exists. The lease actor sends it to the watch actor so that the watches
-// open.
-type Joined struct{}
+// exists. The lease actor sends it to the watch actor, so that the watches
+// open, and to the leader and split-writer actors, so that they size their
+// views of the split records before the snapshot fills them.
+type Joined struct {
+	// Planned is the plan record's planned count (a lower bound on the
+	// number of split records) when this worker joined; 0 when it created
+	// the plan record. A size hint only (worker.SizeHint bounds it).
+	Planned uint64
+}
 
 // SessionEnded reports that this worker's session ended (docs/protocol.md,
 // "Sessions"): every held split is dropped, claims pause, a leader steps

@@ -89,6 +89,8 @@ func (l *leaderActor) receive(c *actor.Context) {
 		l.run.stop()
 	case messages.JobStarted:
 		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
+	case messages.Joined:
+		l.view.records = worker.Sized(l.view.records, worker.SizeHint(m.Planned))
 	case messages.WatchesChanged:
 		l.phase.Observe(m)
 		if m.Live {

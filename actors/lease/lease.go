@@ -19,8 +19,9 @@ import (
 // Messages the lease actor sends itself from its goroutines.
 type (
 	startupDone struct {
-		rev uint64
-		err error
+		rev     uint64
+		planned uint64
+		err     error
 	}
 	presenceRenewed struct {
 		outcome renewOutcome
@@ -82,8 +83,8 @@ func (l *leaseActor) Receive(c *actor.Context) {
 	case messages.JobStarted:
 		v, pid := l.v, c.PID()
 		v.Go(func(ctx context.Context) {
-			rev, err := startup(ctx, v, m.Fingerprint)
-			v.Send(pid, startupDone{rev: rev, err: err})
+			rev, planned, err := startup(ctx, v, m.Fingerprint)
+			v.Send(pid, startupDone{rev: rev, planned: planned, err: err})
 		})
 	case startupDone:
 		if m.err != nil {
@@ -95,7 +96,7 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.joined, l.presenceRev = true, m.rev
 		l.v.SessionLive.Store(true)
 		l.renewals.Restart(l.v.Clock.Now())
-		l.v.Route(worker.RoleLease, messages.Joined{})
+		l.v.Route(worker.RoleLease, messages.Joined{Planned: m.planned})
 		l.schedule(c)
 	case messages.HeartbeatDue:
 		if m.Round == l.round {

@@ -12,23 +12,27 @@ import (
 )
 
 // startup runs the three startup phases of docs/protocol.md "Joining" on the calling goroutine
-// and returns the presence revision, or a Fatal error.
-func startup(ctx context.Context, v *worker.Env, fingerprint string) (uint64, error) {
+// and returns the presence revision and the plan record's planned count, or
+// a Fatal error.
+func startup(ctx context.Context, v *worker.Env, fingerprint string) (rev, planned uint64, err error) {
 	if err := runPhase(ctx, v, "store probe", func(ctx context.Context) error { return probe(ctx, v) }); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	if err := runPhase(ctx, v, "joining the job", func(ctx context.Context) error { return join(ctx, v, fingerprint) }); err != nil {
-		return 0, err
+	err = runPhase(ctx, v, "joining the job", func(ctx context.Context) (err error) {
+		planned, err = join(ctx, v, fingerprint)
+		return err
+	})
+	if err != nil {
+		return 0, 0, err
 	}
-	var rev uint64
-	err := runPhase(ctx, v, "announcing presence", func(ctx context.Context) (err error) {
+	err = runPhase(ctx, v, "announcing presence", func(ctx context.Context) (err error) {
 		if v.Gone.Load() {
 			return context.Canceled
 		}
 		rev, err = announceSession(ctx, v, v.Nonce, "")
 		return err
 	})
-	return rev, err
+	return rev, planned, err
 }
 
 // runPhase gives one phase StartupMaxAttempts attempts with a real-time
@@ -141,35 +145,36 @@ func probe(ctx context.Context, v *worker.Env) error {
 // normal event when workers start together.
 const errPlanRace = "another worker created the plan record first; reading it"
 
-func join(ctx context.Context, v *worker.Env, fingerprint string) error {
+// join reads the plan record, or creates it, and returns its planned count.
+func join(ctx context.Context, v *worker.Env, fingerprint string) (uint64, error) {
 	c, cancel := v.OpCtx(ctx)
 	defer cancel()
 	e, ok, err := v.Store.Get(c, store.Durable, protocol.KeyPlan)
 	if err != nil {
-		return worker.StoreErr("joining the job", err)
+		return 0, worker.StoreErr("joining the job", err)
 	}
 	if ok {
 		pl, err := protocol.DecodePlan(protocol.KeyPlan, e.Value)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		if pl.Fingerprint != fingerprint {
-			return protocol.FingerprintMismatch(pl.Fingerprint, fingerprint)
+			return 0, protocol.FingerprintMismatch(pl.Fingerprint, fingerprint)
 		}
-		return nil
+		return pl.Planned, nil
 	}
 	plan := protocol.NewPlan(fingerprint, v.NowMs())
 	if err := protocol.CheckPlanSize(plan, v.ValueCap); err != nil {
-		return err
+		return 0, err
 	}
 	_, ok, err = v.Store.Create(c, store.Durable, protocol.KeyPlan, protocol.EncodePlan(plan))
 	if err != nil {
-		return worker.StoreErr("joining the job", err)
+		return 0, worker.StoreErr("joining the job", err)
 	}
 	if !ok {
-		return &coordination.Error{Kind: coordination.Retryable, Reason: errPlanRace}
+		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: errPlanRace}
 	}
-	return nil
+	return 0, nil
 }
 
 // presenceValue is the presence value of session nonce carrying the

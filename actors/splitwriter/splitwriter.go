@@ -102,6 +102,8 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case messages.JobStarted:
 		sw.fp = m.FP
+	case messages.Joined:
+		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
 	case messages.RecordDeleted:
 		sw.deleted(m.Split)
 		sw.claims.step(c)

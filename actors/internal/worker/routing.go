@@ -80,7 +80,7 @@ var routes = []route{
 	{Msgs: types(messages.WatchesChanged{}), From: RoleWatch, To: []Role{RoleLeader, RoleSplitWriter, RoleRevoke, RoleLease}},
 	{Msgs: types(messages.Reconciled{}), From: RoleWatch, To: []Role{RoleLeader}},
 	// The session.
-	{Msgs: types(messages.Joined{}), From: RoleLease, To: []Role{RoleWatch}, note: "the watches open"},
+	{Msgs: types(messages.Joined{}), From: RoleLease, To: []Role{RoleWatch, RoleLeader, RoleSplitWriter}, note: "the watches open; the views are sized for the plan's splits"},
 	{Msgs: types(messages.HeartbeatTicked{}), From: RoleLease, To: []Role{RoleLeader, RoleRevoke, RoleSplitWriter}},
 	{Msgs: types(messages.SessionEnded{}), From: RoleLease, To: []Role{RoleRoot, RoleLeader, RoleSplitWriter}},
 	{Msgs: types(messages.SessionStarted{}), From: RoleLease, To: []Role{RoleLeader, RoleSplitWriter}},
