@@ -11,7 +11,8 @@
 #                                    store's own Update (its share of the ratio)
 #   F6 heap per split in view        vs the store's bytes per split
 #   F7 restart on an existing job    W workers claim N seeded splits vs the raw
-#                                    writes those claims need
+#                                    writes those claims need, and vs those
+#                                    writes under W plain watchers (the floor)
 #   F8 W workers started together    balanced when every split is first held,
 #                                    0 moves afterwards, in -f8runs runs
 #

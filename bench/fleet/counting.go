@@ -80,6 +80,9 @@ type countingStore struct {
 	watches atomic.Int64
 	live    atomic.Int64
 	loaded  atomic.Int64
+	// loadedAt is when the latest first SnapshotDone of a watch arrived
+	// (unix nanoseconds; 0 before).
+	loadedAt atomic.Int64
 
 	tapMu sync.Mutex
 	tap   func(write) // nil when no figure listens

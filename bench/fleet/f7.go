@@ -21,8 +21,12 @@ import (
 // began), issued from as many goroutines as there are workers. It reports
 // the rate ratio raw/claims (target >= 0.5 at 10,000 splits) and its
 // inverse (target <= 2 at 100,000), and where the time before the first
-// Gained goes: when the leader key was won and when the first assignment
-// record was written, both relative to the fleet's start.
+// Gained goes: when the workers' Start returned and their snapshots were
+// loaded, when the leader key was won and when the first assignment record
+// was written, all relative to the fleet's start. Last it measures the
+// store's floor (runWatchedRaw): the same raw writes with c.workers plain
+// watchers of the keys the updates rewrite, as every worker watches every
+// split record; no implementation of the protocol claims faster than that.
 func figureF7(ctx context.Context, e *env, c config) (string, error) {
 	const job = "f7"
 	defer func() { _ = e.dropJob(job) }()
@@ -86,6 +90,7 @@ func figureF7(ctx context.Context, e *env, c config) (string, error) {
 	work := f.work()
 	f.setHook(nil)
 	first, last := f.firstGains()
+	startA, startZ, loadA, loadZ := f.startsAndLoads()
 	claiming := took - first
 	mu.Lock()
 	ws := append([]rawWrite(nil), claims...)
@@ -101,9 +106,34 @@ func figureF7(ctx context.Context, e *env, c config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("F7 restart: %d workers claim %d seeded splits (MaxInFlight %d): Start -> all held %s, first Gained -> all held %s (leader key won at %s, first assignment written at %s, first Gained per worker at %s-%s; %s); raw %d writes [%s] from %d goroutines: %s; rate ratio raw/claims %.2f from Start, %.2f from the first Gained (target >= 0.5); claims/raw %.2f (target <= 2 at 100000); held %v",
-		c.workers, c.splits, c.maxInFlight, secs(took), secs(claiming), secs(elected), secs(assigned), secs(first), secs(last), work, len(ws), mix(ws), c.workers, secs(raw),
-		ratio(raw, took), ratio(raw, claiming), ratio(took, raw), f.counts()), nil
+	floor, err := watchedFloor(ctx, e, ws, c.workers)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("F7 restart: %d workers claim %d seeded splits (MaxInFlight %d): Start -> all held %s, first Gained -> all held %s (Start returned per worker at %s-%s, snapshots loaded at %s-%s, leader key won at %s, first assignment written at %s, first Gained per worker at %s-%s; %s); raw %d writes [%s] from %d goroutines: %s; rate ratio raw/claims %.2f from Start, %.2f from the first Gained (target >= 0.5); claims/raw %.2f (target <= 2 at 100000); the store's floor with %d watchers of the updated keys: snapshots %s, writes landed %s (%.2f x raw; claims/floor %.2f), every update seen by all %s; held %v",
+		c.workers, c.splits, c.maxInFlight, secs(took), secs(claiming), secs(startA), secs(startZ), secs(loadA), secs(loadZ), secs(elected), secs(assigned), secs(first), secs(last), work, len(ws), mix(ws), c.workers, secs(raw),
+		ratio(raw, took), ratio(raw, claiming), ratio(took, raw), c.workers, secs(floor.load), secs(floor.landed), ratio(floor.landed, raw), ratio(took, floor.landed), secs(floor.total), f.counts()), nil
+}
+
+// watchedFloor runs the watched raw baseline (runWatchedRaw) of ws with
+// one store per watcher, on a job of its own.
+func watchedFloor(ctx context.Context, e *env, ws []rawWrite, watchers int) (watchedRaw, error) {
+	const job = "f7floor"
+	defer func() { _ = e.dropJob(job) }()
+	sts := make([]store.Store, 0, watchers)
+	defer func() {
+		for _, s := range sts {
+			_ = s.Close()
+		}
+	}()
+	for range watchers {
+		s, err := e.store(job)
+		if err != nil {
+			return watchedRaw{}, err
+		}
+		sts = append(sts, s)
+	}
+	return runWatchedRaw(ctx, sts, "f7", ws, watchers)
 }
 
 // isLeaderKey reports whether key is the leader value's: "leader", or

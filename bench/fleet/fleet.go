@@ -120,13 +120,38 @@ func (f *fleet) ended() int {
 // firstGains returns, relative to the fleet's start, when the earliest and
 // the latest of its workers gained their first split (zero for none).
 func (f *fleet) firstGains() (earliest, latest time.Duration) {
+	return f.span(func(w *worker) time.Time {
+		if ns := w.firstGained.Load(); ns != 0 {
+			return time.Unix(0, ns)
+		}
+		return time.Time{}
+	})
+}
+
+// startsAndLoads returns, relative to the fleet's start, when the earliest
+// and the latest of its workers' Start returned and when the earliest and
+// the latest of them had every watch's snapshot delivered.
+func (f *fleet) startsAndLoads() (startA, startZ, loadA, loadZ time.Duration) {
+	startA, startZ = f.span(func(w *worker) time.Time { return w.startedAt })
+	loadA, loadZ = f.span(func(w *worker) time.Time {
+		if ns := w.st.loadedAt.Load(); ns != 0 {
+			return time.Unix(0, ns)
+		}
+		return time.Time{}
+	})
+	return startA, startZ, loadA, loadZ
+}
+
+// span returns, relative to the fleet's start, the earliest and the latest
+// of at(w) over its workers, skipping the zero times.
+func (f *fleet) span(at func(w *worker) time.Time) (earliest, latest time.Duration) {
 	earliest = -1
 	for _, w := range f.workers {
-		ns := w.firstGained.Load()
-		if ns == 0 {
+		t := at(w)
+		if t.IsZero() {
 			continue
 		}
-		d := time.Unix(0, ns).Sub(f.started)
+		d := t.Sub(f.started)
 		if earliest < 0 || d < earliest {
 			earliest = d
 		}

@@ -13,7 +13,8 @@
 //	F6 heap per split in one worker's view
 //	F7 restart on an existing job: W workers claim N seeded splits (seeded
 //	   untimed by a one-worker fleet that departs) vs the raw writes those
-//	   claims need, W goroutines
+//	   claims need, W goroutines, and vs the store's floor: the same writes
+//	   with W plain watchers of the keys the updates rewrite
 //	F8 W workers started together on a new job, -f8runs times: balanced
 //	   when every split is first held, and nothing moves afterwards
 //

@@ -51,7 +51,7 @@ func TestEveryFigure(t *testing.T) {
 		{"F4", `-> ([0-9.]+)/s .*-> ([0-9.]+)/s .*ratio ([0-9.]+)`},
 		{"F5", `p50 ([0-9.]+) ms p99 ([0-9.]+) ms; raw KV Update p50 ([0-9.]+) ms p99 ([0-9.]+) ms; ratio p50 ([0-9.]+)`},
 		{"F6", `: (-?[0-9.]+) B \(heap`},
-		{"F7", `Start -> all held ([0-9.]+) s, first Gained -> all held ([0-9.]+) s.*: ([0-9.]+) s; rate ratio`},
+		{"F7", `Start -> all held ([0-9.]+) s, first Gained -> all held ([0-9.]+) s.*snapshots loaded at ([0-9.]+) s-([0-9.]+) s.*: ([0-9.]+) s; rate ratio.*floor .*snapshots ([0-9.]+) s, writes landed ([0-9.]+) s .*every update seen by all ([0-9.]+) s`},
 		{"F8", `balanced at first hold and 0 moves in (1) of 1 .*Start -> all held median ([0-9.]+) s`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

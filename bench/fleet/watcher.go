@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/spate-go/coordination/store"
 )
@@ -51,6 +52,7 @@ func (cw *countingWatcher) forward(ctx context.Context, s *countingStore) {
 		if ev.Kind == store.SnapshotDone && !loaded {
 			loaded = true
 			s.loaded.Add(1)
+			s.loadedAt.Store(time.Now().UnixNano())
 		}
 		select {
 		case cw.out <- ev:

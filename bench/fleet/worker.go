@@ -43,6 +43,7 @@ type worker struct {
 	ended       atomic.Int64 // held splits that left by Lost or RevokeRequested
 	changed     atomic.Int64 // unix nanoseconds of the last Gained or Lost
 	firstGained atomic.Int64 // unix nanoseconds of the first Gained; 0 before
+	startedAt   time.Time    // when Start returned
 	commits     atomic.Int64 // commits that returned nil
 
 	errMu sync.Mutex
@@ -93,6 +94,7 @@ func startWorker(e *env, job string, ws workerSpec, p coordination.Planner) (*wo
 		w.c.Abort()
 		return nil, errors.Join(err, raw.Close())
 	}
+	w.startedAt = time.Now()
 	go w.loop()
 	return w, nil
 }
