@@ -75,9 +75,17 @@ func TestCrashedOwnerSplitsMoveAfterLease(t *testing.T) {
 		r.until("w2 takes over", 10*time.Second, []*member{w2}, func() bool { return len(w2.held) == 2 })
 		// The lease was last renewed at most one jittered heartbeat (0.6s)
 		// before the crash.
-		if took := r.clk.Since(start); took < 1500*time.Millisecond-600*time.Millisecond {
+		took := r.clk.Since(start)
+		if took < 1500*time.Millisecond-600*time.Millisecond {
 			t.Fatalf("taken after %s, before the lease expired", took)
 		}
+		// The takeover bound L + L/3 + 100ms (L = 1.5s), checked at the
+		// first 125ms step of the rig's clock at or after it.
+		const lease = 1500 * time.Millisecond
+		if bound := (lease + lease/3 + 100*time.Millisecond).Round(125 * time.Millisecond); took > bound {
+			t.Fatalf("taken after %s, beyond the takeover bound %s", took, bound)
+		}
+		t.Logf("taken over %s after the crash", took)
 		g := w2.held[moved]
 		if g.Epoch <= old || g.Progress == nil || g.Progress.Watermark != 7 {
 			t.Fatalf("takeover gained %+v (old epoch %d)", g, old)
