@@ -23,10 +23,21 @@ type rawWrite struct {
 // they took, excluding the untimed creates that prepare the updates. Keys
 // are "raw.<tag>.<i>", fresh per call.
 func runRaw(ctx context.Context, st store.Store, tag string, ws []rawWrite, conc int) (time.Duration, error) {
-	conc = max(conc, 1)
 	key := func(i int) string { return fmt.Sprintf("raw.%s.%d", tag, i) }
+	revs, err := prepareRaw(ctx, st, ws, conc, key)
+	if err != nil {
+		return 0, err
+	}
+	start := time.Now()
+	err = issueRaw(ctx, st, ws, conc, key, revs)
+	return time.Since(start), err
+}
+
+// prepareRaw creates the keys ws's updates rewrite, from conc goroutines,
+// and returns their revisions by index of ws.
+func prepareRaw(ctx context.Context, st store.Store, ws []rawWrite, conc int, key func(i int) string) ([]store.Revision, error) {
 	revs := make([]store.Revision, len(ws))
-	if err := fanOut(conc, len(ws), func(i int) error {
+	if err := fanOut(max(conc, 1), len(ws), func(i int) error {
 		if ws[i].op != opUpdate {
 			return nil
 		}
@@ -34,10 +45,15 @@ func runRaw(ctx context.Context, st store.Store, tag string, ws []rawWrite, conc
 		revs[i] = rev
 		return err
 	}); err != nil {
-		return 0, fmt.Errorf("preparing raw updates: %w", err)
+		return nil, fmt.Errorf("preparing raw updates: %w", err)
 	}
-	start := time.Now()
-	err := fanOut(conc, len(ws), func(i int) error {
+	return revs, nil
+}
+
+// issueRaw issues ws from conc goroutines, each update at the revision
+// prepareRaw returned.
+func issueRaw(ctx context.Context, st store.Store, ws []rawWrite, conc int, key func(i int) string, revs []store.Revision) error {
+	return fanOut(max(conc, 1), len(ws), func(i int) error {
 		var ok bool
 		var err error
 		if ws[i].op == opUpdate {
@@ -50,7 +66,6 @@ func runRaw(ctx context.Context, st store.Store, tag string, ws []rawWrite, conc
 		}
 		return err
 	})
-	return time.Since(start), err
 }
 
 // fanOut calls f(0..n-1) from conc goroutines and returns the first error.

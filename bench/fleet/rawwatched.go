@@ -26,8 +26,9 @@ type watchedRaw struct {
 // runWatchedRaw prepares ws's updated keys (untimed), opens one watcher per
 // store of sts on them and times, from the Watch calls, every snapshot
 // delivered, then ws issued from conc goroutines until the last write
-// landed, and until every watcher has seen every update. Keys are "rawwatch.<tag>.w.<i>" (updated, watched) and
-// "rawwatch.<tag>.c.<i>" (created).
+// landed, and until every watcher has seen every update. Keys are
+// "rawwatch.<tag>.w.<i>" (updated, watched) and "rawwatch.<tag>.c.<i>"
+// (created).
 func runWatchedRaw(ctx context.Context, sts []store.Store, tag string, ws []rawWrite, conc int) (watchedRaw, error) {
 	var out watchedRaw
 	if len(sts) == 0 {
@@ -40,22 +41,15 @@ func runWatchedRaw(ctx context.Context, sts []store.Store, tag string, ws []rawW
 		}
 		return fmt.Sprintf("rawwatch.%s.c.%d", tag, i)
 	}
-	revs := make([]store.Revision, len(ws))
 	updates := 0
 	for _, w := range ws {
 		if w.op == opUpdate {
 			updates++
 		}
 	}
-	if err := fanOut(conc, len(ws), func(i int) error {
-		if ws[i].op != opUpdate {
-			return nil
-		}
-		rev, _, err := st.Create(ctx, ws[i].ks, key(i), make([]byte, ws[i].size))
-		revs[i] = rev
-		return err
-	}); err != nil {
-		return out, fmt.Errorf("preparing watched raw updates: %w", err)
+	revs, err := prepareRaw(ctx, st, ws, conc, key)
+	if err != nil {
+		return out, err
 	}
 
 	start := time.Now()
@@ -98,19 +92,7 @@ func runWatchedRaw(ctx context.Context, sts []store.Store, tag string, ws []rawW
 		return out, err
 	}
 	out.load = time.Since(start)
-	if err := fanOut(conc, len(ws), func(i int) error {
-		var ok bool
-		var err error
-		if ws[i].op == opUpdate {
-			_, ok, err = st.Update(ctx, ws[i].ks, key(i), make([]byte, ws[i].size), revs[i])
-		} else {
-			_, ok, err = st.Create(ctx, ws[i].ks, key(i), make([]byte, ws[i].size))
-		}
-		if err == nil && !ok {
-			err = fmt.Errorf("watched raw %s of %s lost its precondition", ws[i].op, key(i))
-		}
-		return err
-	}); err != nil {
+	if err := issueRaw(ctx, st, ws, conc, key, revs); err != nil {
 		return out, err
 	}
 	out.landed = time.Since(start)
