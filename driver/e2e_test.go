@@ -383,9 +383,13 @@ func TestEndToEndSurvivorFinishesAfterAWorkerAborts(t *testing.T) {
 // ("revocation accepted" never logged) and was forced at exactly
 // DrainDeadline. Four workers join one after another over a job of many
 // small splits, so the leader moves splits just claimed; every revocation
-// must settle before its deadline.
+// must settle before its deadline. Whether one run's moves reach a driver
+// before their lanes finish depends on the interleaving (about 1 run in 100
+// has none), so the test asks that the three runs together exercise
+// revocations, not each of them.
 func TestEndToEndRevocationsRightAfterClaimsAreNotForced(t *testing.T) {
 	job := ledgerPlanner{rows: 300 * 20, splits: 300}
+	total := 0
 	for _, stagger := range []time.Duration{20 * time.Millisecond, 41 * time.Millisecond, 62 * time.Millisecond} {
 		t.Run(stagger.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -404,9 +408,7 @@ func TestEndToEndRevocationsRightAfterClaimsAreNotForced(t *testing.T) {
 				}
 				r.out.checkRows(t, int64(job.rows))
 				accepted := strings.Count(logs, "revocation accepted")
-				if accepted == 0 {
-					t.Errorf("no revocation reached a driver; the run does not exercise revocations")
-				}
+				total += accepted
 				for _, line := range strings.Split(logs, "\n") {
 					if strings.Contains(line, "drain deadline passed") || strings.Contains(line, "could not decline revocation") {
 						t.Errorf("revocation forced at the deadline: %s", line)
@@ -416,5 +418,8 @@ func TestEndToEndRevocationsRightAfterClaimsAreNotForced(t *testing.T) {
 				synctest.Wait()
 			})
 		})
+	}
+	if total == 0 {
+		t.Errorf("no revocation reached a driver in any run; the test does not exercise revocations")
 	}
 }
