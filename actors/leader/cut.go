@@ -94,7 +94,7 @@ func (f *fleetView) currentEstimates() iter.Seq2[splitFacts, messages.Estimate] 
 // observeResidualTenancy keeps when the view first saw residual id held in
 // its current tenancy (facts, against old): until its owner's presence
 // reports after that, the residual's weight stands for its estimate.
-func (f *fleetView) observeResidualTenancy(id coordination.SplitID, old, facts splitFacts, now time.Time) (claimed bool) {
+func (f *fleetView) observeResidualTenancy(id coordination.SplitID, old, facts *splitFacts, now time.Time) (claimed bool) {
 	if facts.parent == "" {
 		return false
 	}

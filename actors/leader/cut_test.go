@@ -401,10 +401,10 @@ func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T)
 	r := protocol.ResidualID("a", 1, 1)
 	facts := splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 500, parent: "a", seen: true, status: protocol.StatusRunnable}
 	f.records[r] = facts
-	if !f.observeResidualTenancy(r, splitFacts{}, facts, t0.Add(time.Millisecond)) {
+	if !f.observeResidualTenancy(r, &splitFacts{}, &facts, t0.Add(time.Millisecond)) {
 		t.Fatal("a residual's claim not reported as one")
 	}
-	if f.observeResidualTenancy(r, facts, facts, t0.Add(2*time.Millisecond)) {
+	if f.observeResidualTenancy(r, &facts, &facts, t0.Add(2*time.Millisecond)) {
 		t.Fatal("the same tenancy seen again reported as a claim")
 	}
 	cfg := coordination.DefaultConfig()
@@ -421,7 +421,7 @@ func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T)
 	}
 	done := facts
 	done.status = protocol.StatusCompleted
-	f.observeResidualTenancy(r, facts, done, t0.Add(3*time.Second))
+	f.observeResidualTenancy(r, &facts, &done, t0.Add(3*time.Second))
 	if _, ok := f.residualHeldAt[r]; ok {
 		t.Fatal("a completed residual still counted as held")
 	}
@@ -431,7 +431,7 @@ func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T)
 	r2 := protocol.ResidualID("a", 1, 2)
 	f.observeEstimates("w1", []messages.Estimate{{Split: r2, Epoch: 1, Remaining: 300}}, t0.Add(4*time.Second))
 	f.records[r2] = facts
-	f.observeResidualTenancy(r2, splitFacts{}, facts, t0.Add(5*time.Second))
+	f.observeResidualTenancy(r2, &splitFacts{}, &facts, t0.Add(5*time.Second))
 	if h := f.cutInput(cfg, 0, nil, nil).Held; len(h) != 1 || h[0].Split != r2 || h[0].Remaining != 300 {
 		t.Fatalf("held %+v, want r2 once, at its reported 300", h)
 	}

@@ -172,13 +172,22 @@ func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time)
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true,
 		epoch: m.Record.Epoch, parent: m.Record.Parent}
-	f.grace.Claim(m.Split, m.Record.Owner, now)
 	if old == facts {
-		return false, false
+		return false, false // nothing new, for the startup grace either
 	}
 	f.records[m.Split] = facts
-	f.observeResidual(m.Split, facts.parent, facts.weight)
-	cutSoon = f.observeResidualTenancy(m.Split, old, facts, now) ||
+	return l.recordChanged(m.Split, &old, &facts, now)
+}
+
+// recordChanged is recordObserved's part for a record whose facts changed
+// from old to facts. It is apart, with the facts by pointer, to keep the
+// frames of the hot path small (docs/architecture.md: a fresh goroutine
+// per activation copies its stack when they outgrow it).
+func (l *leaderActor) recordChanged(id coordination.SplitID, old, facts *splitFacts, now time.Time) (tick, cutSoon bool) {
+	f := &l.view
+	f.grace.Claim(id, facts.owner, now)
+	f.observeResidual(id, facts.parent, facts.weight)
+	cutSoon = f.observeResidualTenancy(id, old, facts, now) ||
 		facts.status == protocol.StatusCompleted && old.status != protocol.StatusCompleted
 	switch {
 	case !old.seen && l.run.seeding():
@@ -187,7 +196,7 @@ func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time)
 	case !old.seen:
 		l.pub.changed()
 		return true, cutSoon
-	case f.inputChanged(m.Split, old, facts):
+	case f.inputChanged(id, old, facts):
 		l.pub.changed()
 		return true, cutSoon
 	}
@@ -232,7 +241,7 @@ func (f *fleetView) expireDepartures(now time.Time, delay time.Duration) bool {
 // pass sees it (an unowned split counts as its published member's), or a
 // rebalance window's reservation. A claim by the member a split is published
 // to changes nothing, so a claim storm costs the leader no evaluation.
-func (f *fleetView) inputChanged(id coordination.SplitID, old, cur splitFacts) bool {
+func (f *fleetView) inputChanged(id coordination.SplitID, old, cur *splitFacts) bool {
 	if old.status != cur.status || !old.seen {
 		return true
 	}

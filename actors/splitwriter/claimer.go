@@ -72,14 +72,14 @@ func newClaimer(sw *splitWriterActor) *claimer {
 	}
 }
 
-// recordChanged follows the view taking a newer version rec (rev) of split
-// id's record over one naming oldOwner (had: there was one), and reports
-// whether the split is now one to act on.
-func (cl *claimer) recordChanged(id coordination.SplitID, had bool, oldOwner string, rec protocol.SplitRecord, rev uint64) bool {
+// recordChanged follows the view taking a newer version (rev) of split
+// id's record, naming owner, over one naming oldOwner (had: there was one),
+// and reports whether the split is now one to act on.
+func (cl *claimer) recordChanged(id coordination.SplitID, had bool, oldOwner, owner string, rev uint64) bool {
 	if had {
 		cl.unindexOwner(id, oldOwner)
 	}
-	cl.indexOwner(id, rec.Owner)
+	cl.indexOwner(id, owner)
 	if r, ok := cl.lostAt[id]; ok && rev > r {
 		delete(cl.lostAt, id)
 	}

@@ -37,7 +37,7 @@ func (r *claimerRig) record(id coordination.SplitID, rev uint64, owner, nonce st
 	if owner != "" {
 		rec.Epoch = 1
 	}
-	r.sw.fold(id, rec, rev)
+	r.sw.fold(id, &rec, rev)
 }
 
 func (r *claimerRig) assign(ids ...coordination.SplitID) {

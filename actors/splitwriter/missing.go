@@ -65,7 +65,7 @@ func (sw *splitWriterActor) checked(m recordChecked) {
 		return
 	}
 	sw.log.Warn("a split record the view saw deleted is in the store; keeping it", "key", key)
-	sw.fold(m.id, rec, uint64(m.entry.Revision))
+	sw.fold(m.id, &rec, uint64(m.entry.Revision))
 }
 
 // sleepCtx waits d of real time; false if ctx ended first.

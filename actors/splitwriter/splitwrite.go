@@ -76,6 +76,6 @@ func sameSplitWrite(intended, got protocol.SplitRecord) bool {
 
 // movedAway reports whether split record rec shows that tenancy t of me
 // ended: a later epoch, or another owner or session.
-func movedAway(rec protocol.SplitRecord, me string, t worker.Tenancy) bool {
+func movedAway(rec *protocol.SplitRecord, me string, t worker.Tenancy) bool {
 	return rec.Epoch > t.Epoch || (rec.Epoch == t.Epoch && (rec.Owner != me || rec.Nonce != t.Nonce))
 }

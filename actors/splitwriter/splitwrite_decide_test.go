@@ -55,7 +55,7 @@ func TestMovedAway(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := movedAway(tt.rec, "me", held); got != tt.want {
+			if got := movedAway(&tt.rec, "me", held); got != tt.want {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})

@@ -89,7 +89,7 @@ func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.Record
 	act := false
 	for i := range m.Records {
 		r := &m.Records[i]
-		act = sw.fold(r.Split, r.Record, r.Rev) || act
+		act = sw.fold(r.Split, &r.Record, r.Rev) || act
 	}
 	if act {
 		sw.claims.step(c)
@@ -187,18 +187,18 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 // fold applies a split record version to the view: tallies, quarantine
 // transitions, fences of held splits and the claimer's index; it reports
 // whether the claimer has the split to act on.
-func (sw *splitWriterActor) fold(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) bool {
+func (sw *splitWriterActor) fold(id coordination.SplitID, rec *protocol.SplitRecord, rev uint64) bool {
 	old, had := sw.records[id]
 	if had && rev <= old.Rev {
 		return false
 	}
-	sw.records[id] = worker.SplitEntry{Rec: rec, Rev: rev}
-	act := sw.claims.recordChanged(id, had, old.Rec.Owner, rec, rev)
+	sw.records[id] = worker.SplitEntry{Rec: *rec, Rev: rev}
+	act := sw.claims.recordChanged(id, had, old.Rec.Owner, rec.Owner, rev)
 	// A fence is reported before the quarantine it may carry.
-	sw.fenceSeen(id)
+	sw.fenceIfMovedAway(id, rec)
 	if !had || old.Rec.Status != rec.Status {
 		if had {
-			sw.tally(old.Rec, -1)
+			sw.tally(&old.Rec, -1)
 		}
 		sw.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
@@ -211,7 +211,7 @@ func (sw *splitWriterActor) fold(id coordination.SplitID, rec protocol.SplitReco
 
 // tally adds (d = 1) or removes (d = -1) a split record version to the
 // view's counts and updates the gauges.
-func (sw *splitWriterActor) tally(r protocol.SplitRecord, d int) {
+func (sw *splitWriterActor) tally(r *protocol.SplitRecord, d int) {
 	w := int64(d) * int64(min(r.Weight, 1<<53))
 	sw.total += int64(d)
 	sw.weight += w
@@ -234,7 +234,7 @@ func (sw *splitWriterActor) deleted(id coordination.SplitID) {
 		return
 	}
 	delete(sw.records, id)
-	sw.tally(old.Rec, -1)
+	sw.tally(&old.Rec, -1)
 	sw.claims.recordDeleted(id, old.Rec.Owner)
 	sw.confirmDeleted(id)
 }
@@ -244,9 +244,15 @@ func (sw *splitWriterActor) deleted(id coordination.SplitID) {
 // TenancyEnded arrives a later record may ask again; the root's registry
 // ignores the repeat.
 func (sw *splitWriterActor) fenceSeen(id coordination.SplitID) {
-	t, held := sw.held[id]
-	r, ok := sw.records[id]
-	if held && ok && movedAway(r.Rec, sw.v.ID, t) {
+	if r, ok := sw.records[id]; ok {
+		sw.fenceIfMovedAway(id, &r.Rec)
+	}
+}
+
+// fenceIfMovedAway is fenceSeen with split id's record rec at hand (the
+// fold's hot path, which keeps its frames small: docs/architecture.md).
+func (sw *splitWriterActor) fenceIfMovedAway(id coordination.SplitID, rec *protocol.SplitRecord) {
+	if t, held := sw.held[id]; held && movedAway(rec, sw.v.ID, t) {
 		sw.drop(id, t.Epoch)
 	}
 }
@@ -301,7 +307,7 @@ func (sw *splitWriterActor) next(c *actor.Context, id coordination.SplitID) {
 // none) into the view.
 func (sw *splitWriterActor) learn(id coordination.SplitID, rec protocol.SplitRecord, rev uint64) {
 	if rev != 0 {
-		sw.fold(id, rec, rev)
+		sw.fold(id, &rec, rev)
 	}
 }
 

@@ -66,8 +66,8 @@ func (sw *splitWriterActor) judge() {
 func (sw *splitWriterActor) listed(m verdictListed) {
 	// The listing is applied to the view while judging is still set, so the
 	// folds do not start another listing.
-	for i, rec := range m.recs {
-		sw.fold(rec.ID, rec, m.revs[i])
+	for i := range m.recs {
+		sw.fold(m.recs[i].ID, &m.recs[i], m.revs[i])
 	}
 	sw.judging = false
 	if m.err != nil {

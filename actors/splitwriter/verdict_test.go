@@ -92,7 +92,7 @@ func TestVerdictListing(t *testing.T) {
 					workertest.Put(t, ms, protocol.SplitKey("a"), tt.stored, 0)
 				}
 				vr := newVerdictRig(t, st)
-				vr.sw.fold("a", done, 1)
+				vr.sw.fold("a", &done, 1)
 				got := vr.take()
 				if len(got) != 1 {
 					t.Fatalf("the gate passed but no listing came back: %v", got)
@@ -143,7 +143,7 @@ func TestVerdictJudgesAgainAfterARecordTheViewLacked(t *testing.T) {
 				ms := memstore.New(30 * time.Second)
 				workertest.Put(t, ms, protocol.SplitKey("a"), protocol.EncodeSplit(parent), 0)
 				vr := newVerdictRig(t, ms)
-				vr.sw.fold("a", parent, 1)
+				vr.sw.fold("a", &parent, 1)
 				first := onlyListing(t, vr.take())
 				// The residual is created between the gate and the listing.
 				res := protocol.Cut{ID: rid, Epoch: 1, Counter: 1, Weight: 1}.ResidualSplit("a", fp, 0)
