@@ -15,7 +15,8 @@ import (
 // and returns the presence revision and the plan record's planned count, or
 // a Fatal error.
 func startup(ctx context.Context, v *worker.Env, fingerprint string) (rev, planned uint64, err error) {
-	if err := runPhase(ctx, v, "store probe", func(ctx context.Context) error { return probe(ctx, v) }); err != nil {
+	err = runPhase(ctx, v, "store probe", func(ctx context.Context) error { return probe(ctx, v) })
+	if err != nil {
 		return 0, 0, err
 	}
 	err = runPhase(ctx, v, "joining the job", func(ctx context.Context) (err error) {

@@ -294,7 +294,7 @@ func (w *watchActor) event(ks store.Keyspace, ev store.WatchEvent) {
 			}
 			s.shown = k.gen
 		}
-		w.putState(s, ks, key, ev.Entry.Value, rev)
+		w.put(s, ks, key, ev.Entry.Value, rev)
 	case store.Delete:
 		w.del(ks, ev.Entry.Key, uint64(ev.Entry.Revision), false)
 	case store.SnapshotDone:
@@ -384,12 +384,14 @@ func (w *watchActor) applyListing(m listed) {
 		return
 	}
 	seen := make(map[string]bool, len(m.entries))
+	keys := w.ks[m.ks].keys
 	for _, e := range m.entries {
-		if w.rolledBack(w.ks[m.ks].keys[e.Key], m.ks, e.Key, uint64(e.Revision), m.startSeq) {
+		s := keys[e.Key]
+		if w.rolledBack(s, m.ks, e.Key, uint64(e.Revision), m.startSeq) {
 			return
 		}
 		seen[e.Key] = true
-		w.put(m.ks, e.Key, e.Value, uint64(e.Revision))
+		w.put(s, m.ks, e.Key, e.Value, uint64(e.Revision))
 	}
 	for key, s := range w.ks[m.ks].keys {
 		if s.present && !seen[key] && s.seq <= m.startSeq {
@@ -416,12 +418,9 @@ func (w *watchActor) rolledBack(s *keyState, ks store.Keyspace, key string, rev,
 	return true
 }
 
-func (w *watchActor) put(ks store.Keyspace, key string, val []byte, rev uint64) {
-	w.putState(w.ks[ks].keys[key], ks, key, val, rev)
-}
-
-// putState is put with key's state s already looked up (nil: none yet).
-func (w *watchActor) putState(s *keyState, ks store.Keyspace, key string, val []byte, rev uint64) {
+// put applies a put of key above its last applied revision; s is key's
+// state (nil: none yet).
+func (w *watchActor) put(s *keyState, ks store.Keyspace, key string, val []byte, rev uint64) {
 	if s != nil && rev <= s.rev {
 		return
 	}
