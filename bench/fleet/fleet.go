@@ -83,10 +83,7 @@ func (f *fleet) setHook(h func(i int, w write)) {
 
 // publishedAt is when the plan was published (zero before).
 func (f *fleet) publishedAt() time.Time {
-	if ns := f.published.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Time{}
+	return unixNanos(f.published.Load())
 }
 
 // held is the number of splits held across the fleet.
@@ -120,12 +117,7 @@ func (f *fleet) ended() int {
 // firstGains returns, relative to the fleet's start, when the earliest and
 // the latest of its workers gained their first split (zero for none).
 func (f *fleet) firstGains() (earliest, latest time.Duration) {
-	return f.span(func(w *worker) time.Time {
-		if ns := w.firstGained.Load(); ns != 0 {
-			return time.Unix(0, ns)
-		}
-		return time.Time{}
-	})
+	return f.span(func(w *worker) time.Time { return unixNanos(w.firstGained.Load()) })
 }
 
 // startsAndLoads returns, relative to the fleet's start, when the earliest
@@ -133,13 +125,16 @@ func (f *fleet) firstGains() (earliest, latest time.Duration) {
 // the latest of them had every watch's snapshot delivered.
 func (f *fleet) startsAndLoads() (startA, startZ, loadA, loadZ time.Duration) {
 	startA, startZ = f.span(func(w *worker) time.Time { return w.startedAt })
-	loadA, loadZ = f.span(func(w *worker) time.Time {
-		if ns := w.st.loadedAt.Load(); ns != 0 {
-			return time.Unix(0, ns)
-		}
-		return time.Time{}
-	})
+	loadA, loadZ = f.span(func(w *worker) time.Time { return unixNanos(w.st.loadedAt.Load()) })
 	return startA, startZ, loadA, loadZ
+}
+
+// unixNanos is the time of unix nanoseconds ns, the zero time for 0.
+func unixNanos(ns int64) time.Time {
+	if ns == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, ns)
 }
 
 // span returns, relative to the fleet's start, the earliest and the latest

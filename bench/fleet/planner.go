@@ -51,8 +51,5 @@ func (p *planner) Plan(context.Context, coordination.PlanContext) (coordination.
 
 // returnedAt is when the first run returned (zero before).
 func (p *planner) returnedAt() time.Time {
-	if ns := p.returned.Load(); ns != 0 {
-		return time.Unix(0, ns)
-	}
-	return time.Time{}
+	return unixNanos(p.returned.Load())
 }
