@@ -226,9 +226,13 @@ func (w *watcher) run(ctx context.Context) {
 // included. A put there is a snapshot Put; a delete cannot be (the
 // snapshot holds no deletes), so one above the floor, made after Watch was
 // called, is held back and delivered right after SnapshotDone unless a
-// later put of its key arrives first. Deletes at or below the floor
-// predate the watch and are skipped. With nothing under the filter at the
-// floor, the snapshot is empty and ends at once.
+// later put of its key arrives first. A delete at or below the floor
+// predates the watch and is skipped, unless the replay delivered a put of
+// its key before it: a consumer served by a replica behind the stream's
+// leader (a replicated bucket under load) can replay a key's older put and
+// then its delete, and skipping that delete would keep a deleted key in
+// the snapshot. Such a delete is held back like a racing one. With nothing
+// under the filter at the floor, the snapshot is empty and ends at once.
 func (w *watcher) loop(ctx context.Context) error {
 	rctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -240,6 +244,7 @@ func (w *watcher) loop(ctx context.Context) error {
 	}
 	updates := w.kw.Updates()
 	racing := map[string]store.Revision{} // held-back deletes, by key
+	shown := map[string]struct{}{}        // keys the snapshot delivered a put of
 	for {
 		// Hand over what the consumer's buffer takes without a select of
 		// every case: one select per event received, not two.
@@ -288,7 +293,7 @@ func (w *watcher) loop(ctx context.Context) error {
 				snapshot = false
 				queue = append(queue, store.WatchEvent{Kind: store.SnapshotDone})
 				queue = appendDeletes(queue, racing)
-				racing = nil
+				racing, shown = nil, nil
 			}
 		case e, ok := <-in:
 			if !ok {
@@ -311,13 +316,14 @@ func (w *watcher) loop(ctx context.Context) error {
 			}
 			put := e.Operation() == jetstream.KeyValuePut
 			if snapshot && !put {
-				if e.Revision() > w.floor {
+				if _, ok := shown[e.Key()]; ok || e.Revision() > w.floor {
 					racing[e.Key()] = store.Revision(e.Revision())
 				}
 				continue
 			}
 			if snapshot {
 				delete(racing, e.Key())
+				shown[e.Key()] = struct{}{}
 			}
 			if !snapshot && len(queue)+len(w.events) >= w.limit {
 				return coordination.Errorf(coordination.Retryable, "natsstore: watch of bucket %s lagged by more than %d events; re-watch", w.bucket, w.limit)

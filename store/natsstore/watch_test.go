@@ -506,6 +506,14 @@ func TestWatchReplayAbsorbsRacingDeletes(t *testing.T) {
 			want:   []store.WatchEvent{wev(store.Put, "a", 6), snapshotDone},
 		},
 		{
+			// A consumer on a replica behind the leader replays k's older
+			// put, then the delete that the floor (read from the leader)
+			// already covers.
+			name:   "a delete older than the watch after its key's put",
+			replay: []jetstream.KeyValueEntry{put("k", 4), put("a", 6), del("k", 8)},
+			want:   []store.WatchEvent{wev(store.Put, "k", 4), wev(store.Put, "a", 6), snapshotDone, wev(store.Delete, "k", 8)},
+		},
+		{
 			name:   "a racing delete outside the prefix",
 			prefix: "k.",
 			replay: []jetstream.KeyValueEntry{del("x.k", 11), put("x.a", 12)},
