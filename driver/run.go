@@ -132,6 +132,9 @@ func (l *loop) run(ctx context.Context) error {
 		case Drained:
 			return l.stalledOr(nil) // WithDrainOnStall drains a stall too
 		}
+		if err := l.d.failPoisoned(l.r); err != nil {
+			return err
+		}
 		if len(l.d.asks) > 0 {
 			if _, err := l.d.Cut(l.r.Acked()); err != nil {
 				return err
