@@ -75,6 +75,14 @@ func (l *Lane[P]) Last() (P, bool) {
 	return l.pending.last, l.pending.claimed
 }
 
+// nextOf returns the first position after m.
+func (l *Lane[P]) nextOf(m mark[P]) P {
+	if m.claimed {
+		return l.k.after(m.last)
+	}
+	return l.start
+}
+
 // Claim claims every position up to and including p, before the reader
 // processes the records there; it also acknowledges everything claimed
 // before, which the reader has processed by the time it claims again. A
@@ -100,7 +108,7 @@ func (l *Lane[P]) Claim(p P) bool {
 	l.acked, l.pending = l.pending, l.acked // the previous claim is processed
 	ok := !l.stopped && !l.draining && l.k.beforeEnd(p, l.end)
 	if ok && (l.acked.claimed && !l.k.less(l.acked.last, p) || !l.acked.claimed && l.k.less(p, l.start)) {
-		l.badClaim = fmt.Errorf("lanes: split %s: claimed %s %v after %v; claims must increase", l.split, l.k.name(), p, l.acked.last)
+		l.badClaim = fmt.Errorf("lanes: split %s: claimed %s %s below the lane's next position %s; claim positions in increasing order from Lane.Next", l.split, l.k.name(), l.k.show(p), l.k.show(l.nextOf(l.acked)))
 		ok = false
 	}
 	if ok {

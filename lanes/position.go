@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strconv"
 
 	"github.com/spate-go/coordination"
 )
@@ -21,6 +22,8 @@ type Position interface{ int64 | []byte }
 type kind[P Position] interface {
 	// name is the kind's name in messages: "offset" or "key".
 	name() string
+	// show formats a position for messages.
+	show(p P) string
 	// code is the kind's byte in descriptors.
 	code() byte
 	// less reports a < b.
@@ -63,6 +66,7 @@ func kindOf[P Position]() kind[P] {
 type offsets struct{}
 
 func (offsets) name() string                      { return "offset" }
+func (offsets) show(p int64) string               { return strconv.FormatInt(p, 10) }
 func (offsets) code() byte                        { return 1 }
 func (offsets) less(a, b int64) bool              { return a < b }
 func (offsets) beforeEnd(p, end int64) bool       { return p < end }
@@ -121,6 +125,7 @@ func (offsets) resume(p coordination.SplitProgress, rng Range[int64]) (mark[int6
 type keys struct{}
 
 func (keys) name() string          { return "key" }
+func (keys) show(p []byte) string  { return strconv.Quote(string(p)) }
 func (keys) code() byte            { return 2 }
 func (keys) less(a, b []byte) bool { return bytes.Compare(a, b) < 0 }
 

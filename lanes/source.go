@@ -90,7 +90,6 @@ type laneRun[P Position] struct {
 	cancel context.CancelFunc
 	done   chan struct{} // closed when the reader returned; nil until started
 
-	openSeq  int64             // the mark's seq at OpenSplit; Acked skips a lane still there
 	reported map[int64]mark[P] // the driver's goroutine only: marks Acked reported, by watermark
 }
 
@@ -108,7 +107,7 @@ func (s *Source[P]) OpenSplit(o driver.Opening) error {
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &laneRun[P]{ctx: ctx, cancel: cancel, openSeq: m.seq, reported: map[int64]mark[P]{}}
+	r := &laneRun[P]{ctx: ctx, cancel: cancel, reported: map[int64]mark[P]{}}
 	r.k, r.split, r.partition, r.waker = s.k, o.Split.ID, o.Partition, o.Waker
 	r.start, r.meta, r.end, r.weight = d.rng.Start, d.meta, d.rng.End, d.weight
 	r.acked, r.pending = m, m.copyInto(s.k, mark[P]{})
@@ -290,8 +289,8 @@ func (s *Source[P]) StopLanes(ids []driver.LaneID) {
 	}
 }
 
-// Acked returns the acknowledged watermark of every open lane that moved
-// past where it opened or read its range whole.
+// Acked returns the acknowledged watermark of every open lane (where it
+// opened, until it acknowledges more: a cut needs a watermark to commit).
 func (s *Source[P]) Acked() []driver.Watermark {
 	s.mu.Lock()
 	runs := make([]*laneRun[P], 0, len(s.splits))
@@ -305,9 +304,6 @@ func (s *Source[P]) Acked() []driver.Watermark {
 		m := r.acked.copyInto(r.k, mark[P]{})
 		rng := Range[P]{Start: r.start, End: r.end}
 		r.mu.Unlock()
-		if m.seq == r.openSeq && !m.done {
-			continue // nothing acknowledged since the lane opened
-		}
 		w := r.k.progress(m, rng).Watermark
 		r.reported[w] = m
 		ws = append(ws, driver.Watermark{Partition: r.partition, Value: w})

@@ -62,9 +62,4 @@ func (s *Source[P]) TrySplit(id driver.LaneID, keep float64) (driver.Cut, bool, 
 }
 
 // nextLocked is [Lane.Next] with l.mu held.
-func (l *Lane[P]) nextLocked() P {
-	if l.pending.claimed {
-		return l.k.after(l.pending.last)
-	}
-	return l.start
-}
+func (l *Lane[P]) nextLocked() P { return l.nextOf(l.pending) }
