@@ -87,7 +87,11 @@ func (l *Lane[P]) nextOf(m mark[P]) P {
 // processes the records there; it also acknowledges everything claimed
 // before, which the reader has processed by the time it claims again. A
 // reader claims each record's position (or a batch's last position) in
-// increasing order, then processes it.
+// increasing order, then processes it. A batch holds only records below
+// [Lane.End] as it was when the batch was read: the records at or past it
+// belong to another split. If a runtime cut lowered the end meanwhile, the
+// batch's claim fails, and the kit calls the read function again from its
+// last claim with the new end, so the records below the cut are read.
 //
 // false means the lane's range ended before p, or the lane is stopping
 // (end of input at the range's end, a runtime cut, a cooperative drain, a

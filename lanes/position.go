@@ -86,8 +86,7 @@ func (offsets) between(lo, end int64, share float64) (int64, bool) {
 		return 0, false
 	}
 	s := lo + int64(math.Ceil(share*float64(end-lo)))
-	s = max(s, lo+1)
-	return s, s < end
+	return min(max(s, lo+1), end-1), true
 }
 
 func (offsets) appendPos(b []byte, p int64) []byte { return binary.AppendVarint(b, p) }
