@@ -12,6 +12,13 @@ import (
 // lane's range is read, the lane stops or drains, or the split is poison.
 func (s *Source[P]) run(r *laneRun[P]) {
 	defer close(r.done)
+	r.mu.Lock()
+	resumedDone := r.acked.done
+	r.mu.Unlock()
+	if resumedDone { // resumed at a drain cut at its end: nothing left to read
+		s.finished(r)
+		return
+	}
 	failures := 0
 	for {
 		r.mu.Lock()

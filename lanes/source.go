@@ -215,7 +215,11 @@ func (s *Source[P]) TakePoisoned() []driver.Poisoned {
 }
 
 // BeginRevoke makes the lane's next claim fail, so its reader returns at a
-// claim boundary; false for a lane not open or already read whole.
+// claim boundary; false for a lane not open or stopped. A lane that read its
+// whole range but whose completion is not committed yet drains too: its
+// drain cut is its end, so the next owner completes it without reading (a
+// declined revocation would hand it back at its last commit, and the range
+// would be read twice).
 func (s *Source[P]) BeginRevoke(split coordination.SplitID) bool {
 	r := s.split(split)
 	if r == nil {
@@ -223,7 +227,7 @@ func (s *Source[P]) BeginRevoke(split coordination.SplitID) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.acked.done || r.pending.done || r.stopped {
+	if r.stopped {
 		return false
 	}
 	r.draining = true
