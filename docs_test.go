@@ -5,9 +5,13 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/spate-go/coordination"
 )
 
 // TestExportedIdentifiersAreDocumented parses every non-internal package of the
@@ -40,6 +44,32 @@ func TestExportedIdentifiersAreDocumented(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDocsCodeCompiles writes every Go block of the guides in docs/ into one
+// package and vets and tests it, as TestReadmeCodeCompiles does for the
+// README, so the guides cannot drift from the API either.
+func TestDocsCodeCompiles(t *testing.T) {
+	guides, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkGoBlocks(t, 7, guides...)
+}
+
+// TestDocsConfigTableListsEveryField fails naming each coordination.Config
+// field that has no row in the configuration table of docs/config.md.
+func TestDocsConfigTableListsEveryField(t *testing.T) {
+	guide, err := os.ReadFile("docs/config.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeOf(coordination.Config{})
+	for i := range typ.NumField() {
+		if row := "\n| `" + typ.Field(i).Name + "` |"; !strings.Contains(string(guide), row) {
+			t.Errorf("docs/config.md has no row for Config.%s in its configuration table; add one (default, meaning and rule)", typ.Field(i).Name)
+		}
 	}
 }
 

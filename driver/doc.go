@@ -27,6 +27,20 @@
 //	}
 //	err := d.Shutdown(lastAcked)
 //
+// # Sources: the lane kit, or by hand
+//
+// Work read in position order within ranges (rows, offsets, sequence
+// numbers, keys, object names) needs no source of its own: package lanes is
+// a [SourceReader] (with [Pauser], [Splitter] and [PoisonReporter]) over a
+// read function that claims each record's position before it processes
+// it, and it owns the lanes, their watermarks, drains, pauses, runtime cuts
+// and completion. An embedder with a lane model of its own implements
+// SourceReader by hand, as below: ExampleSourceReader is a complete one,
+// and docs/source.md in the module walks through another. Such a source
+// should also weigh [Source]'s BeginRevoke and DrainReady (without them,
+// every move is forced and replays what a lane read since its last commit)
+// and [Splitter] (without it, the leader never cuts its splits).
+//
 // # Lanes, their two ids and their readers
 //
 // A lane is one held split being read. The driver names it two ways, and

@@ -251,9 +251,12 @@ func (t *rowTally) deliver(row int64) {
 	t.count[row]++
 }
 
-// A source with a reader goroutine per lane under [driver.Run], with a real
-// coordinator on an in-memory store: every row is delivered, and the run
-// ends when the job is complete.
+// A source written by hand, for an embedder with a lane model of its own
+// (work read in position order within ranges needs none: package lanes is
+// that source). It keeps a reader goroutine per lane under [driver.Run],
+// with a real coordinator on an in-memory store: every row is delivered,
+// and the run ends when the job is complete. It declines drains
+// (driver.SourceDefaults), so a move replays up to one commit interval.
 func ExampleSourceReader() {
 	e, err := actor.NewEngine(actor.NewEngineConfig())
 	if err != nil {

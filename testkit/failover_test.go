@@ -14,7 +14,7 @@ type timing struct {
 	set  func(*coordination.Config)
 }
 
-// failoverTimings are the timings README.md's "Failover and tuning" quotes:
+// failoverTimings are the timings docs/config.md's "Failover and tuning" quotes:
 // the library's defaults, the examples' (examplekit), and the defaults with
 // a 10s lease (KCL's failover time) and no rebalance delay.
 var failoverTimings = []timing{

@@ -42,7 +42,7 @@ func TestTheREADMEPermissionsSuffice(t *testing.T) {
 	const job, other = embednats.ReadmeJob, "other-job"
 	var users []*server.User
 	for _, j := range []string{job, other} {
-		u, err := embednats.ReadmeUsers("../../README.md", j, "worker-pw", "ops-pw")
+		u, err := embednats.ReadmeUsers("../../docs/nats.md", j, "worker-pw", "ops-pw")
 		if err != nil {
 			t.Fatal(err)
 		}

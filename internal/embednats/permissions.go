@@ -12,14 +12,15 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// ReadmeJob is the job the README's NATS permission block is written for.
+// ReadmeJob is the job the NATS permission block of docs/nats.md (once
+// the README's) is written for.
 const ReadmeJob = "orders-backfill-2026"
 
-// permissionBlock matches the README's nats-server configuration block.
+// permissionBlock matches docs/nats.md's nats-server configuration block.
 var permissionBlock = regexp.MustCompile("(?s)```text\n(# nats-server configuration: the users of job " + ReadmeJob + "\n.*?)```")
 
-// ReadmeUsers parses the nats-server permission block of the README at
-// path, written for ReadmeJob, as the block for job, with the worker's and
+// ReadmeUsers parses the nats-server permission block of the guide at
+// path (docs/nats.md), written for ReadmeJob, as the block for job, with the worker's and
 // the read-only user's passwords: the users of a test server, so that the
 // documented permission sets are the tested ones. It returns the worker
 // (user job+"-worker") first, then the read-only user (job+"-ops").

@@ -24,11 +24,11 @@ func TestReplicatedBucketsOpen(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cluster test skipped in -short mode")
 	}
-	// The README's permission sets for two jobs, and an administrator
+	// docs/nats.md's permission sets for two jobs, and an administrator
 	// with every permission for connections without credentials.
 	var users []*server.User
 	for _, job := range []string{embednats.ReadmeJob, "fresh-r3"} {
-		u, err := embednats.ReadmeUsers("../../README.md", job, "worker-pw", "ops-pw")
+		u, err := embednats.ReadmeUsers("../../docs/nats.md", job, "worker-pw", "ops-pw")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestReplicatedBucketsOpen(t *testing.T) {
 		}
 	})
 
-	// With the README's permission sets: a read-only tool's store
+	// With docs/nats.md's permission sets: a read-only tool's store
 	// (ExistingOnly, coordctl status and audit) reads buckets made with
 	// direct gets without updating their streams (it may not), a worker
 	// adopts them (turning direct gets off) and a worker creates a fresh
@@ -156,7 +156,7 @@ func TestReplicatedBucketsOpen(t *testing.T) {
 			wantLeaderReads(t, servers[0], j)
 		}
 		if v := violations.Seen(); len(v) > 0 {
-			t.Fatalf("the README's permission sets were refused requests:\n%s", strings.Join(v, "\n"))
+			t.Fatalf("docs/nats.md's permission sets were refused requests:\n%s", strings.Join(v, "\n"))
 		}
 	})
 

@@ -226,7 +226,7 @@ func urlProblem(s string) string {
 // dials, "_INBOX_coordination_<job>": replies and watch deliveries of the
 // job come in under it, so a user's subscribe permission can be limited to
 // "_INBOX_coordination_<job>.>" and a worker of one job cannot receive
-// another's (see the README, "Permissions on NATS"). A connection passed
+// another's (see docs/nats.md, "Permissions on NATS"). A connection passed
 // as Config.Conn keeps its own prefix: give it nats.CustomInboxPrefix with
 // this value to fit those permissions.
 func InboxPrefix(job string) string { return "_INBOX_coordination_" + job }

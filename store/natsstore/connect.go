@@ -207,7 +207,7 @@ func (s *Store) dial(ctx context.Context) (*nats.Conn, error) {
 			if errors.Is(err, nats.ErrPermissionViolation) {
 				// The request it refused gets no answer and times out:
 				// this line is where the cause shows.
-				s.log.Error("NATS refused a request of the store: the user lacks a permission the job needs (see the README, \"Permissions on NATS\")", "err", err)
+				s.log.Error("NATS refused a request of the store: the user lacks a permission the job needs (see docs/nats.md, \"Permissions on NATS\")", "err", err)
 				return
 			}
 			s.log.Warn("nats asynchronous error", "err", err)

@@ -93,6 +93,6 @@
 // sequence and EXECUTE on its functions. Tools that only read (coordctl
 // status, watch, audit) need USAGE on the schema and SELECT on its tables;
 // open them with Config.ExistingOnly, which never creates a schema, never
-// sweeps and never prunes. The README's "Running on PostgreSQL" lists the
+// sweeps and never prunes. docs/postgres.md, "Running on PostgreSQL", lists the
 // statements.
 package pgstore

@@ -10,7 +10,7 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// TestTheREADMEGrantsSuffice sets up the roles of the README's "Running on
+// TestTheREADMEGrantsSuffice sets up the roles of docs/postgres.md, "Running on
 // PostgreSQL" with exactly its statements: a worker role that may create
 // schemas in the database, and a read-only operator role that reads every
 // job the worker creates; the worker runs a job, the operator reads it

@@ -11,7 +11,7 @@ import (
 
 var buckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
 
-// Metrics records the coordination_* families listed in the README. A nil *metrics, or a
+// Metrics records the coordination_* families listed in docs/metrics.md. A nil *metrics, or a
 // nil family inside one (registration conflict), records nothing.
 type Metrics struct {
 	SplitsOwned, splitsCompleted, splitsQuarantined, liveWorkers, leader, idle, splitsDraining prometheus.Gauge
@@ -259,7 +259,7 @@ func (m *Metrics) Latency(d time.Duration) {
 }
 
 // Tallies sets the fleet-wide gauges of the worker's view. Every worker
-// exports them; see the README's Metrics section for the PromQL that reads
+// exports them; see docs/metrics.md for the PromQL that reads
 // one value per fleet.
 func (m *Metrics) Tallies(completed, quarantined int, remaining, remainingWeight int64) {
 	if m != nil {
