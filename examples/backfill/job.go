@@ -45,7 +45,7 @@ func backfill(ctx context.Context, o *options, stdout, stderr io.Writer) (rep *r
 	}
 	sink, err := openLedger(ctx, lst)
 	if err != nil {
-		return nil, fmt.Errorf("the job's ledger on %s: %w", st.where, err)
+		return nil, fmt.Errorf("the job's ledger on %s: %w (is the server up? omit -nats and -postgres to run on an embedded NATS server)", st.where, err)
 	}
 	defer sink.close()
 

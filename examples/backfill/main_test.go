@@ -260,24 +260,30 @@ func TestSIGTERMThenRerunResumes(t *testing.T) {
 }
 
 // TestAnInterruptedEmbeddedRunResumesWithData interrupts an in-process run
-// on its embedded server: the report names the -data directory to resume
-// from, and a run given it delivers only what was left.
+// on its embedded server once it prints progress: the report names the
+// -data directory to resume from, and a run given it delivers only what
+// was left.
 func TestAnInterruptedEmbeddedRunResumesWithData(t *testing.T) {
 	t.Parallel()
-	args := []string{"-workers", "2", "-splits", "4", "-records", "4000", "-pace", "500", "-crash-at", "0", "-quiet"}
-	ctx, cancel := context.WithTimeout(t.Context(), 1500*time.Millisecond) // SIGINT midway
-	defer cancel()
-	code, out, _ := runInProcess(ctx, args...)
-	t.Log(out)
-	m := regexp.MustCompile(`interrupted; run again with -data (\S+) to resume`).FindStringSubmatch(out)
+	args := []string{"-workers", "2", "-splits", "4", "-records", "2000", "-pace", "200", "-crash-at", "0", "-log", "off"}
+	ctx, interrupt := context.WithCancel(t.Context())
+	defer interrupt()
+	var out, errs buffer
+	done := make(chan int, 1)
+	go func() { done <- run(ctx, args, &out, &errs) }()
+	eventually(t, "a progress line", func() bool { return strings.Contains(out.String(), "] job ") })
+	interrupt() // as SIGINT does
+	code := <-done
+	t.Log(out.String() + errs.String())
+	m := regexp.MustCompile(`interrupted; run again with -data (\S+) to resume`).FindStringSubmatch(out.String())
 	if code != exitInterrupted || m == nil {
 		t.Fatalf("exit %d, want 3 and the -data to resume from", code)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(m[1]) })
-	left, _ := strconv.Atoi(strings.Fields(reportLine(t, out, "remaining:"))[0])
-	code, out, _ = runInProcess(t.Context(), append(args, "-data", m[1])...)
-	t.Log(out)
-	if code != exitOK || reportLine(t, out, "this process:") != strconv.Itoa(left)+" deliveries" {
+	left, _ := strconv.Atoi(strings.Fields(reportLine(t, out.String(), "remaining:"))[0])
+	code, rerun, _ := runInProcess(t.Context(), append(args, "-quiet", "-data", m[1])...)
+	t.Log(rerun)
+	if code != exitOK || reportLine(t, rerun, "this process:") != strconv.Itoa(left)+" deliveries" {
 		t.Fatalf("resumed run: exit %d; want 0 and %d deliveries, what the first run left", code, left)
 	}
 }

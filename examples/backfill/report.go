@@ -41,7 +41,7 @@ type report struct {
 	Residuals  int           // splits cut off at runtime that delivered records, from the ledger
 	Crash      string        // crash and recovery summary, "" without a crash
 	Takeovers  int           // tenancies resumed from a last commit, replaying what followed it
-	Moves      int           // tenancies resumed exactly where a drain stopped
+	Moves      int           // tenancies resumed exactly where the previous one stopped
 	Workers    []workerShare
 	Errors     []string
 	Outcome    int
@@ -155,7 +155,7 @@ func (r *report) write(w io.Writer) {
 		line("takeovers", "%d splits resumed from the last commit after a crash or a forced move", r.Takeovers)
 	}
 	if r.Moves > 0 {
-		line("moves", "%d splits resumed exactly where a drain stopped, with no replay", r.Moves)
+		line("moves", "%d splits resumed exactly where their previous tenancy stopped (a drain or a clean stop), with no replay", r.Moves)
 	}
 	for _, s := range r.Workers {
 		line("worker", "%-6s %5.1f%%  %8d records  %s", s.Name, 100*float64(s.Deliveries)/float64(max(1, r.Deliveries)), s.Deliveries, s.State)
