@@ -18,18 +18,19 @@ type fleet struct {
 	note func(string) // one line for the event log
 
 	mu          sync.Mutex
-	victim      string                        // guarded by mu: the crashed worker, "" before the crash
-	crashedAt   time.Time                     // guarded by mu
-	orphans     map[coordination.SplitID]bool // guarded by mu: the victim's splits not yet re-gained
-	orphaned    int                           // guarded by mu: how many splits the victim held
-	recoveredIn time.Duration                 // guarded by mu: crash to the last orphan re-gained
-	takeovers   int                           // guarded by mu: resumed from a last commit, replaying what came after it
-	moves       int                           // guarded by mu: resumed exactly where a drain stopped
+	victim      string                            // guarded by mu: the crashed worker, "" before the crash
+	crashedAt   time.Time                         // guarded by mu
+	orphans     map[coordination.SplitID]bool     // guarded by mu: the victim's splits not yet re-gained
+	orphaned    int                               // guarded by mu: how many splits the victim held
+	recoveredIn time.Duration                     // guarded by mu: crash to the last orphan re-gained
+	told        map[coordination.SplitID]delivery // guarded by mu: the previous tenancy each split's last gain was told after
+	takeovers   int                               // guarded by mu: resumed from a last commit, replaying what came after it
+	moves       int                               // guarded by mu: resumed exactly where the previous tenancy stopped (a drain, a clean stop)
 }
 
 // newFleet returns a fleet that writes its event lines to note.
 func newFleet(note func(string)) *fleet {
-	return &fleet{note: note, orphans: map[coordination.SplitID]bool{}}
+	return &fleet{note: note, orphans: map[coordination.SplitID]bool{}, told: map[coordination.SplitID]delivery{}}
 }
 
 // gained records that worker started a tenancy of split at resume; prev is
@@ -37,7 +38,8 @@ func newFleet(note func(string)) *fleet {
 func (f *fleet) gained(worker string, split coordination.SplitID, resume int64, prev *delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if prev != nil {
+	if prev != nil && f.told[split] != *prev {
+		f.told[split] = *prev // a tenancy that recorded nothing before the next one is told once
 		from := prev.Worker
 		if from == worker {
 			from = "its own earlier tenancy"
