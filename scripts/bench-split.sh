@@ -52,7 +52,7 @@ for r in $(seq 1 "$rounds"); do
 			split=true
 			[ "$mode" = off ] && split=false
 			# shellcheck disable=SC2046 # flags are words
-			if ! "$tmp/backfill" -quiet -log off -crash-at 0 -runtime-split="$split" -audit=false \
+			if ! "$tmp/backfill" -quiet -log off -crash-at 0 -runtime-split="$split" \
 				-job "split-$run-$$" -data "$tmp/$run" $(flags "$c") >"$tmp/$run.out" 2>&1 ||
 				! grep -q '^lost: *0$' "$tmp/$run.out"; then
 				echo "run $run failed:" >&2

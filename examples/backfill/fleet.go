@@ -2,124 +2,75 @@ package main
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/internal/examplekit"
 )
 
-// fleet turns the lanes' gains and ends into the event log: takeovers (told
-// by the worker that takes over, from the ledger's record of the previous
-// tenancy, so they show in every mode), drains and losses, and the recovery
-// of a worker of this process crashed on purpose. The sources report to it;
-// the display and the report read it. Safe for concurrent use.
+// fleet turns the workers' gains into the event log: takeovers and moves
+// (told by the worker that gains the split, from the ledger's record of
+// the split's previous tenancy, so they show in every process), and the
+// recovery of a worker of this process crashed on purpose. Safe for
+// concurrent use.
 type fleet struct {
 	note func(string) // one line for the event log
 
 	mu          sync.Mutex
-	holder      map[coordination.SplitID]string
-	victim      string                        // the crashed worker, "" before the crash
-	crashedAt   time.Time                     // when it crashed
-	orphans     map[coordination.SplitID]bool // the victim's splits not yet re-gained
-	orphaned    int                           // how many splits the victim held
-	recoveredBy map[string]int                // re-gained orphans per worker
-	recoveredIn time.Duration                 // crash to the last orphan re-gained
-	takeovers   int                           // gains after a crash or a forced move (not the second half of a move)
-	moves       int                           // cooperative moves (drained hand-backs)
-	losses      int                           // involuntary ends (revoked lanes)
+	victim      string                            // guarded by mu: the crashed worker, "" before the crash
+	crashedAt   time.Time                         // guarded by mu
+	orphans     map[coordination.SplitID]bool     // guarded by mu: the victim's splits not yet re-gained
+	orphaned    int                               // guarded by mu: how many splits the victim held
+	recoveredIn time.Duration                     // guarded by mu: crash to the last orphan re-gained
+	told        map[coordination.SplitID]delivery // guarded by mu: the previous tenancy each split's last gain was told after
+	takeovers   int                               // guarded by mu: resumed from a last commit, replaying what came after it
+	moves       int                               // guarded by mu: resumed exactly where the previous tenancy stopped (a drain, a clean stop)
 }
 
-// newFleet returns an empty fleet that writes its event lines to note.
+// newFleet returns a fleet that writes its event lines to note.
 func newFleet(note func(string)) *fleet {
-	return &fleet{
-		note:        note,
-		holder:      make(map[coordination.SplitID]string),
-		orphans:     make(map[coordination.SplitID]bool),
-		recoveredBy: make(map[string]int),
-	}
+	return &fleet{note: note, orphans: map[coordination.SplitID]bool{}, told: map[coordination.SplitID]delivery{}}
 }
 
-// gained records that worker started reading split at resume; prev is the
-// split's previous tenancy in the ledger (nil for a fresh split).
+// gained records that worker started a tenancy of split at resume; prev is
+// the split's tenancy that got furthest before (nil for a fresh split).
 func (f *fleet) gained(worker string, split coordination.SplitID, resume int64, prev *delivery) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.holder[split] = worker
-	if prev != nil {
-		// A split resumed exactly where a drain stopped is the second half
-		// of a move (counted by the drainer); a takeover follows a crash or
-		// a forced move, and replays what came after the last commit.
-		if prev.End > resume || f.orphans[split] {
-			f.takeovers++
+	if prev != nil && f.told[split] != *prev {
+		f.told[split] = *prev // a tenancy that recorded nothing before the next one is told once
+		from := prev.Worker
+		if from == worker {
+			from = "its own earlier tenancy"
 		}
-		f.note(takeoverLine(worker, split, resume, *prev))
+		switch {
+		case prev.End > resume:
+			f.takeovers++
+			f.note(fmt.Sprintf("%s took over %s from %s at record %d, its last commit; %d records delivered after it will replay",
+				worker, split, from, resume, prev.End-resume))
+		case prev.End == resume:
+			f.moves++
+			f.note(fmt.Sprintf("%s resumed %s at record %d, exactly where %s stopped (no replay)", worker, split, resume, from))
+		}
 	}
 	if f.orphans[split] {
 		delete(f.orphans, split)
-		f.recoveredBy[worker]++
 		if len(f.orphans) == 0 {
 			f.recoveredIn = time.Since(f.crashedAt)
-			f.note(fmt.Sprintf("all %s of crashed %s recovered %.1fs after the crash", count(f.orphaned, "split"), f.victim, f.recoveredIn.Seconds()))
+			f.note(fmt.Sprintf("all %d splits of crashed %s recovered %.1fs after the crash", f.orphaned, f.victim, f.recoveredIn.Seconds()))
 		}
 	}
 }
 
-// takeoverLine describes worker resuming split at resume after prev, the
-// tenancy that got furthest before.
-func takeoverLine(worker string, split coordination.SplitID, resume int64, prev delivery) string {
-	from := prev.Worker
-	if from == worker {
-		from = "its own earlier tenancy"
-	}
-	switch {
-	case prev.End > resume:
-		return fmt.Sprintf("%s took over %s from %s at record %d, its last commit; %s delivered after it will replay",
-			worker, split, from, resume, count(prev.End-resume, "record"))
-	case prev.End == resume:
-		return fmt.Sprintf("%s resumed %s at record %d, exactly where %s stopped (no replay)", worker, split, resume, from)
-	default:
-		return fmt.Sprintf("%s resumed %s at record %d after %s", worker, split, resume, from)
-	}
-}
-
-// ended records the end of worker's tenancy of a split.
-func (f *fleet) ended(worker string, end laneEnd) {
+// crashed records that worker crashed while reading the splits held.
+func (f *fleet) crashed(worker string, held []coordination.SplitID) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.holder[end.split] == worker {
-		delete(f.holder, end.split)
+	f.victim, f.crashedAt, f.orphaned = worker, time.Now(), len(held)
+	for _, split := range held {
+		f.orphans[split] = true
 	}
-	switch {
-	case end.complete:
-	case end.drained:
-		f.moves++
-		f.note(fmt.Sprintf("%s drained %s at record %d and handed it back (rebalance)", worker, end.split, end.acked))
-	default:
-		f.losses++
-		f.note(fmt.Sprintf("%s lost %s at record %d; records after its last commit will replay", worker, end.split, end.acked))
-	}
-}
-
-// crashed records that worker crashed and returns the splits it held.
-func (f *fleet) crashed(worker string) []coordination.SplitID {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.victim = worker
-	f.crashedAt = time.Now()
-	var held []coordination.SplitID
-	for split, w := range f.holder {
-		if w == worker {
-			held = append(held, split)
-			f.orphans[split] = true
-			delete(f.holder, split)
-		}
-	}
-	slices.Sort(held)
-	f.orphaned = len(held)
-	return held
 }
 
 // crashSummary describes the crash and its recovery for the report ("" when
@@ -130,46 +81,25 @@ func (f *fleet) crashSummary() string {
 	if f.victim == "" {
 		return ""
 	}
-	var by []string
-	for w, n := range f.recoveredBy {
-		by = append(by, fmt.Sprintf("%s %d", w, n))
-	}
-	slices.Sort(by)
-	s := fmt.Sprintf("%s aborted holding %s; %d recovered", f.victim, count(f.orphaned, "split"), f.orphaned-len(f.orphans))
-	if len(by) > 0 {
-		s += " (" + strings.Join(by, ", ") + ")"
-	}
+	s := fmt.Sprintf("%s aborted holding %d splits; %d recovered", f.victim, f.orphaned, f.orphaned-len(f.orphans))
 	if len(f.orphans) == 0 && f.orphaned > 0 {
 		s += fmt.Sprintf(" within %.1fs", f.recoveredIn.Seconds())
 	}
 	return s
 }
 
-// counts returns the takeovers, moves and losses seen so far.
-func (f *fleet) counts() (takeovers, moves, losses int) {
+// counts returns the takeovers and moves seen so far.
+func (f *fleet) counts() (takeovers, moves int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.takeovers, f.moves, f.losses
+	return f.takeovers, f.moves
 }
 
-// victimHolding returns the live worker (not yet crashed) holding the most
-// splits, ties to the lowest index; nil if none holds any.
-func victimHolding(workers []*worker) *worker {
-	var best *worker
-	for _, w := range workers {
-		if w.crashed() || w.state.Load() != stateRunning {
-			continue
-		}
-		if best == nil || w.src.held.Load() > best.src.held.Load() {
-			best = w
-		}
+// joinIDs renders split ids as a comma-separated list.
+func joinIDs(ids []coordination.SplitID) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = string(id)
 	}
-	if best != nil && best.src.held.Load() == 0 {
-		return nil
-	}
-	return best
+	return strings.Join(s, ", ")
 }
-
-// count renders n things with the noun in the right number: "1 split",
-// "2 splits".
-func count[N int | int64](n N, noun string) string { return examplekit.Count(n, noun) }

@@ -1,44 +1,31 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/spate-go/coordination/internal/tty"
 )
 
-// Outcomes of a run, each with its own exit status.
+// Outcomes of a run.
 const (
 	outcomeOK          = iota // the job completed and the ledger shows every record delivered
 	outcomeFailed             // loss, a worker failure, or the job did not complete
 	outcomeInterrupted        // SIGINT or SIGTERM: stopped cleanly, a rerun resumes
 )
 
-// exitStatus maps an outcome to the process's exit status.
-func exitStatus(outcome int) int {
-	switch outcome {
-	case outcomeOK:
-		return 0
-	case outcomeInterrupted:
-		return 3
-	default:
-		return 1
-	}
-}
-
 // workerShare is one worker's line in the report.
 type workerShare struct {
 	Name       string
 	Deliveries int64  // records it delivered, duplicates included, from the ledger
-	Completed  int64  // splits it read to their end (workers of this process only)
 	State      string // its state (workers of this process), or "other process"
 }
 
 // report is the outcome of a run, for the whole job: the record counts come
-// from the job's ledger in its store, so they include every process's deliveries.
+// from the job's ledger, so they include every process's deliveries.
 type report struct {
 	Instance   string // "" when this process ran a whole fleet
 	Verify     bool   // a -verify run: the ledger only, no workers
@@ -46,64 +33,43 @@ type report struct {
 	Planned    int64 // records of the whole job
 	Delivered  int64 // records delivered at least once, by any process
 	Deliveries int64 // all deliveries, duplicates included
-	Duplicates int64 // deliveries beyond each record's first
 	Local      int64 // deliveries by the workers of this process
-	Gaps       []recordRange
+	Gaps       string
 	Elapsed    time.Duration
-	Crash      string        // crash and recovery summary, "" without a crash
-	Residuals  int           // splits cut off at runtime that delivered records, from the ledger
+	Ideal      time.Duration // the records over all lanes at the pace; 0 unknown
 	TailIdle   time.Duration // lane-time this process's lanes idled while records remained
-	Ideal      time.Duration // this run's records over all its lanes at the pace; 0 unknown
-	Takeovers  int           // splits this process resumed after another tenancy
-	Moves      int           // cooperative moves (drained hand-backs) in this process
+	Residuals  int           // splits cut off at runtime that delivered records, from the ledger
+	Crash      string        // crash and recovery summary, "" without a crash
+	Takeovers  int           // tenancies resumed from a last commit, replaying what followed it
+	Moves      int           // tenancies resumed exactly where the previous one stopped
 	Workers    []workerShare
-	Errors     []string // worker failures
-	Audit      []string // the lines of the final audit (coordctl audit), nil without one
+	Errors     []string
 	Outcome    int
-	Resume     string // how to resume an interrupted run ("run again to resume")
-	Color      bool   // colour the result line
+	Resume     string // how to resume an interrupted run
 }
 
 // newReport builds the report from the ledger's tally and this process's
-// workers; interrupted says the run was stopped by a signal.
+// workers; interrupted says a signal stopped the run.
 func newReport(instance string, ds *dataset, t tally, workers []*worker, f *fleet, elapsed time.Duration, errs []error, interrupted bool) *report {
 	r := &report{
-		Instance:   instance,
-		Splits:     len(ds.splits),
-		Planned:    t.planned,
-		Delivered:  t.delivered,
-		Deliveries: t.deliveries,
-		Duplicates: t.duplicates(),
-		Gaps:       t.gaps,
-		Residuals:  t.residuals,
-		Elapsed:    elapsed,
-		Resume:     "run again to resume",
+		Instance: instance, Splits: len(ds.splits), Planned: t.planned, Delivered: t.delivered,
+		Deliveries: t.deliveries, Gaps: formatRanges(t.gaps, 8), Residuals: len(t.residuals),
+		Elapsed: elapsed, Resume: "run again to resume",
 	}
 	if f != nil {
 		r.Crash = f.crashSummary()
-		r.Takeovers, r.Moves, _ = f.counts()
+		r.Takeovers, r.Moves = f.counts()
 	}
 	local := map[string]bool{}
 	complete := true
 	for _, w := range workers {
 		s := w.state.Load()
 		local[w.name] = true
-		r.Local += w.src.delivered.Load()
-		r.Workers = append(r.Workers, workerShare{
-			Name:       w.name,
-			Deliveries: t.byWorker[w.name],
-			Completed:  w.src.completed.Load(),
-			State:      stateName(s),
-		})
+		r.Local += w.delivered.Load()
+		r.Workers = append(r.Workers, workerShare{Name: w.name, Deliveries: t.byWorker[w.name], State: stateNames[s]})
 		complete = complete && (s == stateCompleted || s == stateCrashed)
 	}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for n := range t.byWorker {
-			if !yield(n) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(t.byWorker)) {
 		if !local[name] {
 			r.Workers = append(r.Workers, workerShare{Name: name, Deliveries: t.byWorker[name], State: "other process"})
 		}
@@ -118,7 +84,7 @@ func newReport(instance string, ds *dataset, t tally, workers []*worker, f *flee
 		r.Outcome = outcomeFailed
 	case interrupted && t.lost() > 0:
 		r.Outcome = outcomeInterrupted
-	case (complete || len(workers) == 0) && t.lost() == 0:
+	case complete && t.lost() == 0:
 		r.Outcome = outcomeOK
 	default:
 		r.Outcome = outcomeFailed
@@ -129,9 +95,23 @@ func newReport(instance string, ds *dataset, t tally, workers []*worker, f *flee
 // Lost returns the planned records no delivery covers.
 func (r *report) Lost() int64 { return r.Planned - r.Delivered }
 
+// Duplicates returns the deliveries beyond each record's first.
+func (r *report) Duplicates() int64 { return r.Deliveries - r.Delivered }
+
+// exitStatus is the process's exit status for the report.
+func (r *report) exitStatus() int {
+	switch r.Outcome {
+	case outcomeOK:
+		return exitOK
+	case outcomeInterrupted:
+		return exitInterrupted
+	default:
+		return exitFailed
+	}
+}
+
 // write prints the report, one "key: value" line per fact, so a script can
-// grep it (for example for "lost: 0"); a long value wraps onto indented
-// lines, so no line passes lineWidth.
+// grep it (for example for "lost: 0").
 func (r *report) write(w io.Writer) {
 	title := "backfill report"
 	switch {
@@ -141,29 +121,23 @@ func (r *report) write(w io.Writer) {
 		title += " (instance " + r.Instance + ")"
 	}
 	fmt.Fprintf(w, "\n== %s ==\n", title)
-	line := func(key, format string, a ...any) {
-		head := fmt.Sprintf("%-12s ", key+":")
-		for _, l := range wrap(head, fmt.Sprintf(format, a...), len(head)) {
-			fmt.Fprintln(w, l)
-		}
-	}
-	line("planned", "%s in %s", count(r.Planned, "record"), count(r.Splits, "split"))
-	line("delivered", "%s at least once, fleet-wide (%s in all)", count(r.Delivered, "record"), count(r.Deliveries, "delivery"))
+	line := func(key, format string, a ...any) { fmt.Fprintf(w, "%-16s %s\n", key+":", fmt.Sprintf(format, a...)) }
+	line("planned", "%d records in %d splits", r.Planned, r.Splits)
+	line("delivered", "%d records at least once, fleet-wide (%d deliveries in all)", r.Delivered, r.Deliveries)
 	if !r.Verify {
-		line("this process", "%s", count(r.Local, "delivery"))
+		line("this process", "%d deliveries", r.Local)
 	}
-	if r.Duplicates > 0 {
-		line("duplicates", "%d (replayed after a crash or a forced move: at most one commit interval, %s, of reading per split; a NATS outage adds at most -pause-after and one OpTimeout, %s, as lanes pause while commits do not land)", r.Duplicates, commitEvery, opTimeout)
+	if r.Duplicates() > 0 {
+		line("duplicates", "%d (replayed after a crash or a forced move: at most one commit interval, %s, of reading per split)", r.Duplicates(), commitEvery)
 	} else {
 		line("duplicates", "0")
 	}
-	switch r.Outcome {
-	case outcomeInterrupted:
-		line("remaining", "%s not delivered yet", count(r.Lost(), "record"))
-	default:
+	if r.Outcome == outcomeInterrupted {
+		line("remaining", "%d records not delivered yet", r.Lost())
+	} else {
 		line("lost", "%d", r.Lost())
-		if len(r.Gaps) > 0 {
-			line("missing", "%s", formatRanges(r.Gaps, 8))
+		if r.Gaps != "" {
+			line("missing", "%s", r.Gaps)
 		}
 	}
 	if !r.Verify {
@@ -171,29 +145,20 @@ func (r *report) write(w io.Writer) {
 		if r.Ideal > 0 && r.Instance == "" {
 			line("ideal", "%.1fs (every lane busy at -pace until the end: elapsed is %.2fx it)", r.Ideal.Seconds(), r.Elapsed.Seconds()/r.Ideal.Seconds())
 		}
-	}
-	line("runtime splits", "%d", r.Residuals)
-	if !r.Verify {
 		line("tail idle", "%.1f lane-seconds (lanes idle while records remained)", r.TailIdle.Seconds())
 	}
+	line("runtime splits", "%d", r.Residuals)
 	if r.Crash != "" {
 		line("crash", "%s", r.Crash)
 	}
 	if r.Takeovers > 0 {
-		line("takeovers", "%s resumed from the last commit after a crash or a forced move", count(r.Takeovers, "split"))
+		line("takeovers", "%d splits resumed from the last commit after a crash or a forced move", r.Takeovers)
 	}
 	if r.Moves > 0 {
-		line("moves", "%s drained and handed back, resumed by the next owner with no replay", count(r.Moves, "split"))
+		line("moves", "%d splits resumed exactly where their previous tenancy stopped (a drain or a clean stop), with no replay", r.Moves)
 	}
 	for _, s := range r.Workers {
-		share := fmt.Sprintf("%-6s %5.1f%%  %8d records", s.Name, 100*float64(s.Deliveries)/float64(max(1, r.Deliveries)), s.Deliveries)
-		if s.State != "other process" {
-			share += fmt.Sprintf("  %s completed", padLeft(count(s.Completed, "split"), 10))
-		}
-		fmt.Fprintf(w, "%-12s %s  %s\n", "worker:", share, s.State)
-	}
-	for _, a := range r.Audit {
-		line("audit", "%s", a)
+		line("worker", "%-6s %5.1f%%  %8d records  %s", s.Name, 100*float64(s.Deliveries)/float64(max(1, r.Deliveries)), s.Deliveries, s.State)
 	}
 	for _, e := range r.Errors {
 		line("error", "%s", e)
@@ -205,33 +170,42 @@ func (r *report) write(w io.Writer) {
 func (r *report) result() string {
 	switch {
 	case r.Outcome == outcomeOK:
-		return tty.Paint(r.Color, green, "OK") + ", every planned record was delivered at least once (per the job's ledger in its store)"
+		return "OK, every planned record was delivered at least once (per the job's ledger in its store)"
 	case r.Outcome == outcomeInterrupted:
-		return tty.Paint(r.Color, yellow, "interrupted") + "; " + r.Resume
+		return "interrupted; " + r.Resume
 	case r.Verify:
-		return tty.Paint(r.Color, red, "FAILED") + fmt.Sprintf(", %s in no delivery of the ledger (is the job still running?)", count(r.Lost(), "record"))
-	case len(r.Errors) == 0 && r.Lost() > 0:
-		return tty.Paint(r.Color, red, "FAILED") + fmt.Sprintf(", the job did not complete: %s not delivered", count(r.Lost(), "record"))
+		return fmt.Sprintf("FAILED, %d records in no delivery of the ledger (is the job still running?)", r.Lost())
 	default:
-		return tty.Paint(r.Color, red, "FAILED") + ", the job did not complete"
+		return "FAILED, the job did not complete"
 	}
 }
 
-// padLeft right-aligns s in width columns.
-func padLeft(s string, width int) string {
-	return strings.Repeat(" ", max(0, width-len(s))) + s
-}
-
-// formatRanges renders at most limit ranges as "start-end" (end exclusive),
-// space separated, and how many more there are.
-func formatRanges(rs []recordRange, limit int) string {
-	parts := make([]string, 0, min(len(rs), limit))
-	for _, r := range rs[:min(len(rs), limit)] {
-		parts = append(parts, r.String())
+// verify reads the job's ledger on -nats or -postgres and reports on it
+// alone. It creates nothing: a job with no ledger there is an error naming
+// the job it looked for.
+func verify(ctx context.Context, o *options) (*report, error) {
+	ds := datasetOf(o)
+	job := o.job
+	if job == "" {
+		job = jobName(ds.planner())
 	}
-	s := strings.Join(parts, " ")
-	if len(rs) > limit {
-		s += fmt.Sprintf(" and %d more", len(rs)-limit)
+	st, err := openStores(o)
+	if err != nil {
+		return nil, err
 	}
-	return s
+	lst, err := st.open(ledgerJob(job), true)
+	if err == nil {
+		var sink *ledger
+		if sink, err = openLedger(ctx, lst); err == nil {
+			defer sink.close()
+			rep := newReport("", ds, tallyOf(ds, sink.snapshot()), nil, nil, 0, nil, false)
+			rep.Verify = true
+			return rep, nil
+		}
+	}
+	how := "the -job given"
+	if o.job == "" {
+		how = fmt.Sprintf("the job of -splits %d -records %d; pass the -job, or the -splits and -records, of the run to verify", o.splits, o.records)
+	}
+	return nil, fmt.Errorf("-verify: no ledger of job %q on %s (%v); looked for %s", job, st.where, err, how)
 }

@@ -9,38 +9,44 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/driver"
-	"github.com/spate-go/coordination/internal/examplekit"
+	"github.com/spate-go/coordination/lanes"
 	"github.com/spate-go/coordination/store"
 )
 
-// Timing of every worker: examplekit's, and a commit twice a second.
+// Timing of every worker. NATS expires keys with one-second granularity, so
+// the lease cannot go below 2s; 3s keeps crash recovery quick: a dead
+// worker's splits are claimable 3s after its last renewal, and
+// RebalanceDelay 0 reassigns them at once.
 const (
-	leaseDuration = examplekit.LeaseDuration
-	opTimeout     = examplekit.OpTimeout
+	leaseDuration = 3 * time.Second
+	opTimeout     = time.Second
 	commitEvery   = 500 * time.Millisecond // a crash replays at most this much per split
 )
 
-// workerConfig returns the coordinator configuration of worker name,
-// exporting its metrics to reg when it is not nil.
-func workerConfig(name string, logger *slog.Logger, reg prometheus.Registerer) coordination.Config {
-	cfg := examplekit.WorkerConfig(name, logger)
-	cfg.Metrics = reg
+// workerConfig returns the coordinator configuration of worker name.
+func workerConfig(name string, o *options, logger *slog.Logger) coordination.Config {
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = name
+	cfg.LeaseDuration = leaseDuration
+	cfg.OpTimeout = opTimeout
+	cfg.ReplanInterval = 3 * time.Second
+	cfg.ReconcileInterval = 2 * time.Second
+	cfg.DrainDeadline = 2 * time.Second
+	cfg.RebalanceDelay = 0
+	cfg.MaxInFlight = o.lanes
+	if !o.runtimeSplit {
+		cfg.CutInterval = -1 // never cut
+	}
+	cfg.Logger = logger
 	return cfg
 }
 
-// laneConfig is what the flags set of each worker's lanes.
-type laneConfig struct {
-	pace         readPace      // how fast a lane reads
-	pauseAfter   time.Duration // driver.WithPauseAfter; 0 is the default
-	lanes        int           // Config.MaxInFlight; 0 keeps the default
-	runtimeSplit bool          // the source cuts lanes when asked
-}
-
-// Outcomes of a worker's run.
+// Worker states, for the progress lines and the report.
 const (
 	stateRunning int32 = iota
 	stateCompleted
@@ -49,122 +55,80 @@ const (
 	stateFailed
 )
 
-// stateName names a worker state for the progress display and the report.
-func stateName(s int32) string {
-	switch s {
-	case stateRunning:
-		return "running"
-	case stateCompleted:
-		return "completed"
-	case stateInterrupted:
-		return "interrupted"
-	case stateCrashed:
-		return "crashed"
-	default:
-		return "failed"
-	}
-}
+// stateNames names the worker states.
+var stateNames = []string{"running", "completed", "interrupted", "crashed", "failed"}
 
-// worker is one member of the job: its own hollywood engine, NATS connection
-// (a natsstore.Store or a pgstore.Store), coordinator and source, run by driver.Run. In a real
-// deployment each worker is a process; here several may run in one process
-// and share nothing but the ledger's connection.
+// worker is one member of the job: its own store connection, hollywood
+// engine, coordinator and lanes.Source, run by driver.Run. In a real
+// deployment each worker is a process; here several may share one.
 type worker struct {
-	name string // instance id
+	name  string
+	run   string // unique per process run, in every ledger key
+	c     *actors.Coordinator
+	st    store.Store
+	src   *lanes.Source[int64]
+	sink  *ledger
+	fleet *fleet
+	pace  pace
+	opts  []driver.Option
 
-	c          coordination.Coordinator
-	abort      func()       // the coordinator's Abort
-	closeStore func() error // drops the NATS connection
-	src        *source
-	log        *slog.Logger
-
-	pauseAfter time.Duration // driver.WithPauseAfter; 0 is the default
-
-	cancel context.CancelFunc // ends run's context; set by run
-	ready  chan struct{}      // closed once run has set cancel
-	dead   chan struct{}      // closed once by crashNow: lanes stop at once
+	ctx    context.Context // runWorker's; crashNow cancels it
+	cancel context.CancelFunc
+	dead   chan struct{} // closed by crashNow
 	crash  sync.Once
 
-	state atomic.Int32 // stateRunning etc.
+	mu        sync.Mutex
+	tenancies map[coordination.SplitID]*tenancy // guarded by mu
+	seq       int                               // guarded by mu: tenancies started
+	reading   map[coordination.SplitID]bool     // guarded by mu: splits whose read function runs
+
+	delivered atomic.Int64 // records delivered, duplicates included
+	state     atomic.Int32
 }
 
-// newWorker builds worker name on a store of its own from open. No I/O
-// happens until run.
-func newWorker(name, run string, open func() (store.Store, error), sink *ledger, lc laneConfig, f *fleet,
-	logger *slog.Logger, reg prometheus.Registerer) (*worker, error) {
+// newWorker builds worker name on a store of its own from open; nothing
+// runs until run.
+func newWorker(ctx context.Context, name, runID string, o *options, open func() (store.Store, error), sink *ledger, f *fleet, logger *slog.Logger, plan coordination.Planner) (*worker, error) {
 	st, err := open()
 	if err != nil {
 		return nil, err
 	}
-	cfg := workerConfig(name, logger, reg)
-	if lc.lanes > 0 {
-		cfg.MaxInFlight = lc.lanes
+	engine, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("worker %s: hollywood engine: %w", name, err), st.Close())
 	}
-	c, err := examplekit.Spawn(st, cfg)
+	c, err := actors.Spawn(engine, st, workerConfig(name, o, logger))
 	if err != nil {
 		return nil, errors.Join(err, st.Close())
 	}
-	w := assemble(c.InstanceID(), run, c, c.Abort, st.Close, sink, lc.pace, f, logger)
-	w.pauseAfter = lc.pauseAfter
-	w.src.noCut = !lc.runtimeSplit
+	w := &worker{
+		name: name, run: runID, c: c, st: st, sink: sink, fleet: f, pace: newPace(o.pace),
+		dead: make(chan struct{}), tenancies: map[coordination.SplitID]*tenancy{}, reading: map[coordination.SplitID]bool{},
+	}
+	w.ctx, w.cancel = context.WithCancel(ctx)
+	// A cut leaves the residual at least two batches: less is not worth a
+	// lane's start.
+	w.src = lanes.NewSource(w.read, lanes.Options{
+		Retries:     -1, // a ledger write fails only while the store is down: retry until it is back
+		MinResidual: uint64(2 * w.pace.batch),
+		Logger:      logger,
+	})
+	w.opts = []driver.Option{
+		driver.WithPlanner(plan),
+		driver.WithCommitInterval(commitEvery),
+		driver.WithPauseAfter(o.pauseAfter),
+		driver.WithLogger(logger),
+	}
 	return w, nil
 }
 
-// assemble wires a worker around coordinator c and its source. abort crashes
-// c; closeStore drops its store connection.
-func assemble(name, run string, c coordination.Coordinator, abort func(), closeStore func() error,
-	sink *ledger, pace readPace, f *fleet, logger *slog.Logger) *worker {
-	w := &worker{
-		name:       name,
-		c:          c,
-		abort:      abort,
-		closeStore: closeStore,
-		log:        logger,
-		ready:      make(chan struct{}),
-		dead:       make(chan struct{}),
-	}
-	w.src = newSource(name, run, sink, pace, w.dead, f)
-	return w
-}
-
-// crashNow simulates a crash: the lanes stop reading at once and the
-// coordinator is aborted, writing nothing more. Nothing is committed or
-// handed back: the worker's leases expire and peers take its splits over from
-// their last committed watermarks. Safe to call from any goroutine once run
-// was called.
-func (w *worker) crashNow() {
-	w.crash.Do(func() {
-		close(w.dead)
-		w.abort()
-		<-w.ready
-		w.cancel() // driver.Run returns; its shutdown calls fail on the aborted coordinator
-	})
-}
-
-// crashed reports whether crashNow was called.
-func (w *worker) crashed() bool {
-	select {
-	case <-w.dead:
-		return true
-	default:
-		return false
-	}
-}
-
-// run runs the worker until the job is over for it, ctx ends or it crashes,
-// and returns nil when it completed, crashed on purpose or was interrupted
-// (see state).
-func (w *worker) run(ctx context.Context, p coordination.Planner) error {
-	ctx, w.cancel = context.WithCancel(ctx)
+// runWorker runs the worker until the job is over for it, its context ends or it
+// crashes; it returns nil when it completed, crashed on purpose or was
+// interrupted (see state).
+func (w *worker) runWorker() error {
 	defer w.cancel()
-	close(w.ready)
-	err := driver.Run(ctx, w.c, w.src,
-		driver.WithPlanner(p),
-		driver.WithCommitInterval(commitEvery),
-		driver.WithPauseAfter(w.pauseAfter),
-		driver.WithLogger(w.log))
-	w.src.wait()
-	closeErr := w.closeStore()
+	err := driver.Run(w.ctx, w.c, w.src, w.opts...)
+	closeErr := w.st.Close()
 	switch {
 	case w.crashed():
 		w.state.Store(stateCrashed) // a dead process's connection just goes away
@@ -183,10 +147,32 @@ func (w *worker) run(ctx context.Context, p coordination.Planner) error {
 	return nil
 }
 
-// interruptedOnly reports whether err is driver.Run's interruption by a
-// cancelled context and nothing else (a final commit that did not land is
-// joined to it and makes the run a failure).
+// interruptedOnly reports whether err is driver.Run's interruption by its
+// context and nothing else (a final commit that did not land is joined to
+// it and makes the run a failure).
 func interruptedOnly(err error) bool {
 	e, ok := err.(*coordination.Error)
-	return ok && errors.Is(e.Err, context.Canceled)
+	return ok && (errors.Is(e.Err, context.Canceled) || errors.Is(e.Err, context.DeadlineExceeded))
+}
+
+// crashNow simulates a crash: the lanes stop reading at once and the
+// coordinator is aborted, writing nothing more. Nothing is committed or
+// handed back: the worker's leases expire and peers resume its splits from
+// their last commits.
+func (w *worker) crashNow() {
+	w.crash.Do(func() {
+		close(w.dead)
+		w.c.Abort()
+		w.cancel() // driver.Run returns; its shutdown calls fail on the aborted coordinator
+	})
+}
+
+// crashed reports whether crashNow was called.
+func (w *worker) crashed() bool {
+	select {
+	case <-w.dead:
+		return true
+	default:
+		return false
+	}
 }
