@@ -39,7 +39,8 @@ type Driver struct {
 	lost    []LaneID   // staged for LanesRevoked
 	retired []LaneID   // staged for LanesRetired
 
-	asks map[coordination.SplitID]coordination.CutRequested // cut requests not yet acted on
+	asks       map[coordination.SplitID]coordination.CutRequested // cut requests not yet acted on
+	uncuttable map[coordination.SplitID]bool                      // splits whose cut the coordinator refused for good
 
 	everHeld    bool                  // a Gained ever created a tenancy
 	complete    bool                  // AllComplete seen
