@@ -89,6 +89,9 @@ func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coord
 	if pending != nil {
 		return base, cutUnconfirmed(id, pending.ID)
 	}
+	if bytes.Equal(cut.Primary, cut.Residual) {
+		return base, cutRefused(id, "its residual descriptor is byte-equal to its primary (%d bytes), so the rest of the range would never be read (the source's TrySplit is wrong: testkit.CheckSplitter rejects it)", len(cut.Primary))
+	}
 	next, ok := base.NextCut(cut.Residual, cut.ResidualWeight)
 	if !ok {
 		return base, cutRefused(id, "tenancy %d has made the most cuts a tenancy can", c.epoch)

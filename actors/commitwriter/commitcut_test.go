@@ -419,9 +419,10 @@ func TestACutAfterAnUnseenCompletionIsFenced(t *testing.T) {
 	})
 }
 
-// TestACutThatCanNeverBeMadeIsRefusedNotFatal: a cut whose residual spec
-// is over the store's value cap, or whose progress record with the cut is
-// over it, is refused: Retryable matching
+// TestACutThatCanNeverBeMadeIsRefusedNotFatal: a cut whose residual is
+// byte-equal to its primary (the rest of the range would never be read),
+// whose residual spec is over the store's value cap, or whose progress
+// record with the cut is over it, is refused: Retryable matching
 // coordination.ErrCutRefused, a reason naming the split, the sizes and the
 // cap, nothing written, nothing latched; the tenancy's next plain commit
 // lands (docs/protocol.md, "Runtime split", "Refused cuts").
@@ -432,6 +433,7 @@ func TestACutThatCanNeverBeMadeIsRefusedNotFatal(t *testing.T) {
 		primary, residual string
 		want              []string
 	}{
+		{"residual equals primary", "same", "same", []string{"split a", "byte-equal to its primary (4 bytes)"}},
 		{"residual spec over the cap", "p", big('r', 1000), []string{"split a", "spec record would be", "residual descriptor 1000 bytes", "value cap of 600 bytes"}},
 		{"progress record over the cap", big('p', 250), big('r', 250), []string{"split a", "progress record with the cut would be", "primary descriptor 250 bytes, residual descriptor 250 bytes, state 0 bytes", "value cap of 600 bytes"}},
 	} {
