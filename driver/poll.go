@@ -194,8 +194,9 @@ func (d *Driver) apply(events []coordination.Event) error {
 }
 
 // onGained creates a tenancy for g, after retiring a duplicate and
-// validating carried progress; a rejected resume is reported as poison and
-// its error kept.
+// validating carried progress; a rejected resume is reported as poison
+// (Fail) and logged, and only a Fail error that leaves the split here is
+// kept.
 //
 // Catch-up: Commit names no epoch, so when the coordinator ends a tenancy and
 // re-claims the split for this worker before the driver polls the Lost, the
@@ -222,8 +223,10 @@ func (d *Driver) onGained(g coordination.Gained, previous *coordination.SplitPro
 	}
 	if g.Progress != nil {
 		if err := d.src.ValidateResume(cloneSpec(g.Split), *cloneProgressPtr(g.Progress)); err != nil {
-			d.log.Warn("resume progress rejected; reporting the split as failed", "split", g.Split.ID, "epoch", g.Epoch, "err", err)
-			keep(err)
+			// Poison (Source.ValidateResume): the split is failed, charged an
+			// attempt, and the run goes on; only a Fail the coordinator could
+			// not take is an error of the poll.
+			d.log.Warn("resume progress rejected; reporting the split as failed (poison)", "split", g.Split.ID, "epoch", g.Epoch, "err", err)
 			if ferr := d.c.Fail(g.Split.ID, g.Epoch, "resume progress rejected: "+err.Error()); !leftWorker(ferr) {
 				keep(ferr)
 			}
