@@ -27,7 +27,8 @@ func (d *Driver) splitting() (Splitter, coordination.Cutter, bool) {
 }
 
 // onCutRequested stages a cut request for Cut; the latest request of a
-// split replaces an earlier one.
+// split replaces an earlier one. The poll that staged it returns without
+// parking, so the request is acted on when it arrives.
 func (d *Driver) onCutRequested(ev coordination.CutRequested) {
 	if _, _, ok := d.splitting(); !ok {
 		return
@@ -36,6 +37,7 @@ func (d *Driver) onCutRequested(ev coordination.CutRequested) {
 		d.asks = make(map[coordination.SplitID]coordination.CutRequested)
 	}
 	d.asks[ev.Split] = ev
+	d.asked = true
 }
 
 // ReportRemaining hands the coordinator the source's estimate of every open

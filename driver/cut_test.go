@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/driver"
@@ -286,4 +288,27 @@ func TestARefusedCutHandsTheSplitBackUncut(t *testing.T) {
 	if h.countLogged("cut refused; the lane stopped at the cut, so the split is handed back un-cut and its next tenancy reads the rest of its range; it is not cut again") != 1 {
 		t.Fatal("the refusal was logged more than once")
 	}
+}
+
+// TestAPollThatBringsACutRequestDoesNotPark: a poll whose batch carries a
+// cut request returns at once, so the caller cuts when the request arrives
+// (it used to park for the rest of the commit interval: about 700 ms
+// between the request and TrySplit); the next poll parks as before.
+func TestAPollThatBringsACutRequestDoesNotPark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newSplitHarness(t)
+		h.open("s", 1, progress(1))
+		h.script.RequestCut("s", 1, 0.5, 1)
+		<-h.d.Waker().C() // the wake that delivered the request ended an earlier park
+		start := time.Now()
+		if ev, err := h.d.PollEvents(time.Hour); err != nil || ev != (driver.Idle{}) {
+			t.Fatalf("PollEvents = %#v, %v; want Idle", ev, err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("the poll that brought a cut request parked %v", waited)
+		}
+		if ev, err := h.d.PollEvents(time.Minute); err != nil || ev != (driver.Idle{}) || time.Since(start) != time.Minute {
+			t.Fatalf("next PollEvents = %#v, %v after %v; want Idle after a full park", ev, err, time.Since(start))
+		}
+	})
 }

@@ -41,6 +41,7 @@ type Driver struct {
 
 	asks       map[coordination.SplitID]coordination.CutRequested // cut requests not yet acted on
 	uncuttable map[coordination.SplitID]bool                      // splits whose cut the coordinator refused for good
+	asked      bool                                               // this poll staged a cut request: it returns without parking
 
 	everHeld    bool                  // a Gained ever created a tenancy
 	complete    bool                  // AllComplete seen

@@ -14,8 +14,9 @@ import (
 // coordinator, applies every event of the batch, sweeps completed splits and
 // advances drains, and loops again without parking if that staged anything.
 // With nothing staged it returns [CommitReady] for lanes that reached end of
-// input, or else parks on the Waker for at most timeout (any wake ends the
-// park; timeout <= 0 does not park) and returns [Idle].
+// input, or [Idle] at once when the batch brought a cut request (for
+// [Driver.Cut]), or else parks on the Waker for at most timeout (any wake
+// ends the park; timeout <= 0 does not park) and returns [Idle].
 //
 // Errors from the coordinator and the source are returned unchanged; a
 // Retryable one is recoverable (keep polling), anything else ends the run.
@@ -47,6 +48,13 @@ func (d *Driver) PollEvents(timeout time.Duration) (Event, error) {
 		}
 		if parts := d.finishing(); len(parts) > 0 {
 			return CommitReady{Partitions: parts}, nil
+		}
+		if d.asked {
+			// A cut request was polled: return at once so the caller acts
+			// on it (Run calls Cut after every poll); a park would hold it
+			// until the next wake or the end of the commit interval.
+			d.asked = false
+			return Idle{}, nil
 		}
 		d.park(timeout)
 		return Idle{}, nil
