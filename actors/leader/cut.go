@@ -40,6 +40,21 @@ func (f *fleetView) observeEstimates(inst string, es []messages.Estimate, now ti
 	f.estimates[inst] = es
 }
 
+// sameReported reports whether estimates a and b name the same tenancies
+// (split and epoch), whatever their figures and order: the same splits
+// pinned to their owner (pinReported). At most EstimatesMax entries each.
+func sameReported(a, b []messages.Estimate) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.ContainsFunc(b, func(y messages.Estimate) bool { return x.Split == y.Split && x.Epoch == y.Epoch }) {
+			return false
+		}
+	}
+	return true
+}
+
 // observeResidual folds a split record of id of weight into the residual
 // counters and the parent's weight cut off when it is a residual of parent
 // (its decoding checked that id is a residual id of parent).

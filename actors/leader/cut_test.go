@@ -492,3 +492,30 @@ func TestAReportedSplitIsNotMovedToBalance(t *testing.T) {
 		}
 	})
 }
+
+// A split whose owner stops reporting an estimate of it is no longer
+// pinned, and the presence that says so makes the assignment changed: the
+// split is balanced at once, not at the next unrelated change (a lane
+// idled about 5 s before).
+func TestAPinThatEndsWithTheEstimateIsBalancedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c", "d"), func(c *coordination.Config) { c.MaxInFlight, c.StartupGrace = 4, 0 })
+		lr.goLive()
+		lr.mustLead(1)
+		lr.observeSplits()
+		lr.observeAssignment("w1")
+		lr.held("w1", "nonce-w1", 1, 10, "", "a", "b", "c", "d")
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 9}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 8},
+			messages.Estimate{Split: "c", Epoch: 1, Remaining: 7})
+		lr.revs++
+		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
+		lr.beat()
+		if b, _, _ := lr.assignment("w2"); slices.ContainsFunc(b.Splits, func(id coordination.SplitID) bool { return id != "d" }) {
+			t.Fatalf("w2's assignment %v, want at most d while a, b and c are pinned", b.Splits)
+		}
+		lr.estimates() // w1 no longer reports any: the pins end
+		if b, _, _ := lr.assignment("w2"); len(b.Splits) != 2 {
+			t.Fatalf("w2's assignment %v after the pins ended, want two of the four without waiting for another change", b.Splits)
+		}
+	})
+}

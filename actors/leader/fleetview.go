@@ -94,7 +94,11 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		if !ok && m.Instance != l.v.ID {
 			l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
 		}
-		if !ok || old != m.MaxInFlight {
+		if !ok || old != m.MaxInFlight || !sameReported(f.estimates[m.Instance], m.Remaining) {
+			// A new member, a new budget, or a change of the splits it
+			// reports estimates of, which pins them (pinReported): a split
+			// whose pin ended is balanced at once, not at the next
+			// unrelated change.
 			l.pub.changed()
 		}
 		f.members[m.Instance] = m.MaxInFlight
