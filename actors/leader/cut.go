@@ -137,7 +137,9 @@ func (f *fleetView) weightLeft(id coordination.SplitID, w uint64) uint64 {
 
 // cutInput is protocol.DecideCuts's input from the view: the live members
 // with their budgets clamped as for the assignment (docs/protocol.md, "Size
-// limits") and the count of splits their current sessions hold, the
+// limits") and the count of their lanes taken (splits their current
+// sessions hold, and splits in transit to them: published to them while
+// another live session still holds them, so the lane is reserved), the
 // runnable splits no live session holds (residuals among them, by their
 // weight), and the held splits their owner reported an estimate of for the
 // record's epoch, with the requests outstanding or asked within the
@@ -160,6 +162,11 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 		}
 		if n, live := f.sessions[s.owner]; s.owner != "" && live && n == s.nonce {
 			held[s.owner]++
+			if to, ok := f.publishedTo[id]; ok && to != s.owner {
+				if _, live := f.members[to]; live {
+					held[to]++ // in transit: the lane it was moved to is reserved for it
+				}
+			}
 			continue
 		}
 		in.Unheld = append(in.Unheld, s.weight)

@@ -519,3 +519,28 @@ func TestAPinThatEndsWithTheEstimateIsBalancedAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// A lane reserved for a split in transit (published to w2, still held by
+// w1 while it drains) is not idle: the cutter does not cut another split to
+// fill it.
+func TestALaneReservedForASplitInTransitIsNotIdle(t *testing.T) {
+	f := newFleetView(0)
+	f.indexPublished()
+	f.members["w1"], f.sessions["w1"] = 2, "n1"
+	f.members["w2"], f.sessions["w2"] = 1, "n2"
+	for _, id := range []coordination.SplitID{"a", "b"} {
+		f.records[id] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 100, seen: true, status: protocol.StatusRunnable}
+	}
+	f.cacheAssign(assignCache{inst: "w1", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"a"}}, rev: 1})
+	f.cacheAssign(assignCache{inst: "w2", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"b"}}, rev: 2})
+	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 1000}}, time.Unix(1000, 0))
+	cfg := coordination.DefaultConfig()
+	in := f.cutInput(cfg, 0, nil, nil)
+	if idle := in.IdleLanes(); idle != 0 {
+		t.Fatalf("idle lanes %d (members %+v), want 0: w2's one lane is reserved for b", idle, in.Members)
+	}
+	in.Now, in.Interval = time.Unix(1000, 0), time.Second
+	if asks := protocol.DecideCuts(in); len(asks) != 0 {
+		t.Fatalf("asked %+v to fill a lane reserved for a split in transit", asks)
+	}
+}

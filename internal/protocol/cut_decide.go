@@ -28,7 +28,9 @@ type CutMember struct {
 	Instance string
 	// Budget is its lane budget, clamped as for the assignment.
 	Budget uint32
-	// Held is how many splits its live session holds.
+	// Held is how many of its lanes are taken: the splits its live session
+	// holds, and those in transit to it (assigned to it, still held by
+	// another live session), whose lane is reserved for them.
 	Held uint32
 }
 
