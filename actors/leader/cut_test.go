@@ -213,6 +213,7 @@ func TestCutRequestsAreOutstandingUntilTheResidualOrTheInterval(t *testing.T) {
 	f.records["b"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 100}, {Split: "b", Epoch: 1, Remaining: 90}}, t0)
 	cfg := coordination.DefaultConfig()
+	cfg.MinCutWeight = 1
 	var c cutter
 	if c.evaluate(t0.Add(interval), interval, &f, cfg, 0) {
 		t.Fatal("asked while not leading")
@@ -542,5 +543,50 @@ func TestALaneReservedForASplitInTransitIsNotIdle(t *testing.T) {
 	in.Now, in.Interval = time.Unix(1000, 0), time.Second
 	if asks := protocol.DecideCuts(in); len(asks) != 0 {
 		t.Fatalf("asked %+v to fill a lane reserved for a split in transit", asks)
+	}
+}
+
+// A presence that never claims (here "rogue", advertising 4096 lanes, kept
+// alive by a peer with write access) counts one lane, not 4096: only
+// members that claimed in their session count their free lanes, so the
+// leader asks w1 for w1's free lanes and one more, not for thousands of
+// residuals (it made 4,078 of one split in 8 s).
+func TestAPresenceThatNeverClaimsDoesNotShredASplit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := cutRig(t, 4, time.Second) // w1 holds a and b: two free lanes
+		lr.revs++
+		lr.send(messages.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1_000_000})
+		lr.beat()
+		lr.beat()
+		a, _, _ := lr.assignment("w1")
+		if len(a.Cuts) != 1 || a.Cuts[0].Split != "a" || a.Cuts[0].Parts > 3 {
+			t.Fatalf("cut requests %+v, want one cut into at most 3 parts: w1's two free lanes and the rogue's one", a.Cuts)
+		}
+	})
+}
+
+// The cutter counts a member's free lanes only once the member claimed in
+// its current session (a split record names it with that session, or the
+// view saw one do so): any other member counts one lane.
+func TestOnlyMembersThatClaimedCountTheirLanes(t *testing.T) {
+	f := newFleetView(0)
+	f.members["w1"], f.sessions["w1"] = 8, "n1"      // holds a split
+	f.members["w2"], f.sessions["w2"] = 8, "n2"      // completed one in this session
+	f.members["w3"], f.sessions["w3"] = 8, "n3"      // claimed, then handed it back
+	f.members["new"], f.sessions["new"] = 8, "n4"    // joined, no claim yet
+	f.members["rogue"], f.sessions["rogue"] = 0, "r" // advertises the default, never claims
+	f.members["w5"], f.sessions["w5"] = 8, "n5-now"  // claimed in an earlier session only
+	f.records["a"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
+	f.records["b"] = splitFacts{owner: "w2", nonce: "n2", epoch: 1, weight: 1, seen: true, status: protocol.StatusCompleted}
+	f.records["c"] = splitFacts{owner: "w5", nonce: "n5-before", epoch: 1, weight: 1, seen: true, status: protocol.StatusCompleted}
+	f.claimed["w3"] = "n3"
+	budgets := map[string]uint32{}
+	for _, m := range f.cutInput(coordination.DefaultConfig(), 0, nil, nil).Members {
+		budgets[m.Instance] = m.Budget
+	}
+	want := map[string]uint32{"w1": 8, "w2": 8, "w3": 8, "new": 1, "rogue": 1, "w5": 1}
+	if !maps.Equal(budgets, want) {
+		t.Fatalf("budgets %v, want %v", budgets, want)
 	}
 }
