@@ -1,6 +1,7 @@
 package driver_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -16,6 +17,8 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors"
 	"github.com/spate-go/coordination/driver"
+	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 	"github.com/spate-go/coordination/testkit"
 )
@@ -171,4 +174,84 @@ func TestEndToEndCutsThatCanNeverBeRecordedAreRefusedAndTheJobCompletes(t *testi
 			})
 		})
 	}
+}
+
+// Issue #37: a presence key "worker.rogue" advertising 4096 lanes, kept
+// alive by a peer with write access but never claiming, made the leader
+// ask the one real worker for 4,078 residuals of one split in 8 s. Only
+// members that claimed in their session count their lanes: within the
+// same 8 s the real worker's split is cut for its own free lanes and the
+// rogue's one lane at most.
+func TestEndToEndARoguePresenceDoesNotShredASplit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, err := actor.NewEngine(actor.NewEngineConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := memstore.New(testkit.HarnessConfig().LeaseDuration)
+		t.Cleanup(func() { _ = st.Close() })
+		logs := &syncBuffer{}
+		log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		ctx := context.Background()
+		cfg := testkit.HarnessConfig()
+		cfg.InstanceID, cfg.Logger, cfg.StartupGrace, cfg.MaxInFlight = "w1", log, 0, 4
+		coord, err := actors.Spawn(e, st, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := &splitLedger{ledgerSource: &ledgerSource{out: &deliveries{count: map[int64]int{}}, lanes: map[coordination.SplitID]*ledgerLane{}},
+			lanes: map[driver.LaneID]coordination.SplitID{}}
+		d := driver.New(coord, src, driver.WithLogger(log))
+		if err := d.Start(ledgerPlanner{rows: 1_000_000, splits: 1}); err != nil {
+			t.Fatal(err)
+		}
+		var rev store.Revision
+		rogue := protocol.EncodePresence(protocol.PresenceRecord{Nonce: "rogue-session", MaxInFlight: 4096})
+		until := time.Now().Add(time.Minute)
+		for time.Now().Before(until) {
+			if rev == 0 && len(d.Assignments()) > 0 {
+				// The rogue appears once the real worker reads its split.
+				var ok bool
+				if rev, ok, err = st.Create(ctx, store.Ephemeral, protocol.WorkerKey("rogue"), rogue); err != nil || !ok {
+					t.Fatalf("rogue presence: %v, %v", ok, err)
+				}
+				until = time.Now().Add(8 * time.Second)
+			}
+			if _, err := d.PollEvents(50 * time.Millisecond); err != nil && coordination.KindOf(err) != coordination.Retryable {
+				t.Fatalf("PollEvents: %v", err)
+			}
+			if ws := src.read(); len(ws) > 0 {
+				time.Sleep(readTime)
+				if err := d.Commit(ws); err != nil {
+					t.Fatalf("Commit: %v", err)
+				}
+			}
+			d.ReportRemaining()
+			if _, err := d.Cut(src.acked()); err != nil {
+				t.Fatalf("Cut: %v", err)
+			}
+			if rev == 0 {
+				continue
+			}
+			if r, ok, err := st.Update(ctx, store.Ephemeral, protocol.WorkerKey("rogue"), rogue, rev); err == nil && ok {
+				rev = r // the rogue's presence is kept alive
+			}
+		}
+		splits, err := st.List(ctx, store.Durable, "job.split.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		residuals, held := len(splits)-1, 0
+		for _, e := range splits {
+			if strings.Contains(string(e.Value), `"owner":"w1"`) {
+				held++
+			}
+		}
+		t.Logf("%d residuals in 8 s with a rogue presence of 4096 lanes; %d of the %d split records held by w1", residuals, held, len(splits))
+		if residuals == 0 || residuals > cfg.MaxInFlight {
+			t.Errorf("%d residuals of the one split in 8 s; want at least one and at most %d (the real worker's lanes and the rogue's one)", residuals, cfg.MaxInFlight)
+		}
+		_ = d.Shutdown(nil)
+		synctest.Wait()
+	})
 }
