@@ -20,6 +20,10 @@ import (
 // high enough for 100,000 splits over 8 workers (12,500 each).
 const MaxInFlightLimit = 1 << 16
 
+// DefaultMinCutWeight is [DefaultConfig]'s Config.MinCutWeight: a cut
+// hands an idle lane at least this much work, in the splits' weight units.
+const DefaultMinCutWeight = 1000
+
 // InstanceIDMaxLen is the longest a Config.InstanceID may be, in bytes.
 const InstanceIDMaxLen = 128
 
@@ -80,8 +84,15 @@ type Config struct {
 	// MinCutWeight is the smallest residual the leader asks a running
 	// split's owner to cut off, in the splits' weight units
 	// (docs/protocol.md, "Runtime split"): a cut is worth it only when what
-	// it hands to an idle lane outweighs its cost. It matters only for
-	// sources that implement driver.Splitter. Default 1; at least 1.
+	// it hands to an idle lane outweighs its cost, about six store writes
+	// (the cut commit, the residual's spec and split record, its claim,
+	// fence and completion) and a placement, some tens of milliseconds. Set
+	// it to the weight of what one lane handles in about half a second: with
+	// weights in records at a few thousand records a second per lane, the
+	// default; with weights in bytes, some megabytes; with coarse units (one
+	// per file or table), their count in that time, 1 at least. It matters
+	// only for sources that implement driver.Splitter. Default 1000 (was 1:
+	// a cut could hand a lane a single record); at least 1.
 	MinCutWeight uint64
 	// CutInterval bounds the rate of runtime splits: the leader asks to cut
 	// a split at most once per CutInterval (and never for more residuals
@@ -115,7 +126,7 @@ func DefaultConfig() Config {
 		RebalanceDelay:     20 * time.Second,
 		StartupGrace:       3 * time.Second,
 		DrainDeadline:      10 * time.Second,
-		MinCutWeight:       1,
+		MinCutWeight:       DefaultMinCutWeight,
 	}
 }
 

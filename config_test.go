@@ -17,7 +17,7 @@ func TestDefaultConfigValues(t *testing.T) {
 		LeaseDuration: 30 * time.Second, OpTimeout: 10 * time.Second, MaxAttempts: 4, MaxInFlight: 8,
 		ReplanInterval: 60 * time.Second, ReconcileInterval: 30 * time.Second, StartupMaxAttempts: 8,
 		RebalanceDelay: 20 * time.Second, StartupGrace: 3 * time.Second, DrainDeadline: 10 * time.Second,
-		MinCutWeight: 1,
+		MinCutWeight: 1000,
 	}
 	if c != want {
 		t.Fatalf("DefaultConfig() = %+v, want %+v", c, want)

@@ -1,5 +1,19 @@
 package coordination
 
+import "errors"
+
+// ErrCutRefused matches, through errors.Is, the error of a
+// [Cutter.CommitCut] that refused its cut for good (docs/protocol.md,
+// "Runtime split", "Refused cuts"): a residual byte-equal to its primary,
+// or descriptors too large for the store's value cap. It is a Retryable
+// *Error whose reason names the split, the sizes and the cap. Nothing was
+// written: the split is still held, un-cut, at its last landed commit. The
+// same cut is refused again, and the lane no longer reads past the cut, so
+// the caller commits its progress without the cut and hands the split back
+// (Release): its next tenancy reads the rest of the range un-cut.
+// driver.Cut does exactly that.
+var ErrCutRefused = errors.New("cut refused")
+
 // Cut is a cut of a held split's remaining range (docs/protocol.md,
 // "Runtime split"): the owner keeps the primary, the split's range up to
 // the cut, and the residual, the rest of it, becomes a new split that any
@@ -39,7 +53,9 @@ type Cutter interface {
 	// split's next claimant). Retryable means the cut may or may not have
 	// landed: the lane must not read past the cut, and the caller calls
 	// CommitCut again with the same cut (and any later progress) until it
-	// returns nil or Fenced. progress.Completed must be false: a split
-	// completes only after its residual exists.
+	// returns nil or Fenced. An error matching [ErrCutRefused] means the
+	// cut was refused for good and nothing was written: commit the progress
+	// without the cut and hand the split back. progress.Completed must be
+	// false: a split completes only after its residual exists.
 	CommitCut(split SplitID, progress SplitProgress, cut Cut) (SplitID, error)
 }

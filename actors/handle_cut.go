@@ -26,8 +26,12 @@ var _ coordination.Cutter = (*Coordinator)(nil)
 // is not confirmed, a CommitCut with another cut is refused (Retryable) and
 // a completing Commit first creates the pending residual. progress.Completed
 // is a Fatal usage error that writes nothing (a split completes only after
-// its residual exists); a regressing watermark or an oversized record is
-// Fatal as for Commit. It blocks for at most OpTimeout, and returns shortly
+// its residual exists); a regressing watermark is Fatal as for Commit. A
+// cut that can never be made (a residual byte-equal to its primary,
+// descriptors that would take the residual's spec or the progress record
+// over the store's value cap) is refused with a Retryable error matching
+// coordination.ErrCutRefused, writing nothing and latching nothing
+// (docs/protocol.md, "Runtime split", "Refused cuts"). It blocks for at most OpTimeout, and returns shortly
 // after the stop channel closes.
 func (c *Coordinator) CommitCut(split coordination.SplitID, progress coordination.SplitProgress, cut coordination.Cut) (coordination.SplitID, error) {
 	if err := c.gate(); err != nil {

@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/driver"
@@ -238,4 +241,74 @@ func TestARequestForSeveralPartsCutsThemOffInEqualShares(t *testing.T) {
 	if want := []string{"750-1000", "500-750", "250-500"}; !slices.Equal(residuals, want) || string(h.script.Cuts()[2].Cut.Primary) != "0-250" {
 		t.Fatalf("residuals %v (primary %s), want %v and 0-250", residuals, h.script.Cuts()[2].Cut.Primary, want)
 	}
+}
+
+// TestARefusedCutHandsTheSplitBackUncut: a cut the coordinator refuses for
+// good (coordination.ErrCutRefused; here a residual equal to its primary,
+// as a source with a broken TrySplit returns) is not an error of the run:
+// the lane, which stopped at the cut, commits its progress without the
+// cut, the split is handed back un-cut (Release) and the lane retired;
+// later requests for the split are ignored and its estimates no longer
+// reported, since the same cut would be refused again (docs/protocol.md,
+// "Runtime split", "Refused cuts").
+func TestARefusedCutHandsTheSplitBackUncut(t *testing.T) {
+	h, src := newSplitHarness(t)
+	src.cut = driver.Cut{Primary: []byte("0-100"), Residual: []byte("0-100"), ResidualWeight: 50}
+	lane := h.open("s", 3, progress(10))
+	src.remaining[lane.ID] = 90
+	h.requestCut("s", 3, 0.5)
+	if n, err := h.d.Cut([]driver.Watermark{{Partition: lane.Partition, Value: 20}}); n != 0 || err != nil {
+		t.Fatalf("Cut = %d, %v; want no cut and no error", n, err)
+	}
+	if len(h.script.Cuts()) != 0 {
+		t.Fatalf("a refused cut was recorded: %+v", h.script.Cuts())
+	}
+	commits := h.script.Commits()
+	if len(commits) != 1 || commits[0].Split != "s" || commits[0].Progress.Watermark != 20 || commits[0].Progress.Completed {
+		t.Fatalf("commits = %+v, want s at 20 without the cut, not completed", commits)
+	}
+	if got := h.script.Released(); !slices.Equal(got, []coordination.SplitID{"s"}) {
+		t.Fatalf("Released = %v, want [s]", got)
+	}
+	if a := h.mustLog(slog.LevelWarn, "cut refused; the lane stopped at the cut, so the split is handed back un-cut and its next tenancy reads the rest of its range; it is not cut again"); a["split"] != "s" || !strings.Contains(a["err"], "byte-equal") {
+		t.Fatalf("refusal logged with %v, want the split and the coordinator's reason", a)
+	}
+	h.expect(driver.LanesRetired{Lanes: []driver.LaneID{lane.ID}})
+	// Its next tenancy reads on; it is neither reported nor cut again.
+	again := h.open("s", 4, progress(20))
+	src.remaining[again.ID] = 80
+	h.d.ReportRemaining()
+	if e, ok := h.script.Remaining("s"); ok {
+		t.Fatalf("estimate %+v reported for a split whose cut was refused", e)
+	}
+	h.requestCut("s", 4, 0.5)
+	if n, err := h.d.Cut([]driver.Watermark{{Partition: again.Partition, Value: 30}}); n != 0 || err != nil || len(src.asked) != 1 {
+		t.Fatalf("Cut = %d, %v with %d TrySplit calls; want the request ignored", n, err, len(src.asked))
+	}
+	if h.countLogged("cut refused; the lane stopped at the cut, so the split is handed back un-cut and its next tenancy reads the rest of its range; it is not cut again") != 1 {
+		t.Fatal("the refusal was logged more than once")
+	}
+}
+
+// TestAPollThatBringsACutRequestDoesNotPark: a poll whose batch carries a
+// cut request returns at once, so the caller cuts when the request arrives
+// (it used to park for the rest of the commit interval: about 700 ms
+// between the request and TrySplit); the next poll parks as before.
+func TestAPollThatBringsACutRequestDoesNotPark(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h, _ := newSplitHarness(t)
+		h.open("s", 1, progress(1))
+		h.script.RequestCut("s", 1, 0.5, 1)
+		<-h.d.Waker().C() // the wake that delivered the request ended an earlier park
+		start := time.Now()
+		if ev, err := h.d.PollEvents(time.Hour); err != nil || ev != (driver.Idle{}) {
+			t.Fatalf("PollEvents = %#v, %v; want Idle", ev, err)
+		}
+		if waited := time.Since(start); waited != 0 {
+			t.Fatalf("the poll that brought a cut request parked %v", waited)
+		}
+		if ev, err := h.d.PollEvents(time.Minute); err != nil || ev != (driver.Idle{}) || time.Since(start) != time.Minute {
+			t.Fatalf("next PollEvents = %#v, %v after %v; want Idle after a full park", ev, err, time.Since(start))
+		}
+	})
 }

@@ -39,7 +39,9 @@ type Driver struct {
 	lost    []LaneID   // staged for LanesRevoked
 	retired []LaneID   // staged for LanesRetired
 
-	asks map[coordination.SplitID]coordination.CutRequested // cut requests not yet acted on
+	asks       map[coordination.SplitID]coordination.CutRequested // cut requests not yet acted on
+	uncuttable map[coordination.SplitID]bool                      // splits whose cut the coordinator refused for good
+	asked      bool                                               // this poll staged a cut request: it returns without parking
 
 	everHeld    bool                  // a Gained ever created a tenancy
 	complete    bool                  // AllComplete seen

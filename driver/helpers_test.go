@@ -141,6 +141,14 @@ type hookedCoordinator struct {
 
 	startErr, pollErr, commitErr, declineErr, releaseDrainedErr, departErr error
 	pollCalls                                                              int
+	failErrs                                                               map[coordination.SplitID]error // returned by Fail after the script's
+}
+
+func (h *hookedCoordinator) Fail(id coordination.SplitID, epoch coordination.LeaseEpoch, reason string) error {
+	if err := h.ScriptedCoordinator.Fail(id, epoch, reason); err != nil {
+		return err
+	}
+	return h.failErrs[id]
 }
 
 func (h *hookedCoordinator) Commit(id coordination.SplitID, p coordination.SplitProgress) error {

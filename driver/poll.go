@@ -14,8 +14,9 @@ import (
 // coordinator, applies every event of the batch, sweeps completed splits and
 // advances drains, and loops again without parking if that staged anything.
 // With nothing staged it returns [CommitReady] for lanes that reached end of
-// input, or else parks on the Waker for at most timeout (any wake ends the
-// park; timeout <= 0 does not park) and returns [Idle].
+// input, or [Idle] at once when the batch brought a cut request (for
+// [Driver.Cut]), or else parks on the Waker for at most timeout (any wake
+// ends the park; timeout <= 0 does not park) and returns [Idle].
 //
 // Errors from the coordinator and the source are returned unchanged; a
 // Retryable one is recoverable (keep polling), anything else ends the run.
@@ -47,6 +48,13 @@ func (d *Driver) PollEvents(timeout time.Duration) (Event, error) {
 		}
 		if parts := d.finishing(); len(parts) > 0 {
 			return CommitReady{Partitions: parts}, nil
+		}
+		if d.asked {
+			// A cut request was polled: return at once so the caller acts
+			// on it (Run calls Cut after every poll); a park would hold it
+			// until the next wake or the end of the commit interval.
+			d.asked = false
+			return Idle{}, nil
 		}
 		d.park(timeout)
 		return Idle{}, nil
@@ -194,8 +202,9 @@ func (d *Driver) apply(events []coordination.Event) error {
 }
 
 // onGained creates a tenancy for g, after retiring a duplicate and
-// validating carried progress; a rejected resume is reported as poison and
-// its error kept.
+// validating carried progress; a rejected resume is reported as poison
+// (Fail) and logged, and only a Fail error that leaves the split here is
+// kept.
 //
 // Catch-up: Commit names no epoch, so when the coordinator ends a tenancy and
 // re-claims the split for this worker before the driver polls the Lost, the
@@ -222,8 +231,10 @@ func (d *Driver) onGained(g coordination.Gained, previous *coordination.SplitPro
 	}
 	if g.Progress != nil {
 		if err := d.src.ValidateResume(cloneSpec(g.Split), *cloneProgressPtr(g.Progress)); err != nil {
-			d.log.Warn("resume progress rejected; reporting the split as failed", "split", g.Split.ID, "epoch", g.Epoch, "err", err)
-			keep(err)
+			// Poison (Source.ValidateResume): the split is failed, charged an
+			// attempt, and the run goes on; only a Fail the coordinator could
+			// not take is an error of the poll.
+			d.log.Warn("resume progress rejected; reporting the split as failed (poison)", "split", g.Split.ID, "epoch", g.Epoch, "err", err)
 			if ferr := d.c.Fail(g.Split.ID, g.Epoch, "resume progress rejected: "+err.Error()); !leftWorker(ferr) {
 				keep(ferr)
 			}

@@ -164,13 +164,11 @@ func TestPollErrorIsReturnedUnchanged(t *testing.T) {
 
 func TestEveryEventOfABatchIsAppliedEvenIfOneFails(t *testing.T) {
 	h := newHarness(t)
-	rejected := errors.New("pinned version gone")
-	h.src.validateErr["a"] = rejected
+	h.src.validateErr["a"] = errors.New("pinned version gone")
+	h.script.FailNextFail("a", coordination.Fatal)
 	h.script.Gain(spec("a"), 3, progress(4))
 	h.script.Gain(spec("b"), 1, nil)
-	if err := h.pollErr(); err != rejected {
-		t.Fatalf("PollEvents = %v, want the source's rejection", err)
-	}
+	wantErr(t, h.pollErr(), coordination.Fatal, "scripted fatal for split a")
 	ev := h.poll()
 	added, ok := ev.(driver.LanesAdded)
 	if !ok || len(added.Lanes) != 1 || added.Lanes[0].Split.ID != "b" {
@@ -179,12 +177,12 @@ func TestEveryEventOfABatchIsAppliedEvenIfOneFails(t *testing.T) {
 }
 
 func TestFirstErrorOfABatchIsKeptUnlessALaterOneIsFatal(t *testing.T) {
-	first := &coordination.Error{Kind: coordination.Retryable, Reason: "first rejection"}
-	second := errors.New("second rejection")
+	first, second := errors.New("first: fail not taken"), errors.New("second: fail not taken")
 	t.Run("first kept", func(t *testing.T) {
 		h := newHarness(t)
-		h.src.validateErr["a"] = first
-		h.src.validateErr["b"] = second
+		h.c.failErrs = map[coordination.SplitID]error{"a": first, "b": second}
+		h.src.validateErr["a"] = errors.New("rejected")
+		h.src.validateErr["b"] = errors.New("rejected")
 		h.script.Gain(spec("a"), 1, progress(1))
 		h.script.Gain(spec("b"), 1, progress(1))
 		if err := h.pollErr(); err != first {
@@ -193,8 +191,9 @@ func TestFirstErrorOfABatchIsKeptUnlessALaterOneIsFatal(t *testing.T) {
 	})
 	t.Run("later fatal replaces", func(t *testing.T) {
 		h := newHarness(t)
-		h.src.validateErr["a"] = first
-		h.src.validateErr["b"] = second
+		h.c.failErrs = map[coordination.SplitID]error{"a": first}
+		h.src.validateErr["a"] = errors.New("rejected")
+		h.src.validateErr["b"] = errors.New("rejected")
 		h.script.FailNextFail("b", coordination.Fatal)
 		h.script.Gain(spec("a"), 1, progress(1))
 		h.script.Gain(spec("b"), 1, progress(1))
@@ -248,7 +247,11 @@ func TestGainedOpensAtTheValidatedResume(t *testing.T) {
 	}
 }
 
-func TestResumeRejectionFailsTheSplitAndReturnsTheSourceError(t *testing.T) {
+// TestResumeRejectionFailsTheSplitAsPoison: a rejected resume is poison
+// (Source.ValidateResume): the split is failed and never opened, the
+// rejection logged, and the poll goes on: an error of the source here used
+// to end driver.Run.
+func TestResumeRejectionFailsTheSplitAsPoison(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		outcome coordination.ErrorKind // 0: unscripted (nil)
@@ -265,8 +268,9 @@ func TestResumeRejectionFailsTheSplitAndReturnsTheSourceError(t *testing.T) {
 				h.script.FailNextFail("a", tc.outcome)
 			}
 			h.script.Gain(spec("a"), 5, progress(99))
-			if err := h.pollErr(); err != rejected {
-				t.Fatalf("PollEvents = %v, want the source's rejection unchanged", err)
+			h.expect(driver.Idle{})
+			if a := h.mustLog(slog.LevelWarn, "resume progress rejected; reporting the split as failed (poison)"); a["split"] != "a" || a["err"] != rejected.Error() {
+				t.Fatalf("logged %v, want the split and the rejection", a)
 			}
 			want := []testkitFail{{"a", 5, "resume progress rejected: watermark 99 outside the split"}}
 			if got := fails(h); !reflect.DeepEqual(got, want) {

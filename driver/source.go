@@ -17,7 +17,9 @@ type Source interface {
 	OpenSplit(o Opening) error
 	// ValidateResume checks progress carried by a gained split against its
 	// descriptor (pins, versions, watermark inside the split). A rejection is
-	// treated as poison: the split is failed and never opened.
+	// treated as poison: it is logged, the split is failed (Fail: one
+	// attempt charged, quarantined at the attempt cap) and never opened,
+	// and the run goes on; the rejection is not returned by PollEvents.
 	ValidateResume(spec coordination.SplitSpec, p coordination.SplitProgress) error
 	// EncodeCommit snapshots committable progress at an acknowledged
 	// watermark. It sets Completed only when the split is fully delivered and

@@ -158,7 +158,9 @@ const fleetWatchdog = 2 * time.Minute
 // HarnessConfig returns the fleet's default member configuration:
 // LeaseDuration 1.5s, OpTimeout 200ms, ReplanInterval equal to the
 // lease, ReconcileInterval 400ms, DrainDeadline half the lease,
-// RebalanceDelay 0, other knobs as coordination.DefaultConfig.
+// RebalanceDelay 0, MinCutWeight 1 (the fleet's ranged splits hold tens of
+// records, and each weighs its records), other knobs as
+// coordination.DefaultConfig.
 func HarnessConfig() coordination.Config {
 	cfg := coordination.DefaultConfig()
 	cfg.LeaseDuration = 1500 * time.Millisecond
@@ -167,6 +169,7 @@ func HarnessConfig() coordination.Config {
 	cfg.ReconcileInterval = 400 * time.Millisecond
 	cfg.DrainDeadline = cfg.LeaseDuration / 2
 	cfg.RebalanceDelay = 0
+	cfg.MinCutWeight = 1
 	return cfg
 }
 

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -106,13 +107,20 @@ func (m *Member) cutStep(id coordination.SplitID, h *Held) bool {
 
 // CommitCut commits a cut of a held split with progress p through the
 // coordinator and records the result ("cut"): nil ends the cut in flight
-// (the residual exists); Fenced drops the split as Commit does.
+// (the residual exists); Fenced drops the split as Commit does; a refusal
+// (coordination.ErrCutRefused) hands it back un-cut after a commit of p
+// without the cut, as driver.Cut does.
 func (m *Member) CommitCut(split coordination.SplitID, p coordination.SplitProgress, cut coordination.Cut) (coordination.SplitID, error) {
 	residual, err := m.coord.CommitCut(split, p, cut)
 	m.record("cut", split, err)
 	h := m.held[split]
 	switch {
 	case h == nil:
+	case errors.Is(err, coordination.ErrCutRefused):
+		h.pendingCut = nil
+		if m.Commit(split, p) == nil {
+			_ = m.Release(split)
+		}
 	case err == nil:
 		h.pendingCut = nil
 		cp := p

@@ -42,6 +42,7 @@ func TestHarnessConfigDefaults(t *testing.T) {
 	want.ReconcileInterval = 400 * time.Millisecond
 	want.DrainDeadline = want.LeaseDuration / 2
 	want.RebalanceDelay = 0
+	want.MinCutWeight = 1
 	if c != want {
 		t.Fatalf("HarnessConfig() = %+v, want %+v", c, want)
 	}

@@ -1,6 +1,7 @@
 package testkit
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/spate-go/coordination"
@@ -47,8 +48,10 @@ func (c *ScriptedCoordinator) ReportRemaining(split coordination.SplitID, epoch 
 // error, or records the cut and returns the residual id a real coordinator
 // would derive (docs/protocol.md, "Residual ids"), from the epoch of the
 // split's last scripted Gain and the number of cuts of the split recorded
-// so far. A completed progress is refused with Fatal, as by a real
-// coordinator. Failed calls are not recorded.
+// so far. A completed progress is refused with Fatal, and a residual
+// byte-equal to its primary with an error matching
+// coordination.ErrCutRefused, as by a real coordinator. Failed calls are
+// not recorded.
 func (c *ScriptedCoordinator) CommitCut(split coordination.SplitID, progress coordination.SplitProgress, cut coordination.Cut) (coordination.SplitID, error) {
 	c.st.mu.Lock()
 	defer c.st.mu.Unlock()
@@ -60,6 +63,10 @@ func (c *ScriptedCoordinator) CommitCut(split coordination.SplitID, progress coo
 	}
 	if kind, ok := pop(c.st.cutOutcomes, split); ok {
 		return "", scripted(kind, split)
+	}
+	if bytes.Equal(cut.Primary, cut.Residual) {
+		return "", &coordination.Error{Kind: coordination.Retryable, Err: coordination.ErrCutRefused,
+			Reason: "split " + string(split) + ": cut refused, nothing written: its residual descriptor is byte-equal to its primary"}
 	}
 	c.st.counters[split]++
 	residual := protocol.ResidualID(split, uint64(max(c.st.epochs[split], 1)), c.st.counters[split])

@@ -3,6 +3,7 @@ package commitwriter
 import (
 	"bytes"
 	"context"
+	"fmt"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
@@ -88,15 +89,33 @@ func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coord
 	if pending != nil {
 		return base, cutUnconfirmed(id, pending.ID)
 	}
+	if bytes.Equal(cut.Primary, cut.Residual) {
+		return base, cutRefused(id, "its residual descriptor is byte-equal to its primary (%d bytes), so the rest of the range would never be read (the source's TrySplit is wrong: testkit.CheckSplitter rejects it)", len(cut.Primary))
+	}
 	next, ok := base.NextCut(cut.Residual, cut.ResidualWeight)
 	if !ok {
-		return base, coordination.Errorf(coordination.Fatal, "split %s: tenancy %d has made the most cuts a tenancy can; commit without a cut", id, c.epoch)
+		return base, cutRefused(id, "tenancy %d has made the most cuts a tenancy can", c.epoch)
 	}
 	spec := protocol.EncodeSpec(next.ResidualSpec(v.FPHash.Load(), c.gen))
-	if err := protocol.CheckSpecSize(next.ID, len(spec), v.ValueCap); err != nil {
-		return base, err
+	if n := len(spec); v.ValueCap > 0 && n > v.ValueCap {
+		return base, cutRefused(id, "the residual's spec record would be %d bytes (residual descriptor %d bytes), above the store's value cap of %d bytes", n, len(cut.Residual), v.ValueCap)
 	}
-	return base.CommitCut(p, cut.Primary, next, now), nil
+	want := base.CommitCut(p, cut.Primary, next, now)
+	if n := len(protocol.EncodeProgress(want)); v.ValueCap > 0 && n > v.ValueCap {
+		return base, cutRefused(id, "the progress record with the cut would be %d bytes (primary descriptor %d bytes, residual descriptor %d bytes, state %d bytes), above the store's value cap of %d bytes",
+			n, len(cut.Primary), len(cut.Residual), len(p.State), v.ValueCap)
+	}
+	return want, nil
+}
+
+// cutRefused is the refusal of a cut that can never be made
+// (docs/protocol.md, "Runtime split", "Refused cuts"): Retryable, matching
+// coordination.ErrCutRefused, nothing written; the reason names the split
+// and why (format, args).
+func cutRefused(id coordination.SplitID, format string, args ...any) error {
+	return &coordination.Error{Kind: coordination.Retryable, Err: coordination.ErrCutRefused,
+		Reason: fmt.Sprintf("split %s: cut refused, nothing written: ", id) + fmt.Sprintf(format, args...) +
+			"; the split stays un-cut: commit without the cut and hand it back, and its next tenancy reads the whole rest of its range (make TrySplit refuse such cuts, or keep its descriptors smaller)"}
 }
 
 // ownCut returns the cut r carries when this tenancy made it, or nil.

@@ -2,6 +2,7 @@ package commitwriter
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync"
@@ -416,4 +417,56 @@ func TestACutAfterAnUnseenCompletionIsFenced(t *testing.T) {
 			t.Fatalf("told %#v, want EndTenancy completed", got)
 		}
 	})
+}
+
+// TestACutThatCanNeverBeMadeIsRefusedNotFatal: a cut whose residual is
+// byte-equal to its primary (the rest of the range would never be read),
+// whose residual spec is over the store's value cap, or whose progress
+// record with the cut is over it, is refused: Retryable matching
+// coordination.ErrCutRefused, a reason naming the split, the sizes and the
+// cap, nothing written, nothing latched; the tenancy's next plain commit
+// lands (docs/protocol.md, "Runtime split", "Refused cuts").
+func TestACutThatCanNeverBeMadeIsRefusedNotFatal(t *testing.T) {
+	big := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	for _, tc := range []struct {
+		name              string
+		primary, residual string
+		want              []string
+	}{
+		{"residual equals primary", "same", "same", []string{"split a", "byte-equal to its primary (4 bytes)"}},
+		{"residual spec over the cap", "p", big('r', 1000), []string{"split a", "spec record would be", "residual descriptor 1000 bytes", "value cap of 600 bytes"}},
+		{"progress record over the cap", big('p', 250), big('r', 250), []string{"split a", "progress record with the cut would be", "primary descriptor 250 bytes, residual descriptor 250 bytes, state 0 bytes", "value cap of 600 bytes"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newCutRig(t)
+				r.v.ValueCap = 600
+				before := r.progress(t)
+				res := r.cut(10, tc.primary, tc.residual, 4)
+				if !errors.Is(res.Err, coordination.ErrCutRefused) || coordination.KindOf(res.Err) != coordination.Retryable || res.Landed || res.Residual != "" {
+					t.Fatalf("cut: landed %v %q, %v; want a Retryable refusal matching ErrCutRefused", res.Landed, res.Residual, res.Err)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(res.Err.Error(), w) {
+						t.Errorf("refusal %q does not say %q", res.Err, w)
+					}
+				}
+				if f := r.v.Outbox.Failure(); f != nil {
+					t.Fatalf("a refused cut latched %v", f)
+				}
+				if rec := r.progress(t); rec.Cut != nil || rec.Descriptor != nil || rec.Watermark != before.Watermark {
+					t.Fatalf("progress %+v after a refused cut, want it untouched", rec)
+				}
+				if r.exists(t, protocol.SpecKey("_a_2_1")) || r.exists(t, protocol.SplitKey("_a_2_1")) {
+					t.Fatal("a refused cut created a residual record")
+				}
+				if res := r.commit(coordination.SplitProgress{Watermark: 10}); !res.Landed || res.Err != nil {
+					t.Fatalf("the commit after the refusal: landed %v, %v", res.Landed, res.Err)
+				}
+				if rec := r.progress(t); rec.Cut != nil || *rec.Watermark != 10 {
+					t.Fatalf("progress %+v, want watermark 10 without a cut", rec)
+				}
+			})
+		})
+	}
 }

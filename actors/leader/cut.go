@@ -3,6 +3,7 @@ package leader
 import (
 	"cmp"
 	"iter"
+	"maps"
 	"slices"
 	"time"
 
@@ -38,6 +39,21 @@ func (f *fleetView) observeEstimates(inst string, es []messages.Estimate, now ti
 		return
 	}
 	f.estimates[inst] = es
+}
+
+// sameReported reports whether estimates a and b name the same tenancies
+// (split and epoch), whatever their figures and order: the same splits
+// pinned to their owner (pinReported). At most EstimatesMax entries each.
+func sameReported(a, b []messages.Estimate) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.ContainsFunc(b, func(y messages.Estimate) bool { return x.Split == y.Split && x.Epoch == y.Epoch }) {
+			return false
+		}
+	}
+	return true
 }
 
 // observeResidual folds a split record of id of weight into the residual
@@ -122,7 +138,13 @@ func (f *fleetView) weightLeft(id coordination.SplitID, w uint64) uint64 {
 
 // cutInput is protocol.DecideCuts's input from the view: the live members
 // with their budgets clamped as for the assignment (docs/protocol.md, "Size
-// limits") and the count of splits their current sessions hold, the
+// limits"), and to one lane for a member the view has not seen claim a
+// split in its current session (docs/protocol.md, "Who decides": only lanes
+// that can take work count; a presence that never claims, whatever budget
+// it advertises, made the leader shred a split into thousands of residuals
+// for it) and the count of their lanes taken (splits their current
+// sessions hold, and splits in transit to them: published to them while
+// another live session still holds them, so the lane is reserved), the
 // runnable splits no live session holds (residuals among them, by their
 // weight), and the held splits their owner reported an estimate of for the
 // record's epoch, with the requests outstanding or asked within the
@@ -138,13 +160,23 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 	held := make(map[string]uint32, len(f.members))
 	reported := map[coordination.SplitID]bool{}
 	longest := 0
+	claimed := maps.Clone(f.claimed)
 	for id, s := range f.records {
 		longest = max(longest, len(id))
+		n, live := f.sessions[s.owner]
+		if s.owner != "" && live && n == s.nonce {
+			claimed[s.owner] = n // a record observed before its owner's presence
+		}
 		if s.status != protocol.StatusRunnable {
 			continue
 		}
-		if n, live := f.sessions[s.owner]; s.owner != "" && live && n == s.nonce {
+		if s.owner != "" && live && n == s.nonce {
 			held[s.owner]++
+			if to, ok := f.publishedTo[id]; ok && to != s.owner {
+				if _, live := f.members[to]; live {
+					held[to]++ // in transit: the lane it was moved to is reserved for it
+				}
+			}
 			continue
 		}
 		in.Unheld = append(in.Unheld, s.weight)
@@ -165,6 +197,9 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 		budget := min(cfg.MaxInFlight, limit)
 		if b > 0 {
 			budget = min(int(b), limit)
+		}
+		if n, ok := claimed[m]; !ok || n != f.sessions[m] {
+			budget = min(budget, 1) // no claim in this session yet: one lane, until it takes work
 		}
 		in.Members = append(in.Members, protocol.CutMember{Instance: m, Budget: uint32(budget), Held: held[m]})
 	}

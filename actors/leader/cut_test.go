@@ -213,6 +213,7 @@ func TestCutRequestsAreOutstandingUntilTheResidualOrTheInterval(t *testing.T) {
 	f.records["b"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 100}, {Split: "b", Epoch: 1, Remaining: 90}}, t0)
 	cfg := coordination.DefaultConfig()
+	cfg.MinCutWeight = 1
 	var c cutter
 	if c.evaluate(t0.Add(interval), interval, &f, cfg, 0) {
 		t.Fatal("asked while not leading")
@@ -491,4 +492,101 @@ func TestAReportedSplitIsNotMovedToBalance(t *testing.T) {
 			t.Fatalf("w2's assignment %v (written %v), want at most d, the split not reported", b.Splits, ok)
 		}
 	})
+}
+
+// A split whose owner stops reporting an estimate of it is no longer
+// pinned, and the presence that says so makes the assignment changed: the
+// split is balanced at once, not at the next unrelated change (a lane
+// idled about 5 s before).
+func TestAPinThatEndsWithTheEstimateIsBalancedAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c", "d"), func(c *coordination.Config) { c.MaxInFlight, c.StartupGrace = 4, 0 })
+		lr.goLive()
+		lr.mustLead(1)
+		lr.observeSplits()
+		lr.observeAssignment("w1")
+		lr.held("w1", "nonce-w1", 1, 10, "", "a", "b", "c", "d")
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 9}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 8},
+			messages.Estimate{Split: "c", Epoch: 1, Remaining: 7})
+		lr.revs++
+		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
+		lr.beat()
+		if b, _, _ := lr.assignment("w2"); slices.ContainsFunc(b.Splits, func(id coordination.SplitID) bool { return id != "d" }) {
+			t.Fatalf("w2's assignment %v, want at most d while a, b and c are pinned", b.Splits)
+		}
+		lr.estimates() // w1 no longer reports any: the pins end
+		if b, _, _ := lr.assignment("w2"); len(b.Splits) != 2 {
+			t.Fatalf("w2's assignment %v after the pins ended, want two of the four without waiting for another change", b.Splits)
+		}
+	})
+}
+
+// A lane reserved for a split in transit (published to w2, still held by
+// w1 while it drains) is not idle: the cutter does not cut another split to
+// fill it.
+func TestALaneReservedForASplitInTransitIsNotIdle(t *testing.T) {
+	f := newFleetView(0)
+	f.indexPublished()
+	f.members["w1"], f.sessions["w1"] = 2, "n1"
+	f.members["w2"], f.sessions["w2"] = 1, "n2"
+	for _, id := range []coordination.SplitID{"a", "b"} {
+		f.records[id] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 100, seen: true, status: protocol.StatusRunnable}
+	}
+	f.cacheAssign(assignCache{inst: "w1", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"a"}}, rev: 1})
+	f.cacheAssign(assignCache{inst: "w2", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"b"}}, rev: 2})
+	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 1000}}, time.Unix(1000, 0))
+	cfg := coordination.DefaultConfig()
+	in := f.cutInput(cfg, 0, nil, nil)
+	if idle := in.IdleLanes(); idle != 0 {
+		t.Fatalf("idle lanes %d (members %+v), want 0: w2's one lane is reserved for b", idle, in.Members)
+	}
+	in.Now, in.Interval = time.Unix(1000, 0), time.Second
+	if asks := protocol.DecideCuts(in); len(asks) != 0 {
+		t.Fatalf("asked %+v to fill a lane reserved for a split in transit", asks)
+	}
+}
+
+// A presence that never claims (here "rogue", advertising 4096 lanes, kept
+// alive by a peer with write access) counts one lane, not 4096: only
+// members that claimed in their session count their free lanes, so the
+// leader asks w1 for w1's free lanes and one more, not for thousands of
+// residuals (it made 4,078 of one split in 8 s).
+func TestAPresenceThatNeverClaimsDoesNotShredASplit(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lr := cutRig(t, 4, time.Second) // w1 holds a and b: two free lanes
+		lr.revs++
+		lr.send(messages.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
+		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1_000_000})
+		lr.beat()
+		lr.beat()
+		a, _, _ := lr.assignment("w1")
+		if len(a.Cuts) != 1 || a.Cuts[0].Split != "a" || a.Cuts[0].Parts > 3 {
+			t.Fatalf("cut requests %+v, want one cut into at most 3 parts: w1's two free lanes and the rogue's one", a.Cuts)
+		}
+	})
+}
+
+// The cutter counts a member's free lanes only once the member claimed in
+// its current session (a split record names it with that session, or the
+// view saw one do so): any other member counts one lane.
+func TestOnlyMembersThatClaimedCountTheirLanes(t *testing.T) {
+	f := newFleetView(0)
+	f.members["w1"], f.sessions["w1"] = 8, "n1"      // holds a split
+	f.members["w2"], f.sessions["w2"] = 8, "n2"      // completed one in this session
+	f.members["w3"], f.sessions["w3"] = 8, "n3"      // claimed, then handed it back
+	f.members["new"], f.sessions["new"] = 8, "n4"    // joined, no claim yet
+	f.members["rogue"], f.sessions["rogue"] = 0, "r" // advertises the default, never claims
+	f.members["w5"], f.sessions["w5"] = 8, "n5-now"  // claimed in an earlier session only
+	f.records["a"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
+	f.records["b"] = splitFacts{owner: "w2", nonce: "n2", epoch: 1, weight: 1, seen: true, status: protocol.StatusCompleted}
+	f.records["c"] = splitFacts{owner: "w5", nonce: "n5-before", epoch: 1, weight: 1, seen: true, status: protocol.StatusCompleted}
+	f.claimed["w3"] = "n3"
+	budgets := map[string]uint32{}
+	for _, m := range f.cutInput(coordination.DefaultConfig(), 0, nil, nil).Members {
+		budgets[m.Instance] = m.Budget
+	}
+	want := map[string]uint32{"w1": 8, "w2": 8, "w3": 8, "new": 1, "rogue": 1, "w5": 1}
+	if !maps.Equal(budgets, want) {
+		t.Fatalf("budgets %v, want %v", budgets, want)
+	}
 }

@@ -63,6 +63,10 @@ type fleetView struct {
 	// own weight less that is what it still weighs for the assignment.
 	cutOff       map[coordination.SplitID]uint64
 	residualSeen map[coordination.SplitID]bool
+	// claimed maps a live member to its session in which the view saw a
+	// split record name it (a claim): a member that can take work, whose
+	// free lanes the cutter counts (cutInput).
+	claimed map[string]string
 }
 
 func newFleetView(startupGrace time.Duration) fleetView {
@@ -81,6 +85,7 @@ func newFleetView(startupGrace time.Duration) fleetView {
 
 		cutOff:       map[coordination.SplitID]uint64{},
 		residualSeen: map[coordination.SplitID]bool{},
+		claimed:      map[string]string{},
 	}
 }
 
@@ -94,7 +99,11 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		if !ok && m.Instance != l.v.ID {
 			l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
 		}
-		if !ok || old != m.MaxInFlight {
+		if !ok || old != m.MaxInFlight || !sameReported(f.estimates[m.Instance], m.Remaining) {
+			// A new member, a new budget, or a change of the splits it
+			// reports estimates of, which pins them (pinReported): a split
+			// whose pin ended is balanced at once, not at the next
+			// unrelated change.
 			l.pub.changed()
 		}
 		f.members[m.Instance] = m.MaxInFlight
@@ -110,6 +119,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		delete(f.sessions, m.Instance)
 		delete(f.estimates, m.Instance)
 		delete(f.estimatedAt, m.Instance)
+		delete(f.claimed, m.Instance)
 		f.grace.Leave(m.Instance)
 		if m.Instance != l.v.ID {
 			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
@@ -186,6 +196,9 @@ func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time)
 func (l *leaderActor) recordChanged(id coordination.SplitID, old, facts *splitFacts, now time.Time) (tick, cutSoon bool) {
 	f := &l.view
 	f.grace.Claim(id, facts.owner, now)
+	if n, live := f.sessions[facts.owner]; live && facts.owner != "" && n == facts.nonce {
+		f.claimed[facts.owner] = n
+	}
 	f.observeResidual(id, facts.parent, facts.weight)
 	cutSoon = f.observeResidualTenancy(id, old, facts, now) ||
 		facts.status == protocol.StatusCompleted && old.status != protocol.StatusCompleted

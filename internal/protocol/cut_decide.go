@@ -28,7 +28,9 @@ type CutMember struct {
 	Instance string
 	// Budget is its lane budget, clamped as for the assignment.
 	Budget uint32
-	// Held is how many splits its live session holds.
+	// Held is how many of its lanes are taken: the splits its live session
+	// holds, and those in transit to it (assigned to it, still held by
+	// another live session), whose lane is reserved for them.
 	Held uint32
 }
 
@@ -186,7 +188,8 @@ func residualOf(r uint64, keepPPM uint32) uint64 {
 // and each residual's equal share) stays at least the per-lane share and
 // MinWeight: so a fleet whose lanes all ran dry but for one split divides
 // it among them in one evaluation instead of halving it once per interval.
-// Parts of all asks never exceed the idle lanes. It is deterministic and
+// Parts of all asks never exceed the idle lanes, nor one ask's
+// [CutPartsMax]. It is deterministic and
 // does not depend on the order of its inputs.
 func DecideCuts(in CutInput) []CutAsk {
 	if in.Interval < 0 || !in.LeadingSince.IsZero() && in.Now.Before(in.LeadingSince.Add(in.Interval)) {
@@ -226,18 +229,19 @@ func DecideCuts(in CutInput) []CutAsk {
 
 // spread gives the idle lanes the asks leave over to them as more parts,
 // one at a time, to the ask whose pieces would then be largest (ties by
-// split), while those pieces stay at least perLane and minWeight. cands
+// split), while those pieces stay at least perLane and minWeight and the
+// ask has fewer than CutPartsMax parts. cands
 // holds the asks' splits' estimates.
 func spread(asks []CutAsk, cands []CutHeld, idle int, perLane float64, minWeight uint64) {
 	remaining := map[coordination.SplitID]uint64{}
 	for _, h := range cands {
 		remaining[h.Split] = h.Remaining
 	}
-	piece := func(a CutAsk) uint64 { return remaining[a.Split] / (uint64(a.Parts) + 2) } // each piece with one part more
+	piece := func(a CutAsk) uint64 { return equalPiece(remaining[a.Split], a.Parts+1) } // each residual with one part more
 	for left := idle - len(asks); left > 0; left-- {
 		best := -1
 		for i, a := range asks {
-			if p := piece(a); p >= minWeight && float64(p) >= perLane && (best < 0 || p > piece(asks[best])) {
+			if p := piece(a); a.Parts < CutPartsMax && p >= minWeight && float64(p) >= perLane && (best < 0 || p > piece(asks[best])) {
 				best = i
 			}
 		}
@@ -249,4 +253,11 @@ func spread(asks []CutAsk, cands []CutHeld, idle int, perLane float64, minWeight
 		a.KeepPPM = EqualKeepPPM(a.Parts)
 		a.Residual = residualOf(remaining[a.Split], a.KeepPPM) / uint64(a.Parts)
 	}
+}
+
+// equalPiece is each residual's weight when remaining work r is divided
+// into the primary and parts equal residuals: what the ask's Residual
+// says, rounded down as it is.
+func equalPiece(r uint64, parts uint32) uint64 {
+	return residualOf(r, EqualKeepPPM(parts)) / uint64(parts)
 }

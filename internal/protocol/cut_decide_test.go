@@ -24,7 +24,7 @@ func genCutInput() *rapid.Generator[CutInput] {
 		for i := range rapid.IntRange(0, 4).Draw(t, "members") {
 			in.Members = append(in.Members, CutMember{
 				Instance: fmt.Sprintf("w%d", i),
-				Budget:   rapid.Uint32Range(0, 6).Draw(t, "budget"),
+				Budget:   rapid.OneOf(rapid.Uint32Range(0, 6), rapid.SampledFrom([]uint32{100, 4096})).Draw(t, "budget"),
 				Held:     rapid.Uint32Range(0, 3).Draw(t, "held"),
 			})
 		}
@@ -84,8 +84,8 @@ func checkCuts(t interface{ Fatalf(string, ...any) }, in CutInput, asks []CutAsk
 			t.Fatalf("asked to cut %+v: no estimate, a request outstanding or no counter left", h)
 		case a.Owner != h.Owner || a.Epoch != h.Epoch || a.Counter != h.Cuts+1 || a.Counter == 0:
 			t.Fatalf("asked %+v of the wrong tenancy %+v", a, h)
-		case a.Parts == 0:
-			t.Fatalf("ask %+v cuts off no residual", a)
+		case a.Parts == 0 || a.Parts > CutPartsMax:
+			t.Fatalf("ask %+v cuts off no residual, or more than %d", a, CutPartsMax)
 		case a.Parts == 1 && (a.KeepPPM < KeepPPMHalf || a.KeepPPM > keepPPMMax):
 			t.Fatalf("keep %d ppm out of range", a.KeepPPM)
 		case a.Parts > 1 && a.KeepPPM != EqualKeepPPM(a.Parts):
@@ -127,7 +127,7 @@ func checkCuts(t interface{ Fatalf(string, ...any) }, in CutInput, asks []CutAsk
 	}
 	// Spread: lanes left idle only when no ask could take one more part.
 	for _, a := range asks {
-		if p := held[a.Split].Remaining / uint64(a.Parts+2); parts < idle && p >= max(in.MinWeight, 1) && float64(p) >= perLane {
+		if p := equalPiece(held[a.Split].Remaining, a.Parts+1); parts < idle && a.Parts < CutPartsMax && p >= max(in.MinWeight, 1) && float64(p) >= perLane {
 			t.Fatalf("%d lanes left idle while %+v could be cut into pieces of %d", idle-parts, a, p)
 		}
 	}
@@ -197,6 +197,9 @@ func TestDecideCutsTable(t *testing.T) {
 		{"the tail: one straggler, idle lanes", CutInput{Members: members([]uint32{2, 2}, []uint32{1, 0}),
 			Held: []CutHeld{big}, Now: cutT0, Interval: time.Second, MinWeight: 10},
 			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: 250_000, Parts: 3, Residual: 225}}},
+		{"thousands of idle lanes: at most CutPartsMax parts", CutInput{Members: members([]uint32{1, 4096}, []uint32{1, 0}),
+			Held: []CutHeld{{Split: "a", Owner: "w0", Epoch: 1, Remaining: 1_000_000, Reported: true}}, Now: cutT0, Interval: time.Second},
+			[]CutAsk{{Split: "a", Owner: "w0", Epoch: 1, Counter: 1, KeepPPM: 15385, Parts: CutPartsMax, Residual: 15384}}},
 		{"largest first, one per idle lane", CutInput{Members: members([]uint32{1, 1, 4}, []uint32{1, 1, 3}),
 			Held: []CutHeld{small, mid, big}, Now: cutT0, Interval: time.Second},
 			[]CutAsk{{Split: "big", Owner: "w0", Epoch: 2, Counter: 1, KeepPPM: KeepPPMHalf, Parts: 1, Residual: 450}}},

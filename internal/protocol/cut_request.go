@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/spate-go/coordination"
@@ -16,6 +17,15 @@ import (
 // carries: the owner's largest, enough for the leader to find the largest
 // in the fleet.
 const EstimatesMax = 4
+
+// CutPartsMax is the most residuals one cut request asks for
+// (docs/protocol.md, "Runtime split": an assignment's "cuts"): the leader
+// never asks for more, and decoding rejects an entry that does, so no
+// record a peer writes makes an owner cut a split into more than this many
+// residuals at once (each one a cut commit and two creates). A fleet with
+// more lanes idle divides a straggler further at once anyway: a claimed
+// residual can be cut before its owner's first report.
+const CutPartsMax = 64
 
 // Estimate is one entry of a presence value's "remaining": an owner's
 // estimate of a held split's remaining work.
@@ -118,8 +128,8 @@ func (f *fields) estimates(name string) []Estimate {
 }
 
 // cutRequests reads an assignment's "cuts": entries in strictly ascending
-// split order, each a split of splits (sorted), with epoch, counter and
-// parts of at least 1 and keep_ppm in KeepPPMHalf..999999 for one part,
+// split order, each a split of splits (sorted), with epoch and counter of
+// at least 1, parts in 1..CutPartsMax and keep_ppm in KeepPPMHalf..999999 for one part,
 // EqualKeepPPM(parts) for more.
 func (f *fields) cutRequests(name string, splits []coordination.SplitID) []CutRequest {
 	var cs []CutRequest
@@ -133,6 +143,8 @@ func (f *fields) cutRequests(name string, splits []coordination.SplitID) []CutRe
 			o.fail(shapeErr("epoch or counter is 0"))
 		case c.Parts == 0:
 			o.fail(shapeErr("parts is 0"))
+		case c.Parts > CutPartsMax:
+			o.fail(shapeErr(fmt.Sprintf("parts is %d, above the most a request asks for (%d)", c.Parts, CutPartsMax)))
 		case c.Parts == 1 && (c.KeepPPM < KeepPPMHalf || c.KeepPPM > keepPPMMax):
 			o.fail(shapeErr("keep_ppm is outside 500000..999999"))
 		case c.Parts > 1 && c.KeepPPM != EqualKeepPPM(c.Parts):

@@ -91,6 +91,8 @@ func TestDecodeEstimatesAndCutRequests(t *testing.T) {
 		{"counter 0", assignDec, assign(`,"cuts":[` + c("a", "2", "0", "500000") + `]`), "epoch or counter is 0"},
 		{"cut missing a field", assignDec, assign(`,"cuts":[{"split":"a","epoch":2,"counter":1,"parts":1}]`), "field cuts: missing field keep_ppm"},
 		{"a cut into three equal parts", assignDec, assign(`,"cuts":[` + cp("a", "2", "1", "250000", "3") + `]`), ""},
+		{"the most parts", assignDec, assign(`,"cuts":[` + cp("a", "2", "1", "15385", "64") + `]`), ""},
+		{"parts above the most (forged)", assignDec, assign(`,"cuts":[` + cp("a", "2", "1", "1000", "1000") + `]`), "parts is 1000, above the most a request asks for (64)"},
 		{"parts 0", assignDec, assign(`,"cuts":[` + cp("a", "2", "1", "500000", "0") + `]`), "parts is 0"},
 		{"several parts, unequal keep", assignDec, assign(`,"cuts":[` + cp("a", "2", "1", "500000", "3") + `]`), "not the equal share"},
 	}

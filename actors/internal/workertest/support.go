@@ -54,6 +54,7 @@ func Config(tb testing.TB, clk clock.Clock, id string) coordination.Config {
 	cfg.ReconcileInterval = 400 * time.Millisecond
 	cfg.DrainDeadline = cfg.LeaseDuration / 2
 	cfg.RebalanceDelay = 0
+	cfg.MinCutWeight = 1 // the tests' splits weigh a few units
 	cfg.Clock = clk
 	cfg.Logger = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return cfg
