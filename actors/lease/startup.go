@@ -74,10 +74,11 @@ func runPhase(ctx context.Context, v *worker.Env, phase string, f func(context.C
 	}
 }
 
-// probe checks, on a key of this worker's own in both keyspaces, that the
-// store enforces create-if-absent and compare-and-swap (docs/protocol.md, "Joining").
+// probe checks, on a key of this process's own in both keyspaces (named by
+// its first session's nonce), that the store enforces create-if-absent and
+// compare-and-swap (docs/protocol.md, "Joining").
 func probe(ctx context.Context, v *worker.Env) error {
-	key := protocol.ProbeKey(v.ID)
+	key := protocol.ProbeKey(v.Nonce)
 	val := []byte(v.Nonce)
 	// call runs one store call under OpTimeout; a store error is the
 	// phase's error.
@@ -102,7 +103,7 @@ func probe(ctx context.Context, v *worker.Env) error {
 			return err
 		}
 		if !ok {
-			return &coordination.Error{Kind: coordination.Retryable, Reason: "store probe: a probe key from an earlier run was present; removed it, retrying"}
+			return &coordination.Error{Kind: coordination.Retryable, Reason: "store probe: a probe key of an earlier attempt was present; removed it, retrying"}
 		}
 		// Each check is a call and the answer a sound store gives.
 		checks := []struct {
