@@ -33,9 +33,11 @@ const InstanceIDMaxLen = 128
 // value.
 type Config struct {
 	// InstanceID names the worker: 1..128 bytes of [A-Za-z0-9_-], unique among
-	// live workers of the job. Reusing it across restarts is encouraged (fast
-	// reclaim). Default "": actors.Spawn generates "spate-" + 32 random hex
-	// characters.
+	// live workers of the job (a second live worker started with an id in use
+	// fails). Reusing it across restarts is encouraged (fast reclaim: a
+	// restart takes its crashed predecessor's splits back at most
+	// LeaseDuration/2 after it starts). Default "": actors.Spawn generates
+	// "spate-" + 32 random hex characters.
 	InstanceID string
 	// LeaseDuration is the lease and presence TTL, and so the takeover latency
 	// after a crash. It must equal the store's LeaseTTL. Default 30s; at

@@ -101,11 +101,12 @@ const (
 	faultLate           // the write lands only after the caller's context ended
 	faultLateEvery      // persistent faultLate
 	faultFailReads      // persistent: matching reads fail
+	faultDropEvery      // persistent faultDrop
 )
 
 // persistent reports whether the fault stays armed after firing.
 func (k faultKind) persistent() bool {
-	return k == faultMaybeLandEvery || k == faultLateEvery || k == faultFailReads
+	return k == faultMaybeLandEvery || k == faultLateEvery || k == faultFailReads || k == faultDropEvery
 }
 
 // Fault is one armed fault of a [FaultStore]: one-shot, or persistent
@@ -194,6 +195,12 @@ func (s *FaultStore) MaxValueSize() int {
 // DropNextWrite arms a fault: the first write matching m returns Retryable
 // "injected: write dropped" and writes nothing. Then the fault disarms.
 func (s *FaultStore) DropNextWrite(m Match) *Fault { return s.arm(faultDrop, m) }
+
+// DropEveryWrite arms the persistent form of [FaultStore.DropNextWrite]:
+// every write matching m returns Retryable "injected: write dropped" without
+// being applied, until [FaultStore.Remove] or [FaultStore.Disarm] (a member
+// whose writes of some keys stop landing while the rest of the store works).
+func (s *FaultStore) DropEveryWrite(m Match) *Fault { return s.arm(faultDropEvery, m) }
 
 // MaybeLandNextWrite arms a fault: the first write matching m is applied and
 // then returns Retryable "injected: reply lost after the write landed" (the
@@ -425,7 +432,7 @@ func (s *FaultStore) write(ctx context.Context, op WriteOp, ks store.Keyspace, k
 		return do(ctx)
 	case f.kind == faultPanic:
 		panic("injected panic")
-	case f.kind == faultDrop:
+	case f.kind == faultDrop || f.kind == faultDropEvery:
 		return errDropped()
 	case f.kind == faultLate || f.kind == faultLateEvery:
 		return s.landLate(ctx, do)

@@ -212,6 +212,7 @@ func TestFleetSameIDRestartReclaimsAtOnce(t *testing.T) {
 		f.Crash("w1")
 		w1 = f.Start("w1", p)
 		took := f.Until("the restarted w1 reclaims its splits", func() bool { return allHeld(f, splits, "w1") })
+		t.Logf("reclaimed %v after the restart", took)
 		if took >= lease {
 			t.Fatalf("reclaim took %v, want less than one lease (%v)", took, lease)
 		}

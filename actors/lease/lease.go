@@ -310,8 +310,17 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 // a renewal landed whose reply was lost or is still on its way, and credits
 // it from the oldest renewal sent whose fate is unknown (docs/protocol.md,
 // "Sessions"), so a worker whose writes all land never self-fences.
+// Another session's nonce there is a live twin that took the key over
+// since this session's last known write: Fatal at once, rather than at the
+// next renewal, so the twins never both act on the split records.
 func (l *leaseActor) observed(m messages.PresenceObserved) {
-	if l.lapsed || l.departed || m.Nonce != l.v.SessionNonce() || m.Rev <= l.presenceRev {
+	if l.lapsed || l.departed || m.Rev <= l.presenceRev {
+		return
+	}
+	if m.Nonce != l.v.SessionNonce() {
+		if m.Nonce != "" { // "": unreadable; the next renewal judges the key
+			l.v.FailNow(worker.TwinError(l.v.ID))
+		}
 		return
 	}
 	if l.renewals.Proven(l.presenceBusy) {

@@ -28,10 +28,10 @@ func judgeRenewal(nonce string, found bool, p protocol.PresenceRecord, readErr e
 // session nonce after session ended is a live twin's (docs/protocol.md,
 // "Sessions"): it is neither the ended session's nor nonce's own (an
 // earlier attempt of the same announce that landed although its reply was
-// an error). At startup (ended == "") any value is a predecessor's and is
-// taken over, and so is an unreadable one (decodeErr).
+// an error). An unreadable value (decodeErr) is taken over. At startup
+// judgeStartupPresence decides instead.
 func judgeTakeover(ended, nonce string, p protocol.PresenceRecord, decodeErr error) (twin bool) {
-	return ended != "" && decodeErr == nil &&
+	return decodeErr == nil &&
 		worker.JudgeHolder(ended, true, p.Nonce) == worker.HolderOther && worker.JudgeHolder(nonce, true, p.Nonce) == worker.HolderOther
 }
 
@@ -46,4 +46,50 @@ func jitter(instance, nonce string, round uint64) float64 {
 	seed := protocol.H([]byte(instance + "\x00" + nonce))
 	h := protocol.Hs(seed, binary.BigEndian.AppendUint64(nil, round))
 	return 0.8 + 0.4*float64(h>>11)/float64(1<<53)
+}
+
+// twinWindow is how long announcing presence at startup watches a presence
+// key that carries another session before taking it over
+// (docs/protocol.md, "Sessions", "Restart with the same id"): longer than
+// the longest gap between two renewals of a live session (a heartbeat is at
+// most 0.4 × LeaseDuration) plus the quarter heartbeat after which a failed
+// renewal is tried again. A live twin moves the key within it; a crashed
+// predecessor leaves it standing.
+func twinWindow(lease time.Duration) time.Duration { return lease / 2 }
+
+// startupStep is what announcing presence at startup does next with the
+// presence key.
+type startupStep int
+
+const (
+	stepCreate   startupStep = iota + 1 // the key is absent: create it
+	stepTakeOver                        // take the value over at its revision
+	stepWait                            // another session's value, unchanged so far: read it again later
+	stepTwin                            // another session wrote the key since it was first read: a live twin
+)
+
+// judgeStartupPresence decides from one read of the presence key at
+// startup, announcing session nonce (docs/protocol.md, "Sessions",
+// "Restart with the same id"): found, rev, got and decodeErr are the read's
+// result (the nonce it carries and the value's decoding error); first is
+// the revision of the first read that found the key (0: none yet), silent
+// whether twinWindow has passed since then.
+//
+// This announce's own nonce is taken over at once (an earlier attempt
+// landed although it reported an error). Another session's value, or an
+// unreadable one, is a predecessor's only if it stands still for the
+// window: the key at any revision but the first one read means another
+// process wrote it meanwhile under this InstanceID, a live twin.
+func judgeStartupPresence(nonce string, first uint64, found bool, rev uint64, got string, decodeErr error, silent bool) startupStep {
+	switch {
+	case !found:
+		return stepCreate
+	case decodeErr == nil && got == nonce:
+		return stepTakeOver
+	case first != 0 && rev != first:
+		return stepTwin
+	case first != 0 && silent:
+		return stepTakeOver
+	}
+	return stepWait
 }

@@ -123,7 +123,6 @@ func TestJudgeTakeover(t *testing.T) {
 		decodeErr error
 		twin      bool
 	}{
-		{"startup takes over any predecessor", "", "other", nil, false},
 		{"the ended session's own value", "n1", "n1", nil, false},
 		{"an earlier attempt of this announce landed", "n1", "n2", nil, false},
 		{"another nonce after an end is a twin", "n1", "n3", nil, true},
@@ -193,4 +192,41 @@ func TestRenewRetryDelay(t *testing.T) {
 			t.Fatalf("lease %s: retry delay %s, want in (0, %s] and a quarter heartbeat", lease, d, minBeat/3)
 		}
 	}
+}
+
+// judgeStartupPresence never takes another session's value over unless it
+// stood still for the window at the revision first read, always refuses a
+// value that moved since, and creates an absent key.
+func TestJudgeStartupPresenceProperties(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		found := rapid.Bool().Draw(t, "found")
+		first := rapid.Uint64Range(0, 3).Draw(t, "first")
+		rev := rapid.Uint64Range(1, 3).Draw(t, "rev")
+		got := rapid.SampledFrom([]string{"n", "old", ""}).Draw(t, "got")
+		var decodeErr error
+		if rapid.Bool().Draw(t, "unreadable") {
+			decodeErr = errors.New("corrupt")
+		}
+		silent := rapid.Bool().Draw(t, "silent")
+		step := judgeStartupPresence("n", first, found, rev, got, decodeErr, silent)
+		own := decodeErr == nil && got == "n"
+		switch {
+		case !found:
+			if step != stepCreate {
+				t.Fatalf("absent key: %v, want create", step)
+			}
+		case own:
+			if step != stepTakeOver {
+				t.Fatalf("own value: %v, want take over", step)
+			}
+		case first != 0 && rev != first:
+			if step != stepTwin {
+				t.Fatalf("a value that moved: %v, want twin", step)
+			}
+		case step == stepTakeOver && (first == 0 || !silent):
+			t.Fatalf("took another session's value over before it stood still for the window (first %d, silent %v)", first, silent)
+		case step != stepTakeOver && step != stepWait:
+			t.Fatalf("a standing value: %v", step)
+		}
+	})
 }

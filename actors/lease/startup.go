@@ -30,7 +30,7 @@ func startup(ctx context.Context, v *worker.Env, fingerprint string) (rev, plann
 		if v.Gone.Load() {
 			return context.Canceled
 		}
-		rev, err = announceSession(ctx, v, v.Nonce, "")
+		rev, err = announceAtStartup(ctx, v, v.Nonce)
 		return err
 	})
 	return rev, planned, err
@@ -74,10 +74,11 @@ func runPhase(ctx context.Context, v *worker.Env, phase string, f func(context.C
 	}
 }
 
-// probe checks, on a key of this worker's own in both keyspaces, that the
-// store enforces create-if-absent and compare-and-swap (docs/protocol.md, "Joining").
+// probe checks, on a key of this process's own in both keyspaces (named by
+// its first session's nonce), that the store enforces create-if-absent and
+// compare-and-swap (docs/protocol.md, "Joining").
 func probe(ctx context.Context, v *worker.Env) error {
-	key := protocol.ProbeKey(v.ID)
+	key := protocol.ProbeKey(v.Nonce)
 	val := []byte(v.Nonce)
 	// call runs one store call under OpTimeout; a store error is the
 	// phase's error.
@@ -102,7 +103,7 @@ func probe(ctx context.Context, v *worker.Env) error {
 			return err
 		}
 		if !ok {
-			return &coordination.Error{Kind: coordination.Retryable, Reason: "store probe: a probe key from an earlier run was present; removed it, retrying"}
+			return &coordination.Error{Kind: coordination.Retryable, Reason: "store probe: a probe key of an earlier attempt was present; removed it, retrying"}
 		}
 		// Each check is a call and the answer a sound store gives.
 		checks := []struct {
@@ -185,12 +186,12 @@ func presenceValue(v *worker.Env, nonce string, remaining []protocol.Estimate) [
 	return protocol.EncodePresence(protocol.PresenceRecord{Nonce: nonce, MaxInFlight: uint32(v.Config.MaxInFlight), Remaining: remaining})
 }
 
-// announceSession writes session nonce to the presence key: created, or
-// taken over at the revision found. At startup (ended == "") any value found
-// is a predecessor's and is taken over; when a session ended, only that
-// session's value is, or nonce's own (an earlier attempt of this announce
-// landed although it reported an error), and another nonce there is a live
-// twin (Fatal).
+// announceSession writes the new session nonce to the presence key after
+// session ended (docs/protocol.md, "Sessions"): created, or taken over at
+// the revision found when it carries that session's value, or nonce's own
+// (an earlier attempt of this announce landed although it reported an
+// error); another nonce there is a live twin (Fatal). At startup
+// [announceAtStartup] announces instead.
 func announceSession(ctx context.Context, v *worker.Env, nonce, ended string) (uint64, error) {
 	c, cancel := v.OpCtx(ctx)
 	defer cancel()
@@ -209,10 +210,8 @@ func announceSession(ctx context.Context, v *worker.Env, nonce, ended string) (u
 	if !ok {
 		return 0, &coordination.Error{Kind: coordination.Retryable, Reason: "presence key disappeared during takeover"}
 	}
-	if ended != "" {
-		if p, err := protocol.DecodePresence(key, e.Value); judgeTakeover(ended, nonce, p, err) {
-			return 0, worker.TwinError(v.ID)
-		}
+	if p, err := protocol.DecodePresence(key, e.Value); judgeTakeover(ended, nonce, p, err) {
+		return 0, worker.TwinError(v.ID)
 	}
 	rev, ok, err = v.Store.Update(c, store.Ephemeral, key, presenceValue(v, nonce, nil), e.Revision)
 	if err != nil {

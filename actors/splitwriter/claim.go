@@ -57,15 +57,20 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 		return d
 	}
 	prog, progRev, res := fenceProgress(ctx, v, cand.ID, want.Epoch, base.Epoch == 0, now)
+	rollFailed := false
 	if (res == fenceWon || res == fenceCompleted) && prog.Cut != nil {
 		// The fenced record's cut may not have its residual yet: create it
-		// before the tenancy begins or the split completes; the claim fails
-		// like a fence that could not be written if it does not confirm.
+		// before the tenancy begins or the split completes. If it does not
+		// confirm, the claim fails like a fence that could not be written,
+		// and the split is failed rather than handed back: charged, so a
+		// cut whose residual can never be created is quarantined after
+		// MaxAttempts claims instead of being claimed at a new epoch every
+		// heartbeat (docs/protocol.md, "Runtime split", "Roll-forward").
 		if err := worker.CreateResidual(ctx, v, cand.ID, *prog.Cut, spec.Generation); err != nil {
 			if !v.FatalIf(err) {
-				v.Log.Warn("roll-forward of a cut did not confirm; will retry the claim", "split", cand.ID, "epoch", want.Epoch, "err", err)
+				v.Log.Warn("roll-forward of a cut did not confirm; failing the split, charged one attempt, and retrying the claim", "split", cand.ID, "epoch", want.Epoch, "err", err)
 			}
-			res = fenceFailed
+			res, rollFailed = fenceFailed, true
 		}
 	}
 	switch res {
@@ -82,10 +87,14 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 	case fenceSuperseded:
 		d.outcome = worker.CASFenced
 	case fenceFailed:
-		// Without a fence the split cannot be delivered: hand the record back
+		// Without a fence (or its roll-forward) the split cannot be
+		// delivered: hand the record back, or fail it after a roll-forward
 		// (if that fails too, it is a leftover of this session).
 		d.outcome, d.retry = worker.CASUnconfirmed, true
 		back := want.HandBack(now)
+		if rollFailed {
+			back = want.Fail(v.Config.MaxAttempts, now)
+		}
 		if r2, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(back), store.Revision(r)); err == nil && ok {
 			d.rec, d.rev = back, uint64(r2)
 		}

@@ -20,8 +20,9 @@ import (
 // residual's spec and split record before the tenancy begins (or the split
 // completes); a record found under a residual's key is accepted only if it
 // is that cut's; a create that does not confirm fails the claim like a
-// fence that could not be written (the split record is handed back, the
-// claim retried at the next heartbeat).
+// fence that could not be written, and fails the split: owner null, charged
+// one attempt (beyond the Expired claim's), the claim retried at the next
+// heartbeat.
 func TestClaimRollsTheFencedCutForward(t *testing.T) {
 	fp := protocol.Fingerprint("job:v1")
 	dead := protocol.SplitRecord{ID: "a", FP: fp, Weight: 9, Epoch: 2, Owner: "dead", Nonce: "d1", Status: protocol.StatusRunnable}
@@ -48,7 +49,7 @@ func TestClaimRollsTheFencedCutForward(t *testing.T) {
 		{name: "a spec without split record: the split record is created", prog: cutRec, spec: true, wantOut: worker.CASLanded, wantRes: true},
 		{name: "both found: confirmed", prog: cutRec, spec: true, split: true, wantOut: worker.CASLanded, wantRes: true},
 		{name: "a completed record with a cut: rolled forward, then completed", prog: done, wantOut: worker.CASLanded, wantDone: true, wantRes: true},
-		{name: "a failed create hands the claim back", prog: cutRec, failCreate: protocol.SplitKey(rid), wantOut: worker.CASUnconfirmed},
+		{name: "a failed create fails the split, charged", prog: cutRec, failCreate: protocol.SplitKey(rid), wantOut: worker.CASUnconfirmed},
 		{name: "a foreign spec under the residual's key is Fatal", prog: cutRec, foe: true, wantOut: worker.CASUnconfirmed, wantFatal: true},
 	}
 	for _, tt := range tests {
@@ -104,8 +105,8 @@ func TestClaimRollsTheFencedCutForward(t *testing.T) {
 			switch {
 			case tt.wantDone && got.Status != protocol.StatusCompleted:
 				t.Fatalf("split record %+v, want completed", got)
-			case tt.wantOut == worker.CASUnconfirmed && !tt.wantFatal && got.Owner != "":
-				t.Fatalf("split record %+v, want handed back", got) // a Fatal halts every write
+			case tt.wantOut == worker.CASUnconfirmed && !tt.wantFatal && (got.Owner != "" || got.Attempts != 2 || got.Status != protocol.StatusRunnable):
+				t.Fatalf("split record %+v, want failed: owner null, 2 attempts, runnable", got) // a Fatal halts every write
 			case tt.wantOut == worker.CASLanded && !tt.wantDone:
 				if d.gen != 5 || !bytes.Equal(d.prog.DescriptorOr(d.spec.Descriptor), []byte("primary")) {
 					t.Fatalf("generation %d, descriptor %q: want 5 and the primary's", d.gen, d.prog.DescriptorOr(d.spec.Descriptor))

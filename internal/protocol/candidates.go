@@ -14,8 +14,9 @@ const (
 	// 0), or an own leftover: a record naming this very session that this
 	// worker does not hold.
 	KindReleased
-	// KindReclaim is a split owned by an earlier session of this instance
-	// id: a restarted predecessor's, or this worker's own lapsed session.
+	// KindReclaim is a split owned by an ended earlier session of this
+	// instance id: a restarted predecessor's, or this worker's own lapsed
+	// session.
 	KindReclaim
 	// KindExpired is a split whose owner's session ended: the owner's
 	// presence is gone or carries another nonce.
@@ -85,7 +86,7 @@ type Candidate struct {
 	Quarantine bool
 	// Confirm asks the claimant to read the owner's presence before
 	// writing: the view says the owner's session ended, and a stale view
-	// must never take a split from a live session (Expired only).
+	// must never take a split from a live session (Reclaim and Expired).
 	Confirm bool
 	// Leftover marks a record naming this very session that this worker
 	// does not hold: claimed again if assigned here, else handed back.
@@ -109,10 +110,10 @@ func Classify(in CandidateInput) (Candidate, bool) {
 	case r.Owner == in.Me && r.Nonce == in.MyNonce:
 		c.Kind, c.Leftover = KindReleased, true
 		return c, true
-	case r.Owner == in.Me:
-		c.Kind = KindReclaim
 	case in.OwnerSession == r.Nonce:
-		return Candidate{}, false // the owner's session is live
+		return Candidate{}, false // the owner's session is live (for owner = me: a live twin's)
+	case r.Owner == in.Me:
+		c.Kind, c.Confirm = KindReclaim, true
 	default:
 		c.Kind, c.Confirm = KindExpired, true
 	}

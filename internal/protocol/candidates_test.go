@@ -46,12 +46,15 @@ func TestClassify(t *testing.T) {
 		{name: "own leftover without presence in view", record: rec("me", "mine", 2, 0), ok: true, kind: KindReleased, leftover: true},
 		{name: "own leftover at cap is not quarantined", record: rec("me", "mine", 2, 3), session: "mine", ok: true, kind: KindReleased, leftover: true},
 		{name: "own leftover", record: rec("me", "mine", 2, 0), session: "mine", ok: true, kind: KindReleased, leftover: true},
-		// Row: owner = me, other nonce -> Reclaim, +1 attempt, no confirmation.
-		{name: "earlier session of my id is reclaim", record: rec("me", "old", 2, 0), session: "mine", ok: true, kind: KindReclaim},
-		{name: "reclaim whatever the view's session", record: rec("me", "old", 2, 0), session: "old", ok: true, kind: KindReclaim},
-		{name: "reclaim below cap", record: rec("me", "old", 2, 2), session: "mine", ok: true, kind: KindReclaim},
-		{name: "reclaim at cap quarantines", record: rec("me", "old", 2, 3), session: "mine", ok: true, kind: KindReclaim, quar: true},
-		{name: "reclaim quarantine", record: rec("me", "old", 2, 3), ok: true, kind: KindReclaim, quar: true},
+		// Row: owner = me, other nonce, that session ended -> Reclaim, +1 attempt, confirm first.
+		{name: "earlier session of my id is reclaim", record: rec("me", "old", 2, 0), session: "mine", ok: true, kind: KindReclaim, confirm: true},
+		{name: "reclaim without presence in view", record: rec("me", "old", 2, 0), ok: true, kind: KindReclaim, confirm: true},
+		{name: "reclaim below cap", record: rec("me", "old", 2, 2), session: "mine", ok: true, kind: KindReclaim, confirm: true},
+		{name: "reclaim at cap quarantines", record: rec("me", "old", 2, 3), session: "mine", ok: true, kind: KindReclaim, quar: true, confirm: true},
+		{name: "reclaim quarantine", record: rec("me", "old", 2, 3), ok: true, kind: KindReclaim, quar: true, confirm: true},
+		// Row: owner = me, other nonce live on my presence key (a live twin's) -> not a candidate.
+		{name: "a live twin's session", record: rec("me", "twin", 2, 0), session: "twin"},
+		{name: "a live twin's session at cap", record: rec("me", "twin", 2, 3), session: "twin"},
 		// Row: owner = other, that owner's live session has the record's nonce -> not a candidate.
 		{name: "peer's live session", record: rec("peer", "theirs", 2, 0), session: "theirs"},
 		{name: "peer's live session at cap", record: rec("peer", "theirs", 2, 3), session: "theirs"},
@@ -175,8 +178,14 @@ func candidateTable() []candidateRow {
 			match: func(in CandidateInput) bool { return in.Record.Owner == "" && in.Record.Epoch > 0 }},
 		{name: "owner = me, nonce = my session", candidate: true, kind: KindReleased, leftover: true,
 			match: func(in CandidateInput) bool { return in.Record.Owner == in.Me && in.Record.Nonce == in.MyNonce }},
-		{name: "owner = me, other nonce", candidate: true, kind: KindReclaim, attempt: true,
-			match: func(in CandidateInput) bool { return in.Record.Owner == in.Me && in.Record.Nonce != in.MyNonce }},
+		{name: "owner = me, other nonce, that session ended", candidate: true, kind: KindReclaim, attempt: true, confirm: true,
+			match: func(in CandidateInput) bool {
+				return in.Record.Owner == in.Me && in.Record.Nonce != in.MyNonce && in.OwnerSession != in.Record.Nonce
+			}},
+		{name: "owner = me, other nonce live on my presence key (a twin's)",
+			match: func(in CandidateInput) bool {
+				return in.Record.Owner == in.Me && in.Record.Nonce != in.MyNonce && in.OwnerSession == in.Record.Nonce
+			}},
 		{name: "owner = other, live session with the same nonce",
 			match: func(in CandidateInput) bool { return other(in) && in.OwnerSession == in.Record.Nonce }},
 		{name: "owner = other, session ended", candidate: true, kind: KindExpired, attempt: true, confirm: true,
@@ -226,14 +235,14 @@ func TestClassifyProperty(t *testing.T) {
 		}
 		// Safety, stated directly: a live session is never robbed, and
 		// only a kind that consumes an attempt quarantines.
-		if r.Owner != in.Me && r.Owner != "" && in.OwnerSession == r.Nonce {
+		if r.Owner != "" && r.Nonce != in.MyNonce && in.OwnerSession == r.Nonce {
 			t.Fatalf("candidate %+v of %q's live session", c, r.Owner)
 		}
 		if c.Kind.ConsumesAttempt() != row.attempt || (c.Quarantine && !c.Kind.ConsumesAttempt()) {
 			t.Fatalf("candidate %+v charges wrongly", c)
 		}
-		if c.Confirm != (c.Kind == KindExpired) {
-			t.Fatalf("candidate %+v: Confirm iff Expired", c)
+		if c.Confirm != c.Kind.ConsumesAttempt() {
+			t.Fatalf("candidate %+v: Confirm iff Reclaim or Expired", c)
 		}
 	})
 }

@@ -36,7 +36,7 @@ const (
 	// "worker.<instance>".
 	PrefixWorker = "worker."
 	// PrefixProbe prefixes a startup probe key in either keyspace:
-	// "_probe.<instance>".
+	// "_probe.<session>".
 	PrefixProbe = "_probe."
 )
 
@@ -61,9 +61,11 @@ func AssignKey(instance string) string { return PrefixAssign + instance }
 // WorkerKey returns the ephemeral key of instance's presence, "worker.<instance>".
 func WorkerKey(instance string) string { return PrefixWorker + instance }
 
-// ProbeKey returns the key instance probes the store with at startup,
-// "_probe.<instance>", in either keyspace.
-func ProbeKey(instance string) string { return PrefixProbe + instance }
+// ProbeKey returns the key a starting worker probes the store with,
+// "_probe.<session>" in either keyspace, session being its first session's
+// nonce: a key of its own, so that two processes started together with one
+// InstanceID do not break each other's probe (docs/protocol.md, "Joining").
+func ProbeKey(session string) string { return PrefixProbe + session }
 
 // KeyKind classifies a key by its shape (docs/protocol.md, "Keys").
 type KeyKind int
@@ -86,7 +88,7 @@ const (
 	KeyLeaderValue
 	// KeyPresence is an ephemeral "worker.<instance>".
 	KeyPresence
-	// KeyProbe is "_probe.<instance>" in either keyspace.
+	// KeyProbe is "_probe.<session>" in either keyspace.
 	KeyProbe
 )
 

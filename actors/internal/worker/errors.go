@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -58,7 +59,7 @@ func HandBackUnconfirmed(ids []coordination.SplitID) error {
 // TwinError is the Fatal of a live twin: another worker runs with this
 // worker's InstanceID.
 func TwinError(id string) error {
-	return coordination.Errorf(coordination.Fatal, "InstanceID %q is in use by another live worker (its nonce is on this worker's presence key); give every worker a unique InstanceID, such as its pod name", id)
+	return coordination.Errorf(coordination.Fatal, "InstanceID %q is in use by another live worker (another session renews presence key %s); give every worker a unique InstanceID, such as its pod name", id, protocol.WorkerKey(id))
 }
 
 // SpecMissing is the Fatal of a split record whose spec record is gone.
