@@ -73,8 +73,12 @@ func backfill(ctx context.Context, o *options, stdout, stderr io.Writer) (rep *r
 	}
 
 	before := tallyOf(ds, sink.snapshot())
-	out.note(fmt.Sprintf("backfill pid %d (spate coordination v%s): %d records in %d splits, %d workers here",
-		os.Getpid(), coordination.Version, o.records, len(ds.splits), len(workers)))
+	here := fmt.Sprintf("%d workers", len(workers))
+	if len(workers) == 1 {
+		here = "1 worker"
+	}
+	out.note(fmt.Sprintf("backfill pid %d (spate coordination v%s): %d records in %d splits, %s here",
+		os.Getpid(), coordination.Version, o.records, len(ds.splits), here))
 	out.note(fmt.Sprintf("job %q on %s", job, st.where))
 	out.note(ds.describe())
 	if before.deliveries > 0 {
