@@ -316,6 +316,20 @@ func (s *Server) ExecOn(ctx context.Context, db, sql string, args ...any) error 
 	return nil
 }
 
+// QueryRowOn runs sql with args as the superuser on database db and scans
+// its one row into dest.
+func (s *Server) QueryRowOn(ctx context.Context, db, sql string, args []any, dest ...any) error {
+	c, err := pgx.Connect(ctx, s.DSN(db))
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	defer c.Close(context.Background())
+	if err := c.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
+		return fmt.Errorf("pgtest: %s: %w", sql, err)
+	}
+	return nil
+}
+
 // clockTick is the kernel's accounting unit of /proc/<pid>/stat times
 // (USER_HZ, 100 on Linux).
 const clockTick = 10 * time.Millisecond

@@ -91,11 +91,12 @@ func New(cfg Config, leaseTTL time.Duration) (*Store, error) {
 }
 
 // poolConfig builds the configuration of the pool the store opens: the
-// DSN's settings, Config.Password, MaxConns connections, and server-side
-// bounds derived from the lease: statement_timeout and
-// idle_in_transaction_session_timeout of LeaseTTL/2 (the longest OpTimeout
-// a coordinator with this lease may use), so that no statement holds the
-// job's write lock longer, even when its client is gone.
+// DSN's settings, Config.Password, MaxConns (or the DSN's pool_max_conns)
+// connections, and server-side bounds derived from the lease:
+// statement_timeout and idle_in_transaction_session_timeout of LeaseTTL/2
+// (the longest OpTimeout a coordinator with this lease may use), so that
+// no statement holds the job's write lock longer, even when its client is
+// gone. A DSN may set them lower; 0 or higher is Fatal (checkBounds).
 func (s *Store) poolConfig() (*pgxpool.Config, error) {
 	pcfg, err := pgxpool.ParseConfig(s.cfg.DSN)
 	if err != nil {
@@ -104,9 +105,15 @@ func (s *Store) poolConfig() (*pgxpool.Config, error) {
 	if s.cfg.Password != "" {
 		pcfg.ConnConfig.Password = s.cfg.Password
 	}
-	pcfg.MaxConns = s.cfg.maxConns()
-	bound := strconv.FormatInt(max(s.leaseTTL/2, time.Millisecond).Milliseconds(), 10)
+	if err := s.cfg.applyPoolSize(pcfg); err != nil {
+		return nil, err
+	}
+	limit := max(s.leaseTTL/2, time.Millisecond)
 	rp := pcfg.ConnConfig.RuntimeParams
+	if err := s.cfg.checkBounds(rp, limit); err != nil {
+		return nil, err
+	}
+	bound := strconv.FormatInt(limit.Milliseconds(), 10)
 	for k, v := range map[string]string{"statement_timeout": bound, "idle_in_transaction_session_timeout": bound, "application_name": "spate-coordination " + s.cfg.Job} {
 		if _, set := rp[k]; !set {
 			rp[k] = v

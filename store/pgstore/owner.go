@@ -1,0 +1,135 @@
+package pgstore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/spate-go/coordination"
+)
+
+// beginner starts a transaction: a pool or a connection.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// maxForeignNamed bounds how many foreign-owned objects an ownership error
+// names.
+const maxForeignNamed = 5
+
+// ownersSQL lists the job's schema and every table, index, sequence, view
+// and function in it whose owner is not the expected one: $1 the schema's
+// name, $2 the configured Owner ("" for none), $3 ExistingOnly. The first
+// row is a header naming the expected role (NULL when no such role
+// exists); only catalog tables are read, so nothing of the schema runs.
+const ownersSQL = `
+WITH want AS (
+	SELECT r.oid, r.rolname::text AS name FROM pg_catalog.pg_roles r
+	WHERE r.rolname = CASE
+		WHEN $2::text <> '' THEN $2::text
+		WHEN $3::boolean THEN (SELECT pg_catalog.pg_get_userbyid(n.nspowner) FROM pg_catalog.pg_namespace n WHERE n.nspname = $1::text)
+		ELSE current_user::text END
+), objs AS (
+	SELECT 0 AS ord, 'schema ' || pg_catalog.quote_ident(n.nspname) AS what, n.nspowner AS owner
+		FROM pg_catalog.pg_namespace n WHERE n.nspname = $1::text
+	UNION ALL
+	SELECT 1, CASE c.relkind WHEN 'S' THEN 'sequence ' WHEN 'i' THEN 'index ' WHEN 'r' THEN 'table ' WHEN 'p' THEN 'table ' ELSE 'relation ' END || c.oid::pg_catalog.regclass::text, c.relowner
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1::text
+	UNION ALL
+	SELECT 2, 'function ' || p.oid::pg_catalog.regprocedure::text, p.proowner
+		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1::text
+)
+SELECT 0, (SELECT w.name FROM want w), NULL::text, current_user::text
+UNION ALL
+(SELECT 1, o.what, pg_catalog.pg_get_userbyid(o.owner)::text, NULL FROM objs o
+	WHERE o.owner IS DISTINCT FROM (SELECT w.oid FROM want w) ORDER BY o.ord, o.what)`
+
+// checkOwner refuses the job's schema when it, or a table, index,
+// sequence or function in it, is owned by a role other than the expected
+// one (Config.Owner; else the store's role; else, with ExistingOnly, the
+// schema's owner): such a role could have put code there that runs as
+// this store's role (docs/postgres-security.md). A schema that does not
+// exist passes. It reads the catalog only, in a transaction of its own
+// (checkOwnerIn).
+func (s *Store) checkOwner(ctx context.Context, db beginner) error {
+	var err error
+	ferr := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		err = s.checkOwnerIn(ctx, tx)
+		return nil
+	})
+	if ferr != nil {
+		return s.fail(ctx, "checking the owner of schema "+s.sc.name, ferr)
+	}
+	return err
+}
+
+// checkOwnerIn is checkOwner in tx. A new session's first read of the
+// catalog may take longer than the store's statement timeout on a loaded
+// server; it holds no lock of the job, so only ctx bounds it.
+func (s *Store) checkOwnerIn(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+	}
+	rows, err := tx.Query(ctx, ownersSQL, s.sc.name, s.cfg.Owner, s.cfg.ExistingOnly)
+	if err != nil {
+		return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+	}
+	var want *string
+	var self string
+	type foreign struct{ what, owner string }
+	var bad []foreign
+	for rows.Next() {
+		var kind int
+		var what, owner, cur *string
+		if err := rows.Scan(&kind, &what, &owner, &cur); err != nil {
+			rows.Close()
+			return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+		}
+		if kind == 0 {
+			want, self = what, deref(cur)
+			continue
+		}
+		bad = append(bad, foreign{deref(what), deref(owner)})
+	}
+	if err := rows.Err(); err != nil {
+		return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	if want == nil {
+		if s.cfg.Owner != "" {
+			return coordination.Errorf(coordination.Fatal, "pgstore: Config.Owner names role %q, which does not exist; create it or fix Config.Owner", s.cfg.Owner)
+		}
+		return nil // ExistingOnly and no schema: setup reports it missing
+	}
+	whose := fmt.Sprintf("role %s (the role this store connects as)", *want)
+	switch {
+	case s.cfg.Owner != "":
+		whose = fmt.Sprintf("role %s (Config.Owner)", *want)
+	case s.cfg.ExistingOnly:
+		whose = fmt.Sprintf("role %s (the schema's owner; set Config.Owner to name the role you expect)", *want)
+	}
+	var names []string
+	for i, b := range bad {
+		if i == maxForeignNamed {
+			names = append(names, fmt.Sprintf("and %d more", len(bad)-i))
+			break
+		}
+		names = append(names, fmt.Sprintf("%s is owned by role %s", b.what, b.owner))
+	}
+	return coordination.Errorf(coordination.Fatal,
+		"pgstore: job %q: %s, not by %s; another role made or changed the job's schema, and its code would run as role %s, so the store refuses it. "+
+			"If that role is meant to own the job, set Config.Owner to it; otherwise drop the schema (DROP SCHEMA %s CASCADE, as its owner or a superuser), find out who created it, and start the job again (see docs/postgres-security.md)",
+		s.cfg.Job, strings.Join(names, "; "), whose, self, s.sc.ident)
+}
+
+// deref returns *p, or "" for nil.
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
