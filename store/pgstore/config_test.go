@@ -12,6 +12,7 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/pgtest"
 	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/testkit"
 )
 
 func TestConfigValidateNamesTheField(t *testing.T) {
@@ -197,5 +198,22 @@ func TestPoolMaxConnsIsHonoured(t *testing.T) {
 			t.Fatal(err)
 		}
 		peak = max(peak, n)
+	}
+}
+
+// TestRollbackAdviceIsPostgreSQLs: the advice a rollback error carries on
+// this store (store.RollbackAdvice, also through a decorator) says how a
+// PostgreSQL database loses acknowledged writes, and nothing of NATS.
+func TestRollbackAdviceIsPostgreSQLs(t *testing.T) {
+	st, err := New(Config{DSN: "postgres://svc@127.0.0.1:1/db", Job: "j"}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, s := range []store.Store{st, testkit.NewFaultStore(st)} {
+		a := store.RollbackAdvice(s)
+		if strings.Contains(a, "NATS") || strings.Contains(a, "sync_interval") || !strings.Contains(a, "synchronous replication") {
+			t.Errorf("advice through %T: %s", s, a)
+		}
 	}
 }

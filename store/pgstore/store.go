@@ -52,8 +52,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store        = (*Store)(nil)
-	_ store.ValueLimiter = (*Store)(nil)
+	_ store.Store           = (*Store)(nil)
+	_ store.ValueLimiter    = (*Store)(nil)
+	_ store.RollbackAdvisor = (*Store)(nil)
 )
 
 // New validates cfg and leaseTTL and returns a store that connects and
@@ -132,6 +133,13 @@ func (s *Store) LeaseTTL() time.Duration { return s.leaseTTL }
 // natsstore's, so a job's records fit either production store; a larger
 // value is Fatal before anything is sent.
 func (s *Store) MaxValueSize() int { return maxValueSize }
+
+// RollbackAdvice says how a PostgreSQL store loses acknowledged writes
+// and the fix ([store.RollbackAdvisor]).
+func (s *Store) RollbackAdvice() string {
+	return "the PostgreSQL database was restored from an older backup or copy, failed over to a lagging asynchronous replica, or ran with synchronous_commit = off: " +
+		"use synchronous replication (synchronous_standby_names) and synchronous_commit = on for failovers, and never restore a running job's schema from a backup"
+}
 
 // ExpiryPrecision returns 0: an ephemeral key expires LeaseTTL after its
 // last winning write by the server's clock, read after the write took the
