@@ -22,6 +22,7 @@ type connFlags struct {
 	servers      []string
 	pgURL        string // -store postgres://... (or keyword/value pairs); "" for NATS
 	pgExtra      int    // further PostgreSQL -store values, refused by check
+	owner        string // -owner: pgstore.Config.Owner
 	job          string
 	user         string
 	passwordFile string
@@ -55,6 +56,7 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&c.job, "job", "", "the job's name, natsstore.Config.Job (required)")
+	fs.StringVar(&c.owner, "owner", "", "PostgreSQL: the role that must own the job's schema and everything in it (pgstore.Config.Owner; default: the schema's owner); the job is refused otherwise")
 	fs.StringVar(&c.user, "user", "", "user name; needs -password-file")
 	fs.StringVar(&c.passwordFile, "password-file", "", "file holding the password of -user")
 	fs.StringVar(&c.tokenFile, "token-file", "", "file holding an authentication token")
@@ -91,7 +93,7 @@ func (c *connFlags) check() error {
 // configuration: ExistingOnly, so a mistyped -job never creates a job (and
 // coordctl never sweeps or prunes).
 func (c *connFlags) pgConfig() (pgstore.Config, error) {
-	cfg := pgstore.Config{DSN: c.pgURL, Job: c.job, ExistingOnly: true}
+	cfg := pgstore.Config{DSN: c.pgURL, Job: c.job, ExistingOnly: true, Owner: c.owner}
 	switch {
 	case c.pgExtra > 0:
 		return cfg, fmt.Errorf("-store names %d PostgreSQL databases; give one", c.pgExtra+1)
@@ -129,6 +131,8 @@ func (c *connFlags) config() (natsstore.Config, error) {
 		return cfg, errors.New("-job is required: the job's name, as in natsstore.Config.Job")
 	case (c.user == "") != (c.passwordFile == ""):
 		return cfg, errors.New("-user and -password-file go together: pass both or neither")
+	case c.owner != "":
+		return cfg, errors.New("-owner is a PostgreSQL flag (the role owning the job's schema); NATS has no such owner")
 	case c.timeout <= 0:
 		return cfg, fmt.Errorf("-timeout must be positive, got %s", c.timeout)
 	}

@@ -35,7 +35,7 @@ WITH want AS (
 	SELECT 0 AS ord, 'schema ' || pg_catalog.quote_ident(n.nspname) AS what, n.nspowner AS owner
 		FROM pg_catalog.pg_namespace n WHERE n.nspname = $1::text
 	UNION ALL
-	SELECT 1, CASE c.relkind WHEN 'S' THEN 'sequence ' WHEN 'i' THEN 'index ' WHEN 'r' THEN 'table ' WHEN 'p' THEN 'table ' ELSE 'relation ' END || c.oid::pg_catalog.regclass::text, c.relowner
+	SELECT CASE c.relkind WHEN 'i' THEN 4 ELSE 1 END, CASE c.relkind WHEN 'S' THEN 'sequence ' WHEN 'i' THEN 'index ' WHEN 'r' THEN 'table ' WHEN 'p' THEN 'table ' ELSE 'relation ' END || c.oid::pg_catalog.regclass::text, c.relowner
 		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1::text
 	UNION ALL
 	SELECT 2, 'function ' || p.oid::pg_catalog.regprocedure::text, p.proowner
@@ -45,6 +45,34 @@ SELECT 0, (SELECT w.name FROM want w), NULL::text, current_user::text
 UNION ALL
 (SELECT 1, o.what, pg_catalog.pg_get_userbyid(o.owner)::text, NULL FROM objs o
 	WHERE o.owner IS DISTINCT FROM (SELECT w.oid FROM want w) ORDER BY o.ord, o.what)`
+
+// hooksSQL lists what, in the job's schema ($1), runs code as the role
+// that reads or writes it although the library never creates it: row-level
+// security, triggers, rules, views, and column defaults other than the
+// library's own. Such a hook could be added by the schema's owner alone,
+// so it matters when that owner is not the store's role (ExistingOnly).
+const hooksSQL = `
+SELECT 'row-level security on table ' || c.oid::pg_catalog.regclass::text
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = $1::text AND c.relrowsecurity
+UNION ALL
+SELECT 'trigger ' || pg_catalog.quote_ident(t.tgname) || ' on ' || c.oid::pg_catalog.regclass::text
+	FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = $1::text AND NOT t.tgisinternal
+UNION ALL
+SELECT 'rule ' || pg_catalog.quote_ident(r.rulename) || ' on ' || c.oid::pg_catalog.regclass::text
+	FROM pg_catalog.pg_rewrite r JOIN pg_catalog.pg_class c ON c.oid = r.ev_class JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = $1::text AND r.rulename <> '_RETURN'
+UNION ALL
+SELECT 'view ' || c.oid::pg_catalog.regclass::text
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = $1::text AND c.relkind IN ('v', 'm')
+UNION ALL
+SELECT 'column default ' || c.oid::pg_catalog.regclass::text || '.' || pg_catalog.quote_ident(a.attname) || ' = ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid)
+	FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+	JOIN pg_catalog.pg_class c ON c.oid = d.adrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+	WHERE n.nspname = $1::text AND pg_catalog.pg_get_expr(d.adbin, d.adrelid) NOT IN ('true', '0', 'clock_timestamp()')
+ORDER BY 1`
 
 // checkOwner refuses the job's schema when it, or a table, index,
 // sequence or function in it, is owned by a role other than the expected
@@ -97,7 +125,7 @@ func (s *Store) checkOwnerIn(ctx context.Context, tx pgx.Tx) error {
 		return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
 	}
 	if len(bad) == 0 {
-		return nil
+		return s.checkHooks(ctx, tx, self)
 	}
 	if want == nil {
 		if s.cfg.Owner != "" {
@@ -121,9 +149,32 @@ func (s *Store) checkOwnerIn(ctx context.Context, tx pgx.Tx) error {
 		names = append(names, fmt.Sprintf("%s is owned by role %s", b.what, b.owner))
 	}
 	return coordination.Errorf(coordination.Fatal,
-		"pgstore: job %q: %s, not by %s; another role made or changed the job's schema, and its code would run as role %s, so the store refuses it. "+
-			"If that role is meant to own the job, set Config.Owner to it; otherwise drop the schema (DROP SCHEMA %s CASCADE, as its owner or a superuser), find out who created it, and start the job again (see docs/postgres-security.md)",
-		s.cfg.Job, strings.Join(names, "; "), whose, self, s.sc.ident)
+		"pgstore: job %q is not owned by %s: %s. Another role made or changed the job's schema, and its code would run as role %s, so the store refuses it. "+
+			"If that role is meant to own the job, set Config.Owner (coordctl -owner) to it; otherwise drop the schema (DROP SCHEMA %s CASCADE, as its owner or a superuser), find out who created it, and start the job again (see docs/postgres-security.md)",
+		s.cfg.Job, whose, strings.Join(names, "; "), self, s.sc.ident)
+}
+
+// checkHooks refuses the job's schema when it holds code the library never
+// creates that would run as role self, the store's role (hooksSQL).
+func (s *Store) checkHooks(ctx context.Context, tx pgx.Tx, self string) error {
+	rows, err := tx.Query(ctx, hooksSQL, s.sc.name)
+	if err != nil {
+		return s.fail(ctx, "checking schema "+s.sc.name, err)
+	}
+	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return s.fail(ctx, "checking schema "+s.sc.name, err)
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	if len(found) > maxForeignNamed {
+		found = append(found[:maxForeignNamed], fmt.Sprintf("and %d more", len(found)-maxForeignNamed))
+	}
+	return coordination.Errorf(coordination.Fatal,
+		"pgstore: job %q: schema %s holds %s, which the library never creates and which would run code as role %s when it reads or writes the job; the store refuses it. "+
+			"Remove it (or drop the schema and start the job again), and find out who added it (see docs/postgres-security.md)",
+		s.cfg.Job, s.sc.ident, strings.Join(found, "; "), self)
 }
 
 // deref returns *p, or "" for nil.

@@ -74,7 +74,7 @@ func TestASquattedSchemaIsRefused(t *testing.T) {
 
 	w := newStore(t, s, Config{DSN: dsn("worker"), Job: "future"}, testTTL)
 	_, _, err := w.Create(opCtx(t), store.Durable, "k", []byte("v"))
-	wantKind(t, err, coordination.Fatal, "schema coordination_future is owned by role "+squatter, "not by role "+worker, "Config.Owner", "DROP SCHEMA")
+	wantKind(t, err, coordination.Fatal, "schema coordination_future is owned by role "+squatter, "job \"future\" is not owned by role "+worker, "Config.Owner", "DROP SCHEMA")
 	_, err = JobLeaseTTL(opCtx(t), Config{DSN: dsn("worker"), Job: "future", ExistingOnly: true, Owner: worker})
 	wantKind(t, err, coordination.Fatal, "owned by role "+squatter)
 	var n int64
@@ -99,7 +99,7 @@ func TestAForeignOwnedFunctionIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err := newStore(t, s, Config{DSN: dsn("worker"), Job: job}, testTTL).Get(opCtx(t), store.Durable, "k")
-	wantKind(t, err, coordination.Fatal, "function coordination_fn.update_entry(smallint,text,bytea,bigint,bigint) is owned by role "+db+"_other", "not by role "+db+"_worker")
+	wantKind(t, err, coordination.Fatal, "function coordination_fn.update_entry(smallint,text,bytea,bigint,bigint) is owned by role "+db+"_other", "is not owned by role "+db+"_worker")
 	// An operator's read-only handle (ExistingOnly, no Owner) expects the
 	// schema's owner for every object, and refuses it too.
 	_, err = newStore(t, s, Config{DSN: s.DSN(db), Job: job, ExistingOnly: true}, testTTL).List(opCtx(t), store.Durable, "")
@@ -137,11 +137,40 @@ func TestATeamRoleOwnsTheJob(t *testing.T) {
 	}
 	mustCreate(t, newStore(t, s, Config{DSN: dsn("b"), Job: "shared", Owner: team}, testTTL), store.Durable, "kb", "v")
 	_, err := newStore(t, s, Config{DSN: dsn("b"), Job: "shared"}, testTTL).List(opCtx(t), store.Durable, "")
-	wantKind(t, err, coordination.Fatal, "owned by role "+team, "not by role "+db+"_b")
+	wantKind(t, err, coordination.Fatal, "owned by role "+team, "is not owned by role "+db+"_b")
 	_, _, err = newStore(t, s, Config{DSN: dsn("outsider"), Job: "theirs", Owner: team}, testTTL).Create(opCtx(t), store.Durable, "k", nil)
 	wantKind(t, err, coordination.Fatal, "may not act as Config.Owner", "GRANT")
 	_, err = newStore(t, s, Config{DSN: dsn("a"), Job: "nobody", Owner: db + "_ghost"}, testTTL).List(opCtx(t), store.Durable, "")
 	if err == nil || !strings.Contains(err.Error(), db+"_ghost") {
 		t.Errorf("a store with an Owner that does not exist: %v", err)
+	}
+}
+
+// TestCodeTheLibraryNeverCreatesIsRefused: a trigger, row-level security,
+// a rule, a view or a column default added to a job's schema (by its owner
+// or a superuser) would run code as whichever role reads or writes the
+// job: every store refuses the schema, naming what it found, whoever owns
+// it, read-only (ExistingOnly) handles included.
+func TestCodeTheLibraryNeverCreatesIsRefused(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	exec(t, s, "CREATE OR REPLACE FUNCTION public.hook_fn() RETURNS trigger LANGUAGE plpgsql AS $fn$ BEGIN RETURN NEW; END $fn$")
+	exec(t, s, "CREATE OR REPLACE FUNCTION public.hook_val() RETURNS boolean LANGUAGE sql AS 'SELECT true'")
+	for _, c := range []struct{ name, hook, says string }{
+		{"trigger", "CREATE TRIGGER hook BEFORE INSERT ON {s}.changes FOR EACH ROW EXECUTE FUNCTION public.hook_fn()", "trigger hook on"},
+		{"row-level security", "ALTER TABLE {s}.entries ENABLE ROW LEVEL SECURITY; CREATE POLICY p ON {s}.entries USING (public.hook_val())", "row-level security on table"},
+		{"rule", "CREATE RULE hook AS ON UPDATE TO {s}.meta DO ALSO SELECT public.hook_val()", "rule hook on"},
+		{"view", "CREATE VIEW {s}.extra AS SELECT public.hook_val()", "view "},
+		{"column default", "ALTER TABLE {s}.changes ALTER COLUMN keyspace SET DEFAULT (public.hook_val())::int", "column default"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := newStore(t, s, Config{}, testTTL)
+			mustCreate(t, st, store.Durable, "k", "v")
+			exec(t, s, st.sc.sql(c.hook))
+			_, _, err := newStore(t, s, Config{Job: st.cfg.Job}, testTTL).Get(opCtx(t), store.Durable, "k")
+			wantKind(t, err, coordination.Fatal, c.says, "never creates", "role postgres")
+			_, err = newStore(t, s, Config{Job: st.cfg.Job, ExistingOnly: true}, testTTL).List(opCtx(t), store.Durable, "")
+			wantKind(t, err, coordination.Fatal, c.says)
+		})
 	}
 }
