@@ -6,25 +6,24 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spate-go/coordination"
 )
-
-// beginner starts a transaction: a pool or a connection.
-type beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-}
 
 // maxForeignNamed bounds how many foreign-owned objects an ownership error
 // names.
 const maxForeignNamed = 5
 
-// ownersSQL lists the job's schema and every table, index, sequence, view
-// and function in it whose owner is not the expected one: $1 the schema's
-// name, $2 the configured Owner ("" for none), $3 ExistingOnly. The first
-// row is a header naming the expected role (NULL when no such role
-// exists); only catalog tables are read, so nothing of the schema runs.
-const ownersSQL = `
+// checkSQL reads, in one statement, what checkOwner judges: a header row
+// (kind 0) naming the expected role (NULL when no such role exists), the
+// store's role and whether the schema's meta table exists; the job's
+// schema and every table, index, sequence and function in it whose owner
+// is not the expected one (kind 1); and the hooks the library never
+// creates (kind 2, hooksSQL). $1 is the schema's name, $2 the configured
+// Owner ("" for none), $3 ExistingOnly. Only catalog tables are read, so
+// nothing of the schema runs.
+var checkSQL = `
 WITH want AS (
 	SELECT r.oid, r.rolname::text AS name FROM pg_catalog.pg_roles r
 	WHERE r.rolname = CASE
@@ -41,10 +40,12 @@ WITH want AS (
 	SELECT 2, 'function ' || p.oid::pg_catalog.regprocedure::text, p.proowner
 		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1::text
 )
-SELECT 0, (SELECT w.name FROM want w), NULL::text, current_user::text
+SELECT 0, (SELECT w.name FROM want w), NULL::text, current_user::text, EXISTS (SELECT FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1::text AND c.relname = 'meta')
 UNION ALL
-(SELECT 1, o.what, pg_catalog.pg_get_userbyid(o.owner)::text, NULL FROM objs o
-	WHERE o.owner IS DISTINCT FROM (SELECT w.oid FROM want w) ORDER BY o.ord, o.what)`
+(SELECT 1, o.what, pg_catalog.pg_get_userbyid(o.owner)::text, NULL, NULL FROM objs o
+	WHERE o.owner IS DISTINCT FROM (SELECT w.oid FROM want w) ORDER BY o.ord, o.what)
+UNION ALL
+(SELECT 2, h.what, NULL, NULL, NULL FROM (` + hooksSQL + `) h(what) ORDER BY 2)`
 
 // hooksSQL lists what, in the job's schema ($1), runs code as the role
 // that reads or writes it although the library never creates it: row-level
@@ -71,110 +72,113 @@ UNION ALL
 SELECT 'column default ' || c.oid::pg_catalog.regclass::text || '.' || pg_catalog.quote_ident(a.attname) || ' = ' || pg_catalog.pg_get_expr(d.adbin, d.adrelid)
 	FROM pg_catalog.pg_attrdef d JOIN pg_catalog.pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
 	JOIN pg_catalog.pg_class c ON c.oid = d.adrelid JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-	WHERE n.nspname = $1::text AND pg_catalog.pg_get_expr(d.adbin, d.adrelid) NOT IN ('true', '0', 'clock_timestamp()')
-ORDER BY 1`
+	WHERE n.nspname = $1::text AND pg_catalog.pg_get_expr(d.adbin, d.adrelid) NOT IN ('true', '0', 'clock_timestamp()')`
 
 // checkOwner refuses the job's schema when it, or a table, index,
 // sequence or function in it, is owned by a role other than the expected
 // one (Config.Owner; else the store's role; else, with ExistingOnly, the
-// schema's owner): such a role could have put code there that runs as
-// this store's role (docs/postgres-security.md). A schema that does not
-// exist passes. It reads the catalog only, in a transaction of its own
-// (checkOwnerIn).
-func (s *Store) checkOwner(ctx context.Context, db beginner) error {
-	var err error
-	ferr := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		err = s.checkOwnerIn(ctx, tx)
-		return nil
-	})
-	if ferr != nil {
-		return s.fail(ctx, "checking the owner of schema "+s.sc.name, ferr)
+// schema's owner), or when it holds code the library never creates
+// (hooksSQL): either could run as this store's role
+// (docs/postgres-security.md). A schema that does not exist passes. It
+// reports whether the schema's meta table exists. It reads the catalog
+// only, in one round trip: a new session's first read of the catalog may
+// take longer than the store's statement timeout on a loaded server, and
+// it holds no lock of the job, so it runs without one (only ctx bounds
+// it).
+func (s *Store) checkOwner(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue("SET LOCAL statement_timeout = 0")
+	b.Queue(checkSQL, s.sc.name, s.cfg.Owner, s.cfg.ExistingOnly)
+	b.Queue("COMMIT")
+	br := pool.SendBatch(ctx, b)
+	defer br.Close()
+	for range 2 {
+		if _, err := br.Exec(); err != nil {
+			return false, s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+		}
 	}
+	rows, err := br.Query()
+	if err != nil {
+		return false, s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+	}
+	exists, err := s.judgeOwner(ctx, rows)
+	if err != nil {
+		return false, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return false, s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+	}
+	return exists, nil
+}
+
+// checkOwnerIn is checkOwner in tx, whose statement timeout the caller set.
+func (s *Store) checkOwnerIn(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, checkSQL, s.sc.name, s.cfg.Owner, s.cfg.ExistingOnly)
+	if err != nil {
+		return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+	}
+	_, err = s.judgeOwner(ctx, rows)
 	return err
 }
 
-// checkOwnerIn is checkOwner in tx. A new session's first read of the
-// catalog may take longer than the store's statement timeout on a loaded
-// server; it holds no lock of the job, so only ctx bounds it.
-func (s *Store) checkOwnerIn(ctx context.Context, tx pgx.Tx) error {
-	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
-		return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
-	}
-	rows, err := tx.Query(ctx, ownersSQL, s.sc.name, s.cfg.Owner, s.cfg.ExistingOnly)
-	if err != nil {
-		return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
-	}
+// judgeOwner reads the rows of checkSQL and returns whether the meta table
+// exists, or the Fatal refusal naming what is foreign.
+func (s *Store) judgeOwner(ctx context.Context, rows pgx.Rows) (bool, error) {
 	var want *string
 	var self string
-	type foreign struct{ what, owner string }
-	var bad []foreign
+	var exists bool
+	var owned, hooks []string
 	for rows.Next() {
 		var kind int
 		var what, owner, cur *string
-		if err := rows.Scan(&kind, &what, &owner, &cur); err != nil {
+		var meta *bool
+		if err := rows.Scan(&kind, &what, &owner, &cur, &meta); err != nil {
 			rows.Close()
-			return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+			return false, s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
 		}
-		if kind == 0 {
-			want, self = what, deref(cur)
-			continue
+		switch kind {
+		case 0:
+			want, self, exists = what, deref(cur), meta != nil && *meta
+		case 1:
+			owned = append(owned, fmt.Sprintf("%s is owned by role %s", deref(what), deref(owner)))
+		default:
+			hooks = append(hooks, deref(what))
 		}
-		bad = append(bad, foreign{deref(what), deref(owner)})
 	}
 	if err := rows.Err(); err != nil {
-		return s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
+		return false, s.fail(ctx, "checking the owner of schema "+s.sc.name, err)
 	}
-	if len(bad) == 0 {
-		return s.checkHooks(ctx, tx, self)
-	}
-	if want == nil {
-		if s.cfg.Owner != "" {
-			return coordination.Errorf(coordination.Fatal, "pgstore: Config.Owner names role %q, which does not exist; create it or fix Config.Owner", s.cfg.Owner)
-		}
-		return nil // ExistingOnly and no schema: setup reports it missing
-	}
-	whose := fmt.Sprintf("role %s (the role this store connects as)", *want)
 	switch {
-	case s.cfg.Owner != "":
-		whose = fmt.Sprintf("role %s (Config.Owner)", *want)
-	case s.cfg.ExistingOnly:
-		whose = fmt.Sprintf("role %s (the schema's owner; set Config.Owner to name the role you expect)", *want)
-	}
-	var names []string
-	for i, b := range bad {
-		if i == maxForeignNamed {
-			names = append(names, fmt.Sprintf("and %d more", len(bad)-i))
-			break
+	case len(owned) > 0 && want == nil && s.cfg.Owner != "":
+		return false, coordination.Errorf(coordination.Fatal, "pgstore: Config.Owner names role %q, which does not exist; create it or fix Config.Owner", s.cfg.Owner)
+	case len(owned) > 0 && want != nil:
+		whose := fmt.Sprintf("role %s (the role this store connects as)", *want)
+		switch {
+		case s.cfg.Owner != "":
+			whose = fmt.Sprintf("role %s (Config.Owner)", *want)
+		case s.cfg.ExistingOnly:
+			whose = fmt.Sprintf("role %s (the schema's owner; set Config.Owner to name the role you expect)", *want)
 		}
-		names = append(names, fmt.Sprintf("%s is owned by role %s", b.what, b.owner))
+		return false, coordination.Errorf(coordination.Fatal,
+			"pgstore: job %q is not owned by %s: %s. Another role made or changed the job's schema, and its code would run as role %s, so the store refuses it. "+
+				"If that role is meant to own the job, set Config.Owner (coordctl -owner) to it; otherwise drop the schema (DROP SCHEMA %s CASCADE, as its owner or a superuser), find out who created it, and start the job again (see docs/postgres-security.md)",
+			s.cfg.Job, whose, strings.Join(capNames(owned), "; "), self, s.sc.ident)
+	case len(hooks) > 0:
+		return false, coordination.Errorf(coordination.Fatal,
+			"pgstore: job %q: schema %s holds %s, which the library never creates and which would run code as role %s when it reads or writes the job; the store refuses it. "+
+				"Remove it (or drop the schema and start the job again), and find out who added it (see docs/postgres-security.md)",
+			s.cfg.Job, s.sc.ident, strings.Join(capNames(hooks), "; "), self)
 	}
-	return coordination.Errorf(coordination.Fatal,
-		"pgstore: job %q is not owned by %s: %s. Another role made or changed the job's schema, and its code would run as role %s, so the store refuses it. "+
-			"If that role is meant to own the job, set Config.Owner (coordctl -owner) to it; otherwise drop the schema (DROP SCHEMA %s CASCADE, as its owner or a superuser), find out who created it, and start the job again (see docs/postgres-security.md)",
-		s.cfg.Job, whose, strings.Join(names, "; "), self, s.sc.ident)
+	return exists, nil
 }
 
-// checkHooks refuses the job's schema when it holds code the library never
-// creates that would run as role self, the store's role (hooksSQL).
-func (s *Store) checkHooks(ctx context.Context, tx pgx.Tx, self string) error {
-	rows, err := tx.Query(ctx, hooksSQL, s.sc.name)
-	if err != nil {
-		return s.fail(ctx, "checking schema "+s.sc.name, err)
+// capNames keeps the first maxForeignNamed names and counts the rest.
+func capNames(names []string) []string {
+	if len(names) <= maxForeignNamed {
+		return names
 	}
-	found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return s.fail(ctx, "checking schema "+s.sc.name, err)
-	}
-	if len(found) == 0 {
-		return nil
-	}
-	if len(found) > maxForeignNamed {
-		found = append(found[:maxForeignNamed], fmt.Sprintf("and %d more", len(found)-maxForeignNamed))
-	}
-	return coordination.Errorf(coordination.Fatal,
-		"pgstore: job %q: schema %s holds %s, which the library never creates and which would run code as role %s when it reads or writes the job; the store refuses it. "+
-			"Remove it (or drop the schema and start the job again), and find out who added it (see docs/postgres-security.md)",
-		s.cfg.Job, s.sc.ident, strings.Join(found, "; "), self)
+	return append(names[:maxForeignNamed:maxForeignNamed], fmt.Sprintf("and %d more", len(names)-maxForeignNamed))
 }
 
 // deref returns *p, or "" for nil.

@@ -312,19 +312,16 @@ func (s *Store) ownerErr(ctx context.Context, err error) error {
 // its meta row: false when the schema does not exist yet; Fatal when it
 // was made by another layout or for another lease TTL.
 func (s *Store) checkMeta(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
-	if err := s.checkOwner(ctx, pool); err != nil {
+	exists, err := s.checkOwner(ctx, pool)
+	if err != nil {
 		return false, err
-	}
-	var exists bool
-	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", s.sc.ident+".meta").Scan(&exists); err != nil {
-		return false, s.fail(ctx, "reading schema "+s.sc.name, err)
 	}
 	if !exists {
 		return false, nil
 	}
 	var version int
 	var ttlUS int64
-	err := pool.QueryRow(ctx, s.sc.sql("SELECT version, lease_ttl_us FROM {s}.meta")).Scan(&version, &ttlUS)
+	err = pool.QueryRow(ctx, s.sc.sql("SELECT version, lease_ttl_us FROM {s}.meta")).Scan(&version, &ttlUS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -354,7 +351,7 @@ func JobLeaseTTL(ctx context.Context, cfg Config) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	if err := st.checkOwner(ctx, pool); err != nil {
+	if _, err := st.checkOwner(ctx, pool); err != nil {
 		return 0, err
 	}
 	var ttlUS int64
