@@ -28,7 +28,7 @@ func TestARolledBackDatabase(t *testing.T) {
 	}
 	t.Parallel()
 	s := ownServer(t)
-	const splits, commits = 72, 40
+	const splits, commits = 48, 25
 	job := "rollback"
 	weights := make([]uint64, splits)
 	for i := range weights {
@@ -38,13 +38,26 @@ func TestARolledBackDatabase(t *testing.T) {
 		sc:   fleetSchedule{weights: weights, commits: commits, revoke: make([]revokeMode, maxFleetMembers)},
 		plan: testkit.NewTestPlanner("pg-rollback:"+job, testkit.Splits(splits, weights...)...)}
 	defer func() { r.stopAll() }()
+	// The observer creates the job's schema first, with a generous
+	// deadline: the members' 250ms OpTimeout may not fit the DDL on a
+	// loaded machine.
+	obs := newStore(t, s, Config{DSN: s.DSN("postgres"), Job: job}, fleetLease)
+	if _, err := obs.List(opCtx(t), store.Durable, ""); err != nil {
+		t.Fatal(err)
+	}
 	for range 3 {
 		if msg := r.start(-1); msg != "" {
 			t.Fatal(msg)
 		}
 	}
 	fp := protocol.Fingerprint(r.plan.Fingerprint())
-	obs := newStore(t, s, Config{DSN: s.DSN("postgres"), Job: job, ExistingOnly: true}, fleetLease)
+	healthy := func() {
+		for _, m := range r.members {
+			if err := m.err(); err != nil {
+				t.Fatalf("%s failed before the rollback: %v", m.id, err)
+			}
+		}
+	}
 	records := func() (map[coordination.SplitID]protocol.SplitRecord, map[coordination.SplitID]protocol.ProgressRecord) {
 		es, err := obs.List(opCtx(t), store.Durable, "")
 		if err != nil {
@@ -75,7 +88,7 @@ func TestARolledBackDatabase(t *testing.T) {
 		}
 		return float64(sum) / float64(splits*commits)
 	}
-	waitFor(t, 60*time.Second, "27% of the job", func() bool { return done() >= 0.27 })
+	waitFor(t, 60*time.Second, "27% of the job", func() bool { healthy(); return done() >= 0.27 })
 	backup := filepath.Join(t.TempDir(), "data")
 	s.Stop()
 	if err := s.CopyData(backup); err != nil {
@@ -84,12 +97,7 @@ func TestARolledBackDatabase(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 60*time.Second, "73% of the job", func() bool { return done() >= 0.73 })
-	for _, m := range r.members {
-		if err := m.err(); err != nil {
-			t.Fatalf("%s failed before the rollback: %v", m.id, err)
-		}
-	}
+	waitFor(t, 60*time.Second, "73% of the job", func() bool { healthy(); return done() >= 0.73 })
 	s.Stop()
 	if err := s.RestoreData(backup); err != nil {
 		t.Fatal(err)
