@@ -45,7 +45,9 @@ const retryPause = 100 * time.Millisecond
 //   - the first Fatal or plain error of the coordinator or the source.
 //
 // A Shutdown failure (a final commit that did not land, a failed Depart) is
-// joined to that outcome. Bad options (no planner, a negative commit
+// joined to that outcome, except a Depart failure that only repeats it (a
+// coordinator that failed returns its failure from Depart again): the
+// failure is stated once. Bad options (no planner, a negative commit
 // interval or pause window) return Fatal at once, before c is touched.
 func Run(ctx context.Context, c coordination.Coordinator, src SourceReader, opts ...Option) error {
 	var o options
@@ -58,10 +60,10 @@ func Run(ctx context.Context, c coordination.Coordinator, src SourceReader, opts
 	d := New(c, src, append(slices.Clip(opts), WithStop(ctx.Done()))...)
 	defer context.AfterFunc(ctx, d.waker.Wake)() // a park ends when ctx does
 	if err := ctx.Err(); err != nil {
-		return joinOutcome(interrupted(err), d.Shutdown(nil))
+		return joinOutcome(interrupted(err), d.shutdown(nil, nil))
 	}
 	if err := d.Start(o.planner); err != nil {
-		return joinOutcome(err, d.Shutdown(nil))
+		return joinOutcome(err, d.shutdown(nil, err))
 	}
 	lr := &loop{d: d, r: src, interval: o.commitInterval, backlog: newBacklog(src, o.pauseAfter)}
 	return lr.finish(lr.run(ctx))
@@ -220,7 +222,7 @@ func (l *loop) finish(outcome error) error {
 	if len(lanes) > 0 {
 		l.r.StopLanes(lanes)
 	}
-	return joinOutcome(outcome, l.d.Shutdown(l.r.Acked()))
+	return joinOutcome(outcome, l.d.shutdown(l.r.Acked(), outcome))
 }
 
 // interrupted is Run's outcome when ctx ended before the job did.

@@ -29,13 +29,22 @@ import (
 // split whose final commit did not land and any Depart failure, and whose Err
 // joins the individual errors. Before Start it only calls Depart and returns
 // its error; after Shutdown it returns Fatal "driver is shut down".
-func (d *Driver) Shutdown(final []Watermark) error {
+func (d *Driver) Shutdown(final []Watermark) error { return d.shutdown(final, nil) }
+
+// shutdown is Shutdown at the end of a run whose outcome is known: a
+// Depart failure that only repeats outcome (a coordinator that failed
+// returns its failure again from every later call, Depart included) is
+// left out, so that Run's error states the failure once.
+func (d *Driver) shutdown(final []Watermark, outcome error) error {
 	if d.shut {
 		return errShutDown()
 	}
 	d.shut = true
 	if !d.started {
-		return d.c.Depart()
+		if err := d.c.Depart(); !repeats(err, outcome) {
+			return err
+		}
+		return nil
 	}
 
 	var f failures
@@ -64,7 +73,7 @@ func (d *Driver) Shutdown(final []Watermark) error {
 		}
 	}
 
-	if err := d.c.Depart(slices.Sorted(maps.Keys(d.held))...); err != nil {
+	if err := d.c.Depart(slices.Sorted(maps.Keys(d.held))...); err != nil && !repeats(err, outcome) {
 		f.add("depart failed: "+err.Error(), err)
 	}
 	for _, t := range d.byPartition() {
@@ -73,6 +82,12 @@ func (d *Driver) Shutdown(final []Watermark) error {
 	d.toOpen, d.added, d.lost, d.retired = nil, nil, nil, nil
 	clear(d.parts)
 	return f.err()
+}
+
+// repeats reports whether err is outcome again: the same error value, or
+// one with the same text.
+func repeats(err, outcome error) bool {
+	return err != nil && outcome != nil && (errors.Is(outcome, err) || err.Error() == outcome.Error())
 }
 
 // finalBatch builds the final commits and the tenancy of each entry; source

@@ -196,3 +196,41 @@ func MaxValueSize(st Store) (int, bool) {
 	}
 	return 0, false
 }
+
+// RollbackAdvisor is implemented by a store that can say how it may lose
+// writes it acknowledged (a rollback: a key read below a revision already
+// seen, docs/protocol.md "Store rollback") and what prevents it. The
+// library puts the advice in its rollback error; read it with
+// [RollbackAdvice], which also sees through decorators.
+type RollbackAdvisor interface {
+	// RollbackAdvice names, in a few clauses, how this store loses
+	// acknowledged writes and the fix, for example "a NATS server
+	// restarted from an older store directory ...: set sync_interval:
+	// always on every NATS server".
+	RollbackAdvice() string
+}
+
+// genericRollbackAdvice is the advice of a store that gives none.
+const genericRollbackAdvice = "the store was restored from an older copy or lost writes it had acknowledged: make the store durable"
+
+// RollbackAdvice returns the advice of the first store in st's decorator
+// chain that implements [RollbackAdvisor], or a generic one.
+func RollbackAdvice(st Store) string {
+	for range maxUnwrapDepth {
+		if st == nil {
+			break
+		}
+		if ra, ok := st.(RollbackAdvisor); ok {
+			if a := ra.RollbackAdvice(); a != "" {
+				return a
+			}
+			break
+		}
+		w, ok := st.(Wrapper)
+		if !ok {
+			break
+		}
+		st = w.Unwrap()
+	}
+	return genericRollbackAdvice
+}

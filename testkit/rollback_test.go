@@ -1,11 +1,13 @@
 package testkit
 
 import (
+	"log/slog"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"testing/synctest"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -76,7 +78,7 @@ func (c storeCopy) restore(t *testing.T, f *Fleet) *memstore.Store {
 	return st
 }
 
-var rollbackReason = regexp.MustCompile(`store rollback: (durable|ephemeral) key (\S+) is at revision (\d+), below revision (\d+) this worker already saw; the store lost acknowledged writes .*set sync_interval: always on every NATS server, or restore the job from scratch`)
+var rollbackReason = regexp.MustCompile(`store rollback: (durable|ephemeral) key (\S+) is at revision (\d+), below revision (\d+) this worker already saw; the store lost acknowledged writes \(.+\), or restore the job from scratch`)
 
 // wantRollback fails unless err is the rollback Fatal, naming a key (wantKey
 // if not "") at a revision below the one the worker saw.
@@ -179,5 +181,123 @@ func TestFleetRollbackOfAProgressRecordFailsTheCommit(t *testing.T) {
 		}
 		err := w1.Commit(victim, coordination.SplitProgress{Watermark: h.Committed.Watermark + 2})
 		wantRollback(t, err, key)
+	})
+}
+
+// A progress record above its split record's epoch (what a rolled-back
+// store held after a worker recreated the progress record it lost at its
+// old epoch, or a hand edit) made every claim of the split "superseded":
+// the claimant kept the split record and never ran it, and a fresh fleet
+// on that store hung with nothing logged above DEBUG. The claim hands the
+// split back at the progress record's epoch, the next claim fences above
+// it, and the job completes, replaying from the progress record. The
+// fresh worker runs on a copy of the store (the rolled-back database),
+// which the fleet's invariant checker does not watch: the checker's only
+// complaints allowed are that it saw none of w2's claims.
+func TestFleetProgressAboveItsSplitRecordIsClaimedAboveIt(t *testing.T) {
+	var logs logBuffer
+	synctest.Test(t, func(t *testing.T) {
+		unseen := regexp.MustCompile(`^I5: split s0[01]: member w2 gained epoch \d+ but no record version names it at that epoch$`)
+		f := NewFleet(t, WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), withFailHandler(func(msg string) {
+			for _, line := range strings.Split(strings.TrimPrefix(msg, "testkit: invariant violated:\n"), "\n") {
+				if !unseen.MatchString(line) {
+					t.Errorf("%s", msg)
+					return
+				}
+			}
+		}))
+		defer func() { // a failure was reported through the handler above
+			if r := recover(); r != nil {
+				if _, ok := r.(fleetFailure); !ok {
+					panic(r)
+				}
+			}
+		}()
+		splits, p := newJob(2)
+		w1 := f.Start("w1", p)
+		w1.Policy.Work = WorkCommit
+		f.Until("w1 committed both splits", func() bool {
+			for _, s := range splits {
+				if h, ok := w1.Tenancy(s); !ok || h.Committed == nil {
+					return false
+				}
+			}
+			return true
+		})
+		if err := w1.Depart(); err != nil {
+			t.Fatalf("Depart: %v", err)
+		}
+		victim := splits[0]
+		rec, _ := f.Record(victim)
+		prog, _ := readProgress(t, f, victim)
+		old := copyStore(t, f.Store())
+		for i, e := range old[store.Durable] {
+			if e.Key == protocol.ProgressKey(victim) {
+				old[store.Durable][i].Value = protocol.EncodeProgress(prog.Fence("w1", rec.Epoch+5, 0))
+			}
+		}
+		rolledBack := old.restore(t, f)
+		f.ArmNextStart(func(fs *FaultStore) { fs.Replace(rolledBack) })
+		w2 := f.Start("w2", p)
+		w2.Policy.Work = WorkComplete
+		f.Until("w2's verdict", func() bool { return w2.Verdict() != nil || w2.Err() != nil })
+		if _, ok := w2.Verdict().(coordination.AllComplete); !ok {
+			t.Fatalf("verdict = %#v (err %v), want AllComplete", w2.Verdict(), w2.Err())
+		}
+		if !strings.Contains(logs.String(), "progress record is at or above this claim's epoch") {
+			t.Fatal("no warning names the superseded claim")
+		}
+	})
+}
+
+// A store rolled back to before a split was claimed lost both the claim
+// and the progress record it fenced. A commit of the tenancy that finds
+// its progress record missing used to recreate it at the tenancy's epoch,
+// above the restored split record's, before any check noticed the
+// rollback (and a fresh fleet then hung on that split). The commit reads
+// the split record first: below the tenancy's epoch it is Fatal naming the
+// rollback, and nothing is recreated.
+func TestFleetRollbackBelowTheClaimRecreatesNoProgressRecord(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits, p := newJob(2)
+		w1 := f.Start("w1", p)
+		w1.Policy.Work = WorkCommit
+		w1.Policy.ExpectFatal = true
+		victim := splits[0]
+		f.Until("w1 committed the split", func() bool {
+			h, ok := w1.Tenancy(victim)
+			return ok && h.Committed != nil
+		})
+		// The copy from before the claim: the split record seeded (epoch 0,
+		// no owner), no progress record.
+		before := copyStore(t, f.Store())
+		pkey, skey := protocol.ProgressKey(victim), protocol.SplitKey(victim)
+		kept := before[store.Durable][:0]
+		for _, e := range before[store.Durable] {
+			switch e.Key {
+			case pkey:
+				continue
+			case skey:
+				rec, err := protocol.DecodeSplit(skey, e.Value, protocol.Fingerprint(jobFP))
+				if err != nil {
+					t.Fatal(err)
+				}
+				rec.Epoch, rec.Owner, rec.Nonce, rec.Attempts = 0, "", "", 0
+				e.Value = protocol.EncodeSplit(rec)
+			}
+			kept = append(kept, e)
+		}
+		before[store.Durable] = kept
+		rolledBack := before.restore(t, f)
+		w1.Store().BlockWatches()
+		w1.Store().Replace(rolledBack)
+		h, _ := w1.Tenancy(victim)
+		err := w1.Commit(victim, coordination.SplitProgress{Watermark: h.Committed.Watermark + 1})
+		if coordination.KindOf(err) != coordination.Fatal || !strings.Contains(err.Error(), "store rollback: durable key "+skey+" is at epoch 0, below epoch 1") {
+			t.Fatalf("commit: %v, want the Fatal store rollback naming %s", err, skey)
+		}
+		if _, found, err := rolledBack.Get(t.Context(), store.Durable, pkey); err != nil || found {
+			t.Fatalf("progress record on the rolled-back store: found %v (%v), want none", found, err)
+		}
 	})
 }

@@ -55,9 +55,17 @@ func casProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, ce
 // under a live tenancy (docs/protocol.md, "Missing records"): no write of
 // the protocol deletes one, so the tenancy recreates it with the commit it
 // meant to write (b), which carries everything it committed before: nothing
-// regresses. A lost create means a claimant's fence recreated it first: the
-// record is read again (e, found) for the usual conflict rules.
+// regresses. It first reads the split record (the rollback check): the
+// record below this tenancy's epoch proves the store lost writes (a
+// rolled-back store lost the progress record with them; recreating it at
+// this epoch would fence every claim of the restored record) and is Fatal;
+// a later tenancy's record or none means this tenancy is over, and nothing
+// is recreated. A lost create means a claimant's fence recreated it first:
+// the record is read again (e, found) for the usual conflict rules.
 func recreateProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, b []byte) (e store.Entry, found, recreated bool, err error) {
+	if mine, err := splitStillHeld(ctx, v, id, epoch); err != nil || !mine {
+		return store.Entry{}, false, false, err
+	}
 	key := protocol.ProgressKey(id)
 	r, ok, err := v.Store.Create(ctx, store.Durable, key, b)
 	switch {
@@ -69,4 +77,23 @@ func recreateProgress(ctx context.Context, v *worker.Env, id coordination.SplitI
 	}
 	e, found, err = v.Store.Get(ctx, store.Durable, key)
 	return e, found, false, err
+}
+
+// splitStillHeld reads split id's record for recreateProgress: true when
+// it still names this worker at epoch; Fatal (a store rollback) when its
+// epoch is below epoch, which this tenancy's claim wrote.
+func splitStillHeld(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64) (bool, error) {
+	key := protocol.SplitKey(id)
+	e, found, err := v.Store.Get(ctx, store.Durable, key)
+	if err != nil || !found {
+		return false, err
+	}
+	rec, err := protocol.DecodeSplit(key, e.Value, v.FPHash.Load())
+	switch {
+	case err != nil:
+		return false, err
+	case rec.Epoch < epoch:
+		return false, worker.SplitEpochRolledBack(v.Raw, key, rec.Epoch, epoch)
+	}
+	return rec.Epoch == epoch && rec.Owner == v.ID, nil
 }

@@ -75,9 +75,11 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 	fp := protocol.Fingerprint("job:v1")
 	fence := protocol.FreshProgress("a", fp, "me", 2, 0)
 	key := protocol.ProgressKey("a")
+	held := protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 2, Owner: "me", Nonce: "n", Status: protocol.StatusRunnable}
 	t.Run("deleted: recreated", func(t *testing.T) {
 		st := memstore.New(30 * time.Second)
 		v := workertest.NewEnv(t, st)
+		workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(held), 0)
 		rev := workertest.Put(t, st, key, protocol.EncodeProgress(fence), 0)
 		if _, err := st.Delete(context.Background(), store.Durable, key, 0); err != nil {
 			t.Fatal(err)
@@ -91,6 +93,40 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 			t.Fatalf("stored %v %v %v, want the recreated record at revision %d", e, found, err, d.Rev)
 		}
 	})
+	// A rolled-back store lost the progress record with the claim: the
+	// split record is below the tenancy's epoch. Recreating the progress
+	// record at this epoch would fence every claim of the restored record;
+	// the commit is Fatal naming the rollback instead, and writes nothing.
+	// A split record of a later tenancy (or none) fences the commit.
+	for _, c := range []struct {
+		name  string
+		split *protocol.SplitRecord
+		want  worker.CASOutcome
+		says  string
+	}{
+		{"deleted after a rollback: Fatal, not recreated", &protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 0, Status: protocol.StatusRunnable}, worker.CASFatal, "store rollback: durable key job.split.a is at epoch 0, below epoch 2"},
+		{"deleted under a later tenancy: fenced, not recreated", &protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 3, Owner: "peer", Nonce: "p", Status: protocol.StatusRunnable}, worker.CASFenced, "another worker owns it"},
+		{"deleted with its split record: fenced, not recreated", nil, worker.CASFenced, "another worker owns it"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := memstore.New(30 * time.Second)
+			v := workertest.NewEnv(t, st)
+			if c.split != nil {
+				workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(*c.split), 0)
+			}
+			rev := workertest.Put(t, st, key, protocol.EncodeProgress(fence), 0)
+			if _, err := st.Delete(context.Background(), store.Durable, key, 0); err != nil {
+				t.Fatal(err)
+			}
+			d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4}, nil)
+			if d.Outcome != c.want || d.Err == nil || !strings.Contains(d.Err.Error(), c.says) {
+				t.Fatalf("outcome %v err %v, want %v saying %q", d.Outcome, d.Err, c.want, c.says)
+			}
+			if _, found, err := st.Get(context.Background(), store.Durable, key); err != nil || found {
+				t.Fatalf("the progress record after the commit: found %v (%v), want none", found, err)
+			}
+		})
+	}
 	t.Run("below a seen revision: Fatal", func(t *testing.T) {
 		st := memstore.New(30 * time.Second)
 		v := workertest.NewEnv(t, st)

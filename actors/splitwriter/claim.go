@@ -85,7 +85,22 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 			d.rec, d.rev = done, uint64(r2)
 		}
 	case fenceSuperseded:
-		d.outcome = worker.CASFenced
+		// The progress record is at or above the epoch this claim wrote:
+		// only lost writes (a rolled-back store) or a hand edit put it
+		// there, and no later claim will own the split record. Hand the
+		// split back at the progress record's epoch, so that its next claim
+		// fences above it and the split runs on (docs/protocol.md, "Claim
+		// protocol").
+		v.Log.Warn("progress record is at or above this claim's epoch (the store lost writes, or the record was edited); handing the split back above it",
+			"split", cand.ID, "claim_epoch", want.Epoch, "progress_epoch", prog.Epoch)
+		// Retried at the next heartbeat: the hand-back is the newest
+		// revision this worker knows, so it would not wake the claim.
+		d.outcome, d.retry = worker.CASFenced, true
+		back := want.HandBack(now)
+		back.Epoch = max(back.Epoch, prog.Epoch)
+		if r2, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(back), store.Revision(r)); err == nil && ok {
+			d.rec, d.rev = back, uint64(r2)
+		}
 	case fenceFailed:
 		// Without a fence (or its roll-forward) the split cannot be
 		// delivered: hand the record back, or fail it after a roll-forward

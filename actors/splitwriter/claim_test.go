@@ -58,8 +58,18 @@ func TestClaimSplit(t *testing.T) {
 			wantOut: worker.CASLanded, wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.QuarantineOnTakeover(0) }},
 		{name: "a missing spec is Fatal and writes nothing", view: dead, noSpec: true, wantOut: worker.CASUnconfirmed, wantFatal: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r }},
-		{name: "a later claim's fence supersedes this one", view: dead, late: workertest.Ptr(prevFence.Fence("peer", 3, 0)), wantOut: worker.CASFenced,
-			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
+		// Only lost writes (a rolled-back store) or a hand edit put the
+		// progress record at or above the claim's epoch: the claim hands
+		// the split back at the progress record's epoch, so that the next
+		// claim fences above it, instead of keeping a split it never runs.
+		{name: "a fence at the claim's epoch supersedes it: handed back", view: dead, late: workertest.Ptr(prevFence.Fence("peer", 3, 0)), wantOut: worker.CASFenced,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0).HandBack(0) }},
+		{name: "a fence above the claim's epoch: handed back at its epoch", view: dead, late: workertest.Ptr(prevFence.Fence("peer", 9, 0)), wantOut: worker.CASFenced,
+			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord {
+				r = r.Claim("me", "n", 3, true, 0).HandBack(0)
+				r.Epoch = 9
+				return r
+			}},
 		{name: "a progress record at the top epoch is Fatal", view: dead, late: workertest.Ptr(prevFence.Fence("peer", math.MaxUint64, 0)), wantOut: worker.CASUnconfirmed, wantFatal: true,
 			wantSplit: func(r protocol.SplitRecord) protocol.SplitRecord { return r.Claim("me", "n", 3, true, 0) }},
 		{name: "a failed fence hands the claim back", view: dead, failFence: true, wantOut: worker.CASUnconfirmed,

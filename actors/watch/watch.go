@@ -414,7 +414,7 @@ func (w *watchActor) rolledBack(s *keyState, ks store.Keyspace, key string, rev,
 	if s == nil || s.seq > since || rev >= s.rev {
 		return false
 	}
-	w.v.FailNow(worker.StoreRolledBack(ks, key, rev, s.rev))
+	w.v.FailNow(worker.StoreRolledBack(w.v.Raw, ks, key, rev, s.rev))
 	return true
 }
 

@@ -20,7 +20,9 @@ import (
 // natsstore.Config, and -store names a PostgreSQL database instead.
 type connFlags struct {
 	servers      []string
-	pgURL        string // -store postgres://...; "" for NATS
+	pgURL        string // -store postgres://... (or keyword/value pairs); "" for NATS
+	pgExtra      int    // further PostgreSQL -store values, refused by check
+	owner        string // -owner: pgstore.Config.Owner
 	job          string
 	user         string
 	passwordFile string
@@ -34,10 +36,13 @@ type connFlags struct {
 
 // register adds the connection flags to fs.
 func (c *connFlags) register(fs *flag.FlagSet) {
-	fs.Func("store", "the job's store as a URL: nats://host:4222 or tls://... (NATS JetStream KV, as -nats), or postgres://user@host:5432/db?sslmode=verify-full (PostgreSQL; the password from -password-file, PGPASSWORD or ~/.pgpass)", func(v string) error {
-		if isPostgresURL(v) {
+	fs.Func("store", "the job's store as a URL: nats://host:4222 or tls://... (NATS JetStream KV, as -nats), or postgres://user@host:5432/db?sslmode=verify-full or 'host=... user=...' pairs (PostgreSQL; the password from -password-file, PGPASSWORD or ~/.pgpass; never printed)", func(v string) error {
+		// Never an error here: the flag package would print the value,
+		// password and all; check reports a second database instead.
+		if isPostgres(v) {
 			if c.pgURL != "" {
-				return errors.New("give one postgres:// URL")
+				c.pgExtra++
+				return nil
 			}
 			c.pgURL = v
 			return nil
@@ -51,6 +56,7 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&c.job, "job", "", "the job's name, natsstore.Config.Job (required)")
+	fs.StringVar(&c.owner, "owner", "", "PostgreSQL: the role that must own the job's schema and everything in it (pgstore.Config.Owner; default: the schema's owner); the job is refused otherwise")
 	fs.StringVar(&c.user, "user", "", "user name; needs -password-file")
 	fs.StringVar(&c.passwordFile, "password-file", "", "file holding the password of -user")
 	fs.StringVar(&c.tokenFile, "token-file", "", "file holding an authentication token")
@@ -61,9 +67,15 @@ func (c *connFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "bound of the command's store operations (of each refresh for watch)")
 }
 
-// isPostgresURL reports whether v names a PostgreSQL database.
-func isPostgresURL(v string) bool {
-	return strings.HasPrefix(v, "postgres://") || strings.HasPrefix(v, "postgresql://")
+// isPostgres reports whether v names a PostgreSQL database: a
+// postgres:// or postgresql:// URL (any case), or a keyword/value
+// connection string ("host=db user=svc"), which a NATS URL never is.
+func isPostgres(v string) bool {
+	l := strings.ToLower(v)
+	if strings.HasPrefix(l, "postgres://") || strings.HasPrefix(l, "postgresql://") {
+		return true
+	}
+	return strings.Contains(v, "=") && !strings.Contains(v, "://")
 }
 
 // check checks the flags of either store. Errors name the flag and the
@@ -81,8 +93,10 @@ func (c *connFlags) check() error {
 // configuration: ExistingOnly, so a mistyped -job never creates a job (and
 // coordctl never sweeps or prunes).
 func (c *connFlags) pgConfig() (pgstore.Config, error) {
-	cfg := pgstore.Config{DSN: c.pgURL, Job: c.job, ExistingOnly: true}
+	cfg := pgstore.Config{DSN: c.pgURL, Job: c.job, ExistingOnly: true, Owner: c.owner}
 	switch {
+	case c.pgExtra > 0:
+		return cfg, fmt.Errorf("-store names %d PostgreSQL databases; give one", c.pgExtra+1)
 	case len(c.servers) > 0:
 		return cfg, errors.New("-store names a PostgreSQL database, so -nats must not be given; pass one store")
 	case c.job == "":
@@ -117,6 +131,8 @@ func (c *connFlags) config() (natsstore.Config, error) {
 		return cfg, errors.New("-job is required: the job's name, as in natsstore.Config.Job")
 	case (c.user == "") != (c.passwordFile == ""):
 		return cfg, errors.New("-user and -password-file go together: pass both or neither")
+	case c.owner != "":
+		return cfg, errors.New("-owner is a PostgreSQL flag (the role owning the job's schema); NATS has no such owner")
 	case c.timeout <= 0:
 		return cfg, fmt.Errorf("-timeout must be positive, got %s", c.timeout)
 	}

@@ -49,6 +49,11 @@ func TestRunRejectsBadUsageNamingTheFlag(t *testing.T) {
 		{"postgres with a bad job", []string{"status", "-store", "postgres://svc@db/x", "-job", "a.b"}, ExitUsage, "Job must be 1..50 characters"},
 		{"postgres with a bad URL", []string{"status", "-store", "postgres://svc:s3cret@db:port/x", "-job", "j"}, ExitUsage, "postgres://<redacted>@db:port/x"},
 		{"unreachable postgres", []string{"status", "-store", "postgres://svc:s3cret@127.0.0.1:1/x?connect_timeout=1", "-password-file", pw, "-job", "j"}, ExitError, "postgres://svc:<redacted>@127.0.0.1:1/x"},
+		{"-owner on NATS", append([]string{"status", "-owner", "svc"}, conn...), ExitUsage, "-owner is a PostgreSQL flag"},
+		{"two postgres URLs", []string{"status", "-store", "postgres://svc:s3cret@db/x", "-store", "postgresql://svc:s3cret@db/y", "-job", "j"}, ExitUsage, "-store names 2 PostgreSQL databases; give one"},
+		{"keyword/value postgres", []string{"status", "-store", "host=db port=notaport user=svc password=s3cret", "-job", "j"}, ExitUsage, "password=<redacted>"},
+		{"keyword/value postgres, quoted", []string{"status", "-store", "host=127.0.0.1 port=1 user=svc password='s3cret x' connect_timeout=1", "-job", "j"}, ExitError, "password=<redacted>"},
+		{"POSTGRES in capitals", []string{"status", "-store", "POSTGRES://svc:s3cret@db/x", "-job", "j"}, ExitUsage, "postgres://svc:<redacted>@db/x"},
 		{"-store nats:// is -nats", []string{"status", "-store", "http://u:s3cret@h:1", "-job", "j"}, ExitUsage, `-job or -nats: coordination error (fatal): natsstore: Servers[0]: scheme must be nats:// or tls://, got "http://<redacted>@h:1"`},
 	}
 	for _, tt := range tests {

@@ -287,6 +287,45 @@ func (s *Server) signal(sig syscall.Signal) {
 	s.cmd, s.out = nil, nil
 }
 
+// CopyData copies the stopped server's data directory to dst (which must
+// not exist), ownership kept: a backup, to restore with [Server.RestoreData]
+// (an older copy of the database, as a failover to a lagging replica or a
+// restored backup leaves it).
+func (s *Server) CopyData(dst string) error {
+	if err := s.stopped("CopyData"); err != nil {
+		return err
+	}
+	if out, err := exec.Command("cp", "-a", s.dataDir(), dst).CombinedOutput(); err != nil {
+		return fmt.Errorf("pgtest: copying the data directory: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// RestoreData replaces the stopped server's data directory with a copy
+// made by [Server.CopyData]; the copy stays.
+func (s *Server) RestoreData(src string) error {
+	if err := s.stopped("RestoreData"); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(s.dataDir()); err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	if out, err := exec.Command("cp", "-a", src, s.dataDir()).CombinedOutput(); err != nil {
+		return fmt.Errorf("pgtest: restoring the data directory: %v\n%s", err, out)
+	}
+	return nil
+}
+
+// stopped returns an error naming op unless the server is stopped.
+func (s *Server) stopped(op string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return fmt.Errorf("pgtest: %s needs a stopped server; Stop it first", op)
+	}
+	return nil
+}
+
 // Remove stops the server (immediate shutdown) and removes its directory.
 func (s *Server) Remove() {
 	s.signal(syscall.SIGQUIT)
@@ -311,6 +350,20 @@ func (s *Server) ExecOn(ctx context.Context, db, sql string, args ...any) error 
 	}
 	defer c.Close(context.Background())
 	if _, err := c.Exec(ctx, sql, args...); err != nil {
+		return fmt.Errorf("pgtest: %s: %w", sql, err)
+	}
+	return nil
+}
+
+// QueryRowOn runs sql with args as the superuser on database db and scans
+// its one row into dest.
+func (s *Server) QueryRowOn(ctx context.Context, db, sql string, args []any, dest ...any) error {
+	c, err := pgx.Connect(ctx, s.DSN(db))
+	if err != nil {
+		return fmt.Errorf("pgtest: %w", err)
+	}
+	defer c.Close(context.Background())
+	if err := c.QueryRow(ctx, sql, args...).Scan(dest...); err != nil {
 		return fmt.Errorf("pgtest: %s: %w", sql, err)
 	}
 	return nil

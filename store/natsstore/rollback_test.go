@@ -101,7 +101,8 @@ func TestRestartFromAnOlderStoreDirIsAStoreRollback(t *testing.T) {
 	waitFor(t, 30*time.Second, "the worker's failure", func() bool { poll(); commit(); return failure != nil })
 	if coordination.KindOf(failure) != coordination.Fatal ||
 		!strings.Contains(failure.Error(), "store rollback: ") ||
-		!strings.Contains(failure.Error(), "set sync_interval: always on every NATS server, or restore the job from scratch") {
+		!strings.Contains(failure.Error(), "set sync_interval: always on every NATS server") ||
+		!strings.Contains(failure.Error(), "or restore the job from scratch") {
 		t.Fatalf("failure = %v, want the store rollback Fatal", failure)
 	}
 	if strings.Contains(failure.Error(), "watermark") {

@@ -40,8 +40,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store        = (*Store)(nil)
-	_ store.ValueLimiter = (*Store)(nil)
+	_ store.Store           = (*Store)(nil)
+	_ store.ValueLimiter    = (*Store)(nil)
+	_ store.RollbackAdvisor = (*Store)(nil)
 )
 
 // New validates cfg and leaseTTL and returns a store that connects on its
@@ -82,6 +83,12 @@ func (s *Store) LeaseTTL() time.Duration { return s.leaseTTL }
 // MaxValueSize returns 524288: both buckets cap values at 512 KiB, and a
 // larger value is rejected with Fatal before anything is sent.
 func (s *Store) MaxValueSize() int { return maxValueSize }
+
+// RollbackAdvice says how a NATS store loses acknowledged writes and the
+// fix ([store.RollbackAdvisor]).
+func (s *Store) RollbackAdvice() string {
+	return "a NATS server restarted from an older store directory, or lost unsynced writes in a power loss: set sync_interval: always on every NATS server"
+}
 
 // Close ends every watch (their Err is nil), waits for the store's
 // goroutines and closes the connection it dialed; a connection passed as

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,6 +22,9 @@ const MinLeaseTTL = 300 * time.Millisecond
 // maxJobLen is the longest Job name: the schema name coordination_<Job>
 // must fit PostgreSQL's 63-byte identifiers.
 const maxJobLen = 50
+
+// maxIdentLen is the longest identifier PostgreSQL keeps (NAMEDATALEN-1).
+const maxIdentLen = 63
 
 // defaultMaxConns is the pool size when Config.MaxConns is 0.
 const defaultMaxConns = 4
@@ -50,8 +54,9 @@ type Config struct {
 	// 63-byte identifiers).
 	Job string
 	// MaxConns is the pool size of the connections the store opens; 0
-	// means 4. Watches wait on one more connection of their own (LISTEN),
-	// outside the pool.
+	// means the DSN's pool_max_conns, or 4 without it (both set and
+	// different is Fatal). Watches wait on one more connection of their
+	// own (LISTEN), outside the pool.
 	MaxConns int32
 	// Retention is how long the job's change log keeps each change; 0
 	// means [DefaultRetention] (10 minutes). Watches read the log, so a
@@ -68,6 +73,16 @@ type Config struct {
 	// change log (it may hold read-only grants). false (the default)
 	// creates the schema on first use.
 	ExistingOnly bool
+	// Owner is the role that must own the job's schema and every table,
+	// sequence and function in it. "" means the role the store connects
+	// as (current_user), or, with ExistingOnly, the schema's owner (its
+	// objects must all share it). The store refuses a schema or object
+	// owned by another role, naming both (docs/postgres-security.md): a
+	// function of someone else's would run as this store's role. A store
+	// that creates the schema creates it AUTHORIZATION Owner and its
+	// objects as Owner (SET ROLE: the connecting role must be a member of
+	// it), so that several login roles of one team can share a job.
+	Owner string
 	// Logger receives the store's few log lines (a lost LISTEN connection,
 	// a failing sweep). DSNs in them are redacted. nil discards them.
 	Logger *slog.Logger
@@ -99,6 +114,9 @@ func (c Config) Validate() error {
 	}
 	if !validJob(c.Job) {
 		return coordination.Errorf(coordination.Fatal, "pgstore: Job must be 1..%d characters of [A-Za-z0-9_-], got %q", maxJobLen, c.Job)
+	}
+	if len(c.Owner) > maxIdentLen || strings.IndexByte(c.Owner, 0) >= 0 {
+		return coordination.Errorf(coordination.Fatal, "pgstore: Owner must be a role name of at most %d bytes without NUL bytes, got %q", maxIdentLen, c.Owner)
 	}
 	if c.MaxConns < 0 {
 		return coordination.Errorf(coordination.Fatal, "pgstore: MaxConns must be >= 0 (0 means %d), got %d", defaultMaxConns, c.MaxConns)
@@ -136,12 +154,22 @@ var secretKeys = map[string]bool{"password": true, "sslpassword": true}
 // ("postgres://svc:pw@host/db" becomes "postgres://svc:<redacted>@host/db"),
 // password and sslpassword query parameters, and password= and
 // sslpassword= pairs of the keyword/value form. A URL that does not parse
-// loses its whole userinfo. The store prints DSNs only through it.
+// loses its whole userinfo. Any "scheme://" string is taken for a URL,
+// whatever the scheme and its case ("POSTGRES://svc:pw@host"). The store
+// prints DSNs only through it.
 func RedactDSN(s string) string {
-	if strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://") {
+	if isURL(s) {
 		return redactURL(s)
 	}
 	return redactKeywords(s)
+}
+
+// isURL reports whether s starts with a URL scheme ("postgres://",
+// "Postgresql://", any letters): a keyword/value string has "=" or a space
+// before any "://".
+func isURL(s string) bool {
+	i := strings.Index(s, "://")
+	return i > 0 && !strings.ContainsAny(s[:i], "= \t\n'")
 }
 
 // redactURL masks the password in a URL connection string.
@@ -246,13 +274,16 @@ func (c Config) secrets() []string {
 	}
 	if cfg, err := pgxpool.ParseConfig(c.DSN); err == nil && c.DSN != "" && cfg.ConnConfig.Password != "" {
 		out = append(out, cfg.ConnConfig.Password)
+	}
+	if isURL(c.DSN) {
 		if u, err := url.Parse(c.DSN); err == nil {
-			if pw, ok := u.User.Password(); ok && pw != cfg.ConnConfig.Password {
+			if pw, ok := u.User.Password(); ok && pw != "" {
 				out = append(out, pw)
 			}
 		}
 	}
-	return out
+	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return slices.Compact(out)
 }
 
 // secret returns s, or <redacted> when s is set.
@@ -273,8 +304,8 @@ func (c Config) poolText() string {
 
 // String renders the configuration with every password redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("pgstore.Config{DSN:%q Password:%q Job:%q MaxConns:%d Retention:%s ExistingOnly:%v Pool:%s}",
-		RedactDSN(c.DSN), secret(c.Password), c.Job, c.MaxConns, c.Retention, c.ExistingOnly, c.poolText())
+	return fmt.Sprintf("pgstore.Config{DSN:%q Password:%q Job:%q MaxConns:%d Retention:%s ExistingOnly:%v Owner:%q Pool:%s}",
+		RedactDSN(c.DSN), secret(c.Password), c.Job, c.MaxConns, c.Retention, c.ExistingOnly, c.Owner, c.poolText())
 }
 
 // GoString renders the configuration as Go syntax with every password
@@ -284,8 +315,8 @@ func (c Config) GoString() string {
 	if c.Pool != nil {
 		pool = "&pgxpool.Pool{}"
 	}
-	return fmt.Sprintf("pgstore.Config{DSN:%q, Password:%q, Job:%q, MaxConns:%d, Retention:%d, ExistingOnly:%v, Pool:%s}",
-		RedactDSN(c.DSN), secret(c.Password), c.Job, c.MaxConns, c.Retention, c.ExistingOnly, pool)
+	return fmt.Sprintf("pgstore.Config{DSN:%q, Password:%q, Job:%q, MaxConns:%d, Retention:%d, ExistingOnly:%v, Owner:%q, Pool:%s}",
+		RedactDSN(c.DSN), secret(c.Password), c.Job, c.MaxConns, c.Retention, c.ExistingOnly, c.Owner, pool)
 }
 
 // LogValue renders the configuration as a slog group with every password
@@ -298,6 +329,7 @@ func (c Config) LogValue() slog.Value {
 		slog.Int("max_conns", int(c.MaxConns)),
 		slog.Duration("retention", c.Retention),
 		slog.Bool("existing_only", c.ExistingOnly),
+		slog.String("owner", c.Owner),
 		slog.String("pool", c.poolText()),
 	)
 }

@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/pgtest"
 	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/testkit"
 )
 
 func TestConfigValidateNamesTheField(t *testing.T) {
@@ -50,6 +52,9 @@ func TestRedactDSN(t *testing.T) {
 		"host=db sslpassword = pw0 user=svc":                 "host=db sslpassword = <redacted> user=svc",
 		"postgres://svc:pw0@db:bad/x":                        "postgres://<redacted>@db:bad/x",
 		"postgres://svc@db/x":                                "postgres://svc@db/x",
+		"POSTGRES://svc:pw0@db/x":                            "postgres://svc:<redacted>@db/x",
+		"Postgresql://svc:pw0@db/x?PassWord=pw0":             "postgresql://svc:<redacted>@db/x?PassWord=<redacted>",
+		"host=db PASSWORD=pw0":                               "host=db PASSWORD=<redacted>",
 	}
 	for in, want := range cases {
 		if got := RedactDSN(in); got != want {
@@ -90,6 +95,17 @@ func TestPasswordIsNeverPrinted(t *testing.T) {
 		"a validation error": Config{DSN: "postgres://u:" + secretPW + "@h:x/db", Job: "j"}.Validate().Error(),
 		"keyword DSN error":  Config{DSN: "host=h port=x password=" + secretPW, Job: "j"}.Validate().Error(),
 	}
+	// A URL scheme in capitals is not a URL to pgx (it fails to parse) but
+	// is one to a reader: every rendering masks its password.
+	for _, scheme := range []string{"POSTGRES", "Postgres", "PostgreSQL"} {
+		upper := Config{DSN: scheme + "://svc:" + secretPW + "@127.0.0.1:5432/db", Job: "j"}
+		texts[scheme+" validation error"] = upper.Validate().Error()
+		texts[scheme+" Config %v"] = fmt.Sprintf("%v", upper)
+		texts[scheme+" Config %#v"] = fmt.Sprintf("%#v", upper)
+		var buf bytes.Buffer
+		slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "cfg", upper)
+		texts[scheme+" slog"] = buf.String()
+	}
 	for what, text := range texts {
 		if strings.Contains(text, secretPW) {
 			t.Errorf("%s prints the password: %s", what, text)
@@ -97,5 +113,107 @@ func TestPasswordIsNeverPrinted(t *testing.T) {
 	}
 	if !strings.Contains(texts["Config %v"], "<redacted>") {
 		t.Errorf("Config %%v shows no redaction: %s", texts["Config %v"])
+	}
+}
+
+func TestDSNCannotLiftTheStatementBound(t *testing.T) {
+	dsn := "postgres://svc@127.0.0.1:5432/db?sslmode=disable"
+	for _, c := range []struct{ dsn, want string }{
+		{dsn + "&statement_timeout=0", "statement_timeout=0, which turns the bound off"},
+		{dsn + "&idle_in_transaction_session_timeout=0", "idle_in_transaction_session_timeout=0"},
+		{dsn + "&statement_timeout=1min", "above the store's bound"},
+		{dsn + "&statement_timeout=forever", "does not parse"},
+		{dsn + "&options=-c%20statement_timeout%3D0", "statement_timeout=0"},
+		{"host=127.0.0.1 user=svc options='-c statement_timeout=0'", "statement_timeout=0"},
+		{"host=127.0.0.1 user=svc statement_timeout=0", "statement_timeout=0"},
+	} {
+		_, err := New(Config{DSN: c.dsn, Job: "j"}, testTTL)
+		wantKind(t, err, coordination.Fatal, c.want, "remove it from the DSN")
+	}
+	for _, ok := range []string{dsn + "&statement_timeout=200ms", dsn + "&statement_timeout=100", "host=127.0.0.1 statement_timeout='250 ms'"} {
+		st, err := New(Config{DSN: ok, Job: "j"}, testTTL)
+		if err != nil {
+			t.Errorf("a lower bound in %q: %v", ok, err)
+			continue
+		}
+		st.Close()
+	}
+}
+
+func TestPoolMaxConnsIsHonoured(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	for _, c := range []struct {
+		dsn  string
+		max  int32
+		want int32
+	}{
+		{s.DSN("postgres") + "&pool_max_conns=2", 0, 2},
+		{s.DSN("postgres") + "&pool_max_conns=2", 2, 2},
+		{s.DSN("postgres"), 3, 3},
+		{s.DSN("postgres"), 0, defaultMaxConns},
+		{fmt.Sprintf("host=127.0.0.1 port=%d user=postgres dbname=postgres sslmode=disable pool_max_conns=2", s.Port()), 0, 2},
+	} {
+		st := newStore(t, s, Config{DSN: c.dsn, MaxConns: c.max}, testTTL)
+		if got := st.pool.Config().MaxConns; got != c.want {
+			t.Errorf("DSN %q, MaxConns %d: a pool of %d, want %d", c.dsn, c.max, got, c.want)
+		}
+	}
+	_, err := New(Config{DSN: s.DSN("postgres") + "&pool_max_conns=2", Job: "j", MaxConns: 5}, testTTL)
+	wantKind(t, err, coordination.Fatal, "MaxConns is 5", "pool_max_conns=2")
+
+	// Under load, the store holds no more than the pool and its LISTEN
+	// connection.
+	st := newStore(t, s, Config{DSN: s.DSN("postgres") + "&pool_max_conns=2"}, testTTL)
+	w, err := st.Watch(opCtx(t), store.Durable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	done := make(chan struct{})
+	var peak int64
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 20 {
+					_, _, _ = st.Create(opCtx(t), store.Durable, fmt.Sprintf("k%d.%d", g, i), nil)
+				}
+			})
+		}
+		wg.Wait()
+	}()
+	for {
+		select {
+		case <-done:
+			if peak > 3 {
+				t.Errorf("the store held %d connections at once, want at most 3 (pool_max_conns=2 and the LISTEN connection)", peak)
+			}
+			return
+		default:
+		}
+		var n int64
+		if err := s.QueryRowOn(opCtx(t), "postgres", "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", []any{"spate-coordination " + st.cfg.Job}, &n); err != nil {
+			t.Fatal(err)
+		}
+		peak = max(peak, n)
+	}
+}
+
+// TestRollbackAdviceIsPostgreSQLs: the advice a rollback error carries on
+// this store (store.RollbackAdvice, also through a decorator) says how a
+// PostgreSQL database loses acknowledged writes, and nothing of NATS.
+func TestRollbackAdviceIsPostgreSQLs(t *testing.T) {
+	st, err := New(Config{DSN: "postgres://svc@127.0.0.1:1/db", Job: "j"}, testTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, s := range []store.Store{st, testkit.NewFaultStore(st)} {
+		a := store.RollbackAdvice(s)
+		if strings.Contains(a, "NATS") || strings.Contains(a, "sync_interval") || !strings.Contains(a, "synchronous replication") {
+			t.Errorf("advice through %T: %s", s, a)
+		}
 	}
 }

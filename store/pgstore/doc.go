@@ -78,21 +78,36 @@
 // store contract says. Every statement is bounded on the server by
 // statement_timeout and idle_in_transaction_session_timeout of LeaseTTL/2
 // (the longest OpTimeout a coordinator with that lease may use), so no call
-// holds the job's lock longer, even when its client is gone. The store
+// holds the job's lock longer, even when its client is gone (a DSN may set
+// them lower; 0 or higher is Fatal). The store
 // assumes synchronous_commit = on (the default) or stronger: then a server
 // restart or crash loses no write it acknowledged. It logs a warning when
 // its session runs with off. With streaming replication, use synchronous
 // replication (synchronous_standby_names) if a failover must not lose
 // acknowledged writes either.
 //
-// # Privileges
+// # Privileges and ownership
 //
 // A worker's role needs CREATE on the database the first time (to create
-// the job's schema) or an existing schema it may use, and then USAGE on the
-// schema, SELECT, INSERT, UPDATE and DELETE on its tables, USAGE on its
-// sequence and EXECUTE on its functions. Tools that only read (coordctl
-// status, watch, audit) need USAGE on the schema and SELECT on its tables;
-// open them with Config.ExistingOnly, which never creates a schema, never
-// sweeps and never prunes. docs/postgres.md, "Running on PostgreSQL", lists the
-// statements.
+// the job's schema) or a schema an administrator created for it, and then
+// USAGE on the schema, SELECT, INSERT, UPDATE and DELETE on its tables,
+// USAGE on its sequence and EXECUTE on its functions. Tools that only read
+// (coordctl status, watch, audit) need USAGE on the schema and SELECT on
+// its tables; open them with Config.ExistingOnly, which never creates a
+// schema, never sweeps and never prunes. docs/postgres.md, "Running on
+// PostgreSQL", lists the statements; docs/postgres-security.md gives
+// per-job and per-team roles that keep jobs apart.
+//
+// Before it reads or runs anything of a job's schema the store checks, in
+// the catalog, that the schema and every table, index, sequence and
+// function in it are owned by Config.Owner (default: the store's own
+// role; with ExistingOnly, the schema's owner), and refuses it otherwise,
+// naming the object, its owner and the expected role: the functions run as
+// their caller, so a schema squatted by another role would run that role's
+// code as the worker. It creates a schema AUTHORIZATION that owner, and
+// its functions with search_path = pg_catalog, pg_temp. Notifications
+// carry the keyspace and the key's first segment ("0:job."), never a key
+// or a value: any role that can connect may LISTEN to a channel. A value
+// above the cap or a revision below 1 read from the job's tables (written
+// outside the library) is Fatal naming the key.
 package pgstore

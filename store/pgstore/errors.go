@@ -84,7 +84,7 @@ func classifyCode(code string) (coordination.ErrorKind, string) {
 	case strings.HasPrefix(code, "28"):
 		return coordination.Fatal, "; check the user and password (Config.Password, the DSN, PGPASSWORD or ~/.pgpass) and pg_hba.conf"
 	case code == "42501":
-		return coordination.Fatal, "; the role lacks a privilege on the job's schema (see docs/postgres.md, \"Running on PostgreSQL\", for the GRANTs)"
+		return coordination.Fatal, "; the role lacks a privilege named above, on the database (CONNECT, or CREATE to create the job's schema) or on the job's schema (see docs/postgres.md, \"Running on PostgreSQL\", and docs/postgres-security.md for the GRANTs)"
 	case code == "3D000":
 		return coordination.Fatal, "; the database does not exist: check the DSN"
 	case code == "3F000", code == "42P01", code == "42883":

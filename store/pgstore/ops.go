@@ -22,6 +22,11 @@ type queries struct {
 // liveEntry is the condition of a row that has not expired.
 const liveEntry = "(e.expires_at IS NULL OR e.expires_at > clock_timestamp())"
 
+// cappedValue is a row's value, or NULL when it is above the value cap: a
+// row written outside the library is not sent whole (its size, read from
+// octet_length without detoasting it, reports it; checkRead).
+var cappedValue = fmt.Sprintf("CASE WHEN octet_length(e.value) <= %d THEN e.value END", maxValueSize)
+
 // underPrefix selects keys under the prefix $2; $3 is an upper bound that
 // lets the primary key's index serve the range (starts_with decides).
 const underPrefix = "e.key >= $2 AND ($3::text IS NULL OR e.key < $3) AND starts_with(e.key, $2)"
@@ -31,19 +36,19 @@ func newQueries(sc schema) queries {
 		create: sc.sql("SELECT {s}.create_entry($1, $2, $3, $4)"),
 		update: sc.sql("SELECT {s}.update_entry($1, $2, $3, $4, $5)"),
 		delete: sc.sql("SELECT {s}.delete_entry($1, $2, $3)"),
-		get:    sc.sql("SELECT e.value, e.revision FROM {s}.entries e WHERE e.keyspace = $1 AND e.key = $2 AND " + liveEntry),
-		list:   sc.sql("SELECT e.key, e.value, e.revision FROM {s}.entries e WHERE e.keyspace = $1 AND " + underPrefix + " AND " + liveEntry),
+		get:    sc.sql("SELECT " + cappedValue + ", octet_length(e.value), e.revision FROM {s}.entries e WHERE e.keyspace = $1 AND e.key = $2 AND " + liveEntry),
+		list:   sc.sql("SELECT e.key, " + cappedValue + ", octet_length(e.value), e.revision FROM {s}.entries e WHERE e.keyspace = $1 AND " + underPrefix + " AND " + liveEntry),
 		// The snapshot of a watch: a header row (the change log's high-water
 		// mark and pruning point) and the live keys, in one statement, so
 		// one MVCC snapshot.
-		snapshot: sc.sql(`SELECT 0, greatest((SELECT coalesce(max(c.revision), 0) FROM {s}.changes c), m.pruned_upto), m.pruned_upto, NULL::text, NULL::bytea FROM {s}.meta m
+		snapshot: sc.sql(`SELECT 0, greatest((SELECT coalesce(max(c.revision), 0) FROM {s}.changes c), m.pruned_upto), m.pruned_upto, NULL::text, NULL::bytea, NULL::integer FROM {s}.meta m
 UNION ALL
-SELECT 1, e.revision, 0, e.key, e.value FROM {s}.entries e WHERE e.keyspace = $1 AND ` + underPrefix + " AND " + liveEntry),
+SELECT 1, e.revision, 0, e.key, ` + cappedValue + `, octet_length(e.value) FROM {s}.entries e WHERE e.keyspace = $1 AND ` + underPrefix + " AND " + liveEntry),
 		// A watch's catch-up: the header row and the next changes after
 		// revision $4 of keyspace $1 under prefix $2, at most $5.
-		poll: sc.sql(`SELECT 0, greatest((SELECT coalesce(max(c.revision), 0) FROM {s}.changes c), m.pruned_upto), m.pruned_upto, NULL::text, NULL::bytea FROM {s}.meta m
+		poll: sc.sql(`SELECT 0, greatest((SELECT coalesce(max(c.revision), 0) FROM {s}.changes c), m.pruned_upto), m.pruned_upto, NULL::text, NULL::bytea, NULL::integer FROM {s}.meta m
 UNION ALL
-(SELECT 1, e.revision, 0, e.key, e.value FROM {s}.changes e WHERE e.revision > $4 AND e.keyspace = $1 AND ` + underPrefix + ` ORDER BY e.revision LIMIT $5)`),
+(SELECT 1, e.revision, 0, e.key, ` + cappedValue + `, octet_length(e.value) FROM {s}.changes e WHERE e.revision > $4 AND e.keyspace = $1 AND ` + underPrefix + ` ORDER BY e.revision LIMIT $5)`),
 		sweep: sc.sql("SELECT {s}.sweep_expired($1)"),
 		prune: sc.sql("SELECT {s}.prune_changes($1, $2)"),
 	}
@@ -80,6 +85,22 @@ func checkKey(key string) error {
 func checkValue(key string, value []byte) error {
 	if len(value) > maxValueSize {
 		return coordination.Errorf(coordination.Fatal, "value for %s is %d bytes, above this store's cap of %d bytes", key, len(value), maxValueSize)
+	}
+	return nil
+}
+
+// checkRead rejects a row read from the job's tables that the library
+// never writes: a value above the cap (size, its octet_length) or a
+// revision below 1. Both were written outside the library (by hand, or a
+// corrupt restore); handing them on would break the store contract
+// (revisions increase, values fit the cap), so they are Fatal naming the
+// key and the fix.
+func (s *Store) checkRead(ks store.Keyspace, key string, size *int32, rev int64) error {
+	if size != nil && *size > maxValueSize {
+		return coordination.Errorf(coordination.Fatal, "pgstore: job %q: %s key %q holds a %d-byte value, above the store's cap of %d bytes: a corrupt record written outside the library; delete or rewrite it (or restore the job)", s.cfg.Job, ks, key, *size, maxValueSize)
+	}
+	if rev < 1 {
+		return coordination.Errorf(coordination.Fatal, "pgstore: job %q: %s key %q is at revision %d, below 1: a corrupt record written outside the library (revisions come from the job's sequence and are positive); delete or rewrite it (or restore the job)", s.cfg.Job, ks, key, rev)
 	}
 	return nil
 }
@@ -148,6 +169,9 @@ func (s *Store) write(ctx context.Context, what, q string, args ...any) (store.R
 	if rev == 0 {
 		return 0, false, nil
 	}
+	if rev < 0 {
+		return 0, false, coordination.Errorf(coordination.Fatal, "pgstore: job %q: %s got revision %d from the job's sequence %s.revisions, below 1: the sequence was changed outside the library; restore it above every revision in use (SELECT setval('%s.revisions', (SELECT max(revision) FROM %s.changes)))", s.cfg.Job, what, rev, s.sc.name, s.sc.name, s.sc.name)
+	}
 	return store.Revision(rev), true, nil
 }
 
@@ -163,12 +187,16 @@ func (s *Store) Get(ctx context.Context, ks store.Keyspace, key string) (store.E
 	}
 	var e store.Entry
 	var rev int64
-	err = retry(func() error { return pool.QueryRow(ctx, s.q.get, int16(ks), key).Scan(&e.Value, &rev) })
+	var size *int32
+	err = retry(func() error { return pool.QueryRow(ctx, s.q.get, int16(ks), key).Scan(&e.Value, &size, &rev) })
 	if errors.Is(err, pgx.ErrNoRows) {
 		return store.Entry{}, false, nil
 	}
 	if err != nil {
 		return store.Entry{}, false, s.fail(ctx, opName("Get", ks, key), err)
+	}
+	if err := s.checkRead(ks, key, size, rev); err != nil {
+		return store.Entry{}, false, err
 	}
 	e.Key, e.Revision = key, store.Revision(rev)
 	return e, true, nil
@@ -199,8 +227,9 @@ func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) ([]s
 		return nil, err
 	}
 	var out []store.Entry
+	var bad error // a corrupt row (checkRead)
 	err = retry(func() error {
-		out = out[:0]
+		out, bad = out[:0], nil
 		rows, err := pool.Query(ctx, s.q.list, int16(ks), prefix, prefixBound(prefix))
 		if err != nil {
 			return err
@@ -209,8 +238,13 @@ func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) ([]s
 		for rows.Next() {
 			var e store.Entry
 			var rev int64
-			if err := rows.Scan(&e.Key, &e.Value, &rev); err != nil {
+			var size *int32
+			if err := rows.Scan(&e.Key, &e.Value, &size, &rev); err != nil {
 				return err
+			}
+			if err := s.checkRead(ks, e.Key, size, rev); err != nil {
+				bad = err
+				return nil
 			}
 			e.Revision = store.Revision(rev)
 			out = append(out, e)
@@ -219,6 +253,9 @@ func (s *Store) List(ctx context.Context, ks store.Keyspace, prefix string) ([]s
 	})
 	if err != nil {
 		return nil, s.fail(ctx, fmt.Sprintf("List of %s keys under %q", ks, prefix), err)
+	}
+	if bad != nil {
+		return nil, bad
 	}
 	return out, nil
 }

@@ -2,8 +2,11 @@ package pgstore
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,9 +20,9 @@ import (
 // reads; meta.version records it.
 const schemaVersion = 1
 
-// lockClass is the first key of the job's advisory locks ("spat"), so that
-// they do not collide with another application's single-key locks.
-const lockClass = 0x73706174
+// lockSalt is hashed with the schema's name into the job's advisory lock
+// key, so that the key is the library's own.
+const lockSalt = "spate-coordination/"
 
 // A job's schema (docs/protocol.md, "Stores"):
 //
@@ -33,13 +36,17 @@ const lockClass = 0x73706174
 //   - meta holds the layout version, the job's lease TTL and the highest
 //     revision pruned from the change log.
 //
+// The schema is created first, on its own (setupSchema), AUTHORIZATION its
+// owner, and its ownership checked before anything below runs in it. The
+// functions run with search_path = pg_catalog, pg_temp, so that no
+// function or operator of another schema stands in for a built-in one.
+//
 // Every write runs in one of the functions below, which first take the
 // job's transaction-scoped advisory lock: writes of a job commit one at a
 // time, in revision order, so a reader's snapshot always holds a prefix of
 // the change log and a watch can resume after the last revision it read.
 // A losing write takes the lock too but writes nothing.
 const schemaDDL = `
-CREATE SCHEMA IF NOT EXISTS {s};
 CREATE TABLE IF NOT EXISTS {s}.meta (
 	singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
 	version integer NOT NULL,
@@ -65,12 +72,12 @@ CREATE TABLE IF NOT EXISTS {s}.changes (
 );
 
 CREATE OR REPLACE FUNCTION {s}.notify_write(p_keyspace smallint, p_key text) RETURNS void
-LANGUAGE sql AS $fn$
-	SELECT pg_notify({name}, CASE WHEN octet_length(p_key) < 4000 THEN p_keyspace || ':' || p_key ELSE p_keyspace::text END)
+LANGUAGE sql SET search_path = pg_catalog, pg_temp AS $fn$
+	SELECT pg_notify({name}, p_keyspace::text || CASE WHEN strpos(p_key, '.') BETWEEN 2 AND 65 THEN ':' || left(p_key, strpos(p_key, '.')) ELSE '' END)
 $fn$;
 
 CREATE OR REPLACE FUNCTION {s}.create_entry(p_keyspace smallint, p_key text, p_value bytea, p_ttl_us bigint) RETURNS bigint
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	now_ts timestamptz;
 	old_expiry timestamptz;
@@ -97,7 +104,7 @@ END
 $fn$;
 
 CREATE OR REPLACE FUNCTION {s}.update_entry(p_keyspace smallint, p_key text, p_value bytea, p_expected bigint, p_ttl_us bigint) RETURNS bigint
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	now_ts timestamptz;
 	rev bigint;
@@ -119,7 +126,7 @@ END
 $fn$;
 
 CREATE OR REPLACE FUNCTION {s}.delete_entry(p_keyspace smallint, p_key text, p_expected bigint) RETURNS boolean
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	now_ts timestamptz;
 	old_rev bigint;
@@ -142,7 +149,7 @@ END
 $fn$;
 
 CREATE OR REPLACE FUNCTION {s}.sweep_expired(p_limit integer) RETURNS integer
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	now_ts timestamptz := clock_timestamp();
 	n integer;
@@ -171,7 +178,7 @@ END
 $fn$;
 
 CREATE OR REPLACE FUNCTION {s}.prune_changes(p_retention_us bigint, p_limit integer) RETURNS integer
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $fn$
 DECLARE
 	cutoff_ts timestamptz := clock_timestamp() - p_retention_us * interval '1 microsecond';
 	oldest timestamptz;
@@ -205,16 +212,25 @@ func newSchema(job string) schema {
 }
 
 // sql expands {s} (the schema), {name} (its name as a literal) and {lock}
-// (the job's advisory lock keys) in q.
+// (the job's advisory lock key) in q.
 func (sc schema) sql(q string) string {
 	lit := "'" + sc.name + "'" // a job name holds no quote
-	return strings.NewReplacer("{s}", sc.ident, "{name}", lit, "{lock}", fmt.Sprintf("%d, hashtext(%s)", lockClass, lit)).Replace(q)
+	return strings.NewReplacer("{s}", sc.ident, "{name}", lit, "{lock}", strconv.FormatInt(sc.lockKey(), 10)).Replace(q)
+}
+
+// lockKey is the job's advisory lock key: 64 bits of the SHA-256 of the
+// salted schema name, so that two jobs share a lock (and serialise each
+// other's writes) with a chance of 2^-64, not a 32-bit hash's.
+func (sc schema) lockKey() int64 {
+	sum := sha256.Sum256([]byte(lockSalt + sc.name))
+	return int64(binary.BigEndian.Uint64(sum[:8]))
 }
 
 // setup makes sure the job's schema exists at this layout with the store's
-// lease TTL: a read first (which a read-only role can do); then, unless
-// ExistingOnly, the DDL, serialized across concurrent starts by a
-// session-independent advisory lock, in one transaction.
+// lease TTL and is owned as Config.Owner says (checkOwner): a read first
+// (which a read-only role can do); then, unless ExistingOnly, the DDL,
+// serialized across concurrent starts by the job's advisory lock, in one
+// transaction (createSchema).
 func (s *Store) setup(ctx context.Context, pool *pgxpool.Pool) error {
 	ok, err := s.checkMeta(ctx, pool)
 	if err != nil || ok {
@@ -223,22 +239,11 @@ func (s *Store) setup(ctx context.Context, pool *pgxpool.Pool) error {
 	if s.cfg.ExistingOnly {
 		return coordination.Errorf(coordination.Fatal, "pgstore: job %q does not exist: no schema %s in this database (ExistingOnly is set, so it is not created); check the job name and the database", s.cfg.Job, s.sc.name)
 	}
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		// Concurrent first starts queue on the lock behind each other's
-		// DDL, longer than the store's statement timeout on a loaded
-		// server: only ctx bounds the setup.
-		if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, s.sc.sql("SELECT pg_advisory_xact_lock({lock})")); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, s.sc.sql(schemaDDL)); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, s.sc.sql("INSERT INTO {s}.meta (version, lease_ttl_us) VALUES ($1, $2) ON CONFLICT DO NOTHING"), schemaVersion, s.leaseTTL.Microseconds())
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return s.createSchema(ctx, tx) })
+	var ce *coordination.Error
+	if errors.As(err, &ce) {
 		return err
-	})
+	}
 	if err != nil {
 		return s.fail(ctx, "creating schema "+s.sc.name, err)
 	}
@@ -248,19 +253,75 @@ func (s *Store) setup(ctx context.Context, pool *pgxpool.Pool) error {
 	return coordination.Errorf(coordination.Fatal, "pgstore: schema %s has no meta row after it was created; drop the schema (coordctl delete-job) and start again", s.sc.name)
 }
 
-// checkMeta reads the job's meta row: false when the schema does not exist
-// yet; Fatal when it was made by another layout or for another lease TTL.
-func (s *Store) checkMeta(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+// createSchema creates the job's schema in tx: the schema itself
+// AUTHORIZATION its owner (Config.Owner, else the store's role) when it
+// does not exist yet, then, once checkOwner accepts what is there (nothing
+// of the schema runs before), its objects as that owner, and the meta row.
+func (s *Store) createSchema(ctx context.Context, tx pgx.Tx) error {
+	// Concurrent first starts queue on the lock behind each other's DDL,
+	// longer than the store's statement timeout on a loaded server: only
+	// ctx bounds the setup.
+	if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 0"); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, s.sc.sql("SELECT pg_catalog.pg_advisory_xact_lock({lock})")); err != nil {
+		return err
+	}
 	var exists bool
-	if err := pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", s.sc.ident+".meta").Scan(&exists); err != nil {
-		return false, s.fail(ctx, "reading schema "+s.sc.name, err)
+	if err := tx.QueryRow(ctx, "SELECT pg_catalog.to_regnamespace($1) IS NOT NULL", s.sc.ident).Scan(&exists); err != nil {
+		return err
+	}
+	owner := "CURRENT_USER"
+	if s.cfg.Owner != "" {
+		owner = pgx.Identifier{s.cfg.Owner}.Sanitize()
+	}
+	if !exists {
+		// An administrator may create the schema ahead of time, for a role
+		// without CREATE on the database (docs/postgres-security.md).
+		if _, err := tx.Exec(ctx, "CREATE SCHEMA "+s.sc.ident+" AUTHORIZATION "+owner); err != nil {
+			return s.ownerErr(ctx, err)
+		}
+	}
+	if err := s.checkOwnerIn(ctx, tx); err != nil {
+		return err
+	}
+	if s.cfg.Owner != "" {
+		if _, err := tx.Exec(ctx, "SET LOCAL ROLE "+owner); err != nil {
+			return s.ownerErr(ctx, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, s.sc.sql(schemaDDL)); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, s.sc.sql("INSERT INTO {s}.meta (version, lease_ttl_us) VALUES ($1, $2) ON CONFLICT DO NOTHING"), schemaVersion, s.leaseTTL.Microseconds())
+	return err
+}
+
+// ownerErr explains a refused CREATE SCHEMA ... AUTHORIZATION or SET ROLE
+// of Config.Owner: the store's role must be a member of it.
+func (s *Store) ownerErr(ctx context.Context, err error) error {
+	if s.cfg.Owner == "" || !isPrivilegeErr(err) {
+		return err
+	}
+	return &coordination.Error{Kind: coordination.Fatal, Err: err, Reason: fmt.Sprintf(
+		"pgstore: job %q: the store's role may not act as Config.Owner %q (%s); grant that role to the store's login role (GRANT %s TO <login role>), see docs/postgres-security.md",
+		s.cfg.Job, s.cfg.Owner, redactedReason(err, s.cfg), pgx.Identifier{s.cfg.Owner}.Sanitize())}
+}
+
+// checkMeta checks the owner of the job's schema (checkOwner), then reads
+// its meta row: false when the schema does not exist yet; Fatal when it
+// was made by another layout or for another lease TTL.
+func (s *Store) checkMeta(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	exists, err := s.checkOwner(ctx, pool)
+	if err != nil {
+		return false, err
 	}
 	if !exists {
 		return false, nil
 	}
 	var version int
 	var ttlUS int64
-	err := pool.QueryRow(ctx, s.sc.sql("SELECT version, lease_ttl_us FROM {s}.meta")).Scan(&version, &ttlUS)
+	err = pool.QueryRow(ctx, s.sc.sql("SELECT version, lease_ttl_us FROM {s}.meta")).Scan(&version, &ttlUS)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
@@ -288,6 +349,9 @@ func JobLeaseTTL(ctx context.Context, cfg Config) (time.Duration, error) {
 	defer st.Close()
 	pool, err := st.connect(ctx)
 	if err != nil {
+		return 0, err
+	}
+	if _, err := st.checkOwner(ctx, pool); err != nil {
 		return 0, err
 	}
 	var ttlUS int64

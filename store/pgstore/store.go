@@ -52,8 +52,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store        = (*Store)(nil)
-	_ store.ValueLimiter = (*Store)(nil)
+	_ store.Store           = (*Store)(nil)
+	_ store.ValueLimiter    = (*Store)(nil)
+	_ store.RollbackAdvisor = (*Store)(nil)
 )
 
 // New validates cfg and leaseTTL and returns a store that connects and
@@ -91,11 +92,12 @@ func New(cfg Config, leaseTTL time.Duration) (*Store, error) {
 }
 
 // poolConfig builds the configuration of the pool the store opens: the
-// DSN's settings, Config.Password, MaxConns connections, and server-side
-// bounds derived from the lease: statement_timeout and
-// idle_in_transaction_session_timeout of LeaseTTL/2 (the longest OpTimeout
-// a coordinator with this lease may use), so that no statement holds the
-// job's write lock longer, even when its client is gone.
+// DSN's settings, Config.Password, MaxConns (or the DSN's pool_max_conns)
+// connections, and server-side bounds derived from the lease:
+// statement_timeout and idle_in_transaction_session_timeout of LeaseTTL/2
+// (the longest OpTimeout a coordinator with this lease may use), so that
+// no statement holds the job's write lock longer, even when its client is
+// gone. A DSN may set them lower; 0 or higher is Fatal (checkBounds).
 func (s *Store) poolConfig() (*pgxpool.Config, error) {
 	pcfg, err := pgxpool.ParseConfig(s.cfg.DSN)
 	if err != nil {
@@ -104,9 +106,15 @@ func (s *Store) poolConfig() (*pgxpool.Config, error) {
 	if s.cfg.Password != "" {
 		pcfg.ConnConfig.Password = s.cfg.Password
 	}
-	pcfg.MaxConns = s.cfg.maxConns()
-	bound := strconv.FormatInt(max(s.leaseTTL/2, time.Millisecond).Milliseconds(), 10)
+	if err := s.cfg.applyPoolSize(pcfg); err != nil {
+		return nil, err
+	}
+	limit := max(s.leaseTTL/2, time.Millisecond)
 	rp := pcfg.ConnConfig.RuntimeParams
+	if err := s.cfg.checkBounds(rp, limit); err != nil {
+		return nil, err
+	}
+	bound := strconv.FormatInt(limit.Milliseconds(), 10)
 	for k, v := range map[string]string{"statement_timeout": bound, "idle_in_transaction_session_timeout": bound, "application_name": "spate-coordination " + s.cfg.Job} {
 		if _, set := rp[k]; !set {
 			rp[k] = v
@@ -125,6 +133,13 @@ func (s *Store) LeaseTTL() time.Duration { return s.leaseTTL }
 // natsstore's, so a job's records fit either production store; a larger
 // value is Fatal before anything is sent.
 func (s *Store) MaxValueSize() int { return maxValueSize }
+
+// RollbackAdvice says how a PostgreSQL store loses acknowledged writes
+// and the fix ([store.RollbackAdvisor]).
+func (s *Store) RollbackAdvice() string {
+	return "the PostgreSQL database was restored from an older backup or copy, failed over to a lagging asynchronous replica, or ran with synchronous_commit = off: " +
+		"use synchronous replication (synchronous_standby_names) and synchronous_commit = on for failovers, and never restore a running job's schema from a backup"
+}
 
 // ExpiryPrecision returns 0: an ephemeral key expires LeaseTTL after its
 // last winning write by the server's clock, read after the write took the

@@ -25,8 +25,10 @@ const pollBatch = 1000
 // connection is lost (a notification may have been missed), when no
 // catch-up query has landed for a lease (a failed or slow one is retried
 // meanwhile), or when it has fallen behind the change log's retention; its
-// owner re-watches. A consumer that reads slowly only makes
-// the watch lag: it reads the log at the consumer's pace.
+// owner re-watches. A row above the value cap or below revision 1
+// (written outside the library) ends it Fatal, naming the key. A consumer
+// that reads slowly only makes the watch lag: it reads the log at the
+// consumer's pace.
 func (s *Store) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
 	return s.startWatch(ctx, ks, prefix, false)
 }
@@ -113,6 +115,7 @@ type row struct {
 	pruned int64
 	key    *string
 	value  []byte
+	size   *int32 // the value's length; nil for a header or a delete
 }
 
 // query runs a snapshot or catch-up statement and returns its header and
@@ -129,7 +132,7 @@ func query(ctx context.Context, pool *pgxpool.Pool, q string, args ...any) (row,
 		defer rows.Close()
 		for rows.Next() {
 			var r row
-			if err := rows.Scan(&r.kind, &r.rev, &r.pruned, &r.key, &r.value); err != nil {
+			if err := rows.Scan(&r.kind, &r.rev, &r.pruned, &r.key, &r.value, &r.size); err != nil {
 				return err
 			}
 			if r.kind == 0 {
@@ -159,6 +162,9 @@ func (w *watcher) snapshot(ctx context.Context, pool *pgxpool.Pool) ([]store.Wat
 	}
 	evs := make([]store.WatchEvent, 0, len(rows)+1)
 	for _, r := range rows {
+		if err := w.s.checkRead(w.ks, *r.key, r.size, r.rev); err != nil {
+			return nil, 0, err
+		}
 		evs = append(evs, store.WatchEvent{Kind: store.Put, Entry: store.Entry{Key: *r.key, Value: r.value, Revision: store.Revision(r.rev)}})
 	}
 	return append(evs, store.WatchEvent{Kind: store.SnapshotDone}), head.rev, nil
@@ -212,6 +218,9 @@ func (w *watcher) run(ctx context.Context, pool *pgxpool.Pool, sess *session, sn
 			pastEnd, pastKnown = head.rev, true
 		}
 		for _, r := range rows {
+			if err := w.s.checkRead(w.ks, *r.key, r.size, r.rev); err != nil {
+				return err
+			}
 			ev := store.WatchEvent{Kind: store.Put, Entry: store.Entry{Key: *r.key, Value: r.value, Revision: store.Revision(r.rev)}}
 			if r.value == nil {
 				ev = store.WatchEvent{Kind: store.Delete, Entry: store.Entry{Key: *r.key, Revision: store.Revision(r.rev)}}
@@ -311,10 +320,13 @@ func (w *watcher) send(ctx context.Context, ev store.WatchEvent) bool {
 }
 
 // notify wakes the watch if payload (a notification's "<keyspace>" or
-// "<keyspace>:<key>") may concern it. It never blocks.
+// "<keyspace>:<head>", head a prefix of the written key: its first
+// dot-terminated segment, or the whole key from schemas made before that)
+// may concern it: the key may be under the watch's prefix when one of head
+// and the prefix starts with the other. It never blocks.
 func (w *watcher) notify(payload string) {
-	ks, key, hasKey := cutPayload(payload)
-	if ks != int(w.ks) || (hasKey && !strings.HasPrefix(key, w.prefix)) {
+	ks, head, hasHead := cutPayload(payload)
+	if ks != int(w.ks) || (hasHead && !strings.HasPrefix(head, w.prefix) && !strings.HasPrefix(w.prefix, head)) {
 		return
 	}
 	select {

@@ -1,9 +1,12 @@
 package pgstore
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/pgtest"
@@ -114,5 +117,68 @@ func TestWatchOutlastsASlowCatchUp(t *testing.T) {
 	conn.Release()
 	if ev := nextEvent(t, w, 5*time.Second); ev.Kind != store.Put || ev.Entry.Revision != rev {
 		t.Fatalf("got %v %q rev %d, want the put at %d", ev.Kind, ev.Entry.Key, ev.Entry.Revision, rev)
+	}
+}
+
+// TestNotificationsCarryNoKey listens on a job's channel as any role that
+// can connect could: the payloads of writes, deletes and expiries carry
+// the keyspace and at most the key's first segment, never the key.
+func TestNotificationsCarryNoKey(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	st := newStore(t, s, Config{}, testTTL)
+	mustCreate(t, st, store.Durable, "first", "v") // creates the schema
+	conn, err := pgx.Connect(opCtx(t), s.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(opCtx(t), "LISTEN "+st.sc.ident); err != nil {
+		t.Fatal(err)
+	}
+	rev := mustCreate(t, st, store.Durable, "job.split.acme-payroll", "v")
+	mustCreate(t, st, store.Ephemeral, "worker.host-17", "v")
+	if ok, err := st.Delete(opCtx(t), store.Durable, "job.split.acme-payroll", rev); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	mustCreate(t, st, store.Durable, "nodot-acme", "v")
+	want := []string{"0:job.", "1:worker.", "0:job.", "0"}
+	for i, w := range want {
+		n, err := conn.WaitForNotification(opCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Payload != w {
+			t.Errorf("notification %d: payload %q, want %q", i, n.Payload, w)
+		}
+	}
+}
+
+// TestNotifyWakesOnlyWatchesAKeyMayConcern checks the wake-up filter on
+// payloads of both forms: "<ks>:<first segment>" and, from schemas made
+// before, "<ks>:<whole key>".
+func TestNotifyWakesOnlyWatchesAKeyMayConcern(t *testing.T) {
+	for _, c := range []struct {
+		ks      store.Keyspace
+		prefix  string
+		payload string
+		wake    bool
+	}{
+		{store.Durable, "job.", "0:job.", true},
+		{store.Durable, "job.", "0:progress.", false},
+		{store.Durable, "job.split.", "0:job.", true},
+		{store.Durable, "", "0:progress.", true},
+		{store.Durable, "job.", "1:job.", false},
+		{store.Durable, "job.", "0", true},
+		{store.Ephemeral, "worker.", "1", true},
+		{store.Durable, "job.", "0:job.split.a", true},
+		{store.Durable, "job.", "0:progress.a", false},
+		{store.Durable, "job.", "garbage", false},
+	} {
+		w := &watcher{ks: c.ks, prefix: c.prefix, wake: make(chan struct{}, 1)}
+		w.notify(c.payload)
+		if got := len(w.wake) == 1; got != c.wake {
+			t.Errorf("watch of %s under %q, payload %q: woken %v, want %v", c.ks, c.prefix, c.payload, got, c.wake)
+		}
 	}
 }

@@ -41,7 +41,8 @@ type CASWrite[R any] struct {
 	Decode   func(key string, b []byte, fp uint64) (R, error)
 	// Recreate, when set, heals a record found absent after a lost CAS by
 	// creating b; it returns the record read or created (docs/protocol.md,
-	// "Missing records").
+	// "Missing records"), or a Fatal error (a store rollback) that ends the
+	// write as CASFatal.
 	Recreate func(ctx context.Context, b []byte) (e store.Entry, found, recreated bool, err error)
 	// Rollback: a record read below the revision this write started from
 	// means the store lost acknowledged writes (docs/protocol.md, "Store
@@ -79,12 +80,15 @@ func CASAdopt[R any](ctx context.Context, v *Env, w CASWrite[R], base R, rev uin
 			if e, found, recreated, err = w.Recreate(ctx, b); recreated {
 				return CASResult[R]{Outcome: CASLanded, Rec: want, Rev: uint64(e.Revision)}
 			}
+			if coordination.KindOf(err) == coordination.Fatal {
+				return CASResult[R]{Outcome: CASFatal, Err: StoreErr(w.what(), err)}
+			}
 		}
 		if err != nil {
 			return CASResult[R]{Outcome: CASUnconfirmed, Err: StoreErr(w.what(), err), Rec: base, Rev: rev}
 		}
 		if w.Rollback && found && uint64(e.Revision) < rev {
-			return CASResult[R]{Outcome: CASFatal, Err: StoreRolledBack(store.Durable, w.Key, uint64(e.Revision), rev)}
+			return CASResult[R]{Outcome: CASFatal, Err: StoreRolledBack(v.Raw, store.Durable, w.Key, uint64(e.Revision), rev)}
 		}
 		var got R
 		if found {

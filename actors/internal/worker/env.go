@@ -84,11 +84,14 @@ func (v *Env) Fail(err error) {
 	v.Outbox.fail(err)
 }
 
-// FailNow logs a Fatal condition and latches it at once, so that a call
-// answered after it already sees the failure.
+// FailNow latches a Fatal condition at once, so that a call answered
+// after it already sees the failure, and logs that the coordinator failed
+// without the reason: every later call returns the error, and its caller
+// (driver.Run) reports it, so the text is printed once.
 func (v *Env) FailNow(err error) {
 	if v.Outbox.Failure() == nil {
-		v.Log.Error("coordinator failed", "err", err)
+		v.Log.Error("coordinator failed; every later call returns the failure (driver.Run returns it)")
+		v.Log.Debug("coordinator failure", "err", err)
 	}
 	v.Fail(err)
 }

@@ -97,13 +97,23 @@ func FinalUnconfirmed(id coordination.SplitID, d time.Duration) error {
 // rollback"): a read showed key at revision got, below revision seen, which
 // this worker already applied or wrote. A key's revision never decreases, so
 // the store lost writes it had acknowledged; nothing about the source is
-// wrong.
-func StoreRolledBack(ks store.Keyspace, key string, got, seen uint64) error {
+// wrong. The advice is st's (store.RollbackAdvice).
+func StoreRolledBack(st store.Store, ks store.Keyspace, key string, got, seen uint64) error {
 	return coordination.Errorf(coordination.Fatal,
 		"store rollback: %s key %s is at revision %d, below revision %d this worker already saw; the store lost acknowledged writes "+
-			"(a NATS server restarted from an older store directory, or lost unsynced writes in a power loss): "+
-			"set sync_interval: always on every NATS server, or restore the job from scratch",
-		ks, key, got, seen)
+			"(%s), or restore the job from scratch (coordctl delete-job, then start it again)",
+		ks, key, got, seen, store.RollbackAdvice(st))
+}
+
+// SplitEpochRolledBack is the Fatal of a store rollback seen in a split
+// record's epoch (docs/protocol.md, "Store rollback"): key is at epoch got,
+// below epoch held, which this worker's claim wrote. Epochs never
+// decrease, so the store lost writes it had acknowledged.
+func SplitEpochRolledBack(st store.Store, key string, got, held uint64) error {
+	return coordination.Errorf(coordination.Fatal,
+		"store rollback: durable key %s is at epoch %d, below epoch %d this worker's claim wrote, and the split's progress record is gone; the store lost acknowledged writes "+
+			"(%s), or restore the job from scratch (coordctl delete-job, then start it again); the progress record was not recreated",
+		key, got, held, store.RollbackAdvice(st))
 }
 
 // StoreErr converts any error from a store call into a coordination error,

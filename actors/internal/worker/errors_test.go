@@ -9,6 +9,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/store"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 // TestErrorBuilders checks every builder's kind and that its reason names
@@ -30,7 +31,7 @@ func TestErrorBuilders(t *testing.T) {
 		{"no answer", NoAnswer(time.Second), coordination.Retryable, []string{"1s", "may still take effect"}},
 		{"stopped", StoppedBeforeDone("fail"), coordination.Retryable, []string{"fail did not complete", "may still land"}},
 		{"final unconfirmed", FinalUnconfirmed("a", time.Second), coordination.Retryable, []string{"split a", "1s"}},
-		{"rolled back", StoreRolledBack(store.Durable, "k", 3, 5), coordination.Fatal, []string{"key k", "revision 3", "revision 5", "sync_interval: always"}},
+		{"rolled back", StoreRolledBack(memstore.New(time.Second), store.Durable, "k", 3, 5), coordination.Fatal, []string{"key k", "revision 3", "revision 5", "make the store durable", "restore the job from scratch"}},
 		{"plan missing", PlanMissing, coordination.Fatal, []string{"plan record is missing"}},
 		{"halted", errHalted, coordination.Retryable, []string{"write not issued"}},
 	}

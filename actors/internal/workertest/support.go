@@ -79,7 +79,7 @@ func NewEnv(tb testing.TB, st store.Store) *worker.Env {
 	tb.Helper()
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "me"
-	v := &worker.Env{Config: cfg, Clock: clock.NewMock(), ID: "me", Nonce: "n", Log: DiscardLogger(), Outbox: &worker.Outbox{}}
+	v := &worker.Env{Raw: st, Config: cfg, Clock: clock.NewMock(), ID: "me", Nonce: "n", Log: DiscardLogger(), Outbox: &worker.Outbox{}}
 	v.Session.Store(&v.Nonce)
 	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted}
 	v.FPHash.Store(protocol.Fingerprint("job:v1"))
