@@ -37,6 +37,10 @@ type Options struct {
 	// Logger receives the kit's warnings (retried read errors, refused
 	// resumes). nil means slog.Default().
 	Logger *slog.Logger
+	// NoCut, when set, is asked with a split's Meta whether its lanes must
+	// never be cut at runtime (a compressed file read whole): TrySplit
+	// refuses them. nil means every lane may be cut.
+	NoCut func(meta []byte) bool
 }
 
 // Source runs the lanes of one worker: it is the [driver.SourceReader]
