@@ -84,8 +84,9 @@ func (l *cutLane) Claim(p int64) bool {
 // TestPropertyRecordRuleReadsEveryLineOnce checks the record rule of the
 // package doc: ranges dividing a file at arbitrary byte positions, each
 // read from a stream that starts one byte before it (as readObject opens
-// it), with runtime cuts at arbitrary positions past the last claim and
-// buffers as small as one byte, together deliver every line of the file
+// it), with runtime cuts at arbitrary positions past the last claim,
+// buffers as small as one byte and batches as small as one record, together
+// deliver every line of the file
 // exactly once, with its offset.
 func TestPropertyRecordRuleReadsEveryLineOnce(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -104,6 +105,7 @@ func TestPropertyRecordRuleReadsEveryLineOnce(t *testing.T) {
 			}
 		}
 		buf := rapid.IntRange(1, 64).Draw(t, "buffer")
+		batch := rapid.IntRange(1, 8).Draw(t, "batch")
 		var got []line
 		fn := func(_ context.Context, r Record) error {
 			got = append(got, line{r.Offset, string(r.Line)})
@@ -115,7 +117,7 @@ func TestPropertyRecordRuleReadsEveryLineOnce(t *testing.T) {
 			lane := &cutLane{t: t, end: rng[1], last: rng[0] - 1, residuals: &work}
 			for {
 				cuts := lane.cuts
-				s := &scanner{buf: make([]byte, buf), max: 1 << 20, fn: fn, lane: lane}
+				s := &scanner{buf: make([]byte, buf), max: 1 << 20, batch: batch, fn: fn, lane: lane}
 				from := lane.last + 1 // the kit's Lane.Next
 				if _, err := s.readFrom(context.Background(), bytes.NewReader(content[max(from-1, 0):]), "k", 0, from); err != nil {
 					t.Fatal(err)
@@ -160,7 +162,7 @@ func TestRecordRuleAtTheBoundaries(t *testing.T) {
 			return nil
 		}
 		lane := &fixedLane{end: c.end, last: c.from - 1}
-		s := &scanner{buf: make([]byte, 4), max: 64, fn: fn, lane: lane}
+		s := &scanner{buf: make([]byte, 4), max: 64, batch: 2, fn: fn, lane: lane}
 		if _, err := s.readFrom(context.Background(), bytes.NewReader(content[max(c.from-1, 0):]), "k", 0, c.from); err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +188,7 @@ func (l *fixedLane) Claim(p int64) bool {
 // read with an error naming the object and the line's offset.
 func TestLongLineIsRefusedNamingTheObject(t *testing.T) {
 	content := []byte("ok\n" + string(bytes.Repeat([]byte("x"), 100)) + "\nok\n")
-	s := &scanner{buf: make([]byte, 8), max: 64, fn: func(context.Context, Record) error { return nil }, lane: &fixedLane{end: 1 << 20, last: -1}}
+	s := &scanner{buf: make([]byte, 8), max: 64, batch: 4, fn: func(context.Context, Record) error { return nil }, lane: &fixedLane{end: 1 << 20, last: -1}}
 	_, err := s.readFrom(context.Background(), bytes.NewReader(content), "logs/big.ndjson", 0, 0)
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte(`object "logs/big.ndjson": the line at offset 3 is longer than 64 bytes`)) {
 		t.Fatalf("err = %v, want the long line named", err)

@@ -14,6 +14,10 @@ import (
 // Options.MaxLine.
 const bufferBytes = 1 << 20
 
+// maxBatch is the most records one claim covers: a drain or a runtime cut
+// waits for the batch in hand, so it bounds their wait in records.
+const maxBatch = 256
+
 // scanner reads the records of one object's stream in batches and claims
 // each batch's last position before handing the batch to the user: the
 // record rule of the package doc, from a record boundary on.
@@ -21,6 +25,7 @@ type scanner struct {
 	buf    []byte
 	recs   []span // the batch in hand
 	max    int    // Options.MaxLine
+	batch  int    // the most records one claim covers: maxBatch
 	fn     Func
 	lane   claimer
 	reader io.Reader
@@ -42,7 +47,7 @@ var _ claimer = (*lanes.Lane[int64])(nil)
 // start resets s to read stream rd of object key, at base in the split's
 // positions, whose first byte is object offset pos; buffers are kept.
 func (s *scanner) start(rd io.Reader, key string, base, pos int64) {
-	*s = scanner{buf: s.buf, recs: s.recs[:0], max: s.max, fn: s.fn, lane: s.lane, reader: rd, key: key, base: base, pos: pos}
+	*s = scanner{buf: s.buf, recs: s.recs[:0], max: s.max, batch: s.batch, fn: s.fn, lane: s.lane, reader: rd, key: key, base: base, pos: pos}
 }
 
 // readFrom reads the records of stream rd, object key's bytes from offset
@@ -116,12 +121,15 @@ func (s *scanner) skipLine() (bool, error) {
 }
 
 // records hands every record starting at or after object offset from, and
-// before the lane's end, to the user, in batches claimed by their last
-// position. more is false once the lane's range is read or a claim failed
-// (the read function then returns); true when the object ended first.
+// before the lane's end, to the user, in batches of at most maxBatch
+// records claimed by their last position (so a drain or a cut waits for at
+// most one batch). more is false once the lane's range is read or a claim
+// failed (the read function then returns); true when the object ended
+// first.
 func (s *scanner) records(ctx context.Context, from int64) (more bool, err error) {
+	full := false // the last batch stopped at maxBatch: buf holds more records
 	for {
-		if !s.eof {
+		if !s.eof && !full {
 			if err := s.fill(); err != nil {
 				return false, err
 			}
@@ -129,8 +137,13 @@ func (s *scanner) records(ctx context.Context, from int64) (more bool, err error
 		end := s.lane.End() - s.base // the end in object offsets
 		s.recs = s.recs[:0]
 		past := false
+		full = false
 		i := s.lo
 		for i < s.hi {
+			if len(s.recs) == s.batch {
+				full = true
+				break
+			}
 			off := s.pos + int64(i-s.lo)
 			if off >= end {
 				past = true

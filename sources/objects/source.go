@@ -69,7 +69,7 @@ func (r *reader) read(ctx context.Context, lane *lanes.Lane[int64]) error {
 	if err != nil {
 		return lanes.Poison(fmt.Errorf("objects: split %s: %v", lane.Split(), err))
 	}
-	s := &scanner{buf: make([]byte, min(bufferBytes, r.maxLine)), max: r.maxLine, fn: r.fn, lane: lane}
+	s := &scanner{buf: make([]byte, min(bufferBytes, r.maxLine)), max: r.maxLine, batch: maxBatch, fn: r.fn, lane: lane}
 	if m.gzip {
 		return r.readGzip(ctx, lane, s, m.objects[0])
 	}
