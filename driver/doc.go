@@ -86,8 +86,9 @@
 // Within one PollEvents call losses come first, then retirements, then new
 // lanes, then the job's terminal state, so a split lost and re-gained in one
 // batch yields LanesRevoked before LanesAdded. Every tenancy gets exactly one
-// CloseSplit. A revocation the driver cannot drain reaches the coordinator as
-// one DeclineRevoke. A deferred (Retryable) commit is superseded by the
+// CloseSplit. A revocation of a lane that has read its whole range is
+// answered by committing its completion; one the driver cannot drain
+// otherwise reaches the coordinator as one DeclineRevoke. A deferred (Retryable) commit is superseded by the
 // split's next commit and never re-sent by the driver on its own.
 //
 // Commit names no epoch, so a commit the embedder makes on a lane whose

@@ -4,22 +4,37 @@ import "github.com/spate-go/coordination"
 
 // onRevokeRequested answers a revocation: a draining split needs
 // nothing more; a live, opened split is offered to the source's BeginRevoke;
-// every other case (unheld, gained but not yet opened, refused by the
-// source) is declined at once.
-func (d *Driver) onRevokeRequested(id coordination.SplitID) {
+// a split the source refuses because its lane read its whole range (Sweep
+// reports completed progress) commits that completion, which settles the
+// revocation as drained (docs/protocol.md, "Revocation"): declining it would
+// force the split away and its next owner would read it all again. Every
+// other case (unheld, gained but not yet opened, refused by the source) is
+// declined at once. Only a Fatal or non-coordination error is returned.
+func (d *Driver) onRevokeRequested(id coordination.SplitID) error {
 	t, ok := d.held[id]
 	if ok && t.phase == draining && !t.fenced {
-		return
+		return nil
 	}
-	if ok && t.phase == live && t.opened && t.committable() && d.src.BeginRevoke(id) {
-		t.phase = draining
-		d.log.Debug("revocation accepted; draining", "split", id)
-		return
+	if ok && t.phase == live && t.opened && t.committable() {
+		if d.src.BeginRevoke(id) {
+			t.phase = draining
+			d.log.Debug("revocation accepted; draining", "split", id)
+			return nil
+		}
+		p, err := d.src.Sweep(id)
+		if err != nil {
+			return err
+		}
+		if p != nil && p.Completed {
+			d.log.Debug("revocation answered by the split's completion", "split", id)
+			return d.commit(t, *cloneProgressPtr(p))
+		}
 	}
 	d.log.Debug("revocation declined", "split", id)
 	if err := d.c.DeclineRevoke(id); err != nil {
 		d.log.Warn("could not decline revocation", "split", id, "err", err)
 	}
+	return nil
 }
 
 // advanceDrains asks the source for a drain cut of every draining tenancy,

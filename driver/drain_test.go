@@ -112,6 +112,24 @@ func TestRevocationsTheDriverCannotDrainAreDeclinedOnce(t *testing.T) {
 	}
 }
 
+// A revocation that reaches a lane which read its whole range (the source
+// refuses to drain it, its Sweep reports completed progress) is answered by
+// committing that completion, not declined: a decline forces the split away
+// and its next owner reads it all again.
+func TestRevocationOfAFinishedLaneCommitsItsCompletion(t *testing.T) {
+	h := newHarness(t)
+	la := h.open("a", 1, nil)
+	h.src.sweep["a"] = completed(9)
+	h.script.Revoke("a")
+	h.expect(driver.LanesRetired{Lanes: []driver.LaneID{la.ID}})
+	if got := h.script.Commits(); !reflect.DeepEqual(got, []coordination.Commit{commit("a", completed(9))}) {
+		t.Fatalf("Commits = %v, want the completion", got)
+	}
+	if got := h.script.Declined(); len(got) != 0 {
+		t.Fatalf("Declined = %v, want nothing", got)
+	}
+}
+
 func TestDeclineErrorOnlyLogs(t *testing.T) {
 	h := newHarness(t)
 	h.c.declineErr = &coordination.Error{Kind: coordination.Retryable, Reason: "hand-back did not confirm"}

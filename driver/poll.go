@@ -173,7 +173,7 @@ func (d *Driver) apply(events []coordination.Event) error {
 		case coordination.Gained:
 			d.onGained(ev, ended[ev.Split.ID], end, keep)
 		case coordination.RevokeRequested:
-			d.onRevokeRequested(ev.Split)
+			keep(d.onRevokeRequested(ev.Split))
 		case coordination.CutRequested:
 			d.onCutRequested(ev)
 		case coordination.Lost:

@@ -37,6 +37,10 @@ type Options struct {
 	// Logger receives the kit's warnings (retried read errors, refused
 	// resumes). nil means slog.Default().
 	Logger *slog.Logger
+	// NoCut, when set, is asked with a split's Meta whether its lanes must
+	// never be cut at runtime (a compressed file read whole): TrySplit
+	// refuses them. nil means every lane may be cut.
+	NoCut func(meta []byte) bool
 }
 
 // Source runs the lanes of one worker: it is the [driver.SourceReader]
@@ -215,11 +219,9 @@ func (s *Source[P]) TakePoisoned() []driver.Poisoned {
 }
 
 // BeginRevoke makes the lane's next claim fail, so its reader returns at a
-// claim boundary; false for a lane not open or stopped. A lane that read its
-// whole range but whose completion is not committed yet drains too: its
-// drain cut is its end, so the next owner completes it without reading (a
-// declined revocation would hand it back at its last commit, and the range
-// would be read twice).
+// claim boundary; false for a lane not open, stopped, or read whole (the
+// driver then commits its completion, which Sweep reports, instead of a
+// drain cut).
 func (s *Source[P]) BeginRevoke(split coordination.SplitID) bool {
 	r := s.split(split)
 	if r == nil {
@@ -227,7 +229,7 @@ func (s *Source[P]) BeginRevoke(split coordination.SplitID) bool {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.stopped {
+	if r.stopped || r.acked.done {
 		return false
 	}
 	r.draining = true

@@ -30,7 +30,8 @@ func (s *Source[P]) Remaining(id driver.LaneID) uint64 {
 // next position to its end. The primary keeps the range's start and the
 // weight of its part; the residual is the rest. It refuses (!ok) a lane
 // done, draining or stopped, and a residual of fewer than
-// [Options.MinResidual] positions (offset lanes).
+// [Options.MinResidual] positions (offset lanes), and a lane
+// [Options.NoCut] says is not to be cut.
 func (s *Source[P]) TrySplit(id driver.LaneID, keep float64) (driver.Cut, bool, error) {
 	r := s.running([]driver.LaneID{id})
 	if len(r) == 0 {
@@ -39,7 +40,7 @@ func (s *Source[P]) TrySplit(id driver.LaneID, keep float64) (driver.Cut, bool, 
 	l := &r[0].Lane
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending.done || l.stopped || l.draining {
+	if l.pending.done || l.stopped || l.draining || s.opts.NoCut != nil && s.opts.NoCut(l.meta) {
 		return driver.Cut{}, false, nil
 	}
 	next := l.nextLocked()
