@@ -1,6 +1,7 @@
 package coordination_test
 
 import (
+	"bytes"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -47,15 +48,30 @@ func TestExportedIdentifiersAreDocumented(t *testing.T) {
 	}
 }
 
-// TestDocsCodeCompiles writes every Go block of the guides in docs/ into one
-// package and vets and tests it, as TestReadmeCodeCompiles does for the
-// README, so the guides cannot drift from the API either.
+// TestDocsCodeCompiles writes the Go blocks of each guide in docs/ into a
+// package of its own and vets and tests it, as TestReadmeCodeCompiles does
+// for the README, so the guides cannot drift from the API either; each
+// guide's program stands alone, as a user copies it.
 func TestDocsCodeCompiles(t *testing.T) {
 	guides, err := filepath.Glob("docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkGoBlocks(t, 7, guides...)
+	withCode := 0
+	for _, g := range guides {
+		text, err := os.ReadFile(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(text, []byte("```go\n")) {
+			continue
+		}
+		withCode++
+		t.Run(filepath.Base(g), func(t *testing.T) { checkGoBlocks(t, 1, g) })
+	}
+	if withCode < 7 {
+		t.Errorf("%d guides in docs/ have Go blocks, want at least 7", withCode)
+	}
 }
 
 // TestDocsConfigTableListsEveryField fails naming each coordination.Config

@@ -35,7 +35,9 @@ func TestPropertyBucketJobDeliversEveryLine(t *testing.T) {
 	jobs := 0
 	defer func() {
 		t.Logf("%d jobs: %d runtime cuts, %d drains", jobs, cutsMade.Load(), drainsBegun.Load())
-		if jobs >= jobChecks && !t.Failed() && (cutsMade.Load() == 0 || drainsBegun.Load() == 0) {
+		// Under -race only 5 jobs run, too few to be sure of both: the
+		// check is made on the 16 of an ordinary run.
+		if !raceEnabled && jobs >= jobChecks && !t.Failed() && (cutsMade.Load() == 0 || drainsBegun.Load() == 0) {
 			t.Errorf("%d jobs made %d runtime cuts and %d drains; the property must exercise both", jobs, cutsMade.Load(), drainsBegun.Load())
 		}
 	}()
