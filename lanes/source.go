@@ -111,6 +111,7 @@ func (s *Source[P]) OpenSplit(o driver.Opening) error {
 	r := &laneRun[P]{ctx: ctx, cancel: cancel, openSeq: m.seq, reported: map[int64]mark[P]{}}
 	r.k, r.split, r.partition, r.waker = s.k, o.Split.ID, o.Partition, o.Waker
 	r.start, r.meta, r.end, r.weight = d.rng.Start, d.meta, d.rng.End, d.weight
+	r.epoch = o.Epoch
 	r.acked, r.pending = m, m.copyInto(s.k, mark[P]{})
 	r.wake = make(chan struct{})
 	s.mu.Lock()
