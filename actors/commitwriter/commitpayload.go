@@ -1,10 +1,13 @@
 package commitwriter
 
 import (
+	"context"
+
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store"
 )
 
 // Exactly-once commits (coordination.TxCommitter; docs/protocol.md,
@@ -17,7 +20,9 @@ import (
 // commit (worker.CASAdopt): the intended progress found there means the
 // statements landed with it and are not run again; the tenancy's own
 // record at another progress is adopted and the write (statements
-// included) retried once, each attempt a transaction of its own.
+// included) retried once, each attempt a transaction of its own, unless
+// that record already holds the commit's watermark (covers): a later
+// write of the tenancy (a cut commit) built on the commit landed unseen.
 //
 // A tenancy that committed with statements writes its progress only that
 // way: the source's ordinary commits carry a watermark acknowledged after
@@ -34,14 +39,7 @@ func (w *commitWriter) commitPayload(req worker.CommitRequest, cell *progressCel
 		return worker.CommitResult{Landed: true} // superseded by the exactly-once commits
 	}
 	cell.payloads = true
-	wr := progressWrite(req.Ctx, w.v, id, cell, req.Progress, nil)
-	wr.Payload = req.Payload
-	if req.Payload != nil {
-		// A record deleted outside the library is not recreated by a
-		// commit with statements; the tenancy's next ordinary commit does
-		// (docs/protocol.md, "Missing records").
-		wr.Recreate = nil
-	}
+	wr := payloadWrite(req.Ctx, w.v, id, cell, req.Progress, req.Payload)
 	d := worker.CASAdopt(req.Ctx, w.v, wr, cell.prog, cell.rev)
 	if d.Outcome != worker.CASLanded {
 		return w.notLanded(id, epoch, d)
@@ -57,6 +55,40 @@ func (w *commitWriter) commitPayload(req worker.CommitRequest, cell *progressCel
 		}
 	}
 	return worker.CommitResult{Landed: true}
+}
+
+// payloadWrite is commitPayload's part in the CAS loop: casProgress's,
+// with the statements run in each attempt's transaction, when there are
+// any.
+func payloadWrite(ctx context.Context, v *worker.Env, id coordination.SplitID, cell *progressCell, p coordination.SplitProgress, payload store.TxFunc) worker.CASWrite[protocol.ProgressRecord] {
+	wr := progressWrite(ctx, v, id, cell, p, nil)
+	if payload == nil {
+		return wr
+	}
+	wr.Payload = payload
+	// A record deleted outside the library is not recreated by a commit
+	// with statements; the tenancy's next ordinary commit does
+	// (docs/protocol.md, "Missing records").
+	wr.Recreate = nil
+	build := wr.Build
+	wr.Build = func(base protocol.ProgressRecord) (protocol.ProgressRecord, []byte, *worker.CASResult[protocol.ProgressRecord]) {
+		if covers(base, v.ID, cell.epoch, p) {
+			return base, nil, &worker.CASResult[protocol.ProgressRecord]{Outcome: worker.CASLanded, Rec: base, Adopted: true}
+		}
+		return build(base)
+	}
+	return wr
+}
+
+// covers reports whether the record base, this tenancy's, already holds
+// progress p of an exactly-once commit: its watermark is at or past p's.
+// Only this tenancy's exactly-once commits move its watermark past where
+// the tenancy started, and each of them is past the one before, so the
+// commit of p landed unseen (an earlier attempt whose reply was lost,
+// which a later write, a cut commit, built on): its statements must not
+// run again.
+func covers(base protocol.ProgressRecord, me string, epoch uint64, p coordination.SplitProgress) bool {
+	return base.Epoch == epoch && base.Owner == me && base.Watermark != nil && *base.Watermark >= p.Watermark && !base.Completed
 }
 
 // raise returns the progress a commit of p over the record base writes: p,
