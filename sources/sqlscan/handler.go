@@ -2,6 +2,7 @@ package sqlscan
 
 import (
 	"context"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -129,10 +130,10 @@ func (t *transact) handle(ctx context.Context, l laneInfo, b *Batch) error {
 	}
 }
 
-// transient reports whether err, from fn's statements, came from the
-// connection or the server's state (a lost or terminated connection, a
-// shutdown, a timeout, a serialization failure) rather than from the batch:
-// those never count towards poison.
+// transient reports whether err, from a read or from fn's statements, came
+// from the connection or the server's state (a lost or terminated
+// connection, a shutdown, a timeout, a serialization failure) rather than
+// from the batch: those never count towards poison.
 func transient(err error) bool {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
@@ -143,7 +144,7 @@ func transient(err error) bool {
 		return false
 	}
 	var netErr net.Error
-	return pgconn.Timeout(err) || pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
+	return errors.Is(err, driver.ErrBadConn) || pgconn.Timeout(err) || pgconn.SafeToRetry(err) || errors.As(err, &netErr) ||
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) ||
 		strings.Contains(err.Error(), "conn closed") || strings.Contains(err.Error(), "conn busy")

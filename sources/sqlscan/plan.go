@@ -80,28 +80,42 @@ func (e estimate) intSplits(prefix string, n int) []lanes.Split[int64] {
 	if e.empty {
 		return []lanes.Split[int64]{{ID: splitID(prefix, 0), Range: lanes.Range[int64]{Start: 0, End: 1}, Weight: 1}}
 	}
+	// b cuts [min, max+1) into buckets: the histogram's, each holding an
+	// equal share of the rows, and at either edge a bucket between the
+	// key's true min (or max+1) and the histogram's first (or last) bound,
+	// the extremes of its sample, which holds next to nothing. Without a
+	// histogram, one bucket holds every row.
 	b := make([]int64, 0, len(e.bounds)+2)
-	b = append(b, e.min)
+	hist := make([]bool, 0, len(e.bounds)+2) // b[i] is a histogram bound
+	b, hist = append(b, e.min), append(hist, false)
 	for _, x := range e.bounds {
-		if v := x.(int64); v > b[len(b)-1] && v <= e.max {
-			b = append(b, v)
+		switch v := x.(int64); {
+		case v == b[len(b)-1]:
+			hist[len(hist)-1] = true
+		case v > b[len(b)-1] && v <= e.max:
+			b, hist = append(b, v), append(hist, true)
 		}
 	}
 	if b[len(b)-1] <= e.max {
-		b = append(b, e.max+1)
+		b, hist = append(b, e.max+1), append(hist, false)
 	}
-	// b cuts [min, max+1) into buckets; the first and the last may be
-	// partial ones of the histogram: weigh buckets by the share of rows
-	// the histogram gives them (equal), the edges by their width.
 	nb := len(b) - 1
 	per := e.rows / float64(max(len(e.bounds)-1, 1))
-	if len(e.bounds) < 2 {
-		per = e.rows / float64(nb)
-	}
-	// cumulative rows at each b[i]
-	cum := make([]float64, len(b))
+	cum := make([]float64, len(b)) // rows below b[i]
 	for i := 1; i < len(b); i++ {
-		cum[i] = cum[i-1] + per
+		w := per
+		if len(e.bounds) < 2 {
+			w = e.rows / float64(nb)
+		} else if !hist[i-1] || !hist[i] {
+			w = 0
+		}
+		cum[i] = cum[i-1] + w
+	}
+	if cum[nb] > 0 { // buckets dropped (bounds repeated, or past a max that shrank): rescale
+		scale := e.rows / cum[nb]
+		for i := range cum {
+			cum[i] *= scale
+		}
 	}
 	total := cum[nb]
 	var splits []lanes.Split[int64]
@@ -111,7 +125,10 @@ func (e estimate) intSplits(prefix string, n int) []lanes.Split[int64] {
 		if j < n {
 			target := total * float64(j) / float64(n)
 			i := max(firstAtLeast(cum, target), 1)
-			frac := (target - cum[i-1]) / (cum[i] - cum[i-1])
+			frac := 0.0
+			if cum[i] > cum[i-1] {
+				frac = (target - cum[i-1]) / (cum[i] - cum[i-1])
+			}
 			end = b[i-1] + int64(math.Round(frac*float64(b[i]-b[i-1])))
 			endCum = target
 		}

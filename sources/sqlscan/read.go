@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/lanes"
@@ -92,8 +93,26 @@ func (t Table) batchQueries() map[[2]bool]string {
 }
 
 // fetch runs one batch statement: keys after lo (op ">" or ">="; nil: no
-// lower bound), before hi (nil: none), at most BatchSize rows.
+// lower bound), before hi (nil: none), at most BatchSize rows. A failure of
+// the connection or the server's state (transient) is retried here, with
+// backoff, until ctx ends: a restarting server does not count towards the
+// lane's poison.
 func (r *reader) fetch(ctx context.Context, op string, lo, hi any, hasLo, hasHi bool) (rows [][]any, keys []any, err error) {
+	for attempt := 0; ; attempt++ {
+		rows, keys, err = r.fetchOnce(ctx, op, lo, hi, hasLo, hasHi)
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return rows, keys, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, err
+		case <-time.After(retryPause(attempt)):
+		}
+	}
+}
+
+// fetchOnce is one attempt of fetch.
+func (r *reader) fetchOnce(ctx context.Context, op string, lo, hi any, hasLo, hasHi bool) (rows [][]any, keys []any, err error) {
 	q := r.query[[2]bool{hasLo, hasHi}]
 	var args []any
 	if hasLo {
