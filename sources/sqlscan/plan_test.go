@@ -46,12 +46,19 @@ func TestIntSplitsCoverAndWeigh(t *testing.T) {
 }
 
 // With a histogram whose extremes are well inside [min, max], the edge
-// buckets weigh nothing: a split between min and the first bound alone
-// would be weight 1.
+// buckets weigh nothing: the rows are the histogram buckets', and the
+// boundaries interpolate within them.
 func TestIntSplitsEdgesWeighNothing(t *testing.T) {
-	e := estimate{min: 0, max: 999, rows: 1000, bounds: []any{int64(100), int64(500), int64(900)}}
-	splits := e.intSplits("s", 2)
-	if len(splits) != 2 || splits[0].Range.End != 500 || splits[0].Weight != 500 || splits[1].Weight != 500 {
-		t.Fatalf("splits %+v; want [0, 500) and [500, 1000), 500 rows each", splits)
+	e := estimate{min: 0, max: 999, rows: 900, bounds: []any{int64(100), int64(200), int64(900)}}
+	splits := e.intSplits("s", 3)
+	// Buckets [100, 200) and [200, 900) hold 450 rows each.
+	want := []struct{ start, end int64 }{{0, 167}, {167, 433}, {433, 1000}}
+	if len(splits) != len(want) {
+		t.Fatalf("splits %+v; want %v", splits, want)
+	}
+	for i, s := range splits {
+		if s.Range.Start != want[i].start || s.Range.End != want[i].end || s.Weight != 300 {
+			t.Fatalf("split %d is [%d, %d) weight %d; want [%d, %d) weight 300 (all: %+v)", i, s.Range.Start, s.Range.End, s.Weight, want[i].start, want[i].end, splits)
+		}
 	}
 }
