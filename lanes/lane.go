@@ -19,6 +19,8 @@ type Lane[P Position] struct {
 	waker     *coordination.Waker
 	start     P      // the range's first position; fixed
 	meta      []byte // the user's descriptor bytes; fixed
+	// epoch is the tenancy's fencing token; fixed (txcommit.go).
+	epoch coordination.LeaseEpoch
 
 	mu       sync.Mutex
 	end      P             // guarded by mu: one past the range's last position; a cut lowers it

@@ -114,6 +114,12 @@ func (s *Source[P]) OpenSplit(o driver.Opening) error {
 	r := &laneRun[P]{ctx: ctx, cancel: cancel, reported: map[int64]mark[P]{}}
 	r.k, r.split, r.partition, r.waker = s.k, o.Split.ID, o.Partition, o.Waker
 	r.start, r.meta, r.end, r.weight = d.rng.Start, d.meta, d.rng.End, d.weight
+	r.epoch = o.Epoch
+	if o.Resume != nil {
+		// The driver may encode the resume point itself (a cut before any
+		// ack); a copy, since the lane's marks reuse their memory.
+		r.reported[o.Resume.Watermark] = m.copyInto(s.k, mark[P]{})
+	}
 	r.acked, r.pending = m, m.copyInto(s.k, mark[P]{})
 	r.wake = make(chan struct{})
 	s.mu.Lock()

@@ -16,12 +16,18 @@ import (
 // (nextProgress, commitcut.go). A regressing watermark or an oversized
 // record is Fatal before any write.
 func casProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, cell *progressCell, p coordination.SplitProgress, cut *coordination.Cut) worker.CASResult[protocol.ProgressRecord] {
+	return worker.CASAdopt(ctx, v, progressWrite(ctx, v, id, cell, p, cut), cell.prog, cell.rev)
+}
+
+// progressWrite is casProgress's part in the CAS loop.
+func progressWrite(ctx context.Context, v *worker.Env, id coordination.SplitID, cell *progressCell, p coordination.SplitProgress, cut *coordination.Cut) worker.CASWrite[protocol.ProgressRecord] {
 	now := v.NowMs()
-	return worker.CASAdopt(ctx, v, worker.CASWrite[protocol.ProgressRecord]{
+	return worker.CASWrite[protocol.ProgressRecord]{
 		Split: id,
 		Key:   protocol.ProgressKey(id),
 		Doing: "committing",
 		Build: func(base protocol.ProgressRecord) (protocol.ProgressRecord, []byte, *worker.CASResult[protocol.ProgressRecord]) {
+			p := cell.raise(base, p) // commitpayload.go
 			if err := checkWatermark(id, base, p); err != nil {
 				return base, nil, &worker.CASResult[protocol.ProgressRecord]{Outcome: worker.CASFatal, Err: err}
 			}
@@ -48,7 +54,7 @@ func casProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, ce
 		},
 		Rollback: true,
 		Rebased:  cell.advance,
-	}, cell.prog, cell.rev)
+	}
 }
 
 // recreateProgress heals a progress record deleted outside the library

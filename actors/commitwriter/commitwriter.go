@@ -42,6 +42,7 @@ type progressCell struct {
 	confirmed uint64
 	cutting   bool      // a CommitCut returned without confirming its residual
 	askedAt   time.Time // when the last cut request was emitted; zero: never
+	payloads  bool      // an exactly-once commit was asked (commitpayload.go)
 }
 
 // Writers are the commit writer's shards; a split's shard is picked by a
@@ -162,6 +163,9 @@ func (w *commitWriter) commit(req worker.CommitRequest) worker.CommitResult {
 	}
 	if req.Cut != nil {
 		return w.commitCut(req, cell)
+	}
+	if req.Payload != nil || cell.payloads {
+		return w.commitPayload(req, cell) // commitpayload.go
 	}
 	d := casProgress(req.Ctx, w.v, id, cell, req.Progress, nil)
 	switch d.Outcome {

@@ -1,5 +1,5 @@
-// Package examplekit holds what the two example programs (examples/backfill
-// and examples/tablecopy) share: the shape of main (a context ended by
+// Package examplekit holds what the example programs built on it
+// (examples/backfill) share: the shape of main (a context ended by
 // SIGINT or SIGTERM, an exit status), a flag set that prints its usage on
 // every mistake, the flags both take to run against a NATS server of the
 // user's (-nats, -instance, -timeout, -log), the timing every example worker

@@ -51,6 +51,9 @@ type CASWrite[R any] struct {
 	// Rebased, when set, learns the record the write rebased onto when it
 	// gives up after its retry.
 	Rebased func(got R, rev uint64)
+	// Payload, when set, runs in the transaction of each update attempt
+	// (store.TxUpdater; txupdate.go): it lands exactly when the update does.
+	Payload store.TxFunc
 }
 
 // what names the write for an error reason ("committing split a"); built
@@ -66,7 +69,7 @@ func CASAdopt[R any](ctx context.Context, v *Env, w CASWrite[R], base R, rev uin
 			return *stop
 		}
 		start := time.Now()
-		r, ok, err := v.Store.Update(ctx, store.Durable, w.Key, b, store.Revision(rev))
+		r, ok, err := update(ctx, v, w.Key, b, store.Revision(rev), w.Payload)
 		v.Metrics.Write(WriteLabel(ok, err), time.Since(start))
 		switch {
 		case err != nil:

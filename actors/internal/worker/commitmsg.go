@@ -5,6 +5,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
 )
 
 // OpenCell hands the commit writer a started tenancy's progress record as
@@ -29,7 +30,10 @@ type CommitRequest struct {
 	Epoch    uint64
 	Progress coordination.SplitProgress
 	Cut      *coordination.Cut
-	Reply    chan CommitResult
+	// Payload, when set, makes it an exactly-once commit (CommitTx;
+	// commitpayload.go): the statements run in the write's transaction.
+	Payload store.TxFunc
+	Reply   chan CommitResult
 }
 
 // CommitResult is a commit's outcome: err is Commit's (or CommitCut's)

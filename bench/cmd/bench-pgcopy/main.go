@@ -1,0 +1,419 @@
+// Command bench-pgcopy measures exactly-once table copies (sources/sqlscan
+// into PostgreSQL, each batch's rows and its split's progress in one
+// transaction) against a plain single-process batched copy on the same
+// throwaway server with the same batch size, runs interleaved (A B A B ...),
+// medians of -rounds; and the planner's boundary queries on a -planrows
+// table: EXPLAIN (ANALYZE, BUFFERS) and the split weights against the true
+// row counts.
+//
+//	go run ./cmd/bench-pgcopy                  (from bench/)
+//	go run ./cmd/bench-pgcopy -rows 300000 -planrows 0
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"log"
+	"log/slog"
+	"math"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anthdm/hollywood/actor"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors"
+	"github.com/spate-go/coordination/driver"
+	"github.com/spate-go/coordination/internal/pgtest"
+	"github.com/spate-go/coordination/lanes"
+	"github.com/spate-go/coordination/sources/sqlscan"
+	"github.com/spate-go/coordination/store/pgstore"
+)
+
+func main() {
+	rows := flag.Int("rows", 1_000_000, "rows of the copy figures' source table (0: skip them)")
+	batch := flag.Int("batch", 1000, "rows per batch, every variant")
+	rounds := flag.Int("rounds", 3, "interleaved rounds; figures are medians")
+	planRows := flag.Int("planrows", 10_000_000, "rows of the planner figure's table (0: skip it)")
+	only := flag.String("only", "", "comma-separated numbers of the variants to run, from 0 (default all)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the copy figures to this file")
+	flag.Parse()
+	srv, err := pgtest.Start("fsync=off", "synchronous_commit=off", "shared_buffers=256MB", "max_wal_size=4GB", "autovacuum=off")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Remove()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, srv.DSN("postgres"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pool.Close()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *rows > 0 {
+		if err := copyFigures(ctx, srv, pool, *rows, *batch, *rounds, *only); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if *planRows > 0 {
+		if err := planFigure(ctx, srv, pool, *planRows); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+const srcCols = "id, account, amount, note"
+
+// variant is one way to copy src into dst.
+type variant struct {
+	name string
+	run  func(ctx context.Context, b *bench) error
+}
+
+// bench is what a copy run needs.
+type bench struct {
+	srv      *pgtest.Server
+	pool     *pgxpool.Pool
+	src, dst string
+	batch    int
+	runs     int
+}
+
+func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, rows, batch, rounds int, only string) error {
+	b := &bench{srv: srv, pool: pool, src: "src", dst: "dst", batch: batch}
+	start := time.Now()
+	for _, q := range []string{
+		"CREATE TABLE src (id bigint PRIMARY KEY, account int NOT NULL, amount numeric(12,2) NOT NULL, note text NOT NULL)",
+		fmt.Sprintf("INSERT INTO src SELECT i * 3, i %% 9973, (i %% 100000) / 100.0, md5(i::text) FROM generate_series(1, %d) g(i)", rows),
+		"VACUUM ANALYZE src",
+		"CREATE TABLE dst (id bigint NOT NULL, account int NOT NULL, amount numeric(12,2) NOT NULL, note text NOT NULL)",
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("source: %d rows in %s; batches of %d rows; %d interleaved rounds\n\n", rows, time.Since(start).Round(time.Millisecond), batch, rounds)
+	variants := []variant{
+		{"plain INSERT...SELECT, 1 connection", plainInsertSelect},
+		{"exactly-once INSERT...SELECT, 1 worker, 1 split", eo(1, 1, true)},
+		{"plain read + COPY, 1 connection", plainReadCopy},
+		{"exactly-once read + COPY (CopyInto), 1 worker, 1 split", eo(1, 1, false)},
+		{"exactly-once INSERT...SELECT, 1 worker, 16 splits", eo(1, 16, true)},
+		{"exactly-once INSERT...SELECT, 4 workers, 16 splits", eo(4, 16, true)},
+	}
+	if only != "" {
+		var picked []variant
+		for _, f := range strings.Split(only, ",") {
+			i, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || i < 0 || i >= len(variants) {
+				return fmt.Errorf("-only %q: %q is not a variant number 0 to %d", only, f, len(variants)-1)
+			}
+			picked = append(picked, variants[i])
+		}
+		variants = picked
+	}
+	times := make([][]time.Duration, len(variants))
+	for r := range rounds {
+		for i, v := range variants {
+			if _, err := pool.Exec(ctx, "TRUNCATE dst"); err != nil {
+				return err
+			}
+			if _, err := pool.Exec(ctx, "CHECKPOINT"); err != nil {
+				return err
+			}
+			t0 := time.Now()
+			if err := v.run(ctx, b); err != nil {
+				return fmt.Errorf("%s: %w", v.name, err)
+			}
+			d := time.Since(t0)
+			var n, distinct int64
+			if err := pool.QueryRow(ctx, "SELECT count(*), count(DISTINCT id) FROM dst").Scan(&n, &distinct); err != nil {
+				return err
+			}
+			if n != int64(rows) || distinct != n {
+				return fmt.Errorf("%s: the sink holds %d rows (%d distinct), want %d", v.name, n, distinct, rows)
+			}
+			times[i] = append(times[i], d)
+			fmt.Printf("round %d  %-58s %8s  %9.0f rows/s\n", r+1, v.name, d.Round(time.Millisecond), float64(rows)/d.Seconds())
+		}
+	}
+	fmt.Println("\nmedians:")
+	med := make([]time.Duration, len(variants))
+	for i, v := range variants {
+		slices.Sort(times[i])
+		med[i] = times[i][len(times[i])/2]
+		fmt.Printf("  %-58s %8s  %9.0f rows/s\n", v.name, med[i].Round(time.Millisecond), float64(rows)/med[i].Seconds())
+	}
+	if len(variants) == 6 {
+		fmt.Println("\nratios (throughput, medians):")
+		ratio := func(a, b int) {
+			fmt.Printf("  %s / %s: %.2fx\n", variants[a].name, variants[b].name, med[b].Seconds()/med[a].Seconds())
+		}
+		ratio(1, 0)
+		ratio(3, 2)
+		ratio(4, 0)
+		ratio(5, 0)
+	}
+	return nil
+}
+
+// plainInsertSelect copies by key batches with INSERT ... SELECT on one
+// connection, each batch its own statement (autocommit).
+func plainInsertSelect(ctx context.Context, b *bench) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	last := int64(math.MinInt64)
+	for {
+		var n int64
+		var next sql.NullInt64
+		err := conn.QueryRow(ctx, `WITH b AS (INSERT INTO dst SELECT `+srcCols+` FROM src WHERE id > $1 ORDER BY id LIMIT $2 RETURNING id)
+SELECT count(*), max(id) FROM b`, last, b.batch).Scan(&n, &next)
+		if err != nil {
+			return err
+		}
+		if n < int64(b.batch) {
+			return nil
+		}
+		last = next.Int64
+	}
+}
+
+// plainReadCopy reads each batch to the client and COPYs it into the sink
+// on a second connection: the data path of CopyInto, without coordination.
+func plainReadCopy(ctx context.Context, b *bench) error {
+	db, err := sql.Open("pgx", b.srv.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	last := int64(math.MinInt64)
+	for {
+		rs, err := db.QueryContext(ctx, "SELECT "+srcCols+" FROM src WHERE id > $1 ORDER BY id LIMIT $2", last, b.batch)
+		if err != nil {
+			return err
+		}
+		var rows [][]any
+		for rs.Next() {
+			vals := make([]any, 4)
+			dest := []any{&vals[0], &vals[1], &vals[2], &vals[3]}
+			if err := rs.Scan(dest...); err != nil {
+				return err
+			}
+			rows = append(rows, vals)
+		}
+		if err := rs.Err(); err != nil {
+			return err
+		}
+		rs.Close()
+		if len(rows) == 0 {
+			return nil
+		}
+		if _, err := b.pool.CopyFrom(ctx, pgx.Identifier{"dst"}, []string{"id", "account", "amount", "note"}, pgx.CopyFromRows(rows)); err != nil {
+			return err
+		}
+		if len(rows) < b.batch {
+			return nil
+		}
+		last = rows[len(rows)-1][0].(int64)
+	}
+}
+
+// eo returns an exactly-once copy by workers workers over splits planned
+// splits: insertSelect copies each batch with INSERT ... SELECT between its
+// first and last key (the scan reads keys only); otherwise CopyInto.
+func eo(workers, splits int, insertSelect bool) func(ctx context.Context, b *bench) error {
+	return func(ctx context.Context, b *bench) error {
+		b.runs++
+		job := fmt.Sprintf("bench%d", b.runs)
+		errs := make(chan error, workers)
+		for i := range workers {
+			go func() { errs <- b.worker(ctx, job, fmt.Sprintf("w%d", i), splits, insertSelect) }()
+		}
+		var first error
+		for range workers {
+			if err := <-errs; err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+}
+
+// worker runs one exactly-once copy worker of job until the job completes.
+func (b *bench) worker(ctx context.Context, job, id string, splits int, insertSelect bool) error {
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = id
+	cfg.LeaseDuration = 3 * time.Second
+	cfg.OpTimeout = time.Second
+	cfg.RebalanceDelay = 0
+	cfg.StartupGrace = 0
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	st, err := pgstore.New(pgstore.Config{DSN: b.srv.DSN("postgres"), Job: job}, cfg.LeaseDuration)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	engine, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		return err
+	}
+	c, err := actors.Spawn(engine, st, cfg)
+	if err != nil {
+		return err
+	}
+	db, err := sql.Open("pgx", b.srv.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	t := sqlscan.Table{DB: db, Name: "src", Key: "id", Kind: sqlscan.KeyInt, BatchSize: b.batch}
+	var h sqlscan.Handler
+	if insertSelect {
+		h = sqlscan.Transact(c, func(ctx context.Context, tx pgx.Tx, bt *sqlscan.Batch) error {
+			_, err := tx.Exec(ctx, "INSERT INTO dst SELECT "+srcCols+" FROM src WHERE id BETWEEN $1 AND $2", bt.First, bt.Last)
+			return err
+		})
+	} else {
+		t.Columns = []string{"id", "account", "amount", "note"}
+		h = sqlscan.CopyInto(c, pgx.Identifier{"dst"}, t.Columns)
+	}
+	src, err := sqlscan.NewSource[int64](t, h, lanes.Options{Logger: cfg.Logger})
+	if err != nil {
+		return err
+	}
+	plan, err := sqlscan.Planner[int64](t, "rows", splits)
+	if err != nil {
+		return err
+	}
+	return driver.Run(ctx, c, src, driver.WithPlanner(plan))
+}
+
+// planFigure builds a table of n rows whose key density changes a
+// hundredfold midway, analyzes it, and reports the planner's boundary
+// queries under EXPLAIN (ANALYZE, BUFFERS) against the table's pages, and
+// the split weights against the true counts.
+func planFigure(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, n int) error {
+	start := time.Now()
+	half := n / 2
+	for _, q := range []string{
+		"CREATE TABLE big (id bigint PRIMARY KEY, v int NOT NULL)",
+		fmt.Sprintf("INSERT INTO big SELECT CASE WHEN i <= %d THEN i ELSE %d + (i - %d) * 100 END, i %% 1000 FROM generate_series(1, %d) g(i)", half, half, half, n),
+		"VACUUM ANALYZE big",
+	} {
+		if _, err := pool.Exec(ctx, q); err != nil {
+			return err
+		}
+	}
+	var pages, heap, index int64
+	if err := pool.QueryRow(ctx, "SELECT relpages, pg_relation_size('big') / 8192, pg_relation_size('big_pkey') / 8192 FROM pg_class WHERE oid = 'big'::regclass").Scan(&pages, &heap, &index); err != nil {
+		return err
+	}
+	fmt.Printf("\nplanner figure: table big, %d rows (keys 1..%d dense, then every 100th), %d heap pages, %d index pages; built in %s\n",
+		n, half, heap, index, time.Since(start).Round(time.Second))
+	// The planner's statements, as sqlscan.Plan runs them for an integer key.
+	queries := []string{
+		`SELECT c.oid::bigint, c.reltuples::float8, greatest(c.relpages::bigint, pg_relation_size(c.oid) / current_setting('block_size')::bigint) FROM pg_class c WHERE c.oid = to_regclass('big')`,
+		`SELECT min(id), max(id) FROM big`,
+		`SELECT unnest(h::bigint[]) FROM (SELECT s.histogram_bounds::text h FROM pg_stats s JOIN pg_class c ON c.relname = s.tablename JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = s.schemaname WHERE c.oid = 'big'::regclass AND s.attname = 'id' AND NOT s.inherited OFFSET 0) q`,
+		fmt.Sprintf(`SELECT id FROM big TABLESAMPLE SYSTEM (%g) ORDER BY id`, max(100*10/float64(heap), 0.5)),
+	}
+	total := int64(0)
+	for i, q := range queries {
+		rows, err := pool.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+q)
+		if err != nil {
+			return err
+		}
+		var plan []string
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return err
+			}
+			plan = append(plan, line)
+		}
+		rows.Close()
+		label := "boundary query"
+		if i == 3 {
+			label = "fallback sample (a table never analyzed), not run when statistics exist"
+		}
+		bufs := buffersOf(plan)
+		if i < 3 {
+			total += bufs
+		}
+		fmt.Printf("\n-- %s:\n%s\n%s\n", label, q, strings.Join(plan, "\n"))
+	}
+	fmt.Printf("\nboundary queries with statistics: %d buffers in all (shared hit + read, catalog and index included) = %.4f%% of the table's %d heap pages\n", total, 100*float64(total)/float64(heap), heap)
+	db, err := sql.Open("pgx", srv.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	splits, err := sqlscan.Plan[int64](ctx, sqlscan.Table{DB: db, Name: "big", Key: "id", Kind: sqlscan.KeyInt}, "big", 16)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\n%d splits: weight vs true count\n", len(splits))
+	worst := 0.0
+	for _, s := range splits {
+		var count int64
+		if err := pool.QueryRow(ctx, "SELECT count(*) FROM big WHERE id >= $1 AND id < $2", s.Range.Start, s.Range.End).Scan(&count); err != nil {
+			return err
+		}
+		dev := float64(s.Weight)/float64(max(count, 1)) - 1
+		worst = max(worst, math.Abs(dev))
+		fmt.Printf("  %s [%d, %d): weight %d, true %d (%+.1f%%)\n", s.ID, s.Range.Start, s.Range.End, s.Weight, count, 100*dev)
+	}
+	fmt.Printf("largest deviation: %.1f%%\n", 100*worst)
+	return nil
+}
+
+// buffersOf sums the "Buffers: shared hit=... read=..." of a plan's top node
+// (the first Buffers line: a node's counts include its children's) and the
+// planning line.
+func buffersOf(plan []string) int64 {
+	var total int64
+	seenNode := false
+	for _, l := range plan {
+		t := strings.TrimSpace(l)
+		if !strings.HasPrefix(t, "Buffers:") {
+			continue
+		}
+		if seenNode && !strings.Contains(l, "Planning") {
+			continue
+		}
+		seenNode = true
+		for _, f := range strings.Fields(t) {
+			for _, k := range []string{"hit=", "read="} {
+				if v, ok := strings.CutPrefix(f, k); ok {
+					var n int64
+					fmt.Sscan(v, &n)
+					total += n
+				}
+			}
+		}
+	}
+	return total
+}
