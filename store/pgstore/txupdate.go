@@ -45,13 +45,18 @@ func (s *Store) UpdateTx(ctx context.Context, ks store.Keyspace, key string, val
 	// landed unseen) runs none of fn's statements, which a sink's unique
 	// constraint would refuse; the locked comparison below decides.
 	var value0 []byte
+	var size0 *int32
 	var rev0 int64
-	switch err := tx.QueryRow(ctx, s.q.get, int16(ks), key).Scan(&value0, &rev0); {
+	switch err := tx.QueryRow(ctx, s.q.get, int16(ks), key).Scan(&value0, &size0, &rev0); {
 	case errors.Is(err, pgx.ErrNoRows):
 		return 0, false, nil
 	case err != nil:
 		return 0, false, s.fail(ctx, what, err)
-	case rev0 != int64(expected):
+	}
+	if err := s.checkRead(ks, key, size0, rev0); err != nil {
+		return 0, false, err
+	}
+	if rev0 != int64(expected) {
 		return 0, false, nil
 	}
 	if err := fn(ctx, tx); err != nil {
