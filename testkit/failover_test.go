@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/internal/examplekit"
 )
 
 // timing is one set of the knobs a failover depends on.
@@ -15,7 +14,7 @@ type timing struct {
 }
 
 // failoverTimings are the timings docs/config.md's "Failover and tuning" quotes:
-// the library's defaults, the examples' (examplekit), and the defaults with
+// the library's defaults, the main example's, and the defaults with
 // a 10s lease (KCL's failover time) and no rebalance delay.
 var failoverTimings = []timing{
 	{"defaults", func(c *coordination.Config) {
@@ -23,10 +22,10 @@ var failoverTimings = []timing{
 		c.LeaseDuration, c.OpTimeout, c.ReplanInterval, c.ReconcileInterval = d.LeaseDuration, d.OpTimeout, d.ReplanInterval, d.ReconcileInterval
 		c.DrainDeadline, c.RebalanceDelay, c.StartupGrace = d.DrainDeadline, d.RebalanceDelay, d.StartupGrace
 	}},
-	{"examples", func(c *coordination.Config) {
-		e := examplekit.WorkerConfig("w", nil)
-		c.LeaseDuration, c.OpTimeout, c.ReplanInterval, c.ReconcileInterval = e.LeaseDuration, e.OpTimeout, e.ReplanInterval, e.ReconcileInterval
-		c.DrainDeadline, c.RebalanceDelay, c.StartupGrace = e.DrainDeadline, e.RebalanceDelay, e.StartupGrace
+	{"examples", func(c *coordination.Config) { // examples/backfill/worker.go's timing
+		d := coordination.DefaultConfig()
+		c.LeaseDuration, c.OpTimeout, c.ReplanInterval, c.ReconcileInterval = 3*time.Second, time.Second, 3*time.Second, 2*time.Second
+		c.DrainDeadline, c.RebalanceDelay, c.StartupGrace = 2*time.Second, 0, d.StartupGrace
 	}},
 	{"10s lease, no delay", func(c *coordination.Config) {
 		d := coordination.DefaultConfig()
