@@ -155,21 +155,8 @@ func (r *reader) fetchOnce(ctx context.Context, op string, lo, hi any, hasLo, ha
 func (r *reader) readInts(ctx context.Context, lane *lanes.Lane[int64]) error {
 	for {
 		rows, keys, err := r.fetch(ctx, ">=", lane.Next(), lane.End(), true, true)
-		if err != nil || len(rows) == 0 {
+		if more, err := claimAndHandle(ctx, r, lane, rows, keys, err, intPos); !more {
 			return err
-		}
-		last, err := intPos(keys[len(keys)-1])
-		if err != nil {
-			return lanes.Poison(err)
-		}
-		if !lane.Claim(last) {
-			return nil
-		}
-		if err := r.h.handle(ctx, laneOf(lane), &Batch{Split: lane.Split(), Rows: rows, First: keys[0], Last: keys[len(keys)-1]}); err != nil {
-			return err
-		}
-		if len(rows) < r.t.BatchSize {
-			return nil
 		}
 	}
 }
@@ -195,23 +182,34 @@ func (r *reader) readKeys(ctx context.Context, lane *lanes.Lane[[]byte]) error {
 			hi = r.t.ceilArg(end)
 		}
 		rows, keys, err := r.fetch(ctx, op, lo.arg, hi.arg, !lo.none, !hi.none)
-		if err != nil || len(rows) == 0 {
+		pos := func(k any) ([]byte, error) { return bytesPos(r.t.Kind, k) }
+		if more, err := claimAndHandle(ctx, r, lane, rows, keys, err, pos); !more {
 			return err
-		}
-		last, err := bytesPos(r.t.Kind, keys[len(keys)-1])
-		if err != nil {
-			return lanes.Poison(err)
-		}
-		if !lane.Claim(last) {
-			return nil
-		}
-		if err := r.h.handle(ctx, laneOf(lane), &Batch{Split: lane.Split(), Rows: rows, First: keys[0], Last: keys[len(keys)-1]}); err != nil {
-			return err
-		}
-		if len(rows) < r.t.BatchSize {
-			return nil
 		}
 	}
+}
+
+// claimAndHandle ends a lane's read of one fetched batch: it claims the
+// batch's last key (pos turns it into the lane's position) and hands the
+// batch to the handler. more is true when the lane reads on: the fetch
+// failed nothing, the batch was full, the claim held and the handler took
+// it; otherwise err is what the read function returns (nil at the end of
+// the range or a refused claim).
+func claimAndHandle[P lanes.Position](ctx context.Context, r *reader, lane *lanes.Lane[P], rows [][]any, keys []any, err error, pos func(any) (P, error)) (more bool, _ error) {
+	if err != nil || len(rows) == 0 {
+		return false, err
+	}
+	last, err := pos(keys[len(keys)-1])
+	if err != nil {
+		return false, lanes.Poison(err)
+	}
+	if !lane.Claim(last) {
+		return false, nil
+	}
+	if err := r.h.handle(ctx, laneOf(lane), &Batch{Split: lane.Split(), Rows: rows, First: keys[0], Last: keys[len(keys)-1]}); err != nil {
+		return false, err
+	}
+	return len(rows) == r.t.BatchSize, nil
 }
 
 // laneInfo is what a handler needs of a lane, whatever its position type.
