@@ -100,15 +100,9 @@ type laneRun[P Position] struct {
 // OpenSplit builds the lane of a gained split from its descriptor and
 // resume progress; reading starts at StartLanes.
 func (s *Source[P]) OpenSplit(o driver.Opening) error {
-	d, err := decodeDescriptor(s.k, o.Split.Descriptor)
+	d, m, err := s.decode(o.Split, o.Resume)
 	if err != nil {
-		return errorf("split %s: %v", o.Split.ID, err)
-	}
-	var m mark[P]
-	if o.Resume != nil {
-		if m, err = s.k.resume(*o.Resume, d.rng); err != nil {
-			return errorf("split %s: %v", o.Split.ID, err)
-		}
+		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &laneRun[P]{ctx: ctx, cancel: cancel, reported: map[int64]mark[P]{}}
@@ -130,14 +124,22 @@ func (s *Source[P]) OpenSplit(o driver.Opening) error {
 
 // ValidateResume checks that progress fits the split's descriptor.
 func (s *Source[P]) ValidateResume(spec coordination.SplitSpec, p coordination.SplitProgress) error {
+	_, _, err := s.decode(spec, &p)
+	return err
+}
+
+// decode reads spec's descriptor and the mark that resume (nil: a fresh
+// split) stands for in its range; an error names the split.
+func (s *Source[P]) decode(spec coordination.SplitSpec, resume *coordination.SplitProgress) (descriptor[P], mark[P], error) {
+	var m mark[P]
 	d, err := decodeDescriptor(s.k, spec.Descriptor)
+	if err == nil && resume != nil {
+		m, err = s.k.resume(*resume, d.rng)
+	}
 	if err != nil {
-		return errorf("split %s: %v", spec.ID, err)
+		return d, m, errorf("split %s: %v", spec.ID, err)
 	}
-	if _, err := s.k.resume(p, d.rng); err != nil {
-		return errorf("split %s: %v", spec.ID, err)
-	}
-	return nil
+	return d, m, nil
 }
 
 // EncodeCommit returns the progress Acked reported at watermark; it is
