@@ -21,6 +21,18 @@ func ids(ps []coordination.PlannedSplit) []coordination.SplitID {
 	return out
 }
 
+// untilCommitted runs the fleet until m has committed each of splits.
+func untilCommitted(f *Fleet, m *Member, splits []coordination.SplitID) {
+	f.Until(m.ID()+" committed every split", func() bool {
+		for _, s := range splits {
+			if h, ok := m.Tenancy(s); !ok || h.Committed == nil {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // newJob returns the ids of n weight-1 splits and a planner for them.
 func newJob(n int) ([]coordination.SplitID, *TestPlanner) {
 	ps := Splits(n)

@@ -44,14 +44,7 @@ func TestFleetHeldSplitRecreatesADeletedProgressRecord(t *testing.T) {
 		splits, p := newJob(2)
 		w1 := f.Start("w1", p)
 		w1.Policy.Work = WorkCommit
-		f.Until("w1 committed both splits", func() bool {
-			for _, s := range splits {
-				if h, ok := w1.Tenancy(s); !ok || h.Committed == nil {
-					return false
-				}
-			}
-			return true
-		})
+		untilCommitted(f, w1, splits)
 		victim := splits[0]
 		h, _ := w1.Tenancy(victim)
 		deleteProgress(t, f, victim)
@@ -87,14 +80,7 @@ func TestFleetIdleSplitRecreatesADeletedProgressRecordEmpty(t *testing.T) {
 		splits, p := newJob(2)
 		w1 := f.Start("w1", p)
 		w1.Policy.Work = WorkCommit
-		f.Until("w1 committed both splits", func() bool {
-			for _, s := range splits {
-				if h, ok := w1.Tenancy(s); !ok || h.Committed == nil {
-					return false
-				}
-			}
-			return true
-		})
+		untilCommitted(f, w1, splits)
 		if err := w1.Depart(); err != nil {
 			t.Fatalf("Depart: %v", err)
 		}

@@ -110,14 +110,7 @@ func startRolledBack(t *testing.T, f *Fleet) (*Member, storeCopy) {
 	w1 := f.Start("w1", p)
 	w1.Policy.Work = WorkCommit
 	w1.Policy.ExpectFatal = true
-	f.Until("w1 committed both splits", func() bool {
-		for _, s := range splits {
-			if h, ok := w1.Tenancy(s); !ok || h.Committed == nil {
-				return false
-			}
-		}
-		return true
-	})
+	untilCommitted(f, w1, splits)
 	old := copyStore(t, f.Store())
 	// Enough heartbeats that the copy's revisions, which writes on the copy
 	// reuse, stay below those the worker applied since.
@@ -216,14 +209,7 @@ func TestFleetProgressAboveItsSplitRecordIsClaimedAboveIt(t *testing.T) {
 		splits, p := newJob(2)
 		w1 := f.Start("w1", p)
 		w1.Policy.Work = WorkCommit
-		f.Until("w1 committed both splits", func() bool {
-			for _, s := range splits {
-				if h, ok := w1.Tenancy(s); !ok || h.Committed == nil {
-					return false
-				}
-			}
-			return true
-		})
+		untilCommitted(f, w1, splits)
 		if err := w1.Depart(); err != nil {
 			t.Fatalf("Depart: %v", err)
 		}
