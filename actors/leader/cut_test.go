@@ -465,23 +465,31 @@ func TestAParentWeighsWhatItsResidualsLeftIt(t *testing.T) {
 	}
 }
 
+// pinnedOnW1 returns a leading rig whose w1 holds splits a to d and reports
+// estimates of a, b and c, after w2 joined and a heartbeat published.
+func pinnedOnW1(t *testing.T) *leaderRig {
+	t.Helper()
+	lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c", "d"), func(c *coordination.Config) { c.MaxInFlight, c.StartupGrace = 4, 0 })
+	lr.goLive()
+	lr.mustLead(1)
+	lr.observeSplits()
+	lr.observeAssignment("w1")
+	lr.held("w1", "nonce-w1", 1, 10, "", "a", "b", "c", "d")
+	lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 9}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 8},
+		messages.Estimate{Split: "c", Epoch: 1, Remaining: 7})
+	lr.revs++
+	lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
+	lr.beat()
+	return lr
+}
+
 // A split whose owner reports an estimate of it is kept on its owner by the
 // assignment: cuts divide it when lanes would idle, where a move would stall
 // a lane for the drain. (The member it would have gone to is left short,
 // as by any pin: its idle lanes are what cuts fill.)
 func TestAReportedSplitIsNotMovedToBalance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c", "d"), func(c *coordination.Config) { c.MaxInFlight, c.StartupGrace = 4, 0 })
-		lr.goLive()
-		lr.mustLead(1)
-		lr.observeSplits()
-		lr.observeAssignment("w1")
-		lr.held("w1", "nonce-w1", 1, 10, "", "a", "b", "c", "d")
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 9}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 8},
-			messages.Estimate{Split: "c", Epoch: 1, Remaining: 7})
-		lr.revs++
-		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
-		lr.beat()
+		lr := pinnedOnW1(t)
 		a, _, _ := lr.assignment("w1")
 		for _, id := range []coordination.SplitID{"a", "b", "c"} {
 			if !slices.Contains(a.Splits, id) {
@@ -500,17 +508,7 @@ func TestAReportedSplitIsNotMovedToBalance(t *testing.T) {
 // idled about 5 s before).
 func TestAPinThatEndsWithTheEstimateIsBalancedAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		lr := newLeaderRig(t, workertest.FinalPlan("a", "b", "c", "d"), func(c *coordination.Config) { c.MaxInFlight, c.StartupGrace = 4, 0 })
-		lr.goLive()
-		lr.mustLead(1)
-		lr.observeSplits()
-		lr.observeAssignment("w1")
-		lr.held("w1", "nonce-w1", 1, 10, "", "a", "b", "c", "d")
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 9}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 8},
-			messages.Estimate{Split: "c", Epoch: 1, Remaining: 7})
-		lr.revs++
-		lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
-		lr.beat()
+		lr := pinnedOnW1(t)
 		if b, _, _ := lr.assignment("w2"); slices.ContainsFunc(b.Splits, func(id coordination.SplitID) bool { return id != "d" }) {
 			t.Fatalf("w2's assignment %v, want at most d while a, b and c are pinned", b.Splits)
 		}
