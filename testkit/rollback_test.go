@@ -151,10 +151,7 @@ func TestFleetRollbackOfAProgressRecordFailsTheCommit(t *testing.T) {
 		w1.Policy.Work = WorkCommit
 		w1.Policy.ExpectFatal = true
 		victim := splits[0]
-		f.Until("w1 committed the split", func() bool {
-			h, ok := w1.Tenancy(victim)
-			return ok && h.Committed != nil
-		})
+		untilCommitted(f, w1, []coordination.SplitID{victim})
 		key := protocol.ProgressKey(victim)
 		older, _, _ := f.Store().Get(t.Context(), store.Durable, key)
 		h, _ := w1.Tenancy(victim)
@@ -250,10 +247,7 @@ func TestFleetRollbackBelowTheClaimRecreatesNoProgressRecord(t *testing.T) {
 		w1.Policy.Work = WorkCommit
 		w1.Policy.ExpectFatal = true
 		victim := splits[0]
-		f.Until("w1 committed the split", func() bool {
-			h, ok := w1.Tenancy(victim)
-			return ok && h.Committed != nil
-		})
+		untilCommitted(f, w1, []coordination.SplitID{victim})
 		// The copy from before the claim: the split record seeded (epoch 0,
 		// no owner), no progress record.
 		before := copyStore(t, f.Store())
