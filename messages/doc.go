@@ -45,7 +45,8 @@
 // The watch actor turns watched and listed keys into observations:
 // RecordsObserved and RecordDeleted (split records) to splitwriter and
 // leader; PresenceObserved to leader and splitwriter, and to the lease for
-// its own key; PresenceDeleted to leader and splitwriter; LeaderObserved and
+// its own key; PresenceChallenged to the lease, for its own key only;
+// PresenceDeleted to leader and splitwriter; LeaderObserved and
 // LeaderDeleted to the leader; PlanObserved and PlanDeleted to leader and
 // splitwriter; AssignmentObserved and AssignmentDeleted to the leader, and to
 // assign for this worker's own record; WatchesChanged to leader,

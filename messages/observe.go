@@ -31,6 +31,19 @@ type Estimate struct {
 	Remaining uint64
 }
 
+// PresenceChallenged is a put of a challenge key: a process starting with
+// InstanceID Instance found that instance's presence key held by another
+// session and asks whether that session is live; the lease of a live
+// session with this InstanceID answers by renewing its presence at once
+// (docs/protocol.md, "Sessions", "Restart with the same id"). Challenger
+// is the challenge key's value, the starting process's nonce; Rev is the
+// key's revision.
+type PresenceChallenged struct {
+	Instance   string
+	Challenger string
+	Rev        uint64
+}
+
 // PresenceDeleted is a worker presence deletion or expiry.
 type PresenceDeleted struct {
 	Instance string

@@ -1,8 +1,11 @@
 package testkit
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -113,9 +116,10 @@ func TestFleetStalledWorkerYieldsToItsTwin(t *testing.T) {
 
 // docs/protocol.md, "Sessions", "Restart with the same id": a worker that
 // crashes while holding a split and restarts with the same InstanceID
-// reclaims it within the twin window (its dead predecessor's presence
-// stands still), charged one attempt each time, so a split that crashes
-// its worker every time is quarantined after MaxAttempts tenancies.
+// reclaims it within one heartbeat (its dead predecessor does not answer
+// the challenge and its presence stands still), charged one attempt each
+// time, so a split that crashes its worker every time is quarantined after
+// MaxAttempts tenancies.
 func TestFleetCrashLoopingPoisonSplitIsCharged(t *testing.T) {
 	RunFleet(t, func(t *testing.T, f *Fleet) {
 		p := NewTestPlanner(jobFP, Splits(1)...)
@@ -126,8 +130,8 @@ func TestFleetCrashLoopingPoisonSplitIsCharged(t *testing.T) {
 			f.Crash("w1")
 			w1 = f.Start("w1", p)
 			took := f.Until("the restart reclaims s00", func() bool { return w1.Holds("s00") })
-			if bound := lease/2 + 2*f.Step(); took > bound {
-				t.Fatalf("restart %d reclaimed after %v, want within the twin window (%v) and a step", attempts, took, lease/2)
+			if took > lease/3 {
+				t.Fatalf("restart %d reclaimed after %v, want within one heartbeat (%v)", attempts, took, lease/3)
 			}
 			if v, _ := f.Record("s00"); v.Attempts != attempts {
 				t.Fatalf("after restart %d: %s, want %d attempts charged", attempts, v, attempts)
@@ -146,4 +150,99 @@ func TestFleetCrashLoopingPoisonSplitIsCharged(t *testing.T) {
 			t.Fatalf("s00 ran %d tenancies, want exactly MaxAttempts (%d)", n, max)
 		}
 	})
+}
+
+// docs/protocol.md, "Sessions", "Restart with the same id": a worker that
+// crashes holding splits and restarts at once with the same InstanceID
+// challenges its dead predecessor's presence, gets no answer, takes the
+// key over and reclaims every split within one heartbeat (LeaseDuration/3)
+// of its start, wherever in the heartbeat the crash came.
+func TestFleetRestartAfterACrashReclaimsWithinOneHeartbeat(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits, p := newJob(4)
+		f.Start("w1", p)
+		f.Until("w1 holds every split", func() bool { return allHeld(f, splits, "w1") })
+		for crash := range 3 {
+			f.Advance(time.Duration(crash) * f.Step()) // another point of the heartbeat
+			f.Crash("w1")
+			f.Start("w1", p)
+			took := f.Until("the restart reclaims every split", func() bool { return allHeld(f, splits, "w1") })
+			t.Logf("restart %d reclaimed after %v", crash+1, took)
+			if took > lease/3 {
+				t.Fatalf("restart %d reclaimed after %v, want within one heartbeat (%v)\n%s", crash+1, took, lease/3, f.Describe())
+			}
+		}
+		for _, s := range splits {
+			if v, _ := f.Record(s); v.Attempts != 3 {
+				t.Fatalf("split %s: %s, want the 3 reclaims charged", s, v)
+			}
+		}
+	})
+}
+
+// docs/protocol.md, "Sessions", "Restart with the same id": a second
+// process started with a live worker's InstanceID just after that worker
+// renewed its presence (its next renewal is at least 0.8 heartbeat away,
+// beyond the twin window, so only its answer to the challenge moves the key
+// in time) fails as a twin, every time; the live worker keeps its session
+// and its splits, and nothing is charged.
+func TestFleetLiveTwinAnsweringTheChallengeIsNeverTakenOver(t *testing.T) {
+	RunFleet(t, func(t *testing.T, f *Fleet) {
+		splits, p := newJob(8)
+		w1 := f.Start("w1", p)
+		w2 := f.Start("w2", p)
+		w1.Policy.Work, w2.Policy.Work = WorkCommit, WorkCommit
+		f.Until("every split is held", func() bool { return allHeld(f, splits, "") && len(w1.HeldIDs()) > 0 })
+		nonce, _ := presenceOf(t, f, "w1")
+		for i := range 3 {
+			_, rev := presenceOf(t, f, "w1")
+			for _, now := presenceOf(t, f, "w1"); now == rev; _, now = presenceOf(t, f, "w1") {
+				f.Advance(5 * time.Millisecond)
+			}
+			name := fmt.Sprintf("w1-twin-%d", i)
+			twin := f.StartTwin(name, "w1", p)
+			twin.Policy.ExpectFatal = true
+			took := f.Until("the twin fails", func() bool { return twin.Err() != nil || w1.Err() != nil })
+			if err := w1.Err(); err != nil {
+				t.Fatalf("twin %d took the live worker over: it failed with %v\n%s", i, err, f.Describe())
+			}
+			if err := twin.Err(); coordination.KindOf(err) != coordination.Fatal || !strings.Contains(err.Error(), `InstanceID "w1" is in use by another live worker`) {
+				t.Fatalf("twin %d failed with %v, want Fatal naming the InstanceID", i, err)
+			}
+			if took > lease/3 {
+				t.Errorf("twin %d was refused after %v, want within one heartbeat", i, took)
+			}
+			f.Crash(name)
+			if got, _ := presenceOf(t, f, "w1"); got != nonce {
+				t.Fatalf("twin %d: presence nonce %q, want the live worker's %q", i, got, nonce)
+			}
+		}
+		for _, m := range f.Live() {
+			m.Policy.Work = WorkComplete
+		}
+		f.Until("the fleet reaches its verdict", f.AllSettled)
+		if _, ok := w1.Verdict().(coordination.AllComplete); !ok {
+			t.Fatalf("w1 verdict = %#v, want AllComplete", w1.Verdict())
+		}
+		for _, s := range splits {
+			if v, _ := f.Record(s); v.Status != "completed" || v.Attempts != 0 {
+				t.Fatalf("split %s: %s, want completed and never charged\n%s", s, v, f.Describe())
+			}
+		}
+	}, WithConfig(func(c *coordination.Config) { c.MaxInFlight = 16 }))
+}
+
+// presenceOf reads instance's presence key: its session nonce and revision.
+func presenceOf(t *testing.T, f *Fleet, instance string) (string, store.Revision) {
+	t.Helper()
+	key := protocol.WorkerKey(instance)
+	e, ok, err := f.Store().Get(context.Background(), store.Ephemeral, key)
+	if err != nil || !ok {
+		t.Fatalf("presence key %s: found %v, err %v", key, ok, err)
+	}
+	p, err := protocol.DecodePresence(key, e.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Nonce, e.Revision
 }

@@ -12,12 +12,16 @@ import (
 
 // announceAtStartup writes session nonce to the presence key when the
 // worker starts (docs/protocol.md, "Sessions", "Restart with the same id";
-// "Joining"): it creates the key, or takes over a predecessor's value once
-// that value stood still for twinWindow, and returns the revision written.
-// A value that moves meanwhile is a live twin's: Fatal, and nothing is
-// written, so the live worker keeps its session and its splits.
+// "Joining"): it creates the key, or, finding another session's value
+// there, challenges that session (the challenge key) and takes the value
+// over once it stood still for twinWindow after the challenge, and returns
+// the revision written. A value that moves meanwhile is a live twin's (a
+// live session answers a challenge by renewing at once): Fatal, and the
+// presence key is not written, so the live worker keeps its session and its
+// splits. The challenge key is deleted before it returns.
 func announceAtStartup(ctx context.Context, v *worker.Env, nonce string) (uint64, error) {
 	a := startupAnnounce{v: v, nonce: nonce, key: protocol.WorkerKey(v.ID), window: twinWindow(v.Config.LeaseDuration)}
+	defer a.withdrawChallenge(ctx)
 	for range 3 {
 		rev, done, err := a.create(ctx)
 		if err != nil || done {
@@ -31,14 +35,15 @@ func announceAtStartup(ctx context.Context, v *worker.Env, nonce string) (uint64
 }
 
 // startupAnnounce is the state of one announce at startup: the first
-// revision of the key it read and when.
+// revision of the key it read, and the challenge it wrote then.
 type startupAnnounce struct {
-	v      *worker.Env
-	nonce  string
-	key    string
-	window time.Duration
-	first  uint64    // the revision of the first read that found the key (0: none yet)
-	since  time.Time // clock time of that read
+	v            *worker.Env
+	nonce        string
+	key          string
+	window       time.Duration
+	first        uint64    // the revision of the first read that found the key (0: none yet)
+	since        time.Time // clock time the challenge was written after that read
+	challengeRev uint64    // the revision of the challenge key this announce wrote (0: none)
 }
 
 // create creates the key; done when it did.
@@ -68,8 +73,12 @@ func (a *startupAnnounce) settle(ctx context.Context) (uint64, bool, error) {
 			return 0, false, worker.TwinError(a.v.ID)
 		case stepWait:
 			if a.first == 0 {
-				a.first, a.since = uint64(e.Revision), a.v.Clock.Now()
-				a.v.Log.Info("presence key holds another session: taking it over once it stood still for the twin window (a restart after a crash); a live worker with this InstanceID renews it and this one fails",
+				a.first = uint64(e.Revision)
+				if err := a.challenge(ctx); err != nil {
+					return 0, false, err
+				}
+				a.since = a.v.Clock.Now()
+				a.v.Log.Info("presence key holds another session: challenged it, taking it over unless it moves within the twin window (a restart after a crash); a live worker with this InstanceID answers and this one fails",
 					"key", a.key, "window", a.window)
 			}
 			if err := a.sleep(ctx, min(worker.RenewRetryDelay(a.v.Config.LeaseDuration), a.window-a.v.Clock.Since(a.since))); err != nil {
@@ -116,6 +125,56 @@ func (a *startupAnnounce) update(ctx context.Context, rev store.Revision) (uint6
 		return 0, false, worker.StoreErr("announcing presence", err)
 	}
 	return uint64(r), ok, nil
+}
+
+// challenge writes the challenge key, after the first read found another
+// session's value (docs/protocol.md, "Sessions", "Restart with the same
+// id"): created, or rewritten at the revision read. A live session with
+// this InstanceID sees the put on its watch and renews its presence at
+// once. A rewrite that loses its compare-and-swap means another put of the
+// key landed since: that challenge, written after this announce's first
+// read too, is answered the same way.
+func (a *startupAnnounce) challenge(ctx context.Context) error {
+	c, cancel := a.v.OpCtx(ctx)
+	defer cancel()
+	key, val := protocol.ChallengeKey(a.v.ID), []byte(a.nonce)
+	for range 3 {
+		rev, ok, err := a.v.Store.Create(c, store.Ephemeral, key, val)
+		if err != nil {
+			return worker.StoreErr("announcing presence", err)
+		}
+		if ok {
+			a.challengeRev = uint64(rev)
+			return nil
+		}
+		e, found, err := a.v.Store.Get(c, store.Ephemeral, key)
+		if err != nil {
+			return worker.StoreErr("announcing presence", err)
+		}
+		if !found {
+			continue
+		}
+		rev, ok, err = a.v.Store.Update(c, store.Ephemeral, key, val, e.Revision)
+		if err != nil {
+			return worker.StoreErr("announcing presence", err)
+		}
+		if ok {
+			a.challengeRev = uint64(rev)
+		}
+		return nil
+	}
+	return &coordination.Error{Kind: coordination.Retryable, Reason: "announcing presence: challenge key " + key + " kept appearing and disappearing; retrying"}
+}
+
+// withdrawChallenge deletes the challenge key this announce wrote, guarded
+// by its revision; a failure leaves it to expire with the lease.
+func (a *startupAnnounce) withdrawChallenge(ctx context.Context) {
+	if a.challengeRev == 0 {
+		return
+	}
+	c, cancel := a.v.OpCtx(ctx)
+	defer cancel()
+	_, _ = a.v.Store.Delete(c, store.Ephemeral, protocol.ChallengeKey(a.v.ID), store.Revision(a.challengeRev))
 }
 
 // sleep waits d on the worker's clock, or until ctx ends.

@@ -2,11 +2,13 @@ package lease
 
 import (
 	"context"
-	"github.com/benbjohnson/clock"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/workertest"
@@ -56,28 +58,30 @@ func TestAnnounceRetryAfterALandedAttemptIsNoTwin(t *testing.T) {
 }
 
 // TestStartupWaitsForAStandingPredecessor: at startup a presence key that
-// carries another session is taken over only once it stood still for the
-// twin window (a crashed predecessor); one renewed or rewritten meanwhile
-// is a live twin's (Fatal, nothing written), one that expires meanwhile is
-// created at once, and this announce's own value is taken over at once
-// (docs/protocol.md, "Sessions").
+// carries another session is challenged and taken over only once it stood
+// still for the twin window after the challenge (a crashed predecessor),
+// within one heartbeat (LeaseDuration/3) of the start; one renewed or
+// rewritten meanwhile is a live twin's (Fatal, nothing written), one that
+// expires meanwhile is created at once, and this announce's own value is
+// taken over at once (docs/protocol.md, "Sessions"). The challenge key
+// holds the announce's nonce while it waits and is gone once it returned.
 func TestStartupWaitsForAStandingPredecessor(t *testing.T) {
 	tests := []struct {
 		name   string
 		found  string                                         // the nonce on the key at startup
-		during func(t *testing.T, st store.Store, rev uint64) // done a third of the window in, between two reads; nil: nothing
-		after  int                                            // when the announce must have returned, in twelfths of the window (0: at once)
+		during func(t *testing.T, st store.Store, rev uint64) // done three steps in, between two reads; nil: nothing
+		after  int                                            // when the announce must have returned, in steps of LeaseDuration/24 (0: at once)
 		twin   bool
 	}{
-		{name: "a standing predecessor is taken over after the window", found: "old", after: 12},
-		{name: "an unreadable value standing still is taken over after the window", found: "\x00corrupt", after: 12},
-		{name: "a renewed key is a live twin's", found: "old", twin: true, after: 6, during: func(t *testing.T, st store.Store, rev uint64) {
+		{name: "a standing predecessor is taken over after the window", found: "old", after: 6},
+		{name: "an unreadable value standing still is taken over after the window", found: "\x00corrupt", after: 6},
+		{name: "a renewed key is a live twin's", found: "old", twin: true, after: 4, during: func(t *testing.T, st store.Store, rev uint64) {
 			putPresence(t, st, protocol.EncodePresence(protocol.PresenceRecord{Nonce: "old"}), rev)
 		}},
-		{name: "a key rewritten by a third session is a live twin's", found: "old", twin: true, after: 6, during: func(t *testing.T, st store.Store, rev uint64) {
+		{name: "a key rewritten by a third session is a live twin's", found: "old", twin: true, after: 4, during: func(t *testing.T, st store.Store, rev uint64) {
 			putPresence(t, st, protocol.EncodePresence(protocol.PresenceRecord{Nonce: "third"}), rev)
 		}},
-		{name: "a key that expires meanwhile is created", found: "old", after: 6, during: func(t *testing.T, st store.Store, rev uint64) {
+		{name: "a key that expires meanwhile is created", found: "old", after: 4, during: func(t *testing.T, st store.Store, rev uint64) {
 			if _, err := st.Delete(context.Background(), store.Ephemeral, protocol.WorkerKey("me"), store.Revision(rev)); err != nil {
 				t.Fatal(err)
 			}
@@ -105,11 +109,11 @@ func TestStartupWaitsForAStandingPredecessor(t *testing.T) {
 					r, err := announceAtStartup(context.Background(), v, "n")
 					done <- result{r, err}
 				}()
-				window := twinWindow(v.Config.LeaseDuration)
-				step := window / 12
+				lease := v.Config.LeaseDuration
+				step := lease / 24
 				var got *result
 				var at time.Duration
-				for at = 0; at <= 2*window; at += step {
+				for at = 0; at <= lease; at += step {
 					synctest.Wait()
 					select {
 					case r := <-done:
@@ -119,8 +123,13 @@ func TestStartupWaitsForAStandingPredecessor(t *testing.T) {
 					if got != nil {
 						break
 					}
-					if tt.during != nil && at == 4*step {
-						tt.during(t, st, rev)
+					if at == 3*step {
+						if c, ok, _ := st.Get(context.Background(), store.Ephemeral, protocol.ChallengeKey("me")); !ok || string(c.Value) != "n" {
+							t.Fatalf("while waiting, the challenge key holds %q (found %v), want the announce's nonce", c.Value, ok)
+						}
+						if tt.during != nil {
+							tt.during(t, st, rev)
+						}
 					}
 					clk.Add(step)
 				}
@@ -129,6 +138,12 @@ func TestStartupWaitsForAStandingPredecessor(t *testing.T) {
 				}
 				if want := time.Duration(tt.after) * step; at != want {
 					t.Fatalf("returned %+v after %v, want %v", got, at, want)
+				}
+				if at > lease/3 {
+					t.Fatalf("returned after %v, more than one heartbeat (%v)", at, lease/3)
+				}
+				if _, ok, _ := st.Get(context.Background(), store.Ephemeral, protocol.ChallengeKey("me")); ok {
+					t.Fatal("the challenge key outlived the announce")
 				}
 				e, found, _ := st.Get(context.Background(), store.Ephemeral, key)
 				p, _ := protocol.DecodePresence(key, e.Value)
@@ -204,4 +219,85 @@ func TestAPutOfAnotherSessionOnTheOwnKeyIsATwin(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestALiveSessionAnswersAChallengeAtOnce: a challenge of a process starting
+// with this worker's InstanceID makes the lease renew its presence at once,
+// without waiting for the heartbeat, so the challenger sees the key move
+// and fails as a twin (docs/protocol.md, "Sessions", "Restart with the same
+// id"); the challenge this worker's own startup wrote, and another
+// instance's, are not answered.
+func TestALiveSessionAnswersAChallengeAtOnce(t *testing.T) {
+	tests := []struct {
+		name       string
+		instance   string
+		challenger string
+		answered   bool
+	}{
+		{"a process starting with this InstanceID", "w1", "newcomer", true},
+		{"this worker's own startup", "w1", "n1", false},
+		{"another instance", "w2", "newcomer", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				lr := newLeaseRig(t, "n1")
+				lr.v.Engine.Send(lr.v.PIDs.Lease, messages.PresenceChallenged{Instance: tt.instance, Challenger: tt.challenger, Rev: 1})
+				synctest.Wait()
+				p, rev := lr.presence(t)
+				if moved := rev != lr.rev; moved != tt.answered || p.Nonce != "n1" {
+					t.Fatalf("presence %q at %d after the challenge (written at %d); want answered %v", p.Nonce, rev, lr.rev, tt.answered)
+				}
+				if err := lr.v.Outbox.Failure(); err != nil {
+					t.Fatalf("failed with %v", err)
+				}
+			})
+		})
+	}
+}
+
+// heldStore is a memstore whose ephemeral updates wait while hold is armed,
+// until the test releases them: a presence renewal in flight.
+type heldStore struct {
+	*memstore.Store
+	hold    atomic.Bool
+	release chan struct{} // closed by the test; never sent on
+}
+
+func (s *heldStore) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
+	if ks == store.Ephemeral && s.hold.Load() {
+		<-s.release
+	}
+	return s.Store.Update(ctx, ks, key, v, rev)
+}
+
+// TestAChallengeDuringARenewalIsAnsweredAfterIt: a challenge that comes
+// while a presence renewal is in flight is answered by one more renewal as
+// soon as that one returns: the renewal in flight may have landed before
+// the challenger read the key (docs/protocol.md, "Sessions", "Restart with
+// the same id").
+func TestAChallengeDuringARenewalIsAnsweredAfterIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		mem := memstore.New(time.Hour, memstore.WithClock(clk))
+		st := &heldStore{Store: mem, release: make(chan struct{})}
+		cfg := workertest.Config(t, clk, "w1")
+		v, rev := spawnLoneLease(t, e, st, cfg, "n1")
+		synctest.Wait()
+		st.hold.Store(true)
+		clk.Add(heartbeatInterval(cfg.LeaseDuration, "w1", "n1", 1)) // the renewal is sent and held
+		synctest.Wait()
+		e.Send(v.PIDs.Lease, messages.PresenceChallenged{Instance: "w1", Challenger: "newcomer", Rev: 1})
+		synctest.Wait()
+		st.hold.Store(false)
+		close(st.release)
+		synctest.Wait()
+		got, _, err := mem.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if writes := uint64(got.Revision) - rev; writes != 2 {
+			t.Fatalf("%d presence writes after the challenge came during a renewal, want 2 (the renewal, then the answer)", writes)
+		}
+	})
 }

@@ -58,6 +58,7 @@ type leaseActor struct {
 	lapsed       bool       // the session ended; a new one is being announced
 	announcing   string     // the nonce of an announce whose write may have landed; the next attempt reuses it
 	withdraw     *actor.PID // Depart asked to delete presence while a renewal ran
+	answerOwed   bool       // a challenge came while a presence write was in flight: renew again when it returns
 	round        uint64
 	hb           *clock.Timer
 	retryRound   uint64            // the round of the retry armed last; a retry of another round is moot
@@ -111,6 +112,10 @@ func (l *leaseActor) Receive(c *actor.Context) {
 	case messages.PresenceObserved:
 		if m.Instance == l.v.ID {
 			l.observed(m)
+		}
+	case messages.PresenceChallenged:
+		if m.Instance == l.v.ID && m.Challenger != l.v.Nonce { // its own, from startup: a delete that failed
+			l.challenged(c)
 		}
 	case sessionAnnounced:
 		l.announced(c, m)
@@ -291,6 +296,7 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 		l.renewals.Landed(m.at)
 		l.failures.Landed(l.log, "presence renewed again")
 		l.retryMoot()
+		l.payAnswer(c)
 	case renewError:
 		if !l.v.FatalIf(m.err) {
 			l.failures.Failed(l.log, "presence renewal failed; will retry", m.err)
@@ -325,6 +331,33 @@ func (l *leaseActor) observed(m messages.PresenceObserved) {
 	}
 	if l.renewals.Proven(l.presenceBusy) {
 		l.presenceRev = m.Rev
+	}
+}
+
+// challenged answers a challenge of a process starting with this
+// InstanceID (docs/protocol.md, "Sessions", "Restart with the same id"):
+// it renews the presence at once, so the key moves within the challenger's
+// window and the challenger fails as a twin instead of taking the session
+// over. A renewal or announce in flight answers when it lands, but one may
+// have landed before the challenger read the key: renew again after it.
+func (l *leaseActor) challenged(c *actor.Context) {
+	if !l.joined || l.departed || l.v.Halted.Load() {
+		return
+	}
+	l.log.Warn("a process starting with this InstanceID challenged the presence key; renewing at once so it fails as a twin", "key", protocol.ChallengeKey(l.v.ID))
+	if l.presenceBusy {
+		l.answerOwed = true
+		return
+	}
+	l.keepAlive(c)
+}
+
+// payAnswer renews the presence once more when a challenge came while the
+// write that just returned was in flight.
+func (l *leaseActor) payAnswer(c *actor.Context) {
+	if l.answerOwed && !l.presenceBusy && !l.v.Halted.Load() {
+		l.answerOwed = false
+		l.keepAlive(c)
 	}
 }
 
@@ -374,4 +407,5 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
 	l.v.Route(worker.RoleLease, messages.SessionStarted{Nonce: m.nonce})
+	l.payAnswer(c)
 }

@@ -528,6 +528,8 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 		w.observe(recordmsg.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
+	case protocol.KeyChallenge:
+		w.observe(messages.PresenceChallenged{Instance: suffix, Challenger: string(val), Rev: rev})
 	default:
 		w.log.Debug("ignoring key of unknown shape", "key", key)
 	}
@@ -549,5 +551,7 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 		w.observe(messages.AssignmentDeleted{Instance: suffix, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
+	case protocol.KeyChallenge:
+		w.log.Debug("challenge key deleted", "key", key)
 	}
 }

@@ -38,6 +38,12 @@ const (
 	// PrefixProbe prefixes a startup probe key in either keyspace:
 	// "_probe.<session>".
 	PrefixProbe = "_probe."
+	// PrefixChallenge prefixes an ephemeral challenge key:
+	// "challenge.<instance>", written by a process starting with that
+	// InstanceID that found its presence key held by another session; a
+	// live session answers it by renewing its presence at once
+	// (docs/protocol.md, "Sessions", "Restart with the same id").
+	PrefixChallenge = "challenge."
 )
 
 // instanceIDMaxLen is the longest instance id, equal to
@@ -67,6 +73,12 @@ func WorkerKey(instance string) string { return PrefixWorker + instance }
 // InstanceID do not break each other's probe (docs/protocol.md, "Joining").
 func ProbeKey(session string) string { return PrefixProbe + session }
 
+// ChallengeKey returns the ephemeral key a process starting as instance
+// writes to ask a session holding the presence key whether it is live,
+// "challenge.<instance>" (docs/protocol.md, "Sessions", "Restart with the
+// same id"). Its value is opaque (the challenger's nonce) and never decoded.
+func ChallengeKey(instance string) string { return PrefixChallenge + instance }
+
 // KeyKind classifies a key by its shape (docs/protocol.md, "Keys").
 type KeyKind int
 
@@ -90,6 +102,8 @@ const (
 	KeyPresence
 	// KeyProbe is "_probe.<session>" in either keyspace.
 	KeyProbe
+	// KeyChallenge is an ephemeral "challenge.<instance>".
+	KeyChallenge
 )
 
 // String returns a short lower-case name of the kind, for logs.
@@ -111,6 +125,8 @@ func (k KeyKind) String() string {
 		return "presence"
 	case KeyProbe:
 		return "probe"
+	case KeyChallenge:
+		return "challenge"
 	}
 	return "unknown"
 }
@@ -133,7 +149,7 @@ func ParseKey(ks store.Keyspace, key string) (KeyKind, string) {
 		shapes = []shape{{PrefixSpec, KeySpecRecord}, {PrefixSplit, KeySplitRecord}, {PrefixAssign, KeyAssignment}, {PrefixProgress, KeyProgress}, {PrefixProbe, KeyProbe}}
 	case store.Ephemeral:
 		exact, exactKind = KeyLeader, KeyLeaderValue
-		shapes = []shape{{PrefixWorker, KeyPresence}, {PrefixProbe, KeyProbe}}
+		shapes = []shape{{PrefixWorker, KeyPresence}, {PrefixProbe, KeyProbe}, {PrefixChallenge, KeyChallenge}}
 	default:
 		return KeyUnknown, ""
 	}

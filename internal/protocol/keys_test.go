@@ -18,6 +18,7 @@ func TestKeyBuilders(t *testing.T) {
 		{"assign", AssignKey("w1"), "job.assign.w1"},
 		{"worker", WorkerKey("w1"), "worker.w1"},
 		{"probe", ProbeKey("w1"), "_probe.w1"},
+		{"challenge", ChallengeKey("w1"), "challenge.w1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.got != tc.want {
@@ -62,6 +63,9 @@ func TestParseKey(t *testing.T) {
 		{"leader", store.Ephemeral, "leader", KeyLeaderValue, ""},
 		{"presence", store.Ephemeral, "worker.w1", KeyPresence, "w1"},
 		{"ephemeral probe", store.Ephemeral, "_probe.w1", KeyProbe, "w1"},
+		{"challenge", store.Ephemeral, "challenge.w1", KeyChallenge, "w1"},
+		{"challenge in durable", store.Durable, "challenge.w1", KeyUnknown, ""},
+		{"dotted challenge", store.Ephemeral, "challenge.w1.x", KeyUnknown, ""},
 		{"longest split id", store.Durable, "job.split." + long, KeySplitRecord, long},
 		{"longest progress id", store.Durable, "progress." + long, KeyProgress, long},
 		{"split id too long", store.Durable, "job.split." + long + "a", KeyUnknown, ""},
@@ -118,6 +122,7 @@ func TestParseKeyInvertsBuilders(t *testing.T) {
 		{WorkerKey, store.Ephemeral, KeyPresence},
 		{ProbeKey, store.Durable, KeyProbe},
 		{ProbeKey, store.Ephemeral, KeyProbe},
+		{ChallengeKey, store.Ephemeral, KeyChallenge},
 	} {
 		for _, name := range []string{"s0", "a", "A-_9", strings.Repeat("z", 128)} {
 			key := tc.build(name)
@@ -139,10 +144,10 @@ func TestKeyKindString(t *testing.T) {
 	want := map[KeyKind]string{
 		KeyUnknown: "unknown", KeyPlanRecord: "plan", KeySpecRecord: "spec", KeySplitRecord: "split",
 		KeyAssignment: "assignment", KeyProgress: "progress", KeyLeaderValue: "leader", KeyPresence: "presence",
-		KeyProbe: "probe",
+		KeyProbe: "probe", KeyChallenge: "challenge",
 	}
 	seen := map[string]bool{}
-	for k := KeyUnknown; k <= KeyProbe; k++ {
+	for k := KeyUnknown; k <= KeyChallenge; k++ {
 		s := k.String()
 		if s != want[k] {
 			t.Errorf("KeyKind(%d).String() = %q, want %q", k, s, want[k])
@@ -152,7 +157,7 @@ func TestKeyKindString(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	if s := (KeyProbe + 1).String(); s != "unknown" {
+	if s := (KeyChallenge + 1).String(); s != "unknown" {
 		t.Fatalf("out-of-range kind = %q, want unknown", s)
 	}
 }

@@ -73,6 +73,7 @@ var routes = []route{
 	// Observations: the watch actor bridges watched and listed keys.
 	{Msgs: types(recordmsg.RecordsObserved{}, messages.RecordDeleted{}), From: RoleWatch, To: []Role{RoleSplitWriter, RoleLeader}, note: "split records; puts in runs of up to 256"},
 	{Msgs: types(messages.PresenceObserved{}), From: RoleWatch, To: []Role{RoleLeader, RoleSplitWriter}, Own: []Role{RoleLease}, note: "the lease confirms its landed renewals"},
+	{Msgs: types(messages.PresenceChallenged{}), From: RoleWatch, Own: []Role{RoleLease}, note: "a process starting with this InstanceID; the lease answers by renewing at once"},
 	{Msgs: types(messages.PresenceDeleted{}), From: RoleWatch, To: []Role{RoleLeader, RoleSplitWriter}},
 	{Msgs: types(recordmsg.LeaderObserved{}, messages.LeaderDeleted{}), From: RoleWatch, To: []Role{RoleLeader}},
 	{Msgs: types(recordmsg.PlanObserved{}, messages.PlanDeleted{}), From: RoleWatch, To: []Role{RoleLeader, RoleSplitWriter}},
@@ -218,6 +219,8 @@ func (v *Env) RouteOf(from Role, msg any) *actor.PID {
 func concerns(msg any, id string) bool {
 	switch m := msg.(type) {
 	case messages.PresenceObserved:
+		return m.Instance == id
+	case messages.PresenceChallenged:
 		return m.Instance == id
 	case recordmsg.AssignmentObserved:
 		return m.Instance == id
