@@ -51,12 +51,12 @@ func jitter(instance, nonce string, round uint64) float64 {
 // twinWindow is how long announcing presence at startup watches a presence
 // key that carries another session after challenging that session, before
 // taking the key over (docs/protocol.md, "Sessions", "Restart with the same
-// id"): a quarter of LeaseDuration. A live session answers the challenge at
-// once, one watch delivery and one write later, and the window leaves it a
-// quarter lease for that (a tenth more than the longest gap between its
-// renewals left it before the challenge); a crashed predecessor leaves the
-// key standing, so a restart takes it over a quarter lease after its first
-// read, and the reads every LeaseDuration/12 land it within one heartbeat.
+// id"): a quarter of LeaseDuration. A live session answers the challenge
+// one watch delivery and one write after it (milliseconds), so a quarter
+// lease leaves a wide margin for the answer; a crashed predecessor leaves
+// the key standing, and a restart takes it over a quarter lease after its
+// first read, within one heartbeat (LeaseDuration/3) even with the reads
+// every LeaseDuration/12 rounding up.
 func twinWindow(lease time.Duration) time.Duration { return lease / 4 }
 
 // startupStep is what announcing presence at startup does next with the

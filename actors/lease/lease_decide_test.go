@@ -230,3 +230,19 @@ func TestJudgeStartupPresenceProperties(t *testing.T) {
 		}
 	})
 }
+
+// The twin window leaves a live session time to answer a challenge and
+// still lands a restart's takeover within one heartbeat of its first read:
+// positive, at least two reads every LeaseDuration/12 long, and with the
+// read that ends it (rounded up to the next read) no longer than
+// LeaseDuration/3.
+func TestTwinWindowFitsInAHeartbeat(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		lease := time.Duration(rapid.Int64Range(int64(300*time.Millisecond), int64(time.Hour)).Draw(t, "lease"))
+		w, poll := twinWindow(lease), worker.RenewRetryDelay(lease)
+		reads := (w + poll - 1) / poll
+		if w < 2*poll || reads*poll > lease/3 {
+			t.Fatalf("lease %v: window %v, reads every %v: %d reads, %v; want at least two reads and within %v", lease, w, poll, reads, reads*poll, lease/3)
+		}
+	})
+}
