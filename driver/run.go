@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -180,7 +181,7 @@ func (l *loop) commit(parts []PartitionID) error {
 		}
 	}
 	l.backlog.order(ws)
-	var landed []PartitionID
+	landed := l.landedElsewhere(parts, ws)
 	defer func() { l.resume(landed) }()
 	for i, w := range ws {
 		start := time.Now()
@@ -202,6 +203,27 @@ func (l *loop) commit(parts []PartitionID) error {
 		}
 	}
 	return nil
+}
+
+// landedElsewhere forgets the lags among parts (all when parts is nil) that
+// have nothing left to commit although no round landed them: a cut's commit
+// (Driver.Cut) landed their acknowledged progress between rounds, or they
+// acknowledged nothing since their last durable commit. It returns the ones
+// that were paused, to be resumed: a paused lane acknowledges nothing new, so
+// no later round would ever carry it and it would wait for ever.
+func (l *loop) landedElsewhere(parts []PartitionID, ws []Watermark) []PartitionID {
+	var landed []PartitionID
+	for _, p := range slices.Sorted(maps.Keys(l.backlog.lags)) {
+		t, ok := l.d.parts[p]
+		if !ok || !t.committable() || t.deferred || parts != nil && !slices.Contains(parts, p) ||
+			slices.ContainsFunc(ws, func(w Watermark) bool { return w.Partition == p }) {
+			continue
+		}
+		if l.backlog.caughtUp(p) {
+			landed = append(landed, p)
+		}
+	}
+	return landed
 }
 
 // committed reports whether t's progress already stands at watermark, so
