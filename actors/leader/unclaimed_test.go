@@ -119,3 +119,36 @@ func TestTheUnclaimedRuleSparesMembersThatCannotClaim(t *testing.T) {
 		t.Fatalf("rogue after its claim: %+v, want good standing", w)
 	}
 }
+
+// A penalised member that holds splits keeps them: its lanes are what it
+// holds, and the split published to it that it left unclaimed no longer
+// counts as its own, so the assignment places that one on a member with a
+// free lane and moves nothing it holds.
+func TestAPenalisedMemberKeepsWhatItHolds(t *testing.T) {
+	cfg := coordination.DefaultConfig()
+	f := newFleetView(0)
+	f.watchClaims()
+	f.publishedTo = map[coordination.SplitID]string{"x": "slow", "y": "slow"}
+	f.members["w1"], f.sessions["w1"] = 4, "n-w1"
+	f.members["slow"], f.sessions["slow"] = 4, "n-slow"
+	f.records["x"] = splitFacts{owner: "slow", nonce: "n-slow", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
+	f.records["y"] = splitFacts{epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
+	t0 := time.Unix(1000, 0)
+	f.observeClaims(t0, cfg, 0)
+	if changed, _ := f.observeClaims(t0.Add(cfg.LeaseDuration), cfg, 0); !changed || !f.claims["slow"].Penalised {
+		t.Fatalf("slow not penalised after leaving y unclaimed for a lease: %+v", f.claims["slow"])
+	}
+	in, laneless := f.assignInput(cfg, "job:v1", 0)
+	if len(laneless) != 0 || in.Caps["slow"] != 1 {
+		t.Fatalf("laneless %v, slow's cap %d; want slow kept with one lane, for x", laneless, in.Caps["slow"])
+	}
+	for _, s := range in.Splits {
+		if s.ID == "y" && s.Owner != "" {
+			t.Fatalf("y counts as %s's for the sticky pass; want no owner", s.Owner)
+		}
+	}
+	out := protocol.Assign(in)
+	if !slices.Equal(out.Assigned["slow"], []coordination.SplitID{"x"}) || !slices.Equal(out.Assigned["w1"], []coordination.SplitID{"y"}) {
+		t.Fatalf("assigned %v, want x kept on slow and y on w1", out.Assigned)
+	}
+}
