@@ -40,8 +40,10 @@ type Config struct {
 	// "spate-" + 32 random hex characters.
 	InstanceID string
 	// LeaseDuration is the lease and presence TTL, and so the takeover latency
-	// after a crash. It must equal the store's LeaseTTL. Default 30s; at
-	// least 300ms and at least 2 x OpTimeout.
+	// after a crash; the leader also places elsewhere the splits a worker
+	// leaves unclaimed this long while it has a free lane. It must equal the
+	// store's LeaseTTL. Default 30s; at least 300ms and at least 2 x
+	// OpTimeout.
 	LeaseDuration time.Duration
 	// OpTimeout bounds one store operation in real time. Default 10s; at
 	// least 50ms.

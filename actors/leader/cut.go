@@ -138,7 +138,9 @@ func (f *fleetView) weightLeft(id coordination.SplitID, w uint64) uint64 {
 
 // cutInput is protocol.DecideCuts's input from the view: the live members
 // with their budgets clamped as for the assignment (docs/protocol.md, "Size
-// limits"), and to one lane for a member the view has not seen claim a
+// limits"), to no free lane while the unclaimed rule penalises a member
+// and one on its probation (docs/protocol.md, "Members that do not claim"),
+// and to one lane for a member the view has not seen claim a
 // split in its current session (docs/protocol.md, "Who decides": only lanes
 // that can take work count; a presence that never claims, whatever budget
 // it advertises, made the leader shred a split into thousands of residuals
@@ -193,14 +195,12 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 		in.Held = append(in.Held, f.cutHeld(id, s, s.weight, outstanding, asked))
 	}
 	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
-	for m, b := range f.members {
-		budget := min(cfg.MaxInFlight, limit)
-		if b > 0 {
-			budget = min(int(b), limit)
-		}
+	for m := range f.members {
+		budget := f.budget(m, cfg, limit)
 		if n, ok := claimed[m]; !ok || n != f.sessions[m] {
 			budget = min(budget, 1) // no claim in this session yet: one lane, until it takes work
 		}
+		budget = f.claims[m].Lanes(budget, int(held[m])) // none free while the unclaimed rule penalises it
 		in.Members = append(in.Members, protocol.CutMember{Instance: m, Budget: uint32(budget), Held: held[m]})
 	}
 	return in

@@ -89,9 +89,11 @@ func TestTheLeaderAsksACutWhenALaneIdles(t *testing.T) {
 		}
 		lr.observeAssignment("w1")
 		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 600}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 800})
-		for range 4 { // the residual waits for the one free lane: nothing idles
-			lr.beat()
-		}
+		lr.beat() // the residual waits for the one free lane: nothing idles
+		lr.beat()
+		lr.held("w1", "nonce-w1", 1, 400, "a", protocol.ResidualID("a", 1, 1)) // w1 claims it within LeaseDuration
+		lr.beat()
+		lr.beat()
 		if a, rev, _ := lr.assignment("w1"); rev != rev2 {
 			t.Fatalf("assignment rewritten with no lane idle: %+v", a)
 		}
@@ -446,7 +448,8 @@ func TestAParentWeighsWhatItsResidualsLeftIt(t *testing.T) {
 	f.members["w1"] = 0
 	f.records["a"] = splitFacts{seen: true, status: protocol.StatusRunnable, weight: 100, owner: "w1"}
 	weightOf := func() uint64 {
-		for _, s := range f.assignInput(coordination.DefaultConfig(), "job:v1", 0).Splits {
+		in, _ := f.assignInput(coordination.DefaultConfig(), "job:v1", 0)
+		for _, s := range in.Splits {
 			if s.ID == "a" {
 				return s.Weight
 			}

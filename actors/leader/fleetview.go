@@ -67,6 +67,12 @@ type fleetView struct {
 	// split record name it (a claim): a member that can take work, whose
 	// free lanes the cutter counts (cutInput).
 	claimed map[string]string
+	// claims is each live member session's standing under the unclaimed
+	// rule (protocol.ClaimWatch; docs/protocol.md, "Members that do not
+	// claim"), absent for one in good standing that is not waiting; kept
+	// only while working as leader (nil otherwise), so every member of a
+	// new leadership starts in good standing.
+	claims map[string]protocol.ClaimWatch
 }
 
 func newFleetView(startupGrace time.Duration) fleetView {
@@ -106,6 +112,9 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 			// unrelated change.
 			l.pub.changed()
 		}
+		if f.sessions[m.Instance] != m.Nonce {
+			delete(f.claims, m.Instance) // a new session starts in good standing
+		}
 		f.members[m.Instance] = m.MaxInFlight
 		f.sessions[m.Instance] = m.Nonce
 		f.observeEstimates(m.Instance, m.Remaining, now)
@@ -120,6 +129,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		delete(f.estimates, m.Instance)
 		delete(f.estimatedAt, m.Instance)
 		delete(f.claimed, m.Instance)
+		delete(f.claims, m.Instance)
 		f.grace.Leave(m.Instance)
 		if m.Instance != l.v.ID {
 			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
@@ -198,6 +208,11 @@ func (l *leaderActor) recordChanged(id coordination.SplitID, old, facts *splitFa
 	f.grace.Claim(id, facts.owner, now)
 	if n, live := f.sessions[facts.owner]; live && facts.owner != "" && n == facts.nonce {
 		f.claimed[facts.owner] = n
+		if (old.owner != facts.owner || old.nonce != facts.nonce || old.epoch != facts.epoch) && f.claimedAt(facts.owner, now) {
+			l.log.Info("peer claims again; its lanes are back", "peer", facts.owner, "split", id)
+			l.pub.changed()
+			tick = true
+		}
 	}
 	f.observeResidual(id, facts.parent, facts.weight)
 	cutSoon = f.observeResidualTenancy(id, old, facts, now) ||
@@ -205,7 +220,7 @@ func (l *leaderActor) recordChanged(id coordination.SplitID, old, facts *splitFa
 	switch {
 	case !old.seen && l.run.seeding():
 		l.pub.seededMeanwhile()
-		return false, cutSoon
+		return tick, cutSoon
 	case !old.seen:
 		l.pub.changed()
 		return true, cutSoon
@@ -213,7 +228,7 @@ func (l *leaderActor) recordChanged(id coordination.SplitID, old, facts *splitFa
 		l.pub.changed()
 		return true, cutSoon
 	}
-	return false, cutSoon
+	return tick, cutSoon
 }
 
 func (l *leaderActor) gauges() {
@@ -272,14 +287,15 @@ func (f *fleetView) inputChanged(id coordination.SplitID, old, cur *splitFacts) 
 
 // stickyOwner is split id's owner for the sticky pass when its record names
 // owner: the owner, or while it has none the live member whose published
-// assignment names the split (a documented refinement of the assignment
-// input, docs/protocol.md "Assignment and the rebalance delay").
+// assignment names the split unless the unclaimed rule penalises it (a
+// documented refinement of the assignment input, docs/protocol.md
+// "Assignment and the rebalance delay").
 func (f *fleetView) stickyOwner(id coordination.SplitID, owner string) string {
 	if owner != "" {
 		return owner
 	}
 	if p, ok := f.publishedTo[id]; ok {
-		if _, live := f.members[p]; live {
+		if _, live := f.members[p]; live && !f.claims[p].Penalised {
 			return p
 		}
 	}
@@ -333,16 +349,24 @@ func (f *fleetView) knownSplits() map[coordination.SplitID]bool {
 	return known
 }
 
-// assignInput is the assignment function's input from the view. Every
-// member's lane budget (its presence's, or this leader's MaxInFlight) is
-// clamped to coordination.MaxInFlightLimit and to what one assignment
-// record can carry under the store's value cap valueCap with the view's
-// longest split id (docs/protocol.md, "Size limits"), so no budget a peer
-// advertises can make the leader write a record above the cap.
-func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, valueCap int) protocol.AssignInput {
+// assignInput is the assignment function's input from the view, and the
+// live members the unclaimed rule leaves no lane (penalised, holding
+// nothing): they are left out of the input, and the publish writes them an
+// empty assignment. Every member's lane budget (its presence's, or this
+// leader's MaxInFlight) is clamped to coordination.MaxInFlightLimit and to
+// what one assignment record can carry under the store's value cap valueCap
+// with the view's longest split id (docs/protocol.md, "Size limits"), so no
+// budget a peer advertises can make the leader write a record above the
+// cap, and then to the lanes the unclaimed rule leaves it
+// (protocol.ClaimWatch.Lanes).
+func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, valueCap int) (protocol.AssignInput, []string) {
 	longest := 0
-	for id := range f.records {
+	held := make(map[string]int, len(f.members))
+	for id, s := range f.records {
 		longest = max(longest, len(id))
+		if n, live := f.sessions[s.owner]; live && s.owner != "" && n == s.nonce && s.status == protocol.StatusRunnable {
+			held[s.owner]++
+		}
 	}
 	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
 	in := protocol.AssignInput{
@@ -352,11 +376,15 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 		FP:         protocol.Fingerprint(fingerprint),
 		Splits:     make([]protocol.AssignSplit, 0, len(f.records)),
 	}
-	for m, b := range f.members {
-		in.Members = append(in.Members, m)
-		if b > 0 {
-			in.Caps[m] = int(min(b, uint32(limit)))
+	var laneless []string
+	for m := range f.members {
+		lanes := f.claims[m].Lanes(f.budget(m, cfg, limit), held[m])
+		if lanes == 0 {
+			laneless = append(laneless, m)
+			continue
 		}
+		in.Members = append(in.Members, m)
+		in.Caps[m] = lanes
 	}
 	if cfg.RebalanceDelay > 0 && len(f.departedAt) > 0 {
 		in.Reserved = map[coordination.SplitID]bool{}
@@ -370,7 +398,17 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 			}
 		}
 	}
-	return in
+	slices.Sort(laneless)
+	return in, laneless
+}
+
+// budget is member m's lane budget, its presence's MaxInFlight (0: the
+// leader's own) clamped to limit.
+func (f *fleetView) budget(m string, cfg coordination.Config, limit int) int {
+	if b := f.members[m]; b > 0 {
+		return min(int(b), limit)
+	}
+	return min(cfg.MaxInFlight, limit)
 }
 
 // snapshot copies what a publish reads beside its input: the cached

@@ -156,6 +156,7 @@ func (l *leaderActor) fromLead(c *actor.Context, m leadResult) {
 			l.cut.retake() // the retry writes the requests it may not have
 		}
 		if l.pub.published(m.lead, r, &l.view) {
+			l.observeClaims(l.v.Clock.Now())
 			l.pub.schedule()
 		} else {
 			l.tick(c)
@@ -197,6 +198,7 @@ func (l *leaderActor) heartbeat(c *actor.Context) {
 		l.pub.changed()
 	}
 	l.pub.heartbeat(now, &l.view)
+	l.observeClaims(now)
 	l.evaluateCuts(now)
 	if l.run.retryDue() {
 		l.runPlan()
@@ -251,6 +253,7 @@ func (l *leaderActor) fenced(c *actor.Context, m fenceDone) {
 		l.cut.lead(now)
 		l.cut.armAt(w, l.v, now.Add(l.v.Config.EffectiveCutInterval()))
 		l.view.indexPublished()
+		l.view.watchClaims()
 		l.pub.changed()
 		l.runPlan()
 	}
@@ -296,6 +299,7 @@ func (l *leaderActor) adoptPlan(c *actor.Context, pl protocol.PlanRecord, rev ui
 // lead; the election calls it whenever the work lead may have ended.
 func (l *leaderActor) workEnded() {
 	l.view.unindexPublished()
+	l.view.unwatchClaims()
 	l.run.reset()
 	l.pub.stopWork()
 	l.cut.stop()

@@ -105,23 +105,28 @@ func (p *publisher) publish(w *lead, view *fleetView, fingerprint string, takeCu
 	cuts := takeCuts()
 	p.dirty, p.busy = false, true
 	v, now := p.v, p.v.Clock.Now()
-	in, holdEnd := view.grace.Hold(now, view.assignInput(v.Config, fingerprint, v.ValueCap), view.running)
+	in, laneless := view.assignInput(v.Config, fingerprint, v.ValueCap)
+	in, holdEnd := view.grace.Hold(now, in, view.running)
 	if !holdEnd.IsZero() && p.hold == nil {
 		p.hold = w.after(v, holdEnd.Sub(now), v.PIDs.Leader, holdEnded{})
 	}
 	pinned := view.pinReported(view.grace.Pinned(now, in.Splits))
 	cache, members, windows := view.snapshot()
 	w.goFunc(v, v.PIDs.Leader, func(ctx context.Context) any {
-		return publishAssignment(ctx, v, in, pinned, cache, members, windows, cuts, w.gen)
+		return publishAssignment(ctx, v, in, laneless, pinned, cache, members, windows, cuts, w.gen)
 	})
 }
 
 // publishAssignment evaluates the assignment function and writes every
 // member's record that changed at generation gen, or whose member cuts
-// freshly asks a cut, and deletes the records of members gone for good; it
-// runs on a goroutine of the work lead.
-func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInput, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members, windows map[string]bool, cuts cutRequests, gen uint64) publishDone {
+// freshly asks a cut, an empty one for each member the unclaimed rule left
+// laneless (none of in.Members), and deletes the records of members gone
+// for good; it runs on a goroutine of the work lead.
+func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInput, laneless []string, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members, windows map[string]bool, cuts cutRequests, gen uint64) publishDone {
 	out := protocol.KeepPinned(in, protocol.Assign(in), pinned)
+	for _, m := range laneless {
+		out.Assigned[m] = []coordination.SplitID{}
+	}
 	var d publishDone
 	prev := map[coordination.SplitID]string{}
 	for inst, a := range cache {
