@@ -44,7 +44,11 @@ func TestBadFlagsExitTwoWithUsage(t *testing.T) {
 		{"bad job", `-job must be 1..57 characters of [A-Za-z0-9_-]`, []string{"-job", "a b"}},
 		{"two stores", "-postgres and -nats name two stores; pass one", []string{"-postgres", "postgres://svc@db/x", "-nats", "nats://127.0.0.1:1"}},
 		{"bad postgres url", "-postgres must be a postgres:// or postgresql:// URL", []string{"-postgres", "mysql://svc:hunter2@db/x"}},
-		{"long job on postgres", "-job must be at most 43 characters on PostgreSQL", []string{"-postgres", "postgres://svc@db/x", "-job", strings.Repeat("j", 44)}},
+		{"long job on postgres", "-job must be 1..43 characters of [A-Za-z0-9_-] on PostgreSQL", []string{"-postgres", "postgres://svc@db/x", "-job", strings.Repeat("j", 44)}},
+		{"job too long for NATS on postgres", "-job must be 1..43 characters of [A-Za-z0-9_-] on PostgreSQL", []string{"-postgres", "postgres://svc@db/x", "-job", strings.Repeat("j", 58)}},
+		{"bad job on postgres", `-job must be 1..43 characters of [A-Za-z0-9_-] on PostgreSQL (its ledger is the job <job>_ledger, whose schema name must fit), got "a.b"`, []string{"-postgres", "postgres://svc@db/x", "-job", "a.b"}},
+		{"empty job", "-job must not be empty; omit it", []string{"-job", ""}},
+		{"empty job on postgres", "-job must not be empty; omit it", []string{"-postgres", "postgres://svc@db/x", "-job="}},
 		{"bad log level", `-log must be debug, info, warn, error or off, got "loud"`, []string{"-log", "loud"}},
 		{"not a number", `invalid value "many" for flag -records`, []string{"-records", "many"}},
 	} {
