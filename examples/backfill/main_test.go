@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -303,6 +304,34 @@ func TestUnreachableNATSSaysSo(t *testing.T) {
 	}
 	if strings.Contains(stderr, "hunter2") || stdout != "" {
 		t.Fatalf("stderr shows the URL's password, or a report was printed:\n%s%s", stdout, stderr)
+	}
+}
+
+// TestUnreachablePostgresSaysNothingWasWritten runs a worker against a
+// PostgreSQL port nothing listens on: it fails at once saying that no
+// connection could be made and nothing was written, with PostgreSQL's
+// advice, never NATS's, and never the DSN's password.
+func TestUnreachablePostgresSaysNothingWasWritten(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // refused from now on
+	code, stdout, stderr := runInProcess(t.Context(), "-postgres", "postgres://svc:hunter2@"+addr+"/db?sslmode=disable", "-instance", "a", "-quiet")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"PostgreSQL at postgres://svc:<redacted>@" + addr, "connection refused", "nothing was written", "is the PostgreSQL server up"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	for _, bad := range []string{"may have landed", "NATS", "hunter2"} {
+		if strings.Contains(stderr, bad) || stdout != "" {
+			t.Errorf("stderr says %q, or a report was printed:\n%s%s", bad, stdout, stderr)
+		}
 	}
 }
 
