@@ -64,6 +64,9 @@ func (s *Store) fail(ctx context.Context, what string, err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		kind, hint := classifyCode(pgErr.Code)
+		if kind == coordination.Retryable && nothingSent(err) {
+			hint = note // a server starting up or shutting down refused the connection
+		}
 		return &coordination.Error{Kind: kind, Reason: fmt.Sprintf("pgstore: %s in job %q: %s%s", what, s.cfg.Job, reason, hint), Err: err}
 	}
 	if isVerifyErr(err) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/pgtest"
@@ -109,6 +110,36 @@ func TestRefusedConnectionWroteNothing(t *testing.T) {
 	if strings.Contains(err.Error(), "may have landed") || strings.Contains(err.Error(), "hunter2") {
 		t.Fatalf("a refused connection says a write may have landed, or shows the password: %v", err)
 	}
+}
+
+// TestServerStartingUpWroteNothing points a store at a server that answers
+// every connection with "the database system is starting up" (57P03), as
+// one recovering after a crash does: Retryable, saying nothing was
+// written.
+func TestServerStartingUpWroteNothing(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b := pgproto3.NewBackend(c, c)
+			if _, err := b.ReceiveStartupMessage(); err == nil {
+				b.Send(&pgproto3.ErrorResponse{Severity: "FATAL", Code: "57P03", Message: "the database system is starting up"})
+				_ = b.Flush()
+			}
+			_ = c.Close()
+		}
+	}()
+	st := newStore(t, nil, Config{DSN: "postgres://svc@" + ln.Addr().String() + "/db?sslmode=disable"}, 3*time.Second)
+	_, _, err = st.Create(opCtx(t), store.Durable, "k", []byte("v"))
+	wantKind(t, err, coordination.Retryable, "SQLSTATE 57P03", "nothing was written")
 }
 
 // TestSilentServerFailsWithinTheConnectTimeout points a store at a port
