@@ -45,8 +45,8 @@ func backfill(ctx context.Context, o *options, stdout, stderr io.Writer) (rep *r
 	}
 	sink, err := openLedger(ctx, lst)
 	if err != nil {
-		if coordination.KindOf(err) == coordination.Retryable {
-			return nil, fmt.Errorf("the job's ledger on %s: %w (%s)", st.where, err, st.unreachableHint())
+		if hint := st.unreachableHint(); hint != "" && coordination.KindOf(err) == coordination.Retryable {
+			return nil, fmt.Errorf("the job's ledger on %s: %w (%s)", st.where, err, hint)
 		}
 		return nil, fmt.Errorf("the job's ledger on %s: %w", st.where, err)
 	}

@@ -309,8 +309,8 @@ func TestUnreachableNATSSaysSo(t *testing.T) {
 
 // TestUnreachablePostgresSaysNothingWasWritten runs a worker against a
 // PostgreSQL port nothing listens on: it fails at once saying that no
-// connection could be made and nothing was written, with PostgreSQL's
-// advice, never NATS's, and never the DSN's password.
+// connection could be made and nothing was written, with the store's
+// advice once, never NATS's, and never the DSN's password.
 func TestUnreachablePostgresSaysNothingWasWritten(t *testing.T) {
 	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -323,10 +323,13 @@ func TestUnreachablePostgresSaysNothingWasWritten(t *testing.T) {
 	if code != exitFailed {
 		t.Fatalf("exit %d, want 1", code)
 	}
-	for _, want := range []string{"PostgreSQL at postgres://svc:<redacted>@" + addr, "connection refused", "nothing was written", "is the PostgreSQL server up"} {
+	for _, want := range []string{"PostgreSQL at postgres://svc:<redacted>@" + addr, "connection refused", "nothing was written", "check that the server runs"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	if strings.Count(stderr, "host and port") != 1 {
+		t.Errorf("stderr does not give its advice once:\n%s", stderr)
 	}
 	for _, bad := range []string{"may have landed", "NATS", "hunter2"} {
 		if strings.Contains(stderr, bad) || stdout != "" {

@@ -87,10 +87,11 @@ func (s *stores) kept(job string) string {
 	return fmt.Sprintf("job %q and its ledger, the job %q, stay on the store for -verify; remove both with %s and %s", job, ledgerJob(job), cmd(job), cmd(ledgerJob(job)))
 }
 
-// unreachableHint is the advice added to a failure to reach the store.
+// unreachableHint is the advice added to a failure to reach the store, ""
+// on PostgreSQL, whose store's error says what to check itself.
 func (s *stores) unreachableHint() string {
 	if s.pg != "" {
-		return "is the PostgreSQL server up, and are the -postgres DSN's host and port right?"
+		return ""
 	}
 	return "is the server up? omit -nats and -postgres to run on an embedded NATS server"
 }
