@@ -10,6 +10,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/store/natsstore"
+	"github.com/spate-go/coordination/store/pgstore"
 )
 
 // options are the parsed flags.
@@ -75,7 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	f.StringVar(&o.postgres, "postgres", "", "PostgreSQL DSN (postgres://user@host:5432/db?sslmode=...) to coordinate and keep the ledger in, instead of NATS; the password from PGPASSWORD or ~/.pgpass")
 	f.StringVar(&o.instance, "instance", "", "run one worker with this instance id against -nats or -postgres; start several processes to divide one job")
 	f.BoolVar(&o.verify, "verify", false, "only read the job's ledger on -nats or -postgres and report whether every record was delivered (same -splits, -records, -misestimate or -job as the run)")
-	f.StringVar(&o.job, "job", "", "job name; default derived from the plan, so processes given the same -splits, -records and -misestimate share a job")
+	f.StringVar(&o.job, "job", "", fmt.Sprintf("job name, 1..%d characters of [A-Za-z0-9_-] (1..%d with -postgres); default derived from the plan, so processes given the same -splits, -records and -misestimate share a job", maxJob, maxPostgresJob))
 	f.StringVar(&o.data, "data", "", "store directory of the embedded NATS server, kept until the job completes (default: a new temporary directory; an interrupted run names it, to resume)")
 	f.IntVar(&o.workers, "workers", 4, "workers to run in this process (ignored with -instance)")
 	f.IntVar(&o.lanes, "lanes", 8, "splits each worker reads at once (its lanes, Config.MaxInFlight)")
@@ -104,6 +105,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	f.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	if o.quiet && !given["log"] {
 		o.log = "off"
+	}
+	if given["job"] && o.job == "" {
+		return nil, bad("-job must not be empty; omit it to derive the job's name from the plan")
 	}
 	if err := o.check(); err != nil {
 		return nil, bad("%v", err)
@@ -169,12 +173,14 @@ func (o *options) check() error {
 		}
 	}
 	if o.job != "" {
-		// The ledger is the job <job>_ledger; both names must be valid.
-		if err := (natsstore.Config{Servers: []string{"nats://127.0.0.1"}, Job: ledgerJob(o.job)}).Validate(); err != nil {
+		// The ledger is the job <job>_ledger; both names must be valid,
+		// by the rule of the store in use.
+		if o.postgres != "" {
+			if err := (pgstore.Config{DSN: "postgres://127.0.0.1", Job: ledgerJob(o.job)}).Validate(); err != nil {
+				return fmt.Errorf("-job must be 1..%d characters of [A-Za-z0-9_-] on PostgreSQL (its ledger is the job %s, whose schema name must fit), got %q", maxPostgresJob, ledgerJob("<job>"), o.job)
+			}
+		} else if err := (natsstore.Config{Servers: []string{"nats://127.0.0.1"}, Job: ledgerJob(o.job)}).Validate(); err != nil {
 			return fmt.Errorf("-job must be 1..%d characters of [A-Za-z0-9_-] (its ledger is the job %s), got %q", maxJob, ledgerJob("<job>"), o.job)
-		}
-		if o.postgres != "" && len(ledgerJob(o.job)) > 50 {
-			return fmt.Errorf("-job must be at most %d characters on PostgreSQL (its ledger's schema name must fit), got %d", 50-len(ledgerJob("")), len(o.job))
 		}
 	}
 	return nil
@@ -183,3 +189,7 @@ func (o *options) check() error {
 // maxJob is the longest -job on NATS: its ledger's name must fit natsstore's
 // 64 characters.
 var maxJob = 64 - len(ledgerJob(""))
+
+// maxPostgresJob is the longest -job on PostgreSQL: its ledger's name must
+// fit pgstore's 50 characters (pgstore.Config.Job).
+var maxPostgresJob = 50 - len(ledgerJob(""))

@@ -45,7 +45,10 @@ func backfill(ctx context.Context, o *options, stdout, stderr io.Writer) (rep *r
 	}
 	sink, err := openLedger(ctx, lst)
 	if err != nil {
-		return nil, fmt.Errorf("the job's ledger on %s: %w (is the server up? omit -nats and -postgres to run on an embedded NATS server)", st.where, err)
+		if hint := st.unreachableHint(); hint != "" && coordination.KindOf(err) == coordination.Retryable {
+			return nil, fmt.Errorf("the job's ledger on %s: %w (%s)", st.where, err, hint)
+		}
+		return nil, fmt.Errorf("the job's ledger on %s: %w", st.where, err)
 	}
 	defer sink.close()
 
@@ -101,12 +104,18 @@ func backfill(ctx context.Context, o *options, stdout, stderr io.Writer) (rep *r
 		rep.Errors = append(rep.Errors, fmt.Sprintf("gave up after -timeout %s", o.timeout))
 		rep.Outcome = outcomeFailed
 	}
-	if rep.Outcome == outcomeOK && o.instance == "" && st.embedded == nil {
+	switch {
+	case st.embedded != nil || rep.Outcome == outcomeInterrupted:
+	case rep.Outcome == outcomeOK && o.instance == "":
 		// A whole fleet completed the job: remove it, so a rerun starts
-		// afresh. A job of several processes stays for -verify.
+		// afresh.
 		if err := st.removeJob(context.WithoutCancel(ctx), job); err != nil {
 			fmt.Fprintf(stderr, "backfill: %v\n", err)
 		}
+	default:
+		// A job of several processes (or one that failed) stays for
+		// -verify and coordctl.
+		rep.Kept = st.kept(job)
 	}
 	return rep, nil
 }

@@ -36,7 +36,10 @@
 //	./backfill -nats nats://127.0.0.1:4222 -instance b
 //	./backfill -nats nats://127.0.0.1:4222 -verify
 //
-// -postgres DSN does the same on a PostgreSQL database. -outage 2s stops
+// Such a job stays on the store for -verify: the report's "kept:" line
+// gives the coordctl delete-job commands that remove it and its ledger (a
+// job of its own, <job>_ledger). -postgres DSN does the same on a
+// PostgreSQL database. -outage 2s stops
 // the embedded server for 2 s once half the records are delivered; lanes
 // pause while their commits do not land, so the replay stays bounded.
 package main

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -44,7 +45,11 @@ func TestBadFlagsExitTwoWithUsage(t *testing.T) {
 		{"bad job", `-job must be 1..57 characters of [A-Za-z0-9_-]`, []string{"-job", "a b"}},
 		{"two stores", "-postgres and -nats name two stores; pass one", []string{"-postgres", "postgres://svc@db/x", "-nats", "nats://127.0.0.1:1"}},
 		{"bad postgres url", "-postgres must be a postgres:// or postgresql:// URL", []string{"-postgres", "mysql://svc:hunter2@db/x"}},
-		{"long job on postgres", "-job must be at most 43 characters on PostgreSQL", []string{"-postgres", "postgres://svc@db/x", "-job", strings.Repeat("j", 44)}},
+		{"long job on postgres", "-job must be 1..43 characters of [A-Za-z0-9_-] on PostgreSQL", []string{"-postgres", "postgres://svc@db/x", "-job", strings.Repeat("j", 44)}},
+		{"job too long for NATS on postgres", "-job must be 1..43 characters of [A-Za-z0-9_-] on PostgreSQL", []string{"-postgres", "postgres://svc@db/x", "-job", strings.Repeat("j", 58)}},
+		{"bad job on postgres", `-job must be 1..43 characters of [A-Za-z0-9_-] on PostgreSQL (its ledger is the job <job>_ledger, whose schema name must fit), got "a.b"`, []string{"-postgres", "postgres://svc@db/x", "-job", "a.b"}},
+		{"empty job", "-job must not be empty; omit it", []string{"-job", ""}},
+		{"empty job on postgres", "-job must not be empty; omit it", []string{"-postgres", "postgres://svc@db/x", "-job="}},
 		{"bad log level", `-log must be debug, info, warn, error or off, got "loud"`, []string{"-log", "loud"}},
 		{"not a number", `invalid value "many" for flag -records`, []string{"-records", "many"}},
 	} {
@@ -299,6 +304,37 @@ func TestUnreachableNATSSaysSo(t *testing.T) {
 	}
 	if strings.Contains(stderr, "hunter2") || stdout != "" {
 		t.Fatalf("stderr shows the URL's password, or a report was printed:\n%s%s", stdout, stderr)
+	}
+}
+
+// TestUnreachablePostgresSaysNothingWasWritten runs a worker against a
+// PostgreSQL port nothing listens on: it fails at once saying that no
+// connection could be made and nothing was written, with the store's
+// advice once, never NATS's, and never the DSN's password.
+func TestUnreachablePostgresSaysNothingWasWritten(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close() // refused from now on
+	code, stdout, stderr := runInProcess(t.Context(), "-postgres", "postgres://svc:hunter2@"+addr+"/db?sslmode=disable", "-instance", "a", "-quiet")
+	if code != exitFailed {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, want := range []string{"PostgreSQL at postgres://svc:<redacted>@" + addr, "connection refused", "nothing was written", "check that the server runs"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if strings.Count(stderr, "host and port") != 1 {
+		t.Errorf("stderr does not give its advice once:\n%s", stderr)
+	}
+	for _, bad := range []string{"may have landed", "NATS", "hunter2"} {
+		if strings.Contains(stderr, bad) || stdout != "" {
+			t.Errorf("stderr says %q, or a report was printed:\n%s%s", bad, stdout, stderr)
+		}
 	}
 }
 

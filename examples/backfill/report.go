@@ -46,6 +46,7 @@ type report struct {
 	Errors     []string
 	Outcome    int
 	Resume     string // how to resume an interrupted run
+	Kept       string // how to remove the job and its ledger left on an external store; "" when none is left
 }
 
 // newReport builds the report from the ledger's tally and this process's
@@ -163,6 +164,9 @@ func (r *report) write(w io.Writer) {
 	for _, e := range r.Errors {
 		line("error", "%s", e)
 	}
+	if r.Kept != "" {
+		line("kept", "%s", r.Kept)
+	}
 	line("result", "%s", r.result())
 }
 
@@ -200,6 +204,7 @@ func verify(ctx context.Context, o *options) (*report, error) {
 			defer sink.close()
 			rep := newReport("", ds, tallyOf(ds, sink.snapshot()), nil, nil, 0, nil, false)
 			rep.Verify = true
+			rep.Kept = st.kept(job)
 			return rep, nil
 		}
 	}

@@ -21,6 +21,7 @@ import (
 // names. Each worker and the ledger get a store handle of their own.
 type stores struct {
 	where    string    // how the start line names it, with no secrets
+	cli      string    // coordctl's -store for it, with no secrets; "" for an embedded server
 	nats     string    // the NATS URL; "" on PostgreSQL
 	pg       string    // the -postgres DSN
 	embedded *embedded // nil unless the server is this run's own
@@ -31,9 +32,9 @@ type stores struct {
 func openStores(o *options) (*stores, error) {
 	switch {
 	case o.postgres != "":
-		return &stores{pg: o.postgres, where: "PostgreSQL at " + pgstore.RedactDSN(o.postgres)}, nil
+		return &stores{pg: o.postgres, where: "PostgreSQL at " + pgstore.RedactDSN(o.postgres), cli: pgstore.RedactDSN(o.postgres)}, nil
 	case o.nats != "":
-		return &stores{nats: o.nats, where: "NATS at " + natsstore.RedactURL(o.nats)}, nil
+		return &stores{nats: o.nats, where: "NATS at " + natsstore.RedactURL(o.nats), cli: natsstore.RedactURL(o.nats)}, nil
 	}
 	dir := o.data
 	if dir == "" {
@@ -76,6 +77,23 @@ func (s *stores) removeJob(ctx context.Context, job string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// kept says how to remove job and its ledger, which a run leaves on an
+// external store (for -verify): coordctl delete-job removes one job, and
+// the ledger is a job of its own.
+func (s *stores) kept(job string) string {
+	cmd := func(j string) string { return fmt.Sprintf("coordctl -store '%s' -job %s delete-job -yes", s.cli, j) }
+	return fmt.Sprintf("job %q and its ledger, the job %q, stay on the store for -verify; remove both with %s and %s", job, ledgerJob(job), cmd(job), cmd(ledgerJob(job)))
+}
+
+// unreachableHint is the advice added to a failure to reach the store, ""
+// on PostgreSQL, whose store's error says what to check itself.
+func (s *stores) unreachableHint() string {
+	if s.pg != "" {
+		return ""
+	}
+	return "is the server up? omit -nats and -postgres to run on an embedded NATS server"
 }
 
 // jobDeleter is a store that can delete its job: natsstore's and pgstore's.

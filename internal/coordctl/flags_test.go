@@ -103,6 +103,13 @@ func TestFlagsGoBeforeOrAfterTheCommand(t *testing.T) {
 			t.Fatalf("Run(%q) = %d, stderr %q; want the usage and exit 0", help, code, errb.String())
 		}
 	}
+	// The usage speaks of both stores: delete-job drops a schema on
+	// PostgreSQL, not buckets.
+	var out, errb bytes.Buffer
+	Run(t.Context(), []string{"-h"}, &out, &errb)
+	if !strings.Contains(errb.String(), "remove the job's buckets (NATS) or schema (PostgreSQL)") {
+		t.Fatalf("the usage describes delete-job for NATS only:\n%s", errb.String())
+	}
 }
 
 func TestConfigReadsSecretsFromFiles(t *testing.T) {

@@ -39,8 +39,8 @@ commands:
   watch       status refreshed live until interrupted (-interval)
   requeue     make quarantined splits runnable with fresh attempts
               (SPLIT... or -all-quarantined); safe while workers run
-  delete-job  remove the job's buckets (-yes; refuses while workers are
-              live unless -force)
+  delete-job  remove the job's buckets (NATS) or schema (PostgreSQL)
+              (-yes; refuses while workers are live unless -force)
   audit       check the fencing invariants on the job's write history;
               exits 3 on a violation (-follow watches writes live, -json)
 

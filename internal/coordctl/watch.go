@@ -136,8 +136,17 @@ func renderLines(b *strings.Builder, s status, fresh []move, at time.Time, err e
 		fmt.Fprintf(b, "%s   %s %s\n", clock, m.split, m.what)
 	}
 	t := s.Splits
-	fmt.Fprintf(b, "%s %s, leader %s, %d workers: %s of the weight completed (%d of %d splits), %d held, %d quarantined\n",
-		clock, s.State, leaderOf(s), len(s.Workers), percent(t.CompletedWeight, t.TotalWeight), t.Completed, t.Total, t.Held, t.Quarantined)
+	fmt.Fprintf(b, "%s %s, leader %s, %s: %s of the weight completed (%d of %d splits), %d held, %d quarantined\n",
+		clock, s.State, leaderOf(s), counted(len(s.Workers), "worker"), percent(t.CompletedWeight, t.TotalWeight), t.Completed, t.Total, t.Held, t.Quarantined)
+}
+
+// counted writes n and the noun, plural unless n is 1 ("1 worker", "0
+// workers").
+func counted(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // leaderOf names the job's leader, "none" without one.
@@ -202,7 +211,7 @@ func renderWatch(w io.Writer, s status, moves []move, now time.Time, color bool)
 		quarantined = tty.Paint(color, sgrRed, quarantined)
 	}
 	fmt.Fprintf(w, "job %q  %s  (Ctrl-C to stop)\n", s.Job, now.Format("15:04:05"))
-	fmt.Fprintf(w, "state %s, plan %s generation %d, leader %s, %d live workers\n", s.State, s.Finality, s.Generation, leaderOf(s), len(s.Workers))
+	fmt.Fprintf(w, "state %s, plan %s generation %d, leader %s, %s\n", s.State, s.Finality, s.Generation, leaderOf(s), counted(len(s.Workers), "live worker"))
 	fmt.Fprintf(w, "%s %s of the weight completed (%d of %d splits)\n", bar(t.CompletedWeight, t.TotalWeight, color), percent(t.CompletedWeight, t.TotalWeight), t.Completed, t.Total)
 	fmt.Fprintf(w, "runnable %d, held %d, completed %d, %s; remaining %d splits, weight %d\n", t.Runnable, t.Held, t.Completed, quarantined, t.Remaining, t.RemainingWeight)
 	if len(s.Workers) > 0 {

@@ -40,7 +40,7 @@ func TestRenderWatchShowsBarWorkersAndMoves(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		`job "j"  12:00:05`,
-		"state running, plan final generation 2, leader w1, 1 live workers",
+		"state running, plan final generation 2, leader w1, 1 live worker\n",
 		"[" + strings.Repeat("#", 10) + strings.Repeat(".", 30) + "] 25.0% of the weight completed (1 of 3 splits)",
 		"w1      2     30",
 		"recent moves:\n  12:00:05  b  completed by w1\n  12:00:04  a  claimed by w1\n",
@@ -115,7 +115,7 @@ func TestWatchLoopWritesPlainLinesOffATerminal(t *testing.T) {
 	want := `12:00:00 running, leader none, 0 workers: 0.0% of the weight completed (0 of 2 splits), 0 held, 0 quarantined
 12:00:00   a claimed by w1
 12:00:00   b completed by w1
-12:00:00 running, leader w1, 1 workers: 25.0% of the weight completed (1 of 2 splits), 1 held, 0 quarantined
+12:00:00 running, leader w1, 1 worker: 25.0% of the weight completed (1 of 2 splits), 1 held, 0 quarantined
 12:00:00 refresh failed: store down
 `
 	if out != want {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -136,5 +137,72 @@ func TestBackfillRunsWithTheREADMEPermissions(t *testing.T) {
 	// and be retried until it no longer mattered.
 	if v := violations.Seen(); len(v) > 0 {
 		t.Fatalf("the worker and read-only sets were refused requests:\n%s", strings.Join(v, "\n"))
+	}
+}
+
+// TestBackfillSaysHowToRemoveWhatItLeaves runs one worker process of the
+// main example on PostgreSQL, which leaves its job and its ledger (a job
+// of its own) for -verify: the report's "kept:" line names both coordctl
+// delete-job commands, and running them leaves no schema of the job
+// behind (coordctl delete-job of the job alone left the ledger's schema).
+func TestBackfillSaysHowToRemoveWhatItLeaves(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.StartT(t)
+	dsn := srv.DSN("postgres")
+	code, out := runBackfill(t, backfillBinary(t), "-postgres", dsn, "-job", "kept", "-instance", "a", "-splits", "4", "-records", "2000", "-pace", "2000", "-log", "off", "-quiet")
+	if code != 0 || reportLine(out, "lost:") != "0" {
+		t.Fatalf("the worker exited %d; want 0 and lost: 0\n%s", code, out)
+	}
+	kept := reportLine(out, "kept:")
+	cmds := regexp.MustCompile(`coordctl -store '([^']*)' -job (\S+) delete-job -yes`).FindAllStringSubmatch(kept, -1)
+	if len(cmds) != 2 || cmds[0][2] != "kept" || cmds[1][2] != "kept_ledger" {
+		t.Fatalf("the report does not name coordctl delete-job for the job and its ledger:\n%s", out)
+	}
+	for _, c := range cmds {
+		var cout, cerr bytes.Buffer
+		if code := coordctl.Run(t.Context(), []string{"-store", c[1], "-job", c[2], "delete-job", "-yes"}, &cout, &cerr); code != coordctl.ExitOK {
+			t.Fatalf("coordctl delete-job -job %s: exit %d\n%s%s", c[2], code, cout.String(), cerr.String())
+		}
+	}
+	var left int
+	if err := srv.QueryRowOn(t.Context(), "postgres", "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'coordination_kept%'", nil, &left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Fatalf("%d schemas of the job are left after the report's commands", left)
+	}
+}
+
+// TestBackfillBlamesAMissingDatabaseGrantOnTheDatabase runs the main
+// example as a role that may connect to the database but not create
+// schemas in it: it fails naming the database privilege, with no advice
+// about a server that is down or about NATS.
+func TestBackfillBlamesAMissingDatabaseGrantOnTheDatabase(t *testing.T) {
+	t.Parallel()
+	srv := pgtest.StartT(t)
+	for _, sql := range []string{
+		"CREATE ROLE nocreate LOGIN",
+		"CREATE DATABASE work",
+		"REVOKE CONNECT, CREATE ON DATABASE work FROM PUBLIC",
+		"GRANT CONNECT ON DATABASE work TO nocreate",
+	} {
+		if err := srv.Exec(t.Context(), sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dsn := strings.Replace(srv.DSN("work"), "postgres://postgres@", "postgres://nocreate@", 1)
+	code, out := runBackfill(t, backfillBinary(t), "-postgres", dsn, "-instance", "a", "-splits", "4", "-records", "2000", "-log", "off", "-quiet")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"permission denied for database work", "on the database (CONNECT, or CREATE"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the failure does not say %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"is the server up", "NATS", "may have landed"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("the failure says %q:\n%s", bad, out)
+		}
 	}
 }

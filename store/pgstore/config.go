@@ -42,8 +42,13 @@ type Config struct {
 	// keyword/value pairs ("host=db user=svc sslmode=require"), as libpq
 	// and pgx read them, PG* environment variables and ~/.pgpass included.
 	// TLS is chosen with sslmode (disable, prefer, require, verify-ca,
-	// verify-full) and sslrootcert, sslcert, sslkey. The store never prints
-	// it with its password (see [RedactDSN]).
+	// verify-full) and sslrootcert, sslcert, sslkey. connect_timeout (in
+	// seconds) bounds each connection attempt, dial, TLS and
+	// authentication; without it the store uses a sixth of the lease TTL,
+	// between 1s and 5s (5s with coordination.Config's default lease), so
+	// a server that does not answer fails an operation within it even on a
+	// context without a deadline. The store never prints the DSN with
+	// its password (see [RedactDSN]).
 	DSN string
 	// Password, when set, replaces the DSN's password, so that it can come
 	// from a secret file instead of the DSN. "" keeps the DSN's (or the

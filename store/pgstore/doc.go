@@ -75,7 +75,15 @@
 // A lost connection is Retryable and the pool reconnects; an operation
 // whose connection died before anything was sent is retried once. A write
 // that failed with Retryable may have landed (its reply was lost), as the
-// store contract says. Every statement is bounded on the server by
+// store contract says, and the error says which it was: a connection that
+// could not be made (refused, or no answer within the connect timeout, a
+// sixth of the lease between 1s and 5s unless the DSN sets
+// connect_timeout) or that failed before the statement was sent wrote
+// nothing; one lost during the statement may have. An error that is
+// neither the server's failure nor the connection's (a Scan that does not
+// fit the statement's columns, a syntax error, a type the driver cannot
+// convert) is Fatal: a retry would fail the same way, so it surfaces once.
+// Every statement is bounded on the server by
 // statement_timeout and idle_in_transaction_session_timeout of LeaseTTL/2
 // (the longest OpTimeout a coordinator with that lease may use), so no call
 // holds the job's lock longer, even when its client is gone (a DSN may set

@@ -39,34 +39,74 @@ func (s *Store) ctxErr(what string, err error) error {
 //     a server shutting down or starting up, a cancelled statement
 //     (statement_timeout), serialization failures and deadlocks, a
 //     read-only server (a standby during a failover), lack of resources.
+//     The reason says whether a write may have landed (connFailure).
 //   - Fatal: authentication, missing privileges, a missing database or
-//     schema, TLS verification, and every other server error.
+//     schema, TLS verification, and every other server error; and every
+//     error that is neither the server's nor the connection's: the
+//     driver's refusal of the store's own statement (a Scan of the wrong
+//     number or type of columns, an argument it cannot encode), which a
+//     retry would only repeat, so it surfaces once (a bug, or a job's
+//     schema changed outside the library).
 //
-// A write that failed with Retryable may have landed (its reply was lost).
 // Passwords never appear in the reason.
 func (s *Store) fail(ctx context.Context, what string, err error) error {
 	if s.isClosed() {
 		return errClosed()
 	}
 	reason := redactedReason(err, s.cfg)
+	note, isConn := connFailure(err)
 	if ctx.Err() != nil {
-		return &coordination.Error{Kind: coordination.Retryable, Reason: fmt.Sprintf("pgstore: %s: %v (%s)", what, ctx.Err(), reason), Err: errors.Join(ctx.Err(), err)}
+		if !nothingSent(err) {
+			note = "" // the caller gave up waiting: a write may have landed, as for every Retryable
+		}
+		return &coordination.Error{Kind: coordination.Retryable, Reason: fmt.Sprintf("pgstore: %s: %v (%s)%s", what, ctx.Err(), reason, note), Err: errors.Join(ctx.Err(), err)}
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		kind, hint := classifyCode(pgErr.Code)
+		if kind == coordination.Retryable && nothingSent(err) {
+			hint = note // a server starting up or shutting down refused the connection
+		}
 		return &coordination.Error{Kind: kind, Reason: fmt.Sprintf("pgstore: %s in job %q: %s%s", what, s.cfg.Job, reason, hint), Err: err}
 	}
 	if isVerifyErr(err) {
 		return &coordination.Error{Kind: coordination.Fatal, Reason: fmt.Sprintf("pgstore: %s: TLS certificate verification failed: %s; check sslrootcert and sslmode in the DSN and the server's certificate", what, reason), Err: err}
 	}
-	// Everything else comes from the network or the driver's connection
-	// handling: lost connections, refused dials, timeouts, EOF.
-	lost := ""
-	if isConnErr(err) {
-		lost = "; the connection was lost or refused, a write may have landed"
+	if isConn {
+		if errors.As(err, new(*pgconn.ConnectError)) {
+			note += fmt.Sprintf("; check that the server runs and that the DSN's host and port are right (a connection attempt waits up to the connect timeout, %s)", s.pool.Config().ConnConfig.ConnectTimeout)
+		}
+		return &coordination.Error{Kind: coordination.Retryable, Reason: fmt.Sprintf("pgstore: %s: %s%s", what, reason, note), Err: err}
 	}
-	return &coordination.Error{Kind: coordination.Retryable, Reason: fmt.Sprintf("pgstore: %s: %s%s", what, reason, lost), Err: err}
+	return &coordination.Error{Kind: coordination.Fatal, Reason: fmt.Sprintf("pgstore: %s in job %q: %s; the driver refused the store's own statement or its result%s", what, s.cfg.Job, reason, notRetried), Err: err}
+}
+
+// notRetried ends the reason of a Fatal error of the store's own statement
+// (refused by the server or the driver, not a failure of either).
+const notRetried = ", so a retry would fail the same way and it is not retried: " +
+	"the job's schema was changed outside the library, or this is a bug in pgstore (report it with this message)"
+
+// connFailure reports whether err is a failure of the connection, and says
+// what it means for a write: a connection never made (*pgconn.ConnectError)
+// or a statement never sent (pgconn.SafeToRetry) wrote nothing; a
+// connection lost during a statement may have left its write landed, its
+// reply lost.
+func connFailure(err error) (string, bool) {
+	switch {
+	case errors.As(err, new(*pgconn.ConnectError)):
+		return "; no connection could be made, so nothing was written", true
+	case pgconn.SafeToRetry(err):
+		return "; the statement was not sent, so nothing was written", true
+	case isConnErr(err):
+		return "; the connection failed or timed out during the statement, so a write may have landed (its reply was lost)", true
+	}
+	return "", false
+}
+
+// nothingSent reports whether err happened before the statement reached
+// the server: no connection, or a statement never sent.
+func nothingSent(err error) bool {
+	return errors.As(err, new(*pgconn.ConnectError)) || pgconn.SafeToRetry(err)
 }
 
 // classifyCode returns the kind of a server error by its SQLSTATE, and a
@@ -89,6 +129,8 @@ func classifyCode(code string) (coordination.ErrorKind, string) {
 		return coordination.Fatal, "; the database does not exist: check the DSN"
 	case code == "3F000", code == "42P01", code == "42883":
 		return coordination.Fatal, "; the job's schema is missing or incomplete (removed by coordctl delete-job?)"
+	case strings.HasPrefix(code, "42"), strings.HasPrefix(code, "22"): // syntax or access rule, data exception
+		return coordination.Fatal, "; the server refused the store's own statement" + notRetried
 	}
 	return coordination.Fatal, ""
 }
@@ -106,12 +148,13 @@ func isPrivilegeErr(err error) bool {
 	return errors.As(err, &pgErr) && pgErr.Code == "42501"
 }
 
-// isConnErr reports whether err is a network or connection failure.
+// isConnErr reports whether err is a network or connection failure (or a
+// timeout or cancellation of the driver's own).
 func isConnErr(err error) bool {
 	var netErr net.Error
-	var connErr *pgconn.ConnectError
-	return errors.As(err, &netErr) || errors.As(err, &connErr) || errors.Is(err, io.EOF) ||
-		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || pgconn.SafeToRetry(err)
+	return errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, net.ErrClosed) || pgconn.Timeout(err) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // isVerifyErr reports whether err is a failed verification of the server's

@@ -121,9 +121,21 @@ func (s *Store) poolConfig() (*pgxpool.Config, error) {
 		}
 	}
 	if pcfg.ConnConfig.ConnectTimeout == 0 {
-		pcfg.ConnConfig.ConnectTimeout = min(max(s.leaseTTL/3, time.Second), 10*time.Second)
+		pcfg.ConnConfig.ConnectTimeout = defaultConnectTimeout(s.leaseTTL)
 	}
 	return pcfg, nil
+}
+
+// defaultConnectTimeout bounds a connection attempt (dial, TLS, startup
+// and authentication) when the DSN sets no connect_timeout: a sixth of the
+// lease, between 1s and 5s (5s with coordination.Config's default lease of
+// 30s), so that a server that does not answer fails an operation in
+// bounded time even on a context without a deadline, and fails it with
+// the connection's error, which says nothing was written, rather than
+// with the operation's OpTimeout (10s by default) running out first
+// (docs/postgres.md, "Connections").
+func defaultConnectTimeout(leaseTTL time.Duration) time.Duration {
+	return min(max(leaseTTL/6, time.Second), 5*time.Second)
 }
 
 // LeaseTTL returns the lease TTL given to New.
