@@ -41,7 +41,7 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 			// An earlier completing Commit of the tenancy landed unseen (the
 			// read-back found it): the split is done, the cut was not made.
 			w.close(id, epoch)
-			w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+			w.endTenancy(id, epoch, messages.EndCompleted)
 			return worker.CommitResult{Err: worker.CompletedBeforeCut(id)}
 		}
 		if c := cell.prog.Cut; c != nil && (prev == nil || c.ID != prev.ID) {

@@ -46,6 +46,11 @@ type (
 // heartbeat and again soon after a failed renewal, ends the session when renewals starve for a full
 // LeaseDuration or the key vanished, starts a new session with a new
 // nonce, and detects live twins.
+//
+// It tells, each at the call that sends it: Joined to the watch, the leader
+// and the split writer; HeartbeatTicked to the leader, revoke and the split
+// writer; SessionEnded to the root, the leader and the split writer;
+// SessionStarted to the leader and the split writer.
 type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -80,7 +85,7 @@ func (l *leaseActor) Receive(c *actor.Context) {
 	case actor.Stopped:
 		worker.StopTimer(l.hb)
 		worker.StopTimer(l.retry)
-	case messages.JobStarted:
+	case messages.JobStarted: // from the root
 		v, pid := l.v, c.PID()
 		v.Go(func(ctx context.Context) {
 			rev, planned, err := startup(ctx, v, m.Fingerprint)
@@ -96,7 +101,8 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.joined, l.presenceRev = true, m.rev
 		l.v.SessionLive.Store(true)
 		l.renewals.Restart(l.v.Clock.Now())
-		l.v.Route(worker.RoleLease, messages.Joined{Planned: m.planned})
+		p := l.v.PIDs // the watches open; the views are sized for the plan's splits
+		l.v.Tell(messages.Joined{Planned: m.planned}, p.Watch, p.Leader, p.SplitWriter)
 		l.schedule(c)
 	case messages.HeartbeatDue:
 		if m.Round == l.round {
@@ -108,23 +114,23 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		}
 	case presenceRenewed:
 		l.renewed(c, m)
-	case messages.PresenceObserved:
+	case messages.PresenceObserved: // from the watch: this worker's own
 		if m.Instance == l.v.ID {
 			l.observed(m)
 		}
 	case sessionAnnounced:
 		l.announced(c, m)
-	case messages.Departing:
+	case messages.Departing: // from the root
 		l.departed = true
-	case messages.WithdrawPresence:
+	case messages.WithdrawPresence: // from the root (Depart)
 		l.departed = true
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
-	case messages.WatchesChanged:
+	case messages.WatchesChanged: // from the watch
 		l.v.WatchesLive.Store(m.Live)
-	case messages.TenancyStarted, messages.TenancyEnded:
+	case messages.TenancyStarted, messages.TenancyEnded: // from the root
 		l.est.tenancy(m)
-	case worker.RemainingReported:
+	case worker.RemainingReported: // from the handle (ReportRemaining)
 		l.est.report(m)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -165,7 +171,7 @@ func (l *leaseActor) beat(c *actor.Context) {
 	}
 	l.schedule(c)
 	l.keepAlive(c)
-	l.v.Route(worker.RoleLease, messages.HeartbeatTicked{Round: l.round})
+	l.v.Tell(messages.HeartbeatTicked{Round: l.round}, l.v.PIDs.Leader, l.v.PIDs.Revoke, l.v.PIDs.SplitWriter)
 }
 
 // keepAlive self-fences a starved session and renews the presence, or
@@ -206,7 +212,7 @@ func (l *leaseActor) retryMoot() {
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
 	l.v.SessionLive.Store(false)
-	l.v.Route(worker.RoleLease, messages.SessionEnded{})
+	l.v.Tell(messages.SessionEnded{}, l.v.PIDs.Root, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // renewOutcome classifies a presence renewal.
@@ -373,5 +379,5 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.v.SessionLive.Store(true)
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
-	l.v.Route(worker.RoleLease, messages.SessionStarted{Nonce: m.nonce})
+	l.v.Tell(messages.SessionStarted{Nonce: m.nonce}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }

@@ -27,6 +27,10 @@ type handBackBatch struct {
 // fence, completions, fails, hand-backs and quarantines. It adopts
 // maybe-landed writes, drops splits whose records moved away, and takes
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
+// Its RecordsObserved come from the watch. It tells the root ClaimWon,
+// SplitQuarantined, EndTenancy (a fence seen in the split record),
+// HandBackResolved and VerdictReached, and answers FailSplit and
+// HandBackSplits to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -100,44 +104,43 @@ func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.Record
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case messages.JobStarted:
+	case messages.JobStarted: // from the root
 		sw.fp = m.FP
-	case messages.Joined:
+	case messages.Joined: // from the lease
 		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
-	case messages.RecordDeleted:
+	case messages.RecordDeleted: // from the watch
 		sw.deleted(m.Split)
 		sw.claims.step(c)
-	case recordmsg.PlanObserved:
+	case recordmsg.PlanObserved: // from the watch
 		sw.plan, sw.hasPlan = m.Plan, true
 		sw.judge()
-	case messages.PlanDeleted:
-	case messages.PresenceObserved:
+	case messages.PresenceObserved: // from the watch
 		sw.claims.presence(m.Instance, m.Nonce)
 		sw.claims.step(c)
-	case messages.PresenceDeleted:
+	case messages.PresenceDeleted: // from the watch
 		sw.claims.presence(m.Instance, "")
 		sw.claims.step(c)
-	case messages.AssignedSetChanged:
+	case messages.AssignedSetChanged: // from assign
 		sw.claims.assignment(m)
 		sw.claims.step(c)
-	case messages.WatchesChanged:
+	case messages.WatchesChanged: // from the watch
 		sw.claims.live = m.Live
 		sw.claims.step(c)
-	case messages.HeartbeatTicked:
+	case messages.HeartbeatTicked: // from the lease
 		sw.judge()
 		sw.claims.heartbeat()
 		sw.claims.step(c)
-	case messages.SessionEnded:
+	case messages.SessionEnded: // from the lease
 		sw.claims.session = false
-	case messages.SessionStarted:
+	case messages.SessionStarted: // from the lease
 		sw.claims.sessionStarted()
 		sw.claims.step(c)
-	case messages.TenancyStarted:
+	case messages.TenancyStarted: // from the root
 		sw.held.Apply(m)
 		sw.fenceSeen(m.Split)
 		sw.claims.tenancyStarted(m.Split)
 		sw.claims.step(c)
-	case messages.TenancyEnded:
+	case messages.TenancyEnded: // from the root
 		sw.held.Apply(m)
 		if m.Reason == messages.EndCompleted {
 			// A completing commit landed: complete the split record.
@@ -145,11 +148,11 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		}
 		sw.claims.tenancyEnded(m)
 		sw.claims.step(c)
-	case messages.Departing:
+	case messages.Departing: // from the root
 		sw.departing = true
-	case messages.FailSplit:
+	case messages.FailSplit: // from the root
 		sw.enqueue(c, failOp{split: m.Split, epoch: m.Epoch, reason: m.Reason, replyTo: m.ReplyTo})
-	case messages.HandBackSplits:
+	case messages.HandBackSplits: // from the root
 		sw.handBack(c, m)
 	case failDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
@@ -202,7 +205,7 @@ func (sw *splitWriterActor) fold(id coordination.SplitID, rec *protocol.SplitRec
 		}
 		sw.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
-			sw.v.Route(worker.RoleSplitWriter, messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
+			sw.v.Tell(messages.SplitQuarantined{Split: id, Attempts: rec.Attempts}, sw.v.PIDs.Root)
 		}
 	}
 	sw.judge()
@@ -259,14 +262,14 @@ func (sw *splitWriterActor) fenceIfMovedAway(id coordination.SplitID, rec *proto
 
 // drop asks the root to end a held split involuntarily (a fence).
 func (sw *splitWriterActor) drop(id coordination.SplitID, epoch uint64) {
-	sw.v.Route(worker.RoleSplitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+	sw.v.Tell(messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced}, sw.v.PIDs.Root)
 }
 
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
 func (sw *splitWriterActor) resolved(res messages.HandBackResolved) {
 	sw.claims.handBackResolved(res)
-	sw.v.Route(worker.RoleSplitWriter, res)
+	sw.v.Tell(res, sw.v.PIDs.Root) // relayed by the root, after the tenancy's TenancyEnded
 }
 
 // enqueue starts op, or queues it behind the write in flight on its split.
@@ -532,7 +535,7 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 	default:
 		sw.v.Metrics.Acquired(d.kind.AcquisitionReason())
 		sw.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		sw.v.Route(worker.RoleSplitWriter, recordmsg.ClaimWon{Spec: d.spec, Generation: d.gen, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
+		sw.v.Tell(recordmsg.ClaimWon{Spec: d.spec, Generation: d.gen, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev}, sw.v.PIDs.Root)
 	}
 }
 

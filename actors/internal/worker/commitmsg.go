@@ -45,7 +45,8 @@ type CommitResult struct {
 	Residual coordination.SplitID
 }
 
-// commitDesk is the commit writer as the routing reaches it.
+// commitDesk is the commit writer as the other parts of a worker reach it
+// (PostCommit, AskCommit).
 type commitDesk interface {
 	// Post queues msg on the shard of the split it concerns, behind what
 	// was posted there before.

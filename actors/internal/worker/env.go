@@ -16,11 +16,26 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// PIDs names the actors of one worker. Set once in Spawn before any message
-// flows; read-only afterwards.
+// PIDs names the actors of one worker: what each is given at spawn to
+// reach its peers. Spawn sets them (NewPIDs) before it spawns any actor;
+// read-only afterwards.
 type PIDs struct {
 	Root, Watch, Lease, Leader, Assign, SplitWriter, Revoke *actor.PID
 }
+
+// NewPIDs returns the PIDs the actors of the worker named name get on
+// engine e, before any is spawned: hollywood names a process kind/id, and
+// Spawn spawns each with kind Kind(...) and id name.
+func NewPIDs(e *actor.Engine, name string) PIDs {
+	at := func(kind string) *actor.PID { return actor.NewPID(e.Address(), Kind(kind)+"/"+name) }
+	return PIDs{
+		Root: at("coordinator"), Watch: at("watch"), Lease: at("lease"), Leader: at("leader"),
+		Assign: at("assign"), SplitWriter: at("splitwriter"), Revoke: at("revoke"),
+	}
+}
+
+// Kind is the engine kind of the actor named kind ("lease").
+func Kind(kind string) string { return "coordination-" + kind }
 
 // Env is what every actor of one worker shares: immutable configuration,
 // the engine, the store, and the goroutine group. Nothing mutable except the
