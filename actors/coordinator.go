@@ -290,7 +290,7 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 	if err == nil {
 		rep := r.(messages.DepartJobReply)
 		if rep.Failed {
-			c.directHandBack(rep.Held, deadline)
+			c.directHandBack(rep.Held, rep.Session, deadline)
 		}
 		err = rep.Err
 	}
@@ -300,12 +300,11 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 
 // directHandBack is Depart's best-effort hand-back after a failure (docs/protocol.md, "Departure"),
 // straight on the store, ignoring errors.
-func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Time) {
+func (c *Coordinator) directHandBack(held []messages.HeldSplit, nonce string, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	st, v := c.v.Raw, c.v
 	var wg sync.WaitGroup
-	nonce := v.SessionNonce()
 	for _, h := range held {
 		wg.Go(func() {
 			key := protocol.SplitKey(h.Split)

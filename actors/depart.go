@@ -26,7 +26,7 @@ func (r *rootActor) depart(c *actor.Context, m messages.DepartJob) {
 				hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
 			}
 		}
-		r.v.Reply(c.Sender(), messages.DepartJobReply{Err: r.v.Outbox.Failure(), Failed: true, Held: hs})
+		r.v.Reply(c.Sender(), messages.DepartJobReply{Err: r.v.Outbox.Failure(), Failed: true, Held: hs, Session: r.session})
 		return
 	}
 	r.departReply = c.Sender()

@@ -28,6 +28,7 @@ type rootActor struct {
 	log *slog.Logger
 
 	reg         registry
+	session     string                        // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionStarted)
 	quarantined map[coordination.SplitID]bool // Quarantined emitted (E5)
 	verdict     bool
 	departing   bool
@@ -50,6 +51,7 @@ func newRoot(v *worker.Env) actor.Producer {
 			v:           v,
 			log:         v.Log.With("actor", "coordinator"),
 			reg:         newRegistry(),
+			session:     v.Nonce,
 			quarantined: map[coordination.SplitID]bool{},
 		}
 	}
@@ -93,6 +95,8 @@ func (r *rootActor) Receive(c *actor.Context) {
 			e, _ := r.reg.epoch(id)
 			r.end(c, id, e, messages.EndStarved)
 		}
+	case messages.SessionStarted: // from the lease
+		r.session = m.Nonce
 	case messages.SplitQuarantined: // from the split writer
 		r.splitQuarantined(m)
 	case messages.HandBackResolved: // from the split writer

@@ -62,7 +62,6 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 		Metrics: worker.NewMetrics(cfg.Metrics, id, log),
 		Outbox:  &worker.Outbox{},
 	}
-	v.Session.Store(&v.Nonce)
 	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
 	v.ValueCap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())

@@ -51,12 +51,13 @@
 // LeaderDeleted to the leader; PlanObserved to leader and splitwriter;
 // PlanDeleted to the leader; AssignmentObserved and AssignmentDeleted to the leader, and to
 // assign for this worker's own record; WatchesChanged to leader,
-// splitwriter, revoke and lease; Reconciled to the leader.
+// splitwriter and revoke; Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to watch, leader and
 // splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
-// SessionEnded to root, leader and splitwriter; SessionStarted to leader
-// and splitwriter.
+// SessionEnded to root, leader and splitwriter; SessionStarted, with the
+// new session's nonce, to root, leader and splitwriter (each keeps the
+// nonce it was last told; the lease owns it).
 //
 // The assign actor diffs this worker's assignment record and tells the
 // diff, AssignedSetChanged, to the split-writer actor (which claims what

@@ -50,13 +50,15 @@ type (
 // It tells, each at the call that sends it: Joined to the watch, the leader
 // and the split writer; HeartbeatTicked to the leader, revoke and the split
 // writer; SessionEnded to the root, the leader and the split writer;
-// SessionStarted to the leader and the split writer.
+// SessionStarted (the new nonce) to the root, the leader and the split
+// writer.
 type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
 	joined       bool
 	departed     bool
+	session      string // the current session's nonce, the lease's own (Env.Nonce, then each announced one)
 	presenceRev  uint64
 	renewals     worker.RenewalClock
 	presenceBusy bool
@@ -74,7 +76,7 @@ type leaseActor struct {
 // New returns the producer of worker v's lease-renewal actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
-		return &leaseActor{v: v, log: v.Log.With("actor", "lease"), est: newEstimates()}
+		return &leaseActor{v: v, log: v.Log.With("actor", "lease"), session: v.Nonce, est: newEstimates()}
 	}
 }
 
@@ -126,8 +128,6 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.departed = true
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
-	case messages.WatchesChanged: // from the watch
-		l.v.WatchesLive.Store(m.Live)
 	case messages.TenancyStarted, messages.TenancyEnded: // from the root
 		l.est.tenancy(m)
 	case worker.RemainingReported: // from the handle (ReportRemaining)
@@ -227,7 +227,7 @@ const (
 
 func (l *leaseActor) renewPresence(c *actor.Context) {
 	l.presenceBusy = true
-	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.SessionNonce()
+	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.session
 	remaining := l.est.largest(v.Config.MinCutWeight, v.Config.EffectiveCutInterval() > 0)
 	at := v.Clock.Now()
 	landed := l.renewals.Sent(at) // a read that finds our nonce proves a write sent no earlier than this landed
@@ -323,7 +323,7 @@ func (l *leaseActor) observed(m messages.PresenceObserved) {
 	if l.lapsed || l.departed || m.Rev <= l.presenceRev {
 		return
 	}
-	if m.Nonce != l.v.SessionNonce() {
+	if m.Nonce != l.session {
 		if m.Nonce != "" { // "": unreadable; the next renewal judges the key
 			l.v.FailNow(worker.TwinError(l.v.ID))
 		}
@@ -338,7 +338,7 @@ func (l *leaseActor) observed(m messages.PresenceObserved) {
 // (created, or taken over from the ended session).
 func (l *leaseActor) announce(c *actor.Context) {
 	l.presenceBusy = true
-	v, pid, old := l.v, c.PID(), l.v.SessionNonce()
+	v, pid, old := l.v, c.PID(), l.session
 	if l.announcing == "" {
 		l.announcing = worker.RandomHex()
 	}
@@ -357,7 +357,7 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	}
 	if l.withdraw != nil {
 		if m.err == nil {
-			l.v.Session.Store(&m.nonce)
+			l.session = m.nonce
 			l.presenceRev = m.rev
 		}
 		l.maybeWithdraw()
@@ -374,10 +374,11 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 		return
 	}
 	l.retryMoot()
-	l.v.Session.Store(&m.nonce)
+	l.session = m.nonce
 	l.lapsed, l.presenceRev = false, m.rev
 	l.v.SessionLive.Store(true)
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
-	l.v.Tell(messages.SessionStarted{Nonce: m.nonce}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
+	p := l.v.PIDs // the root answers a failed Depart with it (its direct hand-back)
+	l.v.Tell(messages.SessionStarted{Nonce: m.nonce}, p.Root, p.Leader, p.SplitWriter)
 }

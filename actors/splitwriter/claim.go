@@ -36,7 +36,7 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 			return claimed{outcome: worker.CASUnconfirmed, retry: true}
 		}
 	}
-	nonce := v.SessionNonce()
+	nonce := m.Nonce
 	var want protocol.SplitRecord
 	if cand.Quarantine {
 		want = base.QuarantineOnTakeover(now)

@@ -36,6 +36,7 @@ type splitWriterActor struct {
 	log *slog.Logger
 
 	fp        uint64
+	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionStarted)
 	records   map[coordination.SplitID]worker.SplitEntry
 	held      worker.HeldView // derived from the root's registry (actors/tenancy.go)
 	busy      map[coordination.SplitID]bool
@@ -64,6 +65,7 @@ func New(v *worker.Env) actor.Producer {
 		sw := &splitWriterActor{
 			v:         v,
 			log:       v.Log.With("actor", "splitwriter"),
+			nonce:     v.Nonce,
 			records:   map[coordination.SplitID]worker.SplitEntry{},
 			held:      worker.HeldView{},
 			busy:      map[coordination.SplitID]bool{},
@@ -133,6 +135,7 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 	case messages.SessionEnded: // from the lease
 		sw.claims.session = false
 	case messages.SessionStarted: // from the lease
+		sw.nonce = m.Nonce
 		sw.claims.sessionStarted()
 		sw.claims.step(c)
 	case messages.TenancyStarted: // from the root

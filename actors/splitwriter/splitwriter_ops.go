@@ -59,6 +59,7 @@ type claimRequest struct {
 	Candidate protocol.Candidate
 	Record    protocol.SplitRecord
 	RecordRev uint64
+	Nonce     string // this worker's session, which the claim writes
 }
 
 // leftoverOp returns a leftover of this session the claimer found.

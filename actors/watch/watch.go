@@ -94,7 +94,8 @@ type keyspaceWatch struct {
 // PlanObserved to the split writer too; assignment records
 // (AssignmentObserved, AssignmentDeleted) to the leader, and this worker's
 // own to the assign actor too; WatchesChanged to the leader, the split
-// writer, revoke and the lease; Reconciled to the leader.
+// writer and revoke; Reconciled to the leader. It publishes WatchesLive for
+// Healthy.
 type watchActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -354,8 +355,9 @@ func (w *watchActor) liveChanged() {
 		return
 	}
 	w.bothLive = both
+	w.v.WatchesLive.Store(both) // for Healthy: the handle is not an actor
 	p := w.v.PIDs
-	w.observe(messages.WatchesChanged{Live: both}, p.Leader, p.SplitWriter, p.Revoke, p.Lease)
+	w.observe(messages.WatchesChanged{Live: both}, p.Leader, p.SplitWriter, p.Revoke)
 	if both && !w.everLive {
 		w.everLive = true
 		w.reconcile = w.v.After(w.v.Config.ReconcileInterval, w.v.PIDs.Watch, reconcileDue{})
