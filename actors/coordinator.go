@@ -37,6 +37,7 @@ type Coordinator struct {
 	stop     <-chan struct{}
 	stopCtx  context.Context // ends stopGrace after stop closes; nil without a stop
 	started  bool
+	fp       uint64 // H(the job's fingerprint), set by Start
 	departed bool
 	aborted  bool
 	shutOnce sync.Once
@@ -148,7 +149,7 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 	}
 	c.started = true
 	c.v.Outbox.Start()
-	c.v.FPHash.Store(protocol.Fingerprint(fp))
+	c.fp = protocol.Fingerprint(fp)
 	msg := messages.StartJob{Planner: p, Fingerprint: fp}
 	c.v.Send(c.v.PIDs.Root, msg)
 	return nil
@@ -304,6 +305,9 @@ func (c *Coordinator) directHandBack(held []messages.HeldSplit, nonce string, de
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	st, v := c.v.Raw, c.v
+	c.mu.Lock()
+	fp := c.fp
+	c.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, h := range held {
 		wg.Go(func() {
@@ -312,7 +316,7 @@ func (c *Coordinator) directHandBack(held []messages.HeldSplit, nonce string, de
 			if err != nil || !ok {
 				return
 			}
-			rec, err := protocol.DecodeSplit(key, e.Value, v.FPHash.Load())
+			rec, err := protocol.DecodeSplit(key, e.Value, fp)
 			if err != nil {
 				return
 			}

@@ -29,6 +29,7 @@ type rootActor struct {
 
 	reg         registry
 	session     string                        // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionStarted)
+	fp          uint64                        // H(the job's fingerprint), from StartJob: each OpenCell carries it
 	quarantined map[coordination.SplitID]bool // Quarantined emitted (E5)
 	verdict     bool
 	departing   bool
@@ -69,7 +70,8 @@ func (r *rootActor) Receive(c *actor.Context) {
 		// The lease comes last: it starts the startup I/O, so every other
 		// actor has JobStarted in its inbox before anything startup causes.
 		p := r.v.PIDs
-		r.v.Tell(messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
+		r.fp = protocol.Fingerprint(m.Fingerprint)
+		r.v.Tell(messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: r.fp}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
 	case messages.FailSplit: // from the handle, or a user's actor
 		r.failSplit(c, m)
 	case messages.ReleaseSplits: // from the handle, or a user's actor
@@ -185,7 +187,7 @@ func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 		r.handBack(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
 		return
 	}
-	r.v.PostCommit(worker.OpenCell{Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev, Generation: m.Generation})
+	r.v.PostCommit(worker.OpenCell{FP: r.fp, Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev, Generation: m.Generation})
 	// A cut split is read from its primary's descriptor (docs/protocol.md,
 	// "Runtime split").
 	spec := m.Spec

@@ -96,7 +96,7 @@ func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coord
 	if !ok {
 		return base, cutRefused(id, "tenancy %d has made the most cuts a tenancy can", c.epoch)
 	}
-	spec := protocol.EncodeSpec(next.ResidualSpec(v.FPHash.Load(), c.gen))
+	spec := protocol.EncodeSpec(next.ResidualSpec(c.fp, c.gen))
 	if n := len(spec); v.ValueCap > 0 && n > v.ValueCap {
 		return base, cutRefused(id, "the residual's spec record would be %d bytes (residual descriptor %d bytes), above the store's value cap of %d bytes", n, len(cut.Residual), v.ValueCap)
 	}
@@ -138,7 +138,7 @@ func (c *progressCell) pendingIn(r protocol.ProgressRecord) *protocol.Cut {
 // confirm runs step 3 for cut k of the cell's tenancy, durable in its
 // progress record, and records it confirmed.
 func (c *progressCell) confirm(ctx context.Context, v *worker.Env, id coordination.SplitID, k protocol.Cut) error {
-	if err := worker.CreateResidual(ctx, v, id, k, c.gen); err != nil {
+	if err := worker.CreateResidual(ctx, v, c.fp, id, k, c.gen); err != nil {
 		return err
 	}
 	c.confirmed = max(c.confirmed, k.Counter)

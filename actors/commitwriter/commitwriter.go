@@ -33,6 +33,7 @@ type commitWriter struct {
 // progressCell is one tenancy's progress record as this worker last wrote
 // it, with the tenancy's runtime-split state (commitcut.go, cutask.go).
 type progressCell struct {
+	fp    uint64 // H(the job's fingerprint), which the records carry (OpenCell)
 	epoch uint64
 	prog  protocol.ProgressRecord
 	rev   uint64
@@ -114,7 +115,7 @@ func (w *commitWriter) run(ctx context.Context) {
 func (w *commitWriter) receive(msg any) {
 	switch m := msg.(type) {
 	case worker.OpenCell:
-		w.cells[m.Split] = &progressCell{epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
+		w.cells[m.Split] = &progressCell{fp: m.FP, epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
 	case messages.TenancyEnded:
 		w.close(m.Split, m.Epoch)
 	case worker.CommitRequest:

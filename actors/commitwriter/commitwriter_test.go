@@ -134,11 +134,11 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 		v.Cancel()
 		<-e.Poison(rec).Done()
 	})
-	fence := protocol.FreshProgress("a", v.FPHash.Load(), "me", 2, 0)
+	fence := protocol.FreshProgress("a", workertest.FP, "me", 2, 0)
 	rev := workertest.Put(t, st, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	return &loneCommitWriter{
 		w: ws.of("a"), st: st,
-		fence: worker.OpenCell{Split: "a", Epoch: 2, Prog: fence, Rev: rev},
+		fence: worker.OpenCell{FP: workertest.FP, Split: "a", Epoch: 2, Prog: fence, Rev: rev},
 		sent: func() []any {
 			mu.Lock()
 			defer mu.Unlock()

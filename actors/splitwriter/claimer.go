@@ -345,7 +345,7 @@ func (cl *claimer) launch(c *actor.Context, id coordination.SplitID, cand protoc
 	if !cand.Quarantine {
 		cl.claims++
 	}
-	cl.enqueue(c, claimOp{claim: claimRequest{Candidate: cand, Record: r.Rec, RecordRev: r.Rev, Nonce: cl.sw.nonce}})
+	cl.enqueue(c, claimOp{claim: claimRequest{Candidate: cand, Record: r.Rec, RecordRev: r.Rev, Nonce: cl.sw.nonce, FP: cl.sw.fp}})
 }
 
 // queuedCandidate is one entry of the claim queue.

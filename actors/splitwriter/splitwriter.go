@@ -321,7 +321,7 @@ func (sw *splitWriterActor) learn(id coordination.SplitID, rec protocol.SplitRec
 // write on is refused without I/O; its result still goes through the inbox
 // so that the queue advances in order.
 func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
-	v, pid := sw.v, c.PID()
+	v, pid, fp := sw.v, c.PID(), sw.fp
 	id := op.target()
 	base, have := sw.records[id]
 	now := v.NowMs()
@@ -334,7 +334,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			return
 		}
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
-			return failDone{op: op, res: casSplit(ctx, v, id, op.epoch, "failing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return failDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, "failing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.Fail(v.Config.MaxAttempts, now)
 			})}
 		})
@@ -344,7 +344,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			return
 		}
 		sw.launch(c, op.deadline, func(ctx context.Context) any {
-			return handBackDone{op: op, res: endTenancy(ctx, v, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return handBackDone{op: op, res: endTenancy(ctx, v, fp, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
 		})
@@ -354,7 +354,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			return
 		}
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
-			return completeDone{op: op, res: endTenancy(ctx, v, id, op.epoch, "completing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return completeDone{op: op, res: endTenancy(ctx, v, fp, id, op.epoch, "completing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.Complete(now)
 			})}
 		})
@@ -365,7 +365,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 	case leftoverOp: // as claimOp
 		lo := op.leftover
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
-			return leftoverDone{op: op, res: casSplit(ctx, v, id, lo.Record.Epoch, "handing back", worker.SplitEntry{Rec: lo.Record, Rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return leftoverDone{op: op, res: casSplit(ctx, v, fp, id, lo.Record.Epoch, "handing back", worker.SplitEntry{Rec: lo.Record, Rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
 		})
@@ -376,7 +376,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			return
 		}
 		sw.launch(c, op.deadline, func(ctx context.Context) any {
-			return departLeftoverDone{op: op, res: casSplit(ctx, v, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return departLeftoverDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
 		})

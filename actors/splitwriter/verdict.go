@@ -39,7 +39,7 @@ func (sw *splitWriterActor) judge() {
 	for id := range sw.records {
 		before[id] = struct{}{}
 	}
-	v, pid := sw.v, sw.v.PIDs.SplitWriter
+	v, pid, fp := sw.v, sw.v.PIDs.SplitWriter, sw.fp
 	v.Go(func(ctx context.Context) {
 		oc, cancel := v.OpCtx(ctx)
 		defer cancel()
@@ -50,7 +50,7 @@ func (sw *splitWriterActor) judge() {
 		}
 		m := verdictListed{before: before}
 		for _, e := range es {
-			rec, err := protocol.DecodeSplit(e.Key, e.Value, v.FPHash.Load())
+			rec, err := protocol.DecodeSplit(e.Key, e.Value, fp)
 			if err != nil {
 				v.Send(pid, verdictListed{err: err})
 				return

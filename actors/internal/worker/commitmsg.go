@@ -11,6 +11,7 @@ import (
 // OpenCell hands the commit writer a started tenancy's progress record as
 // its claim's fence left it. The root posts it before the tenancy's Gained.
 type OpenCell struct {
+	FP    uint64 // H(the job's fingerprint), which the tenancy's records carry
 	Split coordination.SplitID
 	Epoch uint64
 	Prog  protocol.ProgressRecord

@@ -71,8 +71,7 @@ type Env struct {
 	// from any goroutine, and the guarded store and every loop read it, so
 	// a write cannot slip out after a failure while a message is in flight.
 	Halted atomic.Bool
-	FPHash atomic.Uint64 // H(fingerprint): the handle sets it once at Start, before StartJob is sent
-	Gone   atomic.Bool   // Depart began (the handle sets it): the lease's startup never writes the presence key again
+	Gone   atomic.Bool // Depart began (the handle sets it): the lease's startup never writes the presence key again
 	// SessionLive and WatchesLive are what Healthy reads (the handle is not
 	// an actor, so it is not told by message); each has one writer, the
 	// fact's owner: the lease actor writes SessionLive, the watch actor

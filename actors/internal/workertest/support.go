@@ -74,6 +74,10 @@ type FaultyStore struct {
 	FailCreate  string // key: the next durable Create fails without writing
 }
 
+// FP is H("job:v1"), the fingerprint of the tests' jobs (FinalPlan), which
+// the records a test writes carry.
+var FP = protocol.Fingerprint("job:v1")
+
 // NewEnv is a minimal environment for driving the write functions directly.
 func NewEnv(tb testing.TB, st store.Store) *worker.Env {
 	tb.Helper()
@@ -81,7 +85,6 @@ func NewEnv(tb testing.TB, st store.Store) *worker.Env {
 	cfg.InstanceID = "me"
 	v := &worker.Env{Raw: st, Config: cfg, Clock: clock.NewMock(), ID: "me", Nonce: "n", Log: DiscardLogger(), Outbox: &worker.Outbox{}}
 	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted}
-	v.FPHash.Store(protocol.Fingerprint("job:v1"))
 	return v
 }
 
