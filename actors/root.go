@@ -99,6 +99,10 @@ func (r *rootActor) Receive(c *actor.Context) {
 		}
 	case messages.SessionStarted: // from the lease
 		r.session = m.Nonce
+	case worker.RemainingReported: // from the handle (ReportRemaining)
+		if r.reg.holds(m.Split, m.Epoch) { // the lease's next presence renewal carries the largest
+			r.v.Tell(m, r.v.PIDs.Lease)
+		}
 	case messages.SplitQuarantined: // from the split writer
 		r.splitQuarantined(m)
 	case messages.HandBackResolved: // from the split writer
@@ -164,9 +168,11 @@ func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64,
 		}
 	}
 	ended := messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}
-	p := r.v.PIDs // the lease drops its estimate
-	r.v.Tell(ended, p.SplitWriter, p.Revoke, p.Lease)
+	r.v.Tell(ended, r.v.PIDs.SplitWriter, r.v.PIDs.Revoke)
 	r.v.PostCommit(ended) // the commit writer closes the tenancy's progress cell
+	// The lease drops the tenancy's estimate, if it has one: it keeps only
+	// what the root passed on, and no copy of the registry.
+	r.v.Tell(worker.RemainingReported{Split: id, Epoch: epoch}, r.v.PIDs.Lease)
 }
 
 // handBack asks the split writer to write the hand-backs of m.
@@ -179,8 +185,7 @@ func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 		return
 	}
 	r.v.Metrics.Owned(r.reg.len())
-	p := r.v.PIDs
-	r.v.Tell(messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, p.SplitWriter, p.Revoke, p.Lease)
+	r.v.Tell(messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter, r.v.PIDs.Revoke)
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, messages.EndDeparted)

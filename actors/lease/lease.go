@@ -128,9 +128,7 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.departed = true
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
-	case messages.TenancyStarted, messages.TenancyEnded: // from the root
-		l.est.tenancy(m)
-	case worker.RemainingReported: // from the handle (ReportRemaining)
+	case worker.RemainingReported: // from the root: a held tenancy's (Remaining 0 when it ended)
 		l.est.report(m)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
