@@ -105,11 +105,6 @@ func (r *rootActor) Receive(c *actor.Context) {
 		}
 	case messages.SplitQuarantined: // from the split writer
 		r.splitQuarantined(m)
-	case messages.HandBackResolved: // from the split writer
-		// Every surrender write is asked after the root's TenancyEnded was
-		// sent, so relaying its outcome here puts it after that
-		// TenancyEnded in revoke's inbox.
-		r.v.Tell(m, r.v.PIDs.Revoke)
 	case messages.RevocationRequested: // from revoke
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.v.Outbox.Push(coordination.RevokeRequested{Split: m.Split})
@@ -168,7 +163,10 @@ func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64,
 		}
 	}
 	ended := messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}
-	r.v.Tell(ended, r.v.PIDs.SplitWriter, r.v.PIDs.Revoke)
+	// Revoke first: every write the split writer makes for this end (the
+	// completion, or a hand-back asked next) and its HandBackResolved to
+	// revoke come after this send, so revoke sees the end first.
+	r.v.Tell(ended, r.v.PIDs.Revoke, r.v.PIDs.SplitWriter)
 	r.v.PostCommit(ended) // the commit writer closes the tenancy's progress cell
 	// The lease drops the tenancy's estimate, if it has one: it keeps only
 	// what the root passed on, and no copy of the registry.

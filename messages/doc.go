@@ -66,10 +66,10 @@
 // The split-writer actor decides claims on its own view of the split
 // records and writes them; it tells the root ClaimWon (which starts the
 // tenancy); asks the root EndTenancy when a split record shows a held
-// tenancy fenced; tells the root HandBackResolved once a surrendered
-// tenancy's write resolved (the root relays it to revoke, after the
-// tenancy's TenancyEnded); tells the root SplitQuarantined and
-// VerdictReached.
+// tenancy fenced; tells revoke HandBackResolved once a surrendered
+// tenancy's write resolved (the root asked the write after it told revoke
+// the tenancy's TenancyEnded, so it arrives after it); tells the root
+// SplitQuarantined and VerdictReached.
 //
 // The revoke actor asks the root RevocationRequested (emit RevokeRequested)
 // and ForceRevocation (surrender and hand back).

@@ -86,7 +86,7 @@ func (r *revokeActor) Receive(c *actor.Context) {
 		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
 			e.lastProgress = r.v.Clock.Now()
 		}
-	case messages.HandBackResolved: // from the root (relayed from the split writer)
+	case messages.HandBackResolved: // from the split writer, always after the tenancy's TenancyEnded
 		r.resolved(m)
 	case messages.DeclineRevoke: // from the handle, or the root (a user's actor's)
 		r.decline(c, m)

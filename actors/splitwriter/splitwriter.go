@@ -28,8 +28,8 @@ type handBackBatch struct {
 // maybe-landed writes, drops splits whose records moved away, and takes
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
 // Its RecordsObserved come from the watch. It tells the root ClaimWon,
-// SplitQuarantined, EndTenancy (a fence seen in the split record),
-// HandBackResolved and VerdictReached, and answers FailSplit and
+// SplitQuarantined, EndTenancy (a fence seen in the split record) and
+// VerdictReached, revoke HandBackResolved, and answers FailSplit and
 // HandBackSplits to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env
@@ -272,7 +272,11 @@ func (sw *splitWriterActor) drop(id coordination.SplitID, epoch uint64) {
 // owner-clearing (or completing) write resolved.
 func (sw *splitWriterActor) resolved(res messages.HandBackResolved) {
 	sw.claims.handBackResolved(res)
-	sw.v.Tell(res, sw.v.PIDs.Root) // relayed by the root, after the tenancy's TenancyEnded
+	// Every surrender write is asked by the root (FailSplit, HandBackSplits,
+	// a completing TenancyEnded) after it sent revoke the tenancy's
+	// TenancyEnded, so this reaches revoke after that TenancyEnded: one
+	// ordered stream, with no relay.
+	sw.v.Tell(res, sw.v.PIDs.Revoke)
 }
 
 // enqueue starts op, or queues it behind the write in flight on its split.
