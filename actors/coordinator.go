@@ -37,6 +37,7 @@ type Coordinator struct {
 	stop     <-chan struct{}
 	stopCtx  context.Context // ends stopGrace after stop closes; nil without a stop
 	started  bool
+	fp       uint64 // H(the job's fingerprint), set by Start
 	departed bool
 	aborted  bool
 	shutOnce sync.Once
@@ -148,9 +149,9 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 	}
 	c.started = true
 	c.v.Outbox.Start()
-	c.v.FPHash.Store(protocol.Fingerprint(fp))
+	c.fp = protocol.Fingerprint(fp)
 	msg := messages.StartJob{Planner: p, Fingerprint: fp}
-	c.v.Send(c.v.RouteOf(worker.RoleHandle, msg), msg)
+	c.v.Send(c.v.PIDs.Root, msg)
 	return nil
 }
 
@@ -172,17 +173,17 @@ func (c *Coordinator) Poll() ([]coordination.Event, error) {
 	return c.v.Outbox.Take()
 }
 
-// call sends msg to the root and waits for the reply, at most bound (real
-// time); with honourStop it also returns shortly after the stop channel
-// closes.
-func (c *Coordinator) call(op string, msg any, bound time.Duration, honourStop bool) (any, error) {
+// call sends msg to actor to (the root, or revoke for DeclineRevoke) and
+// waits for the reply, at most bound (real time); with honourStop it also
+// returns shortly after the stop channel closes.
+func (c *Coordinator) call(op string, to *actor.PID, msg any, bound time.Duration, honourStop bool) (any, error) {
 	var stop <-chan struct{}
 	if honourStop {
 		c.mu.Lock()
 		stop = c.stop
 		c.mu.Unlock()
 	}
-	resp := c.v.Engine.Request(c.v.RouteOf(worker.RoleHandle, msg), msg, bound)
+	resp := c.v.Engine.Request(to, msg, bound)
 	type result struct {
 		v   any
 		err error
@@ -221,7 +222,7 @@ func (c *Coordinator) Fail(split coordination.SplitID, epoch coordination.LeaseE
 	if err := c.gate(); err != nil {
 		return err
 	}
-	r, err := c.call("fail", messages.FailSplit{Split: split, Epoch: uint64(epoch), Reason: reason}, c.callBound(), true)
+	r, err := c.call("fail", c.v.PIDs.Root, messages.FailSplit{Split: split, Epoch: uint64(epoch), Reason: reason}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -248,7 +249,7 @@ func (c *Coordinator) release(op string, splits []coordination.SplitID, drained 
 	for i, id := range splits {
 		epochs[i] = c.v.Outbox.PolledEpoch(id)
 	}
-	r, err := c.call(op, messages.ReleaseSplits{Splits: append([]coordination.SplitID(nil), splits...), Epochs: epochs, Drained: drained}, c.callBound(), true)
+	r, err := c.call(op, c.v.PIDs.Root, messages.ReleaseSplits{Splits: append([]coordination.SplitID(nil), splits...), Epochs: epochs, Drained: drained}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -260,7 +261,7 @@ func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 	if err := c.gate(); err != nil {
 		return err
 	}
-	r, err := c.call("decline revoke", messages.DeclineRevoke{Split: split, Epoch: c.v.Outbox.PolledEpoch(split)}, c.callBound(), true)
+	r, err := c.call("decline revoke", c.v.PIDs.Revoke, messages.DeclineRevoke{Split: split, Epoch: c.v.Outbox.PolledEpoch(split)}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -286,11 +287,11 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 	}
 	bound := 2*c.v.Config.OpTimeout + 100*time.Millisecond
 	deadline := time.Now().Add(bound)
-	r, err := c.call("depart", messages.DepartJob{Held: append([]coordination.SplitID(nil), held...)}, bound, false)
+	r, err := c.call("depart", c.v.PIDs.Root, messages.DepartJob{Held: append([]coordination.SplitID(nil), held...)}, bound, false)
 	if err == nil {
 		rep := r.(messages.DepartJobReply)
 		if rep.Failed {
-			c.directHandBack(rep.Held, deadline)
+			c.directHandBack(rep.Held, rep.Session, deadline)
 		}
 		err = rep.Err
 	}
@@ -300,12 +301,14 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 
 // directHandBack is Depart's best-effort hand-back after a failure (docs/protocol.md, "Departure"),
 // straight on the store, ignoring errors.
-func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Time) {
+func (c *Coordinator) directHandBack(held []messages.HeldSplit, nonce string, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	st, v := c.v.Raw, c.v
+	c.mu.Lock()
+	fp := c.fp
+	c.mu.Unlock()
 	var wg sync.WaitGroup
-	nonce := v.SessionNonce()
 	for _, h := range held {
 		wg.Go(func() {
 			key := protocol.SplitKey(h.Split)
@@ -313,7 +316,7 @@ func (c *Coordinator) directHandBack(held []messages.HeldSplit, deadline time.Ti
 			if err != nil || !ok {
 				return
 			}
-			rec, err := protocol.DecodeSplit(key, e.Value, v.FPHash.Load())
+			rec, err := protocol.DecodeSplit(key, e.Value, fp)
 			if err != nil {
 				return
 			}

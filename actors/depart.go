@@ -17,7 +17,8 @@ import (
 
 func (r *rootActor) depart(c *actor.Context, m messages.DepartJob) {
 	r.departing = true
-	r.v.Route(worker.RoleRoot, messages.Departing{})
+	p := r.v.PIDs
+	r.v.Tell(messages.Departing{}, p.Leader, p.SplitWriter, p.Revoke, p.Lease)
 	if r.v.Outbox.Failure() != nil {
 		var hs []messages.HeldSplit
 		for _, id := range m.Held {
@@ -25,7 +26,7 @@ func (r *rootActor) depart(c *actor.Context, m messages.DepartJob) {
 				hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
 			}
 		}
-		r.v.Reply(c.Sender(), messages.DepartJobReply{Err: r.v.Outbox.Failure(), Failed: true, Held: hs})
+		r.v.Reply(c.Sender(), messages.DepartJobReply{Err: r.v.Outbox.Failure(), Failed: true, Held: hs, Session: r.session})
 		return
 	}
 	r.departReply = c.Sender()
@@ -43,7 +44,7 @@ func (r *rootActor) depart(c *actor.Context, m messages.DepartJob) {
 	// The split-writer actor hands back the held splits and returns this
 	// session's leftovers, then answers HandBackSplitsReply to the root,
 	// which demotes and withdraws presence (docs/protocol.md, "Departure").
-	r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
+	r.v.Tell(messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true}, r.v.PIDs.SplitWriter)
 }
 
 // departTimedOut answers Depart within its bound with what is known:
@@ -70,8 +71,8 @@ func (r *rootActor) departHandedBack(c *actor.Context, m messages.HandBackSplits
 		r.departErr = worker.HandBackUnconfirmed(m.Unconfirmed)
 	}
 	r.departPending = 2
-	r.v.Route(worker.RoleRoot, messages.StepDown{ReplyTo: c.PID()})
-	r.v.Route(worker.RoleRoot, messages.WithdrawPresence{ReplyTo: c.PID()})
+	r.v.Tell(messages.StepDown{ReplyTo: c.PID()}, r.v.PIDs.Leader)
+	r.v.Tell(messages.WithdrawPresence{ReplyTo: c.PID()}, r.v.PIDs.Lease)
 }
 
 // departStepped counts one of the demotion and the withdrawal done and

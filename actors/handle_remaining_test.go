@@ -39,5 +39,19 @@ func TestReportRemainingRidesOnThePresence(t *testing.T) {
 		if !slices.Equal(got.Remaining, want) {
 			t.Fatalf("presence remaining %v, want %v", got.Remaining, want)
 		}
+		// The tenancy's end drops its estimate.
+		if err := m.c.Release("a"); err != nil {
+			t.Fatal(err)
+		}
+		r.until("the estimate gone with the tenancy", 2*time.Second, []*member{m}, func() bool {
+			en, ok, err := r.st.Get(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"))
+			if err != nil || !ok {
+				t.Fatalf("presence: %v %v", ok, err)
+			}
+			if got, err = protocol.DecodePresence(protocol.WorkerKey("w1"), en.Value); err != nil {
+				t.Fatal(err)
+			}
+			return got.Remaining == nil
+		})
 	})
 }

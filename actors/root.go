@@ -28,6 +28,8 @@ type rootActor struct {
 	log *slog.Logger
 
 	reg         registry
+	session     string                        // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionStarted)
+	fp          uint64                        // H(the job's fingerprint), from StartJob: each OpenCell carries it
 	quarantined map[coordination.SplitID]bool // Quarantined emitted (E5)
 	verdict     bool
 	departing   bool
@@ -50,6 +52,7 @@ func newRoot(v *worker.Env) actor.Producer {
 			v:           v,
 			log:         v.Log.With("actor", "coordinator"),
 			reg:         newRegistry(),
+			session:     v.Nonce,
 			quarantined: map[coordination.SplitID]bool{},
 		}
 	}
@@ -63,53 +66,58 @@ func (r *rootActor) Receive(c *actor.Context) {
 		if r.departTimer != nil {
 			r.departTimer.Stop()
 		}
-	case messages.StartJob:
-		r.v.Route(worker.RoleRoot, messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)})
-	case messages.FailSplit:
+	case messages.StartJob: // from the handle (Start)
+		// The lease comes last: it starts the startup I/O, so every other
+		// actor has JobStarted in its inbox before anything startup causes.
+		p := r.v.PIDs
+		r.fp = protocol.Fingerprint(m.Fingerprint)
+		r.v.Tell(messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: r.fp}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
+	case messages.FailSplit: // from the handle, or a user's actor
 		r.failSplit(c, m)
-	case messages.ReleaseSplits:
+	case messages.ReleaseSplits: // from the handle, or a user's actor
 		r.release(c, m)
 	case messages.DeclineRevoke: // from a user's actor (Coordinator.PID)
 		if m.ReplyTo == nil {
 			m.ReplyTo = c.Sender()
 		}
-		r.v.Route(worker.RoleRoot, m)
-	case messages.ForceRevocation:
+		r.v.Tell(m, r.v.PIDs.Revoke)
+	case messages.ForceRevocation: // from revoke
 		if r.reg.holds(m.Split, m.Epoch) {
 			r.end(c, m.Split, m.Epoch, messages.EndRevoked)
-			r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
+			r.handBack(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
 		}
-	case recordmsg.ClaimWon:
+	case recordmsg.ClaimWon: // from the split writer
 		r.claimWon(c, m)
-	case messages.EndTenancy:
+	case messages.EndTenancy: // from the split writer or the commit writer
 		if r.reg.holds(m.Split, m.Epoch) {
 			r.end(c, m.Split, m.Epoch, m.Reason)
 		}
-	case messages.SessionEnded:
+	case messages.SessionEnded: // from the lease
 		for _, id := range r.reg.splits() {
 			e, _ := r.reg.epoch(id)
 			r.end(c, id, e, messages.EndStarved)
 		}
-	case messages.SplitQuarantined:
+	case messages.SessionStarted: // from the lease
+		r.session = m.Nonce
+	case worker.RemainingReported: // from the handle (ReportRemaining)
+		if r.reg.holds(m.Split, m.Epoch) { // the lease's next presence renewal carries the largest
+			r.v.Tell(m, r.v.PIDs.Lease)
+		}
+	case messages.SplitQuarantined: // from the split writer
 		r.splitQuarantined(m)
-	case messages.HandBackResolved:
-		// Every surrender write is asked after the root's TenancyEnded was
-		// routed, so relaying its outcome here puts it after that
-		// TenancyEnded in each follower's inbox.
-		r.v.Route(worker.RoleRoot, m)
-	case messages.RevocationRequested:
+	case messages.RevocationRequested: // from revoke
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.v.Outbox.Push(coordination.RevokeRequested{Split: m.Split})
 		}
-	case messages.VerdictReached:
+	case messages.VerdictReached: // from the split writer
 		r.verdictReached(m)
-	case messages.DepartJob:
+	case messages.DepartJob: // from the handle
 		r.depart(c, m)
 	case departDeadline:
 		r.departTimedOut(c)
-	case messages.HandBackSplitsReply:
+	case messages.HandBackSplitsReply: // from the split writer (Depart)
 		r.departHandedBack(c, m)
-	case messages.StepDownReply, messages.WithdrawPresenceReply:
+	case messages.StepDownReply, messages.WithdrawPresenceReply: // from the leader, the lease (Depart)
 		r.departStepped(c)
 	default:
 		r.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -138,7 +146,7 @@ func (r *rootActor) verdictReached(m messages.VerdictReached) {
 	} else {
 		r.v.Outbox.Push(coordination.AllComplete{})
 	}
-	r.v.Route(worker.RoleRoot, m)
+	r.v.Tell(m, r.v.PIDs.Leader, r.v.PIDs.Revoke)
 }
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
@@ -154,8 +162,19 @@ func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64,
 			r.v.Outbox.Push(coordination.Lost{Split: id})
 		}
 	}
-	r.v.Route(worker.RoleRoot, messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason})
+	ended := messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}
+	// Revoke first: every write the split writer makes for this end (the
+	// completion, or a hand-back asked next) and its HandBackResolved to
+	// revoke come after this send, so revoke sees the end first.
+	r.v.Tell(ended, r.v.PIDs.Revoke, r.v.PIDs.SplitWriter)
+	r.v.PostCommit(ended) // the commit writer closes the tenancy's progress cell
+	// The lease drops the tenancy's estimate, if it has one: it keeps only
+	// what the root passed on, and no copy of the registry.
+	r.v.Tell(worker.RemainingReported{Split: id, Epoch: epoch}, r.v.PIDs.Lease)
 }
+
+// handBack asks the split writer to write the hand-backs of m.
+func (r *rootActor) handBack(m messages.HandBackSplits) { r.v.Tell(m, r.v.PIDs.SplitWriter) }
 
 func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 	id := m.Spec.ID
@@ -164,14 +183,14 @@ func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 		return
 	}
 	r.v.Metrics.Owned(r.reg.len())
-	r.v.Route(worker.RoleRoot, messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce})
+	r.v.Tell(messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter, r.v.PIDs.Revoke)
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, messages.EndDeparted)
-		r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
+		r.handBack(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
 		return
 	}
-	r.v.Route(worker.RoleRoot, worker.OpenCell{Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev, Generation: m.Generation})
+	r.v.PostCommit(worker.OpenCell{FP: r.fp, Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev, Generation: m.Generation})
 	// A cut split is read from its primary's descriptor (docs/protocol.md,
 	// "Runtime split").
 	spec := m.Spec
@@ -205,7 +224,7 @@ func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {
 	r.v.Metrics.Failed()
 	r.end(c, m.Split, e, messages.EndFailed)
 	m.ReplyTo = c.Sender()
-	r.v.Route(worker.RoleRoot, m)
+	r.v.Tell(m, r.v.PIDs.SplitWriter)
 }
 
 func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
@@ -228,5 +247,5 @@ func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
 		r.v.Reply(c.Sender(), messages.ReleaseSplitsReply{})
 		return
 	}
-	r.v.Route(worker.RoleRoot, messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
+	r.handBack(messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
 }

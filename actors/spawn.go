@@ -62,23 +62,34 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 		Metrics: worker.NewMetrics(cfg.Metrics, id, log),
 		Outbox:  &worker.Outbox{},
 	}
-	v.Session.Store(&v.Nonce)
 	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
 	v.ValueCap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	commits := commitwriter.New(v)
 	v.Commits = commits
 	commits.Start()
+	// Every actor's PID is known before any is spawned: each is given its
+	// peers' PIDs at spawn (worker.PIDs), and nothing writes them after.
 	name := id + "." + v.Nonce[:12]
-	spawn := func(p actor.Producer, kind string) *actor.PID {
-		return e.Spawn(p, "coordination-"+kind, actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, kind), worker.BacklogMiddleware(v)), actor.WithMaxRestarts(0))
+	v.PIDs = worker.NewPIDs(e, name)
+	for _, a := range []struct {
+		p    actor.Producer
+		kind string
+		pid  *actor.PID
+	}{
+		{watch.New(v), "watch", v.PIDs.Watch},
+		{lease.New(v), "lease", v.PIDs.Lease},
+		{leader.New(v), "leader", v.PIDs.Leader},
+		{assign.New(v), "assign", v.PIDs.Assign},
+		{splitwriter.New(v), "splitwriter", v.PIDs.SplitWriter},
+		{revoke.New(v), "revoke", v.PIDs.Revoke},
+		{newRoot(v), "coordinator", v.PIDs.Root},
+	} {
+		got := e.Spawn(a.p, worker.Kind(a.kind), actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, a.kind), worker.BacklogMiddleware(v)), actor.WithMaxRestarts(0))
+		if !got.Equals(a.pid) { // hollywood names a process kind/id (worker.NewPIDs)
+			v.Cancel()
+			return nil, coordination.Errorf(coordination.Fatal, "the %s actor was spawned as %s, not as %s, the PID its peers were given; worker.NewPIDs no longer matches hollywood's naming", a.kind, got, a.pid)
+		}
 	}
-	v.PIDs.Watch = spawn(watch.New(v), "watch")
-	v.PIDs.Lease = spawn(lease.New(v), "lease")
-	v.PIDs.Leader = spawn(leader.New(v), "leader")
-	v.PIDs.Assign = spawn(assign.New(v), "assign")
-	v.PIDs.SplitWriter = spawn(splitwriter.New(v), "splitwriter")
-	v.PIDs.Revoke = spawn(revoke.New(v), "revoke")
-	v.PIDs.Root = spawn(newRoot(v), "coordinator")
 	return &Coordinator{v: v}, nil
 }

@@ -75,12 +75,16 @@ type DepartJob struct {
 }
 
 // DepartJobReply answers DepartJob. When the coordinator had failed,
-// Failed is set and Held lists the named splits with their held epochs for
-// the direct hand-back.
+// Failed is set, Held lists the named splits with their held epochs and
+// Session is this worker's session nonce, for the direct hand-back.
 type DepartJobReply struct {
 	Err    error
 	Failed bool
 	Held   []HeldSplit
+	// Session is the nonce of the session the root last heard of
+	// (SessionStarted), set with Failed: the direct hand-back writes only
+	// records and a leader key of that session.
+	Session string
 }
 
 // StepDown asks the leader actor to demote (Depart); it answers

@@ -1,8 +1,9 @@
 // Package messages is the actor protocol of one coordinator worker: the
 // typed messages its actors (see the actors package) send one another, and
-// who sends what to whom. The declared routing table is
-// actors/internal/worker/routing.go (rendered in docs/architecture.md,
-// "Routing"); this doc is its reading guide. The messages that carry a store
+// who sends what to whom. Each actor names, where it sends, the actors it
+// tells, and beside each case of its receive switch, who sends it; the
+// graph is read out of those sends into docs/architecture.md ("Routing",
+// checked by the actors package's tests); this doc is its reading guide. The messages that carry a store
 // record itself (RecordsObserved, LeaderObserved, PlanObserved,
 // AssignmentObserved, ClaimWon) are the module's internal recordmsg package:
 // every type here has fields any program can build and read.
@@ -32,7 +33,8 @@
 // commit writer, which after each one tells the revoke actor CommitLanded,
 // and asks the root EndTenancy when the commit was fenced or completed.
 //
-// The root owns the tenancy registry. It tells every actor JobStarted and
+// The root owns the tenancy registry. It tells watch, leader, splitwriter
+// and lease JobStarted, and leader, splitwriter, revoke and lease
 // Departing; it announces each registry change once, TenancyStarted and
 // TenancyEnded, to splitwriter and revoke (and TenancyEnded to the
 // commit writer); it forwards the writes of Fail, Release, Depart and
@@ -47,15 +49,16 @@
 // leader; PresenceObserved to leader and splitwriter, and to the lease for
 // its own key; PresenceChallenged to the lease, for its own key only;
 // PresenceDeleted to leader and splitwriter; LeaderObserved and
-// LeaderDeleted to the leader; PlanObserved and PlanDeleted to leader and
-// splitwriter; AssignmentObserved and AssignmentDeleted to the leader, and to
+// LeaderDeleted to the leader; PlanObserved to leader and splitwriter;
+// PlanDeleted to the leader; AssignmentObserved and AssignmentDeleted to the leader, and to
 // assign for this worker's own record; WatchesChanged to leader,
-// splitwriter, revoke and lease; Reconciled to the leader.
+// splitwriter and revoke; Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to watch, leader and
 // splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
-// SessionEnded to root, leader and splitwriter; SessionStarted to leader
-// and splitwriter.
+// SessionEnded to root, leader and splitwriter; SessionStarted, with the
+// new session's nonce, to root, leader and splitwriter (each keeps the
+// nonce it was last told; the lease owns it).
 //
 // The assign actor diffs this worker's assignment record and tells the
 // diff, AssignedSetChanged, to the split-writer actor (which claims what
@@ -64,10 +67,10 @@
 // The split-writer actor decides claims on its own view of the split
 // records and writes them; it tells the root ClaimWon (which starts the
 // tenancy); asks the root EndTenancy when a split record shows a held
-// tenancy fenced; tells the root HandBackResolved once a surrendered
-// tenancy's write resolved (the root relays it to revoke, after the
-// tenancy's TenancyEnded); tells the root SplitQuarantined and
-// VerdictReached.
+// tenancy fenced; tells revoke HandBackResolved once a surrendered
+// tenancy's write resolved (the root asked the write after it told revoke
+// the tenancy's TenancyEnded, so it arrives after it); tells the root
+// SplitQuarantined and VerdictReached.
 //
 // The revoke actor asks the root RevocationRequested (emit RevokeRequested)
 // and ForceRevocation (surrender and hand back).

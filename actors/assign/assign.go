@@ -41,14 +41,21 @@ func New(v *worker.Env) actor.Producer {
 	}
 }
 
+// tell sends the diff to the revoke actor first, then the split writer:
+// every tenancy the split writer starts from it then reaches revoke after
+// the set that names it (else revoke, still holding the previous set, would
+// ask to revoke it).
+func (a *assignActor) tell(m messages.AssignedSetChanged) {
+	a.v.Tell(m, a.v.PIDs.Revoke, a.v.PIDs.SplitWriter)
+}
+
 // Receive handles one message.
 func (a *assignActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case messages.JobStarted, messages.Departing:
-	case recordmsg.AssignmentObserved:
+	case recordmsg.AssignmentObserved: // from the watch: this worker's own
 		a.assignment(m)
-	case messages.AssignmentDeleted:
+	case messages.AssignmentDeleted: // from the watch: this worker's own
 		a.unassigned()
 	default:
 		a.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -59,7 +66,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 // nothing is decided until a new one appears.
 func (a *assignActor) unassigned() {
 	a.assigned = map[coordination.SplitID]bool{}
-	a.v.Route(worker.RoleAssign, messages.AssignedSetChanged{})
+	a.tell(messages.AssignedSetChanged{})
 }
 
 // assignment applies this worker's assignment record unless an applied one
@@ -71,7 +78,7 @@ func (a *assignActor) assignment(m recordmsg.AssignmentObserved) {
 	a.appliedGen = m.Assignment.Generation
 	set, added, removed := diffAssigned(a.assigned, m.Assignment.Splits)
 	a.assigned = set
-	a.v.Route(worker.RoleAssign, messages.AssignedSetChanged{
+	a.tell(messages.AssignedSetChanged{
 		Decided: true,
 		Splits:  slices.Clone(m.Assignment.Splits),
 		Added:   added,
@@ -82,7 +89,7 @@ func (a *assignActor) assignment(m recordmsg.AssignmentObserved) {
 	// knows the tenancy's durable record and hands it to the driver at most
 	// once.
 	for _, r := range m.Assignment.Cuts {
-		a.v.Route(worker.RoleAssign, worker.CutAsked{Split: r.Split, Epoch: coordination.LeaseEpoch(r.Epoch), Counter: r.Counter, KeepPPM: r.KeepPPM, Parts: r.Parts})
+		a.v.PostCommit(worker.CutAsked{Split: r.Split, Epoch: coordination.LeaseEpoch(r.Epoch), Counter: r.Counter, KeepPPM: r.KeepPPM, Parts: r.Parts})
 	}
 }
 

@@ -5,6 +5,6 @@
 // (docs/protocol.md, "Following the assignment", "Claim candidates").
 //
 // Like every actor package under actors/, it reaches the other actors only by
-// the messages of the routing table (actors/internal/worker); it imports no
+// messages, sent to the PIDs it was given at spawn (worker.PIDs); it imports no
 // other actor's package (docs/architecture.md, "The actors of one worker").
 package assign

@@ -41,7 +41,7 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 			// An earlier completing Commit of the tenancy landed unseen (the
 			// read-back found it): the split is done, the cut was not made.
 			w.close(id, epoch)
-			w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+			w.endTenancy(id, epoch, messages.EndCompleted)
 			return worker.CommitResult{Err: worker.CompletedBeforeCut(id)}
 		}
 		if c := cell.prog.Cut; c != nil && (prev == nil || c.ID != prev.ID) {
@@ -96,7 +96,7 @@ func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coord
 	if !ok {
 		return base, cutRefused(id, "tenancy %d has made the most cuts a tenancy can", c.epoch)
 	}
-	spec := protocol.EncodeSpec(next.ResidualSpec(v.FPHash.Load(), c.gen))
+	spec := protocol.EncodeSpec(next.ResidualSpec(c.fp, c.gen))
 	if n := len(spec); v.ValueCap > 0 && n > v.ValueCap {
 		return base, cutRefused(id, "the residual's spec record would be %d bytes (residual descriptor %d bytes), above the store's value cap of %d bytes", n, len(cut.Residual), v.ValueCap)
 	}
@@ -138,7 +138,7 @@ func (c *progressCell) pendingIn(r protocol.ProgressRecord) *protocol.Cut {
 // confirm runs step 3 for cut k of the cell's tenancy, durable in its
 // progress record, and records it confirmed.
 func (c *progressCell) confirm(ctx context.Context, v *worker.Env, id coordination.SplitID, k protocol.Cut) error {
-	if err := worker.CreateResidual(ctx, v, id, k, c.gen); err != nil {
+	if err := worker.CreateResidual(ctx, v, c.fp, id, k, c.gen); err != nil {
 		return err
 	}
 	c.confirmed = max(c.confirmed, k.Counter)

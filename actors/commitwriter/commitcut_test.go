@@ -58,7 +58,7 @@ func newCutRig(t *testing.T) *cutRig {
 	fence := protocol.FreshProgress("a", fpJob, "me", 2, 0)
 	rev := workertest.Put(t, fs, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	w := ws.of("a")
-	w.receive(worker.OpenCell{Split: "a", Epoch: 2, Prog: fence, Rev: rev, Generation: 5})
+	w.receive(worker.OpenCell{FP: workertest.FP, Split: "a", Epoch: 2, Prog: fence, Rev: rev, Generation: 5})
 	return &cutRig{w: w, fs: fs, v: v, sent: func() []any {
 		synctest.Wait()
 		mu.Lock()
@@ -327,18 +327,18 @@ func TestCutAskedGate(t *testing.T) {
 		interval time.Duration
 		want     bool
 	}{
-		{"held, first request", ask, &progressCell{epoch: 2, prog: fence}, 2, iv, true},
+		{"held, first request", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 2, iv, true},
 		{"not held", ask, nil, 2, iv, false},
-		{"another epoch", worker.CutAsked{Split: "a", Epoch: 1, Counter: 1}, &progressCell{epoch: 2, prog: fence}, 2, iv, false},
-		{"Gained not polled yet", ask, &progressCell{epoch: 2, prog: fence}, 0, iv, false},
-		{"counter mismatch", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{epoch: 2, prog: fence}, 2, iv, false},
-		{"the cut was made: void", ask, &progressCell{epoch: 2, prog: oneCut, confirmed: 1}, 2, iv, false},
-		{"the next cut after a confirmed one", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{epoch: 2, prog: oneCut, confirmed: 1}, 2, iv, true},
-		{"a cut unconfirmed", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{epoch: 2, prog: oneCut}, 2, iv, false},
-		{"a cut in flight", ask, &progressCell{epoch: 2, prog: fence, cutting: true}, 2, iv, false},
-		{"within half the interval", ask, &progressCell{epoch: 2, prog: fence, askedAt: now.Add(-iv/2 + time.Millisecond)}, 2, iv, false},
-		{"half the interval after", ask, &progressCell{epoch: 2, prog: fence, askedAt: now.Add(-iv / 2)}, 2, iv, true},
-		{"never cut (interval 0)", ask, &progressCell{epoch: 2, prog: fence}, 2, 0, false},
+		{"another epoch", worker.CutAsked{Split: "a", Epoch: 1, Counter: 1}, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 2, iv, false},
+		{"Gained not polled yet", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 0, iv, false},
+		{"counter mismatch", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 2, iv, false},
+		{"the cut was made: void", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut, confirmed: 1}, 2, iv, false},
+		{"the next cut after a confirmed one", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut, confirmed: 1}, 2, iv, true},
+		{"a cut unconfirmed", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut}, 2, iv, false},
+		{"a cut in flight", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, cutting: true}, 2, iv, false},
+		{"within half the interval", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, askedAt: now.Add(-iv/2 + time.Millisecond)}, 2, iv, false},
+		{"half the interval after", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, askedAt: now.Add(-iv / 2)}, 2, iv, true},
+		{"never cut (interval 0)", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 2, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -47,7 +47,7 @@ func (w *commitWriter) commitPayload(req worker.CommitRequest, cell *progressCel
 	w.landed(id, epoch, cell, d)
 	if d.Rec.Completed {
 		w.close(id, epoch)
-		w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+		w.endTenancy(id, epoch, messages.EndCompleted)
 		if req.Payload != nil && !req.Progress.Completed {
 			// A completing commit of the tenancy landed unseen before this
 			// one: its statements did not run.

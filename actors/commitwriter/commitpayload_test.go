@@ -67,7 +67,7 @@ func TestPayloadCommitRunsStatementsOnce(t *testing.T) {
 			key := protocol.ProgressKey("a")
 			rev := workertest.Put(t, st, key, protocol.EncodeProgress(fence), 0)
 			workertest.Put(t, st, key, protocol.EncodeProgress(tt.moved), rev)
-			cell := &progressCell{epoch: 2, prog: fence, rev: rev, payloads: true}
+			cell := &progressCell{fp: workertest.FP, epoch: 2, prog: fence, rev: rev, payloads: true}
 			stmts := func(context.Context, any) error { return nil }
 			d := worker.CASAdopt(context.Background(), v, payloadWrite(context.Background(), v, "a", cell, batch, stmts), cell.prog, cell.rev)
 			if d.Outcome != tt.want || st.landed != tt.wantLanded {

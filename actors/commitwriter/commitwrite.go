@@ -48,9 +48,11 @@ func progressWrite(ctx context.Context, v *worker.Env, id coordination.SplitID, 
 		Classify: func(want protocol.ProgressRecord, found bool, got protocol.ProgressRecord) worker.ConflictClass {
 			return classifyProgressConflict(v.ID, cell.epoch, want, found, got)
 		},
-		Decode: protocol.DecodeProgress,
+		Decode: func(key string, b []byte) (protocol.ProgressRecord, error) {
+			return protocol.DecodeProgress(key, b, cell.fp)
+		},
 		Recreate: func(ctx context.Context, b []byte) (store.Entry, bool, bool, error) {
-			return recreateProgress(ctx, v, id, cell.epoch, b)
+			return recreateProgress(ctx, v, cell.fp, id, cell.epoch, b)
 		},
 		Rollback: true,
 		Rebased:  cell.advance,
@@ -68,8 +70,8 @@ func progressWrite(ctx context.Context, v *worker.Env, id coordination.SplitID, 
 // a later tenancy's record or none means this tenancy is over, and nothing
 // is recreated. A lost create means a claimant's fence recreated it first:
 // the record is read again (e, found) for the usual conflict rules.
-func recreateProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, b []byte) (e store.Entry, found, recreated bool, err error) {
-	if mine, err := splitStillHeld(ctx, v, id, epoch); err != nil || !mine {
+func recreateProgress(ctx context.Context, v *worker.Env, fp uint64, id coordination.SplitID, epoch uint64, b []byte) (e store.Entry, found, recreated bool, err error) {
+	if mine, err := splitStillHeld(ctx, v, fp, id, epoch); err != nil || !mine {
 		return store.Entry{}, false, false, err
 	}
 	key := protocol.ProgressKey(id)
@@ -88,13 +90,13 @@ func recreateProgress(ctx context.Context, v *worker.Env, id coordination.SplitI
 // splitStillHeld reads split id's record for recreateProgress: true when
 // it still names this worker at epoch; Fatal (a store rollback) when its
 // epoch is below epoch, which this tenancy's claim wrote.
-func splitStillHeld(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64) (bool, error) {
+func splitStillHeld(ctx context.Context, v *worker.Env, fp uint64, id coordination.SplitID, epoch uint64) (bool, error) {
 	key := protocol.SplitKey(id)
 	e, found, err := v.Store.Get(ctx, store.Durable, key)
 	if err != nil || !found {
 		return false, err
 	}
-	rec, err := protocol.DecodeSplit(key, e.Value, v.FPHash.Load())
+	rec, err := protocol.DecodeSplit(key, e.Value, fp)
 	switch {
 	case err != nil:
 		return false, err

@@ -49,7 +49,7 @@ func TestCasProgressConflicts(t *testing.T) {
 			if tt.failGet {
 				fs.FailGet = key
 			}
-			d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, tt.p, nil)
+			d := casProgress(context.Background(), v, "a", &progressCell{fp: workertest.FP, epoch: 2, prog: fence, rev: rev}, tt.p, nil)
 			if d.Outcome != tt.want || d.Adopted != tt.adopted {
 				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.Outcome, d.Adopted, d.Err, tt.want, tt.adopted)
 			}
@@ -84,7 +84,7 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 		if _, err := st.Delete(context.Background(), store.Durable, key, 0); err != nil {
 			t.Fatal(err)
 		}
-		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4}, nil)
+		d := casProgress(context.Background(), v, "a", &progressCell{fp: workertest.FP, epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4}, nil)
 		if d.Outcome != worker.CASLanded || d.Rec.Watermark == nil || *d.Rec.Watermark != 4 {
 			t.Fatalf("outcome %v record %+v (err %v), want landed at watermark 4", d.Outcome, d.Rec, d.Err)
 		}
@@ -118,7 +118,7 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 			if _, err := st.Delete(context.Background(), store.Durable, key, 0); err != nil {
 				t.Fatal(err)
 			}
-			d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4}, nil)
+			d := casProgress(context.Background(), v, "a", &progressCell{fp: workertest.FP, epoch: 2, prog: fence, rev: rev}, coordination.SplitProgress{Watermark: 4}, nil)
 			if d.Outcome != c.want || d.Err == nil || !strings.Contains(d.Err.Error(), c.says) {
 				t.Fatalf("outcome %v err %v, want %v saying %q", d.Outcome, d.Err, c.want, c.says)
 			}
@@ -131,7 +131,7 @@ func TestCasProgressMissingAndRolledBack(t *testing.T) {
 		st := memstore.New(30 * time.Second)
 		v := workertest.NewEnv(t, st)
 		rev := workertest.Put(t, st, key, protocol.EncodeProgress(fence), 0)
-		d := casProgress(context.Background(), v, "a", &progressCell{epoch: 2, prog: fence, rev: rev + 10}, coordination.SplitProgress{Watermark: 4}, nil)
+		d := casProgress(context.Background(), v, "a", &progressCell{fp: workertest.FP, epoch: 2, prog: fence, rev: rev + 10}, coordination.SplitProgress{Watermark: 4}, nil)
 		if d.Outcome != worker.CASFatal || !strings.Contains(d.Err.Error(), "store rollback") {
 			t.Fatalf("outcome %v err %v, want Fatal store rollback", d.Outcome, d.Err)
 		}

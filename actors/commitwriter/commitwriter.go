@@ -19,11 +19,11 @@ const commitWriterShards = 16
 // commitWriter is one shard of the commit-writing actor (docs/architecture.md,
 // "The commit path"). It owns the progress cells of the tenancies whose
 // split hashes to it: from a tenancy's Gained on, the shard is the only
-// writer of its progress record. It takes three messages, in the order they
-// were posted: OpenCell and TenancyEnded from the root, CommitRequest from
-// the handle, which it answers with a CommitResult; it tells the revoke
-// actor CommitLanded and asks the root EndTenancy for a completed or fenced
-// commit.
+// writer of its progress record. It takes four messages, in the order they
+// were posted: OpenCell and TenancyEnded from the root, CutAsked from
+// assign, CommitRequest from the handle, which it answers with a
+// CommitResult; it tells the revoke actor CommitLanded and asks the root
+// EndTenancy for a completed or fenced commit (endTenancy).
 type commitWriter struct {
 	v     *worker.Env
 	box   *mailbox
@@ -33,6 +33,7 @@ type commitWriter struct {
 // progressCell is one tenancy's progress record as this worker last wrote
 // it, with the tenancy's runtime-split state (commitcut.go, cutask.go).
 type progressCell struct {
+	fp    uint64 // H(the job's fingerprint), which the records carry (OpenCell)
 	epoch uint64
 	prog  protocol.ProgressRecord
 	rev   uint64
@@ -114,7 +115,7 @@ func (w *commitWriter) run(ctx context.Context) {
 func (w *commitWriter) receive(msg any) {
 	switch m := msg.(type) {
 	case worker.OpenCell:
-		w.cells[m.Split] = &progressCell{epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
+		w.cells[m.Split] = &progressCell{fp: m.FP, epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
 	case messages.TenancyEnded:
 		w.close(m.Split, m.Epoch)
 	case worker.CommitRequest:
@@ -135,7 +136,7 @@ func (w *commitWriter) ask(req worker.CommitRequest) worker.CommitResult {
 		return w.commit(req)
 	}
 	req.Reply = make(chan worker.CommitResult, 1)
-	w.v.SendTo(worker.RoleCommitWriter, req)
+	w.v.PostCommit(req)
 	select {
 	case res := <-req.Reply:
 		return res
@@ -173,7 +174,7 @@ func (w *commitWriter) commit(req worker.CommitRequest) worker.CommitResult {
 		w.landed(id, epoch, cell, d)
 		if d.Rec.Completed {
 			w.close(id, epoch)
-			w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndCompleted})
+			w.endTenancy(id, epoch, messages.EndCompleted)
 		}
 		return worker.CommitResult{Landed: true}
 	}
@@ -186,7 +187,7 @@ func (w *commitWriter) notLanded(id coordination.SplitID, epoch uint64, d worker
 	switch d.Outcome {
 	case worker.CASFenced:
 		w.close(id, epoch)
-		w.v.Route(worker.RoleCommitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+		w.endTenancy(id, epoch, messages.EndFenced)
 	case worker.CASFatal:
 		w.v.FailNow(d.Err)
 	default:
@@ -200,8 +201,14 @@ func (w *commitWriter) notLanded(id coordination.SplitID, epoch uint64, d worker
 func (w *commitWriter) landed(id coordination.SplitID, epoch uint64, cell *progressCell, d worker.CASResult[protocol.ProgressRecord]) {
 	cell.advance(d.Rec, d.Rev)
 	if !d.Adopted {
-		w.v.Route(worker.RoleCommitWriter, messages.CommitLanded{Split: id, Epoch: epoch})
+		w.v.Tell(messages.CommitLanded{Split: id, Epoch: epoch}, w.v.PIDs.Revoke)
 	}
+}
+
+// endTenancy asks the root, the tenancy registry's owner, to end tenancy
+// (id, epoch) for reason (a completed or fenced commit).
+func (w *commitWriter) endTenancy(id coordination.SplitID, epoch uint64, reason messages.EndReason) {
+	w.v.Tell(messages.EndTenancy{Split: id, Epoch: epoch, Reason: reason}, w.v.PIDs.Root)
 }
 
 // advance records a write of the cell's tenancy that landed at rev, unless

@@ -134,11 +134,11 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 		v.Cancel()
 		<-e.Poison(rec).Done()
 	})
-	fence := protocol.FreshProgress("a", v.FPHash.Load(), "me", 2, 0)
+	fence := protocol.FreshProgress("a", workertest.FP, "me", 2, 0)
 	rev := workertest.Put(t, st, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	return &loneCommitWriter{
 		w: ws.of("a"), st: st,
-		fence: worker.OpenCell{Split: "a", Epoch: 2, Prog: fence, Rev: rev},
+		fence: worker.OpenCell{FP: workertest.FP, Split: "a", Epoch: 2, Prog: fence, Rev: rev},
 		sent: func() []any {
 			mu.Lock()
 			defer mu.Unlock()
@@ -161,7 +161,7 @@ func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination
 // runWithTheCell starts the shard's goroutine and opens the tenancy's cell.
 func (l *loneCommitWriter) runWithTheCell(t *testing.T) {
 	l.run(t)
-	l.w.v.SendTo(worker.RoleCommitWriter, l.fence)
+	l.w.v.PostCommit(l.fence)
 	synctest.Wait()
 }
 
@@ -169,7 +169,7 @@ func (l *loneCommitWriter) runWithTheCell(t *testing.T) {
 // not running, then asks a commit of watermark 5 on a goroutine of its own
 // and returns its result channel once the commit is queued behind the cell.
 func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <-chan worker.CommitResult {
-	l.w.v.SendTo(worker.RoleCommitWriter, l.fence)
+	l.w.v.PostCommit(l.fence)
 	res := make(chan worker.CommitResult, 1)
 	go func() { res <- l.ask(ctx, 2, coordination.SplitProgress{Watermark: 5}) }()
 	synctest.Wait()
@@ -235,7 +235,7 @@ func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
 		if r := l.ask(context.Background(), 1, coordination.SplitProgress{Watermark: 6}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
 			t.Fatalf("commit of epoch 1 under the cell of epoch 2: landed %v, %v", r.Landed, r.Err)
 		}
-		l.w.v.SendTo(worker.RoleCommitWriter, messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
+		l.w.v.PostCommit(messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
 		synctest.Wait()
 		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 7}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
 			t.Fatalf("commit after TenancyEnded: landed %v, %v", r.Landed, r.Err)

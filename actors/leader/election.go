@@ -77,7 +77,8 @@ type election struct {
 	// for a LeaseDuration has expired by its TTL, so the sighting lapses by
 	// itself and needs no delete to clear it (seesLeader).
 	leaderSeen time.Time
-	electing   bool // a Create of the leader key is in flight
+	electing   bool   // a Create of the leader key is in flight
+	session    string // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionStarted)
 	lastDemote time.Time
 	term       *term // nil: not leading
 }
@@ -96,7 +97,7 @@ type term struct {
 }
 
 func newElection(v *worker.Env, log *slog.Logger, stopped func()) election {
-	return election{v: v, log: log, stopped: stopped}
+	return election{v: v, log: log, stopped: stopped, session: v.Nonce}
 }
 
 // working returns the lead the planner run and the publisher work under, or
@@ -136,7 +137,7 @@ func (e *election) sawLeader() { e.leaderSeen = e.v.Clock.Now() }
 // Election.Campaign); the result comes back as electDone.
 func (e *election) campaign() {
 	e.electing = true
-	v, pid, gen, nonce := e.v, e.v.PIDs.Leader, e.plan.Generation+1, e.v.SessionNonce()
+	v, pid, gen, nonce := e.v, e.v.PIDs.Leader, e.plan.Generation+1, e.session
 	v.Go(func(ctx context.Context) {
 		oc, cancel := v.OpCtx(ctx)
 		defer cancel()

@@ -117,6 +117,7 @@ func (l *leaderActor) receive(c *actor.Context) {
 	case messages.SessionEnded:
 		l.el.orphan("session ended; stepping down")
 	case messages.SessionStarted:
+		l.el.session = m.Nonce
 		l.tick(c)
 	case messages.VerdictReached, messages.Departing:
 		l.phase.Observe(m)

@@ -4,38 +4,25 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 )
 
 // estimates are the remaining-work estimates of this worker's held
 // tenancies (Coordinator.ReportRemaining) that the next presence renewal
 // carries (docs/protocol.md, "Runtime split", "Records and fields it
 // adds"): no write of their own, they ride on the heartbeat's. Written by
-// the lease actor only.
+// the lease actor only. Which tenancies are held is the root's: it passes
+// on only a held tenancy's estimate, and a 0 for each tenancy that ends,
+// so the lease keeps no copy of the registry.
 type estimates struct {
-	held worker.HeldView // fed by the root's TenancyStarted and TenancyEnded
-	est  map[coordination.SplitID]protocol.Estimate
+	est map[coordination.SplitID]protocol.Estimate
 }
 
 func newEstimates() estimates {
-	return estimates{held: worker.HeldView{}, est: map[coordination.SplitID]protocol.Estimate{}}
+	return estimates{est: map[coordination.SplitID]protocol.Estimate{}}
 }
 
-// tenancy folds a registry change into the held view; a tenancy's end
-// drops its estimate.
-func (e *estimates) tenancy(msg any) {
-	e.held.Apply(msg)
-	if m, ok := msg.(messages.TenancyEnded); ok {
-		delete(e.est, m.Split)
-	}
-}
-
-// report records m's estimate when its tenancy is held (another epoch's, or
-// an ended tenancy's, is ignored); 0 removes the split's estimate.
+// report records m's estimate; 0 removes the split's estimate.
 func (e *estimates) report(m worker.RemainingReported) {
-	if !e.held.Holds(m.Split, m.Epoch) {
-		return
-	}
 	if m.Remaining == 0 {
 		delete(e.est, m.Split)
 		return

@@ -12,7 +12,6 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -35,10 +34,11 @@ func (s *writeCounter) Update(ctx context.Context, ks store.Keyspace, key string
 
 // The presence renewal carries the largest estimates of held tenancies, at
 // most four, each at least MinCutWeight, the largest first
-// (docs/protocol.md, "Runtime split"); an estimate of another epoch or of a
-// split not held is ignored, one reported 0 or of an ended tenancy is
-// dropped, and the estimates cost no write of their own: one presence
-// write per heartbeat, as without them.
+// (docs/protocol.md, "Runtime split"); one reported 0 (by the handle, or
+// by the root as the tenancy ends) is dropped, and the estimates cost no
+// write of their own: one presence write per heartbeat, as without them.
+// Which estimates are of held tenancies is the root's to filter
+// (TestReportRemainingRidesOnThePresence).
 func TestThePresenceRenewalCarriesTheLargestEstimates(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, clk := workertest.NewEngine(t)
@@ -51,27 +51,19 @@ func TestThePresenceRenewalCarriesTheLargestEstimates(t *testing.T) {
 		synctest.Wait()
 		start := st.writes.Load()
 		pid := v.PIDs.Lease
-		for _, h := range []struct {
-			split coordination.SplitID
-			epoch uint64
-		}{{"a", 3}, {"b", 3}, {"c", 3}, {"d", 3}, {"e", 3}, {"f", 2}, {"h", 1}, {"x", 4}} {
-			e.Send(pid, messages.TenancyStarted{Split: h.split, Epoch: h.epoch, Nonce: nonce})
-		}
-		for _, r := range []worker.RemainingReported{
+		for _, r := range []worker.RemainingReported{ // as the root passes them on
 			{Split: "a", Epoch: 3, Remaining: 100},
 			{Split: "b", Epoch: 3, Remaining: 50},
 			{Split: "c", Epoch: 3, Remaining: 900},
 			{Split: "d", Epoch: 3, Remaining: 9}, // below MinCutWeight
 			{Split: "e", Epoch: 3, Remaining: 300},
-			{Split: "f", Epoch: 1, Remaining: 5000}, // held at 2
-			{Split: "g", Epoch: 1, Remaining: 7000}, // not held
 			{Split: "h", Epoch: 1, Remaining: 6000}, // ended below
 			{Split: "x", Epoch: 4, Remaining: 8000}, // withdrawn below
 			{Split: "x", Epoch: 4, Remaining: 0},
+			{Split: "h", Epoch: 1}, // the root's, as the tenancy ends
 		} {
 			e.Send(pid, r)
 		}
-		e.Send(pid, messages.TenancyEnded{Split: "h", Epoch: 1, Reason: messages.EndReleased})
 		want := []protocol.Estimate{{Split: "c", Epoch: 3, Remaining: 900}, {Split: "e", Epoch: 3, Remaining: 300},
 			{Split: "a", Epoch: 3, Remaining: 100}, {Split: "b", Epoch: 3, Remaining: 50}}
 		var at time.Duration
@@ -89,7 +81,7 @@ func TestThePresenceRenewalCarriesTheLargestEstimates(t *testing.T) {
 		}
 		// Estimates of ended tenancies go with them.
 		for _, id := range []coordination.SplitID{"a", "b", "c", "d", "e"} {
-			e.Send(pid, messages.TenancyEnded{Split: id, Epoch: 3, Reason: messages.EndCompleted})
+			e.Send(pid, worker.RemainingReported{Split: id, Epoch: 3}) // the root's, as each ends
 		}
 		clk.Add(heartbeatInterval(cfg.LeaseDuration, "w1", nonce, 4))
 		synctest.Wait()
@@ -116,7 +108,6 @@ func readPresence(t *testing.T, st store.Store) protocol.PresenceRecord {
 // leader would never ask.
 func TestNoEstimatesWhileCutsAreOff(t *testing.T) {
 	e := newEstimates()
-	e.tenancy(messages.TenancyStarted{Split: "a", Epoch: 1})
 	e.report(worker.RemainingReported{Split: "a", Epoch: 1, Remaining: 50})
 	if got := e.largest(1, false); got != nil {
 		t.Fatalf("largest with cuts off = %v, want nil", got)

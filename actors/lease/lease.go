@@ -46,12 +46,19 @@ type (
 // heartbeat and again soon after a failed renewal, ends the session when renewals starve for a full
 // LeaseDuration or the key vanished, starts a new session with a new
 // nonce, and detects live twins.
+//
+// It tells, each at the call that sends it: Joined to the watch, the leader
+// and the split writer; HeartbeatTicked to the leader, revoke and the split
+// writer; SessionEnded to the root, the leader and the split writer;
+// SessionStarted (the new nonce) to the root, the leader and the split
+// writer.
 type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
 	joined       bool
 	departed     bool
+	session      string // the current session's nonce, the lease's own (Env.Nonce, then each announced one)
 	presenceRev  uint64
 	renewals     worker.RenewalClock
 	presenceBusy bool
@@ -70,7 +77,7 @@ type leaseActor struct {
 // New returns the producer of worker v's lease-renewal actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
-		return &leaseActor{v: v, log: v.Log.With("actor", "lease"), est: newEstimates()}
+		return &leaseActor{v: v, log: v.Log.With("actor", "lease"), session: v.Nonce, est: newEstimates()}
 	}
 }
 
@@ -81,7 +88,7 @@ func (l *leaseActor) Receive(c *actor.Context) {
 	case actor.Stopped:
 		worker.StopTimer(l.hb)
 		worker.StopTimer(l.retry)
-	case messages.JobStarted:
+	case messages.JobStarted: // from the root
 		v, pid := l.v, c.PID()
 		v.Go(func(ctx context.Context) {
 			rev, planned, err := startup(ctx, v, m.Fingerprint)
@@ -97,7 +104,8 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.joined, l.presenceRev = true, m.rev
 		l.v.SessionLive.Store(true)
 		l.renewals.Restart(l.v.Clock.Now())
-		l.v.Route(worker.RoleLease, messages.Joined{Planned: m.planned})
+		p := l.v.PIDs // the watches open; the views are sized for the plan's splits
+		l.v.Tell(messages.Joined{Planned: m.planned}, p.Watch, p.Leader, p.SplitWriter)
 		l.schedule(c)
 	case messages.HeartbeatDue:
 		if m.Round == l.round {
@@ -109,27 +117,23 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		}
 	case presenceRenewed:
 		l.renewed(c, m)
-	case messages.PresenceObserved:
+	case messages.PresenceObserved: // from the watch: this worker's own
 		if m.Instance == l.v.ID {
 			l.observed(m)
 		}
-	case messages.PresenceChallenged:
+	case messages.PresenceChallenged: // from the watch
 		if m.Instance == l.v.ID && m.Challenger != l.v.Nonce { // its own, from startup: a delete that failed
 			l.challenged(c)
 		}
 	case sessionAnnounced:
 		l.announced(c, m)
-	case messages.Departing:
+	case messages.Departing: // from the root
 		l.departed = true
-	case messages.WithdrawPresence:
+	case messages.WithdrawPresence: // from the root (Depart)
 		l.departed = true
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
-	case messages.WatchesChanged:
-		l.v.WatchesLive.Store(m.Live)
-	case messages.TenancyStarted, messages.TenancyEnded:
-		l.est.tenancy(m)
-	case worker.RemainingReported:
+	case worker.RemainingReported: // from the root: a held tenancy's (Remaining 0 when it ended)
 		l.est.report(m)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -170,7 +174,7 @@ func (l *leaseActor) beat(c *actor.Context) {
 	}
 	l.schedule(c)
 	l.keepAlive(c)
-	l.v.Route(worker.RoleLease, messages.HeartbeatTicked{Round: l.round})
+	l.v.Tell(messages.HeartbeatTicked{Round: l.round}, l.v.PIDs.Leader, l.v.PIDs.Revoke, l.v.PIDs.SplitWriter)
 }
 
 // keepAlive self-fences a starved session and renews the presence, or
@@ -211,7 +215,7 @@ func (l *leaseActor) retryMoot() {
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
 	l.v.SessionLive.Store(false)
-	l.v.Route(worker.RoleLease, messages.SessionEnded{})
+	l.v.Tell(messages.SessionEnded{}, l.v.PIDs.Root, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // renewOutcome classifies a presence renewal.
@@ -226,7 +230,7 @@ const (
 
 func (l *leaseActor) renewPresence(c *actor.Context) {
 	l.presenceBusy = true
-	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.v.SessionNonce()
+	v, pid, rev, nonce := l.v, c.PID(), l.presenceRev, l.session
 	remaining := l.est.largest(v.Config.MinCutWeight, v.Config.EffectiveCutInterval() > 0)
 	at := v.Clock.Now()
 	landed := l.renewals.Sent(at) // a read that finds our nonce proves a write sent no earlier than this landed
@@ -323,7 +327,7 @@ func (l *leaseActor) observed(m messages.PresenceObserved) {
 	if l.lapsed || l.departed || m.Rev <= l.presenceRev {
 		return
 	}
-	if m.Nonce != l.v.SessionNonce() {
+	if m.Nonce != l.session {
 		if m.Nonce != "" { // "": unreadable; the next renewal judges the key
 			l.v.FailNow(worker.TwinError(l.v.ID))
 		}
@@ -365,7 +369,7 @@ func (l *leaseActor) payAnswer(c *actor.Context) {
 // (created, or taken over from the ended session).
 func (l *leaseActor) announce(c *actor.Context) {
 	l.presenceBusy = true
-	v, pid, old := l.v, c.PID(), l.v.SessionNonce()
+	v, pid, old := l.v, c.PID(), l.session
 	if l.announcing == "" {
 		l.announcing = worker.RandomHex()
 	}
@@ -384,7 +388,7 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	}
 	if l.withdraw != nil {
 		if m.err == nil {
-			l.v.Session.Store(&m.nonce)
+			l.session = m.nonce
 			l.presenceRev = m.rev
 		}
 		l.maybeWithdraw()
@@ -401,11 +405,12 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 		return
 	}
 	l.retryMoot()
-	l.v.Session.Store(&m.nonce)
+	l.session = m.nonce
 	l.lapsed, l.presenceRev = false, m.rev
 	l.v.SessionLive.Store(true)
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
-	l.v.Route(worker.RoleLease, messages.SessionStarted{Nonce: m.nonce})
+	p := l.v.PIDs // the root answers a failed Depart with it (its direct hand-back)
+	l.v.Tell(messages.SessionStarted{Nonce: m.nonce}, p.Root, p.Leader, p.SplitWriter)
 	l.payAnswer(c)
 }

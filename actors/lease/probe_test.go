@@ -39,7 +39,6 @@ func TestTwoProcessesWithOneIDProbeTogether(t *testing.T) {
 	a := workertest.NewEnv(t, first)
 	b := workertest.NewEnv(t, mem)
 	b.Nonce = "n2"
-	b.Session.Store(&b.Nonce)
 	errA := make(chan error, 1)
 	go func() { errA <- probe(context.Background(), a) }()
 	<-first.paused // a created its probe key and has not checked it yet

@@ -14,6 +14,8 @@ import (
 
 // revokeActor drives each revocation to exactly one outcome: drained, forced or
 // cancelled (docs/protocol.md, "Revocation"), including the silence watchdog of a cancelled drain.
+// It tells the root RevocationRequested and ForceRevocation, and answers a
+// DeclineRevoke to its ReplyTo.
 type revokeActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -53,26 +55,25 @@ type pendingDecline struct {
 func (r *revokeActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case messages.JobStarted:
-	case messages.AssignedSetChanged:
+	case messages.AssignedSetChanged: // from assign
 		r.decided = m.Decided
 		r.assigned = make(map[coordination.SplitID]bool, len(m.Splits))
 		for _, id := range m.Splits {
 			r.assigned[id] = true
 		}
 		r.step(c)
-	case messages.WatchesChanged:
+	case messages.WatchesChanged: // from the watch
 		r.phase.Observe(m)
 		r.step(c)
-	case messages.HeartbeatTicked:
+	case messages.HeartbeatTicked: // from the lease
 		r.deadlines(c)
-	case messages.VerdictReached, messages.Departing:
+	case messages.VerdictReached, messages.Departing: // from the root
 		r.phase.Observe(m)
-	case messages.TenancyStarted:
+	case messages.TenancyStarted: // from the root
 		r.held.Apply(m)
 		r.follow(c, m.Split, m.Epoch, r.v.Clock.Now())
 		r.deadlines(c)
-	case messages.TenancyEnded:
+	case messages.TenancyEnded: // from the root
 		r.held.Apply(m)
 		if m.Reason == messages.EndFenced || m.Reason == messages.EndStarved {
 			// No hand-back follows these ends: settle and answer here.
@@ -81,13 +82,13 @@ func (r *revokeActor) Receive(c *actor.Context) {
 			}
 			r.answerDecline(m.Split, m.Epoch, nil)
 		}
-	case messages.CommitLanded:
+	case messages.CommitLanded: // from the commit writer
 		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
 			e.lastProgress = r.v.Clock.Now()
 		}
-	case messages.HandBackResolved:
+	case messages.HandBackResolved: // from the split writer, always after the tenancy's TenancyEnded
 		r.resolved(m)
-	case messages.DeclineRevoke:
+	case messages.DeclineRevoke: // from the handle, or the root (a user's actor's)
 		r.decline(c, m)
 	default:
 		r.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -127,7 +128,7 @@ func (r *revokeActor) follow(c *actor.Context, id coordination.SplitID, epoch ui
 		e.cancelled, e.lastProgress = false, now
 		r.v.Metrics.Revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.Route(worker.RoleRevoke, messages.RevocationRequested{Split: id, Epoch: epoch})
+		r.v.Tell(messages.RevocationRequested{Split: id, Epoch: epoch}, r.v.PIDs.Root)
 	}
 }
 
@@ -140,11 +141,11 @@ func (r *revokeActor) deadlines(c *actor.Context) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			r.v.Route(worker.RoleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+			r.v.Tell(messages.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			r.v.Route(worker.RoleRevoke, messages.ForceRevocation{Split: id, Epoch: e.epoch})
+			r.v.Tell(messages.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
 		}
 	}
 	r.v.Metrics.Draining(len(r.entries))
@@ -208,7 +209,7 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 	}
 	r.settle(m.Split, e, "forced")
 	r.declines[m.Split] = pendingDecline{epoch: e.epoch, reply: m.ReplyTo}
-	r.v.Route(worker.RoleRevoke, messages.ForceRevocation{Split: m.Split, Epoch: e.epoch})
+	r.v.Tell(messages.ForceRevocation{Split: m.Split, Epoch: e.epoch}, r.v.PIDs.Root)
 }
 
 // answerDecline answers the DeclineRevoke waiting on tenancy (id, epoch), if

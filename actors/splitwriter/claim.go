@@ -31,12 +31,12 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 	var spec protocol.SpecRecord
 	if !cand.Quarantine {
 		var err error
-		if spec, err = readSpec(ctx, v, cand.ID); err != nil {
+		if spec, err = readSpec(ctx, v, m.FP, cand.ID); err != nil {
 			v.FatalIf(err)
 			return claimed{outcome: worker.CASUnconfirmed, retry: true}
 		}
 	}
-	nonce := v.SessionNonce()
+	nonce := m.Nonce
 	var want protocol.SplitRecord
 	if cand.Quarantine {
 		want = base.QuarantineOnTakeover(now)
@@ -56,7 +56,7 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 	if cand.Quarantine {
 		return d
 	}
-	prog, progRev, res := fenceProgress(ctx, v, cand.ID, want.Epoch, base.Epoch == 0, now)
+	prog, progRev, res := fenceProgress(ctx, v, m.FP, cand.ID, want.Epoch, base.Epoch == 0, now)
 	rollFailed := false
 	if (res == fenceWon || res == fenceCompleted) && prog.Cut != nil {
 		// The fenced record's cut may not have its residual yet: create it
@@ -66,7 +66,7 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 		// cut whose residual can never be created is quarantined after
 		// MaxAttempts claims instead of being claimed at a new epoch every
 		// heartbeat (docs/protocol.md, "Runtime split", "Roll-forward").
-		if err := worker.CreateResidual(ctx, v, cand.ID, *prog.Cut, spec.Generation); err != nil {
+		if err := worker.CreateResidual(ctx, v, m.FP, cand.ID, *prog.Cut, spec.Generation); err != nil {
 			if !v.FatalIf(err) {
 				v.Log.Warn("roll-forward of a cut did not confirm; failing the split, charged one attempt, and retrying the claim", "split", cand.ID, "epoch", want.Epoch, "err", err)
 			}
@@ -120,7 +120,7 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 // readSpec reads split id's spec record. A split record implies its spec
 // (seeding, or a cut's residual, writes it first), so a missing one was
 // deleted outside the library: Fatal.
-func readSpec(ctx context.Context, v *worker.Env, id coordination.SplitID) (protocol.SpecRecord, error) {
+func readSpec(ctx context.Context, v *worker.Env, fp uint64, id coordination.SplitID) (protocol.SpecRecord, error) {
 	key := protocol.SpecKey(id)
 	e, found, err := v.Store.Get(ctx, store.Durable, key)
 	switch {
@@ -129,7 +129,7 @@ func readSpec(ctx context.Context, v *worker.Env, id coordination.SplitID) (prot
 	case !found:
 		return protocol.SpecRecord{}, worker.SpecMissing(id, key)
 	}
-	return protocol.DecodeSpec(key, e.Value, v.FPHash.Load())
+	return protocol.DecodeSpec(key, e.Value, fp)
 }
 
 // sessionLive reads instance's presence and reports whether it still
@@ -149,7 +149,7 @@ func sessionLive(ctx context.Context, v *worker.Env, instance, nonce string) (bo
 // move it; it returns the fenced record and its revision. A split never
 // owned before (first) usually has no progress record, so its create is
 // tried without a read first.
-func fenceProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, first bool, now int64) (protocol.ProgressRecord, uint64, fenceResult) {
+func fenceProgress(ctx context.Context, v *worker.Env, fp uint64, id coordination.SplitID, epoch uint64, first bool, now int64) (protocol.ProgressRecord, uint64, fenceResult) {
 	key := protocol.ProgressKey(id)
 	for try := range fenceTries {
 		var e store.Entry
@@ -167,7 +167,7 @@ func fenceProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, 
 				// (docs/protocol.md, "Missing records").
 				v.Log.Warn("progress record missing (deleted outside the library); recreating it empty, the split replays from its start", "split", id, "key", key, "epoch", epoch)
 			}
-			fresh := protocol.FreshProgress(id, v.FPHash.Load(), v.ID, epoch, now)
+			fresh := protocol.FreshProgress(id, fp, v.ID, epoch, now)
 			r, ok, err := v.Store.Create(ctx, store.Durable, key, protocol.EncodeProgress(fresh))
 			if err != nil {
 				v.FatalIf(err)
@@ -178,7 +178,7 @@ func fenceProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, 
 			}
 			continue
 		}
-		got, err := protocol.DecodeProgress(key, e.Value, v.FPHash.Load())
+		got, err := protocol.DecodeProgress(key, e.Value, fp)
 		if err != nil {
 			v.FatalIf(err)
 			return protocol.ProgressRecord{}, 0, fenceFailed

@@ -74,7 +74,7 @@ func TestClaimRollsTheFencedCutForward(t *testing.T) {
 			if !ok {
 				t.Fatal("not a candidate")
 			}
-			d := claimSplit(context.Background(), v, claimRequest{Candidate: cand, Record: dead, RecordRev: rev}, 0)
+			d := claimSplit(context.Background(), v, claimRequest{Candidate: cand, Record: dead, RecordRev: rev, Nonce: v.Nonce, FP: workertest.FP}, 0)
 			if d.outcome != tt.wantOut || d.done != tt.wantDone {
 				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
 			}

@@ -232,7 +232,7 @@ func (cl *claimer) input(id coordination.SplitID) (protocol.CandidateInput, bool
 	v := cl.sw.v
 	return protocol.CandidateInput{
 		Record: r.Rec, Held: held, OwnerSession: cl.sessions[r.Rec.Owner],
-		Me: v.ID, MyNonce: v.SessionNonce(), MaxAttempts: v.Config.MaxAttempts,
+		Me: v.ID, MyNonce: cl.sw.nonce, MaxAttempts: v.Config.MaxAttempts,
 	}, true
 }
 
@@ -345,7 +345,7 @@ func (cl *claimer) launch(c *actor.Context, id coordination.SplitID, cand protoc
 	if !cand.Quarantine {
 		cl.claims++
 	}
-	cl.enqueue(c, claimOp{claim: claimRequest{Candidate: cand, Record: r.Rec, RecordRev: r.Rev}})
+	cl.enqueue(c, claimOp{claim: claimRequest{Candidate: cand, Record: r.Rec, RecordRev: r.Rev, Nonce: cl.sw.nonce, FP: cl.sw.fp}})
 }
 
 // queuedCandidate is one entry of the claim queue.

@@ -35,7 +35,7 @@ func (sw *splitWriterActor) departLeftovers(held []messages.HeldSplit, batch uin
 // session: runnable, naming this worker and its current session, not held.
 func (sw *splitWriterActor) isLeftover(id coordination.SplitID, rec protocol.SplitRecord) bool {
 	_, held := sw.held[id]
-	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == sw.v.ID && rec.Nonce == sw.v.SessionNonce()
+	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == sw.v.ID && rec.Nonce == sw.nonce
 }
 
 // departLeftoverResult applies the outcome of a leftover's return. A

@@ -59,7 +59,7 @@ func (sw *splitWriterActor) checked(m recordChecked) {
 		sw.v.FailNow(worker.SplitRecordDeleted(key))
 		return
 	}
-	rec, err := protocol.DecodeSplit(key, m.entry.Value, sw.v.FPHash.Load())
+	rec, err := protocol.DecodeSplit(key, m.entry.Value, sw.fp)
 	if err != nil {
 		sw.v.FatalIf(err)
 		return

@@ -16,14 +16,14 @@ import (
 // endTenancy writes end (the hand-back or the completion) on the split
 // record of surrendered tenancy epoch, if the record still names this
 // worker at that epoch; doing names the write for error reasons.
-func endTenancy(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, doing string, base worker.SplitEntry, end func(protocol.SplitRecord) protocol.SplitRecord) splitWritten {
+func endTenancy(ctx context.Context, v *worker.Env, fp uint64, id coordination.SplitID, epoch uint64, doing string, base worker.SplitEntry, end func(protocol.SplitRecord) protocol.SplitRecord) splitWritten {
 	switch worker.JudgeSurrender(base.Rec, v.ID, epoch) {
 	case worker.SurrenderFenced:
 		return splitWritten{Outcome: worker.CASFenced}
 	case worker.SurrenderNothing:
 		return splitWritten{Outcome: worker.CASLanded}
 	}
-	return casSplit(ctx, v, id, epoch, doing, base, end)
+	return casSplit(ctx, v, fp, id, epoch, doing, base, end)
 }
 
 // casSplit runs a CAS on the split record of tenancy epoch, which this
@@ -32,7 +32,7 @@ func endTenancy(ctx context.Context, v *worker.Env, id coordination.SplitID, epo
 // moved because of an earlier write of this worker that landed unseen. A
 // terminal record is never written: the write is fenced. doing ("handing
 // back") names the write for error reasons.
-func casSplit(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch uint64, doing string, base worker.SplitEntry, build func(protocol.SplitRecord) protocol.SplitRecord) splitWritten {
+func casSplit(ctx context.Context, v *worker.Env, fp uint64, id coordination.SplitID, epoch uint64, doing string, base worker.SplitEntry, build func(protocol.SplitRecord) protocol.SplitRecord) splitWritten {
 	nonce := base.Rec.Nonce
 	fenced := worker.FencedErr(id)
 	return worker.CASAdopt(ctx, v, worker.CASWrite[protocol.SplitRecord]{
@@ -49,7 +49,7 @@ func casSplit(ctx context.Context, v *worker.Env, id coordination.SplitID, epoch
 		Classify: func(want protocol.SplitRecord, found bool, got protocol.SplitRecord) worker.ConflictClass {
 			return classifySplitConflict(v.ID, nonce, epoch, want, found, got)
 		},
-		Decode: protocol.DecodeSplit,
+		Decode: func(key string, b []byte) (protocol.SplitRecord, error) { return protocol.DecodeSplit(key, b, fp) },
 	}, base.Rec, base.Rev)
 }
 

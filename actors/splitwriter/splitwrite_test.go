@@ -67,7 +67,7 @@ func TestCasSplitConflicts(t *testing.T) {
 			if tt.landErr {
 				fs.LandThenErr = key
 			}
-			d := casSplit(context.Background(), v, "a", 2, "handing back", base, handBack)
+			d := casSplit(context.Background(), v, workertest.FP, "a", 2, "handing back", base, handBack)
 			if d.Outcome != tt.want || d.Adopted != tt.adopted {
 				t.Fatalf("outcome %v adopted %v (err %v), want %v adopted %v", d.Outcome, d.Adopted, d.Err, tt.want, tt.adopted)
 			}
@@ -110,7 +110,7 @@ func TestEndTenancy(t *testing.T) {
 			v := workertest.NewEnv(t, st)
 			key := protocol.SplitKey("a")
 			rev := workertest.Put(t, st, key, protocol.EncodeSplit(tt.rec), 0)
-			d := endTenancy(context.Background(), v, "a", 2, "ending", worker.SplitEntry{Rec: tt.rec, Rev: rev}, tt.end)
+			d := endTenancy(context.Background(), v, workertest.FP, "a", 2, "ending", worker.SplitEntry{Rec: tt.rec, Rev: rev}, tt.end)
 			if d.Outcome != tt.want {
 				t.Fatalf("outcome %v (err %v), want %v", d.Outcome, d.Err, tt.want)
 			}

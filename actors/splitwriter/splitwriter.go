@@ -27,11 +27,16 @@ type handBackBatch struct {
 // fence, completions, fails, hand-backs and quarantines. It adopts
 // maybe-landed writes, drops splits whose records moved away, and takes
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
+// Its RecordsObserved come from the watch. It tells the root ClaimWon,
+// SplitQuarantined, EndTenancy (a fence seen in the split record) and
+// VerdictReached, revoke HandBackResolved, and answers FailSplit and
+// HandBackSplits to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
 	fp        uint64
+	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionStarted)
 	records   map[coordination.SplitID]worker.SplitEntry
 	held      worker.HeldView // derived from the root's registry (actors/tenancy.go)
 	busy      map[coordination.SplitID]bool
@@ -60,6 +65,7 @@ func New(v *worker.Env) actor.Producer {
 		sw := &splitWriterActor{
 			v:         v,
 			log:       v.Log.With("actor", "splitwriter"),
+			nonce:     v.Nonce,
 			records:   map[coordination.SplitID]worker.SplitEntry{},
 			held:      worker.HeldView{},
 			busy:      map[coordination.SplitID]bool{},
@@ -100,44 +106,44 @@ func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.Record
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case messages.JobStarted:
+	case messages.JobStarted: // from the root
 		sw.fp = m.FP
-	case messages.Joined:
+	case messages.Joined: // from the lease
 		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
-	case messages.RecordDeleted:
+	case messages.RecordDeleted: // from the watch
 		sw.deleted(m.Split)
 		sw.claims.step(c)
-	case recordmsg.PlanObserved:
+	case recordmsg.PlanObserved: // from the watch
 		sw.plan, sw.hasPlan = m.Plan, true
 		sw.judge()
-	case messages.PlanDeleted:
-	case messages.PresenceObserved:
+	case messages.PresenceObserved: // from the watch
 		sw.claims.presence(m.Instance, m.Nonce)
 		sw.claims.step(c)
-	case messages.PresenceDeleted:
+	case messages.PresenceDeleted: // from the watch
 		sw.claims.presence(m.Instance, "")
 		sw.claims.step(c)
-	case messages.AssignedSetChanged:
+	case messages.AssignedSetChanged: // from assign
 		sw.claims.assignment(m)
 		sw.claims.step(c)
-	case messages.WatchesChanged:
+	case messages.WatchesChanged: // from the watch
 		sw.claims.live = m.Live
 		sw.claims.step(c)
-	case messages.HeartbeatTicked:
+	case messages.HeartbeatTicked: // from the lease
 		sw.judge()
 		sw.claims.heartbeat()
 		sw.claims.step(c)
-	case messages.SessionEnded:
+	case messages.SessionEnded: // from the lease
 		sw.claims.session = false
-	case messages.SessionStarted:
+	case messages.SessionStarted: // from the lease
+		sw.nonce = m.Nonce
 		sw.claims.sessionStarted()
 		sw.claims.step(c)
-	case messages.TenancyStarted:
+	case messages.TenancyStarted: // from the root
 		sw.held.Apply(m)
 		sw.fenceSeen(m.Split)
 		sw.claims.tenancyStarted(m.Split)
 		sw.claims.step(c)
-	case messages.TenancyEnded:
+	case messages.TenancyEnded: // from the root
 		sw.held.Apply(m)
 		if m.Reason == messages.EndCompleted {
 			// A completing commit landed: complete the split record.
@@ -145,11 +151,11 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		}
 		sw.claims.tenancyEnded(m)
 		sw.claims.step(c)
-	case messages.Departing:
+	case messages.Departing: // from the root
 		sw.departing = true
-	case messages.FailSplit:
+	case messages.FailSplit: // from the root
 		sw.enqueue(c, failOp{split: m.Split, epoch: m.Epoch, reason: m.Reason, replyTo: m.ReplyTo})
-	case messages.HandBackSplits:
+	case messages.HandBackSplits: // from the root
 		sw.handBack(c, m)
 	case failDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
@@ -202,7 +208,7 @@ func (sw *splitWriterActor) fold(id coordination.SplitID, rec *protocol.SplitRec
 		}
 		sw.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
-			sw.v.Route(worker.RoleSplitWriter, messages.SplitQuarantined{Split: id, Attempts: rec.Attempts})
+			sw.v.Tell(messages.SplitQuarantined{Split: id, Attempts: rec.Attempts}, sw.v.PIDs.Root)
 		}
 	}
 	sw.judge()
@@ -259,14 +265,18 @@ func (sw *splitWriterActor) fenceIfMovedAway(id coordination.SplitID, rec *proto
 
 // drop asks the root to end a held split involuntarily (a fence).
 func (sw *splitWriterActor) drop(id coordination.SplitID, epoch uint64) {
-	sw.v.Route(worker.RoleSplitWriter, messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced})
+	sw.v.Tell(messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced}, sw.v.PIDs.Root)
 }
 
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
 func (sw *splitWriterActor) resolved(res messages.HandBackResolved) {
 	sw.claims.handBackResolved(res)
-	sw.v.Route(worker.RoleSplitWriter, res)
+	// Every surrender write is asked by the root (FailSplit, HandBackSplits,
+	// a completing TenancyEnded) after it sent revoke the tenancy's
+	// TenancyEnded, so this reaches revoke after that TenancyEnded: one
+	// ordered stream, with no relay.
+	sw.v.Tell(res, sw.v.PIDs.Revoke)
 }
 
 // enqueue starts op, or queues it behind the write in flight on its split.
@@ -315,7 +325,7 @@ func (sw *splitWriterActor) learn(id coordination.SplitID, rec protocol.SplitRec
 // write on is refused without I/O; its result still goes through the inbox
 // so that the queue advances in order.
 func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
-	v, pid := sw.v, c.PID()
+	v, pid, fp := sw.v, c.PID(), sw.fp
 	id := op.target()
 	base, have := sw.records[id]
 	now := v.NowMs()
@@ -328,7 +338,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			return
 		}
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
-			return failDone{op: op, res: casSplit(ctx, v, id, op.epoch, "failing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return failDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, "failing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.Fail(v.Config.MaxAttempts, now)
 			})}
 		})
@@ -338,7 +348,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			return
 		}
 		sw.launch(c, op.deadline, func(ctx context.Context) any {
-			return handBackDone{op: op, res: endTenancy(ctx, v, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return handBackDone{op: op, res: endTenancy(ctx, v, fp, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
 		})
@@ -348,7 +358,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			return
 		}
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
-			return completeDone{op: op, res: endTenancy(ctx, v, id, op.epoch, "completing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return completeDone{op: op, res: endTenancy(ctx, v, fp, id, op.epoch, "completing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.Complete(now)
 			})}
 		})
@@ -359,7 +369,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 	case leftoverOp: // as claimOp
 		lo := op.leftover
 		sw.launch(c, time.Time{}, func(ctx context.Context) any {
-			return leftoverDone{op: op, res: casSplit(ctx, v, id, lo.Record.Epoch, "handing back", worker.SplitEntry{Rec: lo.Record, Rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return leftoverDone{op: op, res: casSplit(ctx, v, fp, id, lo.Record.Epoch, "handing back", worker.SplitEntry{Rec: lo.Record, Rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
 		})
@@ -370,7 +380,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			return
 		}
 		sw.launch(c, op.deadline, func(ctx context.Context) any {
-			return departLeftoverDone{op: op, res: casSplit(ctx, v, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
+			return departLeftoverDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
 		})
@@ -532,7 +542,7 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 	default:
 		sw.v.Metrics.Acquired(d.kind.AcquisitionReason())
 		sw.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		sw.v.Route(worker.RoleSplitWriter, recordmsg.ClaimWon{Spec: d.spec, Generation: d.gen, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev})
+		sw.v.Tell(recordmsg.ClaimWon{Spec: d.spec, Generation: d.gen, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev}, sw.v.PIDs.Root)
 	}
 }
 

@@ -59,6 +59,8 @@ type claimRequest struct {
 	Candidate protocol.Candidate
 	Record    protocol.SplitRecord
 	RecordRev uint64
+	Nonce     string // this worker's session, which the claim writes
+	FP        uint64 // H(the job's fingerprint), which the records carry
 }
 
 // leftoverOp returns a leftover of this session the claimer found.

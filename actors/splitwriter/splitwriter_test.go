@@ -137,3 +137,38 @@ func TestALeftoverNotAssignedIsReturned(t *testing.T) {
 		}
 	})
 }
+
+// The split writer claims for the session the lease last told it of: after
+// a new session (SessionStarted), a claim writes the new session's nonce,
+// not the first one's (Env.Nonce).
+func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		st := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+		workertest.Put(t, st, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, 0, 1)), 0)
+		runnable := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
+		rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(runnable), 0)
+		_, writer, _, _ := spawnLoneSplitWriterOn(t, e, clk, st)
+		for _, m := range []any{
+			messages.SessionEnded{},
+			messages.SessionStarted{Nonce: "n2"},
+			messages.WatchesChanged{Live: true},
+			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
+			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: runnable, Rev: rev}}},
+		} {
+			e.Send(writer, m)
+		}
+		synctest.Wait()
+		got, ok, err := st.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
+		if err != nil || !ok {
+			t.Fatalf("read a: %v %v", ok, err)
+		}
+		r, err := protocol.DecodeSplit(protocol.SplitKey("a"), got.Value, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Owner != "w1" || r.Nonce != "n2" {
+			t.Fatalf("record %+v, want claimed by w1 in session n2", r)
+		}
+	})
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
@@ -40,7 +39,7 @@ func (sw *splitWriterActor) judge() {
 	for id := range sw.records {
 		before[id] = struct{}{}
 	}
-	v, pid := sw.v, sw.v.PIDs.SplitWriter
+	v, pid, fp := sw.v, sw.v.PIDs.SplitWriter, sw.fp
 	v.Go(func(ctx context.Context) {
 		oc, cancel := v.OpCtx(ctx)
 		defer cancel()
@@ -51,7 +50,7 @@ func (sw *splitWriterActor) judge() {
 		}
 		m := verdictListed{before: before}
 		for _, e := range es {
-			rec, err := protocol.DecodeSplit(e.Key, e.Value, v.FPHash.Load())
+			rec, err := protocol.DecodeSplit(e.Key, e.Value, fp)
 			if err != nil {
 				v.Send(pid, verdictListed{err: err})
 				return
@@ -91,7 +90,7 @@ func (sw *splitWriterActor) listed(m verdictListed) {
 		return
 	}
 	sw.verdict = true
-	sw.v.Route(worker.RoleSplitWriter, messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined})
+	sw.v.Tell(messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined}, sw.v.PIDs.Root)
 }
 
 // listedFromView reports whether every record of a verdict's listing was in

@@ -83,7 +83,20 @@ type keyspaceWatch struct {
 }
 
 // watchActor bridges the store's two watches and the reconcile listing into
-// typed observations for the actors that subscribe to each key family.
+// typed observations for the actors that act on each key family.
+//
+// It takes JobStarted (root) and Joined (lease). It tells, each at the call
+// that sends it: split records (RecordsObserved, RecordDeleted) to the
+// split writer and the leader; presences (PresenceObserved,
+// PresenceDeleted) to the leader and the split writer, and this worker's
+// own PresenceObserved to the lease too, and a challenge of this worker's
+// own presence (PresenceChallenged) to the lease only; the leader key and the plan record
+// (LeaderObserved, LeaderDeleted, PlanObserved, PlanDeleted) to the leader,
+// PlanObserved to the split writer too; assignment records
+// (AssignmentObserved, AssignmentDeleted) to the leader, and this worker's
+// own to the assign actor too; WatchesChanged to the leader, the split
+// writer and revoke; Reconciled to the leader. It publishes WatchesLive for
+// Healthy.
 type watchActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -155,9 +168,9 @@ func (w *watchActor) receive(c *actor.Context) {
 			}
 		}
 		worker.StopTimer(w.reconcile)
-	case messages.JobStarted:
+	case messages.JobStarted: // from the root
 		w.fp, w.fingerprint = m.FP, m.Fingerprint
-	case messages.Joined:
+	case messages.Joined: // from the lease
 		if !w.joined {
 			w.joined = true
 			k := w.ks[store.Durable]
@@ -191,7 +204,6 @@ func (w *watchActor) receive(c *actor.Context) {
 		w.startReconcile()
 	case listed:
 		w.applyListing(m)
-	case messages.Departing:
 	default:
 		w.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -344,7 +356,9 @@ func (w *watchActor) liveChanged() {
 		return
 	}
 	w.bothLive = both
-	w.v.Route(worker.RoleWatch, messages.WatchesChanged{Live: both})
+	w.v.WatchesLive.Store(both) // for Healthy: the handle is not an actor
+	p := w.v.PIDs
+	w.observe(messages.WatchesChanged{Live: both}, p.Leader, p.SplitWriter, p.Revoke)
 	if both && !w.everLive {
 		w.everLive = true
 		w.reconcile = w.v.After(w.v.Config.ReconcileInterval, w.v.PIDs.Watch, reconcileDue{})
@@ -400,7 +414,7 @@ func (w *watchActor) applyListing(m listed) {
 	}
 	if m.last {
 		w.v.Metrics.Reconciled(time.Since(w.listStart))
-		w.v.Route(worker.RoleWatch, messages.Reconciled{})
+		w.observe(messages.Reconciled{}, w.v.PIDs.Leader)
 	}
 }
 
@@ -447,21 +461,29 @@ func (w *watchActor) del(ks store.Keyspace, key string, rev uint64, synth bool) 
 	w.decodeDelete(ks, key, rev, synth)
 }
 
-// observe sends an observation other than a split record put to its
-// subscribers (worker/routing.go): it sends the current run of split record
-// puts (splitPut) first and then itself, so every subscriber sees the
-// observations in the order they were made.
-func (w *watchActor) observe(msg any) {
+// observe sends an observation other than a split record put to the
+// actors to that act on it (each call names them): it sends the current run
+// of split record puts (splitPut) first and then msg, so every actor sees
+// the observations in the order they were made. It takes msg's credits of
+// the watch hand-off once per recipient (worker/backlog.go).
+func (w *watchActor) observe(msg any, to ...*actor.PID) {
 	w.flush()
-	w.v.Route(worker.RoleWatch, msg)
+	w.tell(msg, to...)
 }
 
-// flush sends the current run of split record puts.
+// flush sends the current run of split record puts to the split-writer
+// actor (its view of the split records) and the leader (its fleet view).
 func (w *watchActor) flush() {
 	if len(w.run) > 0 {
-		w.v.Route(worker.RoleWatch, recordmsg.RecordsObserved{Records: w.run})
+		w.tell(recordmsg.RecordsObserved{Records: w.run}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 		w.run = nil
 	}
+}
+
+// tell takes msg's credits for each recipient, then sends it to them.
+func (w *watchActor) tell(msg any, to ...*actor.PID) {
+	w.v.Backlog.Observe(msg, len(to))
+	w.v.Tell(msg, to...)
 }
 
 // decodePut decodes a put and observes it. Split records, nearly every
@@ -500,14 +522,19 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 		for _, e := range pr.Remaining {
 			remaining = append(remaining, messages.Estimate{Split: e.Split, Epoch: e.Epoch, Remaining: e.Remaining})
 		}
-		w.observe(messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining})
+		m := messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining}
+		if suffix == w.v.ID { // the lease confirms its landed renewals
+			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.SplitWriter, w.v.PIDs.Lease)
+			return
+		}
+		w.observe(m, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyLeaderValue:
 		l, err := protocol.DecodeLeader(key, val)
 		if err != nil {
 			w.v.FatalIf(err)
 			return
 		}
-		w.observe(recordmsg.LeaderObserved{Leader: l, Rev: rev})
+		w.observe(recordmsg.LeaderObserved{Leader: l, Rev: rev}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:
 		pl, err := protocol.DecodePlan(key, val)
 		if err != nil {
@@ -518,18 +545,25 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 			w.v.FatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
 			return
 		}
-		w.observe(recordmsg.PlanObserved{Plan: pl, Rev: rev})
+		w.observe(recordmsg.PlanObserved{Plan: pl, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyAssignment:
 		a, err := protocol.DecodeAssignment(key, val)
 		if err != nil {
 			w.log.Warn("unreadable assignment; ignoring it", "key", key, "err", err)
 			return
 		}
-		w.observe(recordmsg.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev})
+		m := recordmsg.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev}
+		if suffix == w.v.ID { // the assign actor diffs this worker's own
+			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
+			return
+		}
+		w.observe(m, w.v.PIDs.Leader)
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	case protocol.KeyChallenge:
-		w.observe(messages.PresenceChallenged{Instance: suffix, Challenger: string(val), Rev: rev})
+		if suffix == w.v.ID { // a process starting with this InstanceID: the lease answers
+			w.observe(messages.PresenceChallenged{Instance: suffix, Challenger: string(val), Rev: rev}, w.v.PIDs.Lease)
+		}
 	default:
 		w.log.Debug("ignoring key of unknown shape", "key", key)
 	}
@@ -539,16 +573,21 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
-		w.observe(messages.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev})
+		w.observe(messages.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 	case protocol.KeyPresence:
-		w.observe(messages.PresenceDeleted{Instance: suffix, Rev: rev})
+		w.observe(messages.PresenceDeleted{Instance: suffix, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyLeaderValue:
-		w.observe(messages.LeaderDeleted{Rev: rev, Synthesized: synth})
+		w.observe(messages.LeaderDeleted{Rev: rev, Synthesized: synth}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:
 		w.log.Error("plan record deleted outside the library", "key", key)
-		w.observe(messages.PlanDeleted{})
+		w.observe(messages.PlanDeleted{}, w.v.PIDs.Leader)
 	case protocol.KeyAssignment:
-		w.observe(messages.AssignmentDeleted{Instance: suffix, Rev: rev})
+		m := messages.AssignmentDeleted{Instance: suffix, Rev: rev}
+		if suffix == w.v.ID {
+			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
+			return
+		}
+		w.observe(m, w.v.PIDs.Leader)
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	case protocol.KeyChallenge:

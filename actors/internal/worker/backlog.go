@@ -2,11 +2,12 @@ package worker
 
 import (
 	"context"
-	"reflect"
 	"sync"
 
 	"github.com/anthdm/hollywood/actor"
+
 	"github.com/spate-go/coordination/internal/recordmsg"
+	"github.com/spate-go/coordination/messages"
 )
 
 // WatchBacklog bounds the watch-fed items of one worker that are in
@@ -25,8 +26,8 @@ const WatchBacklog = 4096
 // whose consumer falls behind buffers in the store, whose own lag limit
 // then breaks the watch (the watch actor re-watches and the new snapshot
 // catches up) instead of the actors' inboxes growing with the event rate.
-// The watch actor's route adds the credits of each observation per
-// recipient; backlogMiddleware returns them whenever an actor has handled
+// The watch actor adds the credits of each observation per recipient
+// (Observe); backlogMiddleware returns them whenever an actor has handled
 // a watch-fed message. Safe for concurrent use.
 type backlog struct {
 	mu    sync.Mutex
@@ -56,7 +57,12 @@ func (b *backlog) Take(ctx context.Context, k int) bool {
 	return true
 }
 
-// add takes k credits without waiting: the watch actor must never block.
+// Observe takes the credits of observation msg for each of n recipients
+// without waiting (the watch actor must never block), before the watch
+// actor sends it to them.
+func (b *backlog) Observe(msg any, n int) { b.add(n * credits(msg)) }
+
+// add takes k credits without waiting.
 func (b *backlog) add(k int) {
 	b.mu.Lock()
 	b.n += k
@@ -76,16 +82,18 @@ func (b *backlog) done(k int) {
 
 // credits returns the credits msg took: one per event of a pump's burst,
 // one per record of a run of split record puts, one for any other
-// observation the watch actor routed (routing.go), and none for a
-// message that is not watch-fed.
+// observation the watch actor sends (actors/watch), and none for a
+// message that is not watch-fed. Observe and BacklogMiddleware both count
+// with it, so a credit taken is always returned.
 func credits(msg any) int {
 	switch m := msg.(type) {
 	case eventBurst:
 		return m.Events()
 	case recordmsg.RecordsObserved:
 		return len(m.Records)
-	}
-	if routeIndex[routeKey{RoleWatch, reflect.TypeOf(msg)}] != nil {
+	case messages.RecordDeleted, messages.PresenceObserved, messages.PresenceDeleted,
+		recordmsg.LeaderObserved, messages.LeaderDeleted, recordmsg.PlanObserved, messages.PlanDeleted,
+		recordmsg.AssignmentObserved, messages.AssignmentDeleted, messages.WatchesChanged, messages.Reconciled:
 		return 1
 	}
 	return 0

@@ -38,7 +38,7 @@ type CASWrite[R any] struct {
 	// Classify judges the record got (found=false: absent) read after a
 	// lost CAS of want.
 	Classify func(want R, found bool, got R) ConflictClass
-	Decode   func(key string, b []byte, fp uint64) (R, error)
+	Decode   func(key string, b []byte) (R, error) // the job's fingerprint bound by the writer
 	// Recreate, when set, heals a record found absent after a lost CAS by
 	// creating b; it returns the record read or created (docs/protocol.md,
 	// "Missing records"), or a Fatal error (a store rollback) that ends the
@@ -95,7 +95,7 @@ func CASAdopt[R any](ctx context.Context, v *Env, w CASWrite[R], base R, rev uin
 		}
 		var got R
 		if found {
-			if got, err = w.Decode(w.Key, e.Value, v.FPHash.Load()); err != nil {
+			if got, err = w.Decode(w.Key, e.Value); err != nil {
 				return CASResult[R]{Outcome: CASFatal, Err: err}
 			}
 		}

@@ -11,6 +11,7 @@ import (
 // OpenCell hands the commit writer a started tenancy's progress record as
 // its claim's fence left it. The root posts it before the tenancy's Gained.
 type OpenCell struct {
+	FP    uint64 // H(the job's fingerprint), which the tenancy's records carry
 	Split coordination.SplitID
 	Epoch uint64
 	Prog  protocol.ProgressRecord
@@ -45,7 +46,8 @@ type CommitResult struct {
 	Residual coordination.SplitID
 }
 
-// commitDesk is the commit writer as the routing reaches it.
+// commitDesk is the commit writer as the other parts of a worker reach it
+// (PostCommit, AskCommit).
 type commitDesk interface {
 	// Post queues msg on the shard of the split it concerns, behind what
 	// was posted there before.

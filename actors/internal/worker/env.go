@@ -16,49 +16,69 @@ import (
 	"github.com/spate-go/coordination/store"
 )
 
-// PIDs names the actors of one worker. Set once in Spawn before any message
-// flows; read-only afterwards.
+// PIDs names the actors of one worker: what each is given at spawn to
+// reach its peers. Spawn sets them (NewPIDs) before it spawns any actor;
+// read-only afterwards.
 type PIDs struct {
 	Root, Watch, Lease, Leader, Assign, SplitWriter, Revoke *actor.PID
 }
+
+// NewPIDs returns the PIDs the actors of the worker named name get on
+// engine e, before any is spawned: hollywood names a process kind/id, and
+// Spawn spawns each with kind Kind(...) and id name.
+func NewPIDs(e *actor.Engine, name string) PIDs {
+	at := func(kind string) *actor.PID { return actor.NewPID(e.Address(), Kind(kind)+"/"+name) }
+	return PIDs{
+		Root: at("coordinator"), Watch: at("watch"), Lease: at("lease"), Leader: at("leader"),
+		Assign: at("assign"), SplitWriter: at("splitwriter"), Revoke: at("revoke"),
+	}
+}
+
+// Kind is the engine kind of the actor named kind ("lease").
+func Kind(kind string) string { return "coordination-" + kind }
 
 // Env is what every actor of one worker shares: immutable configuration,
 // the engine, the store, and the goroutine group. Nothing mutable except the
 // WaitGroup and the atomics, which are safe for concurrent use.
 type Env struct {
-	Engine   *actor.Engine
-	Raw      store.Store // the store as given (direct hand-back after failure)
-	Store    store.Store // raw wrapped: refuses writes once halted
-	Config   coordination.Config
-	Clock    clock.Clock
-	ID       string
-	Nonce    string
-	Log      *slog.Logger
-	Metrics  *Metrics
+	Engine *actor.Engine
+	Raw    store.Store // the store as given (direct hand-back after failure)
+	Store  store.Store // raw wrapped: refuses writes once halted
+	Config coordination.Config
+	Clock  clock.Clock
+	ID     string
+	// Nonce is the first session's nonce (docs/protocol.md, "Sessions").
+	// The current session's is the lease actor's; the actors that act on
+	// it learn a new one from SessionStarted.
+	Nonce   string
+	Log     *slog.Logger
+	Metrics *Metrics
+	// Outbox is the seam events for the driver: the root pushes them (and
+	// the commit writer a CutRequested), the handle takes them; Fail
+	// latches its failure from any goroutine. Not yet one writer (issue #40).
 	Outbox   *Outbox
-	PIDs     PIDs
-	ValueCap int // the store's value cap, 0 = none
+	PIDs     PIDs // given to every actor at spawn (NewPIDs); never written after
+	ValueCap int  // the store's value cap, 0 = none
 
 	Backlog backlog // the credit of the watch hand-off (backlog.go)
 
-	Commits commitDesk // the commit writer (actors/commitwriter), set by Spawn
+	Commits commitDesk // the commit writer (actors/commitwriter), set by Spawn before any actor
 
 	Ctx    context.Context // cancelled at Depart's end or Abort
 	Cancel context.CancelFunc
 	WG     sync.WaitGroup
-	Halted atomic.Bool   // no further writes (failed or aborted)
-	FPHash atomic.Uint64 // H(fingerprint), set by Start
-	Gone   atomic.Bool   // Depart began: never write the presence key again
-	// SessionLive and watchesLive are what Healthy reads; the lease actor
-	// writes both (docs/protocol.md, "Sessions", "Watches and reconcile").
-	SessionLive, WatchesLive atomic.Bool
-	// Session is the current session's nonce (docs/protocol.md, "Sessions");
-	// the first session's is nonce, and only the lease actor replaces it.
-	Session atomic.Pointer[string]
+	// Halted latches "no further writes" (failed or aborted): Fail sets it
+	// from any goroutine, and the guarded store and every loop read it, so
+	// a write cannot slip out after a failure while a message is in flight.
+	Halted atomic.Bool
+	Gone   atomic.Bool // Depart began (the handle sets it): the lease's startup never writes the presence key again
+	// SessionLive and WatchesLive are what Healthy reads (the handle is not
+	// an actor, so it is not told by message); each has one writer, the
+	// fact's owner: the lease actor writes SessionLive, the watch actor
+	// WatchesLive (docs/protocol.md, "Sessions", "Watches and reconcile").
+	SessionLive atomic.Bool // written by the lease actor only
+	WatchesLive atomic.Bool // written by the watch actor only
 }
-
-// SessionNonce returns the current session's nonce.
-func (v *Env) SessionNonce() string { return *v.Session.Load() }
 
 // Go runs f on a goroutine owned by the worker: registered with the
 // WaitGroup, recovering a panic into a Fatal failure.

@@ -3,7 +3,7 @@ package worker
 import "github.com/spate-go/coordination/messages"
 
 // JobPhase is where the job stands, as one actor has seen it: the watches
-// are live, the job has its verdict, Depart began. The assign, leader and
+// are live, the job has its verdict, Depart began. The leader and
 // revoke actors each keep one, fed only by the three messages observe
 // takes.
 //

@@ -21,8 +21,7 @@ import (
 // is Retryable (the caller retries while the tenancy lasts); a foreign
 // record under either key, or one that does not decode, is Fatal naming
 // the key. It blocks for the store calls, bounded by ctx.
-func CreateResidual(ctx context.Context, v *Env, parent coordination.SplitID, c protocol.Cut, generation uint64) error {
-	fp := v.FPHash.Load()
+func CreateResidual(ctx context.Context, v *Env, fp uint64, parent coordination.SplitID, c protocol.Cut, generation uint64) error {
 	specKey := protocol.SpecKey(c.ID)
 	spec := c.ResidualSpec(fp, generation)
 	found, err := createOrRead(ctx, v, specKey, protocol.EncodeSpec(spec), func(b []byte) (bool, error) {

@@ -74,15 +74,17 @@ type FaultyStore struct {
 	FailCreate  string // key: the next durable Create fails without writing
 }
 
+// FP is H("job:v1"), the fingerprint of the tests' jobs (FinalPlan), which
+// the records a test writes carry.
+var FP = protocol.Fingerprint("job:v1")
+
 // NewEnv is a minimal environment for driving the write functions directly.
 func NewEnv(tb testing.TB, st store.Store) *worker.Env {
 	tb.Helper()
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "me"
 	v := &worker.Env{Raw: st, Config: cfg, Clock: clock.NewMock(), ID: "me", Nonce: "n", Log: DiscardLogger(), Outbox: &worker.Outbox{}}
-	v.Session.Store(&v.Nonce)
 	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted}
-	v.FPHash.Store(protocol.Fingerprint("job:v1"))
 	return v
 }
 
@@ -94,7 +96,6 @@ func ActorEnv(e *actor.Engine, st store.Store, cfg coordination.Config, nonce st
 	id := cfg.InstanceID
 	v := &worker.Env{Engine: e, Raw: st, Config: cfg, Clock: cfg.Clock, ID: id, Nonce: nonce, Log: cfg.Logger, Outbox: &worker.Outbox{}}
 	v.Metrics = worker.NewMetrics(reg, id, DiscardLogger())
-	v.Session.Store(&v.Nonce)
 	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	return v

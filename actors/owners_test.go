@@ -1,0 +1,133 @@
+package actors
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// A fact of one worker has one owning actor (docs/architecture.md, "One
+// owner per fact"); the others ask it, or are told exactly what they act on.
+// The facts with a type of their own are checked here: a struct field of a
+// fact's type outside its owner's package is a second copy of the fact.
+// The copies still kept are listed with the reason, each to be removed by
+// a later step of issue #40; the test fails on a new copy, and on a listed
+// one that is gone (so the list only shrinks).
+
+// fact is one fact of a worker, the types that hold it and its owner.
+type fact struct {
+	name  string
+	types []string // worker's types that hold it
+	owner string   // the owner's directory under actors/ ("." is the root's)
+}
+
+var facts = []fact{
+	{name: "held tenancies", types: []string{"Tenancy", "HeldView"}, owner: "."},
+	{name: "split records", types: []string{"SplitEntry"}, owner: "splitwriter"},
+	{name: "the job's phase", types: []string{"JobPhase"}, owner: "."},
+}
+
+// knownCopies are the fields that still keep a copy of a fact outside its
+// owner, as "dir.Type.field", with the fact they copy.
+var knownCopies = map[string]string{
+	"splitwriter.splitWriterActor.held": "held tenancies",  // the claimer's lane budget and fences
+	"revoke.revokeActor.held":           "held tenancies",  // the splits a revocation may concern
+	"leader.leaderActor.phase":          "the job's phase", // copies fed by WatchesChanged, VerdictReached, Departing
+	"revoke.revokeActor.phase":          "the job's phase",
+}
+
+// factFields returns every struct field of a fact's type in the non-test
+// sources of actors/, as "dir|Type.field" → the fact.
+func factFields(t *testing.T) map[string]string {
+	t.Helper()
+	of := map[string]string{}
+	for _, f := range facts {
+		for _, ty := range f.types {
+			of[ty] = f.name
+		}
+	}
+	found := map[string]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		dir := filepath.ToSlash(filepath.Dir(path))
+		for _, d := range f.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok {
+				continue
+			}
+			for _, s := range gd.Specs {
+				ts, ok := s.(*ast.TypeSpec)
+				if !ok {
+					continue
+				}
+				st, ok := ts.Type.(*ast.StructType)
+				if !ok {
+					continue
+				}
+				for _, fl := range st.Fields.List {
+					ast.Inspect(fl.Type, func(n ast.Node) bool {
+						var name string
+						switch n := n.(type) {
+						case *ast.SelectorExpr:
+							name = n.Sel.Name
+						case *ast.Ident:
+							name = n.Name
+						}
+						if fc := of[name]; fc != "" {
+							for _, nm := range fl.Names {
+								found[dir+"|"+ts.Name.Name+"."+nm.Name] = fc
+							}
+						}
+						return true
+					})
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// TestNoFactIsKeptOutsideItsOwner fails when a package other than a fact's
+// owner declares a field of the fact's type, unless the copy is listed in
+// knownCopies, and when a listed copy is gone.
+func TestNoFactIsKeptOutsideItsOwner(t *testing.T) {
+	owner := map[string]string{}
+	for _, f := range facts {
+		owner[f.name] = f.owner
+	}
+	found := factFields(t)
+	var seen []string
+	for field, fc := range found {
+		dir, _, _ := strings.Cut(field, "|")
+		field = strings.Replace(field, "|", ".", 1)
+		if dir == owner[fc] || strings.HasPrefix(dir, "internal/") {
+			continue // the owner's own, or the shared type's definition
+		}
+		if knownCopies[field] == fc {
+			seen = append(seen, field)
+			continue
+		}
+		t.Errorf("%s keeps a copy of %s, whose owner is actors/%s: ask the owner, or be told what to act on (docs/architecture.md, \"One owner per fact\")", field, fc, owner[fc])
+	}
+	for field := range knownCopies {
+		if !slices.Contains(seen, field) {
+			t.Errorf("%s no longer keeps a copy: remove it from knownCopies (and docs/architecture.md's table)", field)
+		}
+	}
+}
