@@ -115,11 +115,12 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 	fmt.Printf("source: %d rows in %s; batches of %d rows; %d interleaved rounds\n\n", rows, time.Since(start).Round(time.Millisecond), batch, rounds)
 	variants := []variant{
 		{"plain INSERT...SELECT, 1 connection", plainInsertSelect},
-		{"exactly-once INSERT...SELECT, 1 worker, 1 split", eo(1, 1, true)},
+		{"exactly-once INSERT...SELECT, 1 worker, 1 split", eo(1, 1, byRange)},
 		{"plain read + COPY, 1 connection", plainReadCopy},
-		{"exactly-once read + COPY (CopyInto), 1 worker, 1 split", eo(1, 1, false)},
-		{"exactly-once INSERT...SELECT, 1 worker, 16 splits", eo(1, 16, true)},
-		{"exactly-once INSERT...SELECT, 4 workers, 16 splits", eo(4, 16, true)},
+		{"exactly-once read + COPY (CopyInto), 1 worker, 1 split", eo(1, 1, byCopy)},
+		{"exactly-once INSERT...SELECT, 1 worker, 16 splits", eo(1, 16, byRange)},
+		{"exactly-once INSERT...SELECT, 4 workers, 16 splits", eo(4, 16, byRange)},
+		{"exactly-once INSERT...SELECT, keys read (Transact), 1 worker, 1 split", eo(1, 1, byKeys)},
 	}
 	if only != "" {
 		var picked []variant
@@ -164,7 +165,7 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 		med[i] = times[i][len(times[i])/2]
 		fmt.Printf("  %-58s %8s  %9.0f rows/s\n", v.name, med[i].Round(time.Millisecond), float64(rows)/med[i].Seconds())
 	}
-	if len(variants) == 6 {
+	if len(variants) == 7 {
 		fmt.Println("\nratios (throughput, medians):")
 		ratio := func(a, b int) {
 			fmt.Printf("  %s / %s: %.2fx\n", variants[a].name, variants[b].name, med[b].Seconds()/med[a].Seconds())
@@ -173,6 +174,7 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 		ratio(3, 2)
 		ratio(4, 0)
 		ratio(5, 0)
+		ratio(6, 0)
 	}
 	return nil
 }
@@ -241,16 +243,29 @@ func plainReadCopy(ctx context.Context, b *bench) error {
 	}
 }
 
+// eoWrite is how an exactly-once copy writes a batch.
+type eoWrite int
+
+const (
+	// byRange is TransactRange with INSERT ... SELECT between the batch's
+	// first and last key: the scan reads each batch's bounds only.
+	byRange eoWrite = iota
+	// byKeys is the same statement under Transact: the scan reads every
+	// key of the batch to the worker.
+	byKeys
+	// byCopy is CopyInto: the scan reads the rows, COPY writes them.
+	byCopy
+)
+
 // eo returns an exactly-once copy by workers workers over splits planned
-// splits: insertSelect copies each batch with INSERT ... SELECT between its
-// first and last key (the scan reads keys only); otherwise CopyInto.
-func eo(workers, splits int, insertSelect bool) func(ctx context.Context, b *bench) error {
+// splits, each batch written as how says.
+func eo(workers, splits int, how eoWrite) func(ctx context.Context, b *bench) error {
 	return func(ctx context.Context, b *bench) error {
 		b.runs++
 		job := fmt.Sprintf("bench%d", b.runs)
 		errs := make(chan error, workers)
 		for i := range workers {
-			go func() { errs <- b.worker(ctx, job, fmt.Sprintf("w%d", i), splits, insertSelect) }()
+			go func() { errs <- b.worker(ctx, job, fmt.Sprintf("w%d", i), splits, how) }()
 		}
 		var first error
 		for range workers {
@@ -263,7 +278,7 @@ func eo(workers, splits int, insertSelect bool) func(ctx context.Context, b *ben
 }
 
 // worker runs one exactly-once copy worker of job until the job completes.
-func (b *bench) worker(ctx context.Context, job, id string, splits int, insertSelect bool) error {
+func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWrite) error {
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = id
 	cfg.LeaseDuration = 3 * time.Second
@@ -290,13 +305,17 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, insertSe
 	}
 	defer db.Close()
 	t := sqlscan.Table{DB: db, Name: "src", Key: "id", Kind: sqlscan.KeyInt, BatchSize: b.batch}
+	insertSelect := func(ctx context.Context, tx pgx.Tx, bt *sqlscan.Batch) error {
+		_, err := tx.Exec(ctx, "INSERT INTO dst SELECT "+srcCols+" FROM src WHERE id BETWEEN $1 AND $2", bt.First, bt.Last)
+		return err
+	}
 	var h sqlscan.Handler
-	if insertSelect {
-		h = sqlscan.Transact(c, func(ctx context.Context, tx pgx.Tx, bt *sqlscan.Batch) error {
-			_, err := tx.Exec(ctx, "INSERT INTO dst SELECT "+srcCols+" FROM src WHERE id BETWEEN $1 AND $2", bt.First, bt.Last)
-			return err
-		})
-	} else {
+	switch how {
+	case byRange:
+		h = sqlscan.TransactRange(c, insertSelect)
+	case byKeys:
+		h = sqlscan.Transact(c, insertSelect)
+	case byCopy:
 		t.Columns = []string{"id", "account", "amount", "note"}
 		h = sqlscan.CopyInto(c, pgx.Identifier{"dst"}, t.Columns)
 	}
