@@ -124,6 +124,7 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 16 splits", eo(1, 16, byRange), 0},
 		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, 16 splits", eo(4, 16, byRange), 0},
 		{"exactly-once INSERT...SELECT (Transact, keys read), 1 worker, 1 split", eo(1, 1, byKeys), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, no cuts", eo(1, 1, byRange|oneLane), 0},
 	}
 	picked := make([]int, len(variants))
 	for i := range picked {
@@ -273,6 +274,11 @@ const (
 	byKeys
 	// byCopy is CopyInto: the scan reads the rows, COPY writes them.
 	byCopy
+	// oneLane, or-ed with one of the above, turns runtime cuts off: each
+	// split is read by one lane, one batch at a time. By default the
+	// leader cuts a split whose worker has idle lane slots (MaxInFlight
+	// 8), and one worker copies over several lanes at once.
+	oneLane eoWrite = 8
 )
 
 // eo returns an exactly-once copy by workers workers over splits planned
@@ -304,6 +310,9 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWr
 	cfg.RebalanceDelay = 0
 	cfg.StartupGrace = 0
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	if how&oneLane != 0 {
+		cfg.CutInterval = -1
+	}
 	st, err := pgstore.New(pgstore.Config{DSN: b.srv.DSN("postgres"), Job: job}, cfg.LeaseDuration)
 	if err != nil {
 		return err
@@ -328,7 +337,7 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWr
 		return err
 	}
 	var h sqlscan.Handler
-	switch how {
+	switch how &^ oneLane {
 	case byRange:
 		h = sqlscan.TransactRange(c, insertSelect)
 	case byKeys:
