@@ -1,11 +1,14 @@
 package driver
 
 import (
+	"log/slog"
 	"slices"
 	"testing"
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/spate-go/coordination"
 )
 
 // TestBacklogRules checks the backlog's pure rules on random lags: a round
@@ -70,4 +73,37 @@ func TestBacklogRules(t *testing.T) {
 			}
 		}
 	})
+}
+
+// pausedReader is a Reader and Pauser with fixed acknowledged watermarks
+// that records the lanes it was asked to resume.
+type pausedReader struct {
+	acked   []Watermark
+	resumed []LaneID
+}
+
+func (r *pausedReader) StartLanes([]Lane)          {}
+func (r *pausedReader) StopLanes([]LaneID)         {}
+func (r *pausedReader) Acked() []Watermark         { return r.acked }
+func (r *pausedReader) PauseLanes([]LaneID)        {}
+func (r *pausedReader) ResumeLanes(lanes []LaneID) { r.resumed = append(r.resumed, lanes...) }
+
+// A paused lane whose acknowledged watermark another commit already landed
+// (a cut's CommitCut carries it) is resumed by the next commit round, which
+// has nothing to commit for it. Before, the round skipped the lane as
+// committed and its lag stayed: the lane's next claim waited for a commit
+// that never came (an exactly-once copy of 1M rows hung on it under load).
+func TestCommitResumesALaneAnotherCommitLanded(t *testing.T) {
+	r := &pausedReader{acked: []Watermark{{Partition: 1, Value: 40}}}
+	d := &Driver{log: slog.New(slog.DiscardHandler), parts: map[PartitionID]*tenancy{
+		1: {partition: 1, lane: 7, opened: true, phase: live, progress: &coordination.SplitProgress{Watermark: 40}},
+	}}
+	l := &loop{d: d, r: r, backlog: newBacklog(r, time.Second)}
+	l.backlog.lags[1] = &lag{paused: true}
+	if err := l.commit(nil); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(r.resumed, []LaneID{7}) || l.backlog.lags[1] != nil {
+		t.Fatalf("resumed %v, lag %v; want lane 7 resumed and its lag forgotten", r.resumed, l.backlog.lags[1])
+	}
 }

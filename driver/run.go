@@ -167,21 +167,30 @@ func (l *loop) stalledOr(err error) error {
 // at the first commit that does not land (Retryable, logged and swallowed:
 // the next commit supersedes it), so an outage costs one store timeout per
 // round, not one per lane; the lanes left untried count as lagging. Lanes
-// whose progress landed are resumed if they were paused. Any other error is
-// returned.
+// whose progress landed, by this round or by another commit (a cut), are
+// resumed if they were paused. Any other error is returned.
 func (l *loop) commit(parts []PartitionID) error {
 	var ws []Watermark
+	var landed []PartitionID
+	defer func() { l.resume(landed) }()
 	for _, w := range mergeWatermarks(l.r.Acked()) {
 		if parts != nil && !slices.Contains(parts, w.Partition) {
 			continue
 		}
-		if t, ok := l.d.parts[w.Partition]; ok && t.committable() && !l.d.committed(t, w.Value) {
+		t, ok := l.d.parts[w.Partition]
+		switch {
+		case !ok || !t.committable():
+		case !l.d.committed(t, w.Value):
 			ws = append(ws, w)
+		case l.backlog.caughtUp(w.Partition):
+			// Another commit landed it (a cut's CommitCut, which carries
+			// the acknowledged watermark): a lagging lane is caught up, and
+			// a paused one must resume, or its next claim waits for a
+			// commit this loop never makes.
+			landed = append(landed, w.Partition)
 		}
 	}
 	l.backlog.order(ws)
-	var landed []PartitionID
-	defer func() { l.resume(landed) }()
 	for i, w := range ws {
 		start := time.Now()
 		err := l.d.Commit([]Watermark{w})
