@@ -57,32 +57,39 @@ func makeTables(ctx context.Context, t testing.TB, s *pgtest.Server, kk int, n, 
 }
 
 // Two workers copy each key kind's table exactly once, with nothing going
-// wrong: the baseline of the fault schedules.
+// wrong: the baseline of the fault schedules. Each kind is copied twice:
+// by Transact with a COPY of the rows the scan read, and by TransactRange
+// with an INSERT ... SELECT between the bounds the scan read.
 func TestCopyExactlyOnce(t *testing.T) {
 	s := pgtest.Need(t, srv)
 	for kk, k := range keyKinds {
-		t.Run(k.typ, func(t *testing.T) {
-			ctx := t.Context()
-			src, dst := makeTables(ctx, t, s, kk, 3000, 3)
-			j := &copyJob{s: s, job: pgtest.UniqueName("copy"), dst: dst, columns: []string{"k", "v"}, splits: 6,
-				tbl: sqlscan.Table{Name: src, Key: "k", Kind: k.kind, Columns: []string{"k", "v"}, BatchSize: 100}}
-			ws := []*copyWorker{j.start(t, "w1"), j.start(t, "w2")}
-			for _, w := range ws {
-				if !w.wait(60 * time.Second) {
-					t.Fatalf("worker %s did not finish within 60s", w.id)
-				}
-				if w.err != nil {
-					t.Fatalf("worker %s: %v", w.id, w.err)
-				}
-				w.close()
-			}
-			missing, dup, extra, err := sinkCounts(ctx, s, src, dst, "k")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if missing != 0 || dup != 0 || extra != 0 {
-				t.Fatalf("sink: %d rows missing, %d duplicated, %d extra; want 0, 0, 0", missing, dup, extra)
-			}
-		})
+		for _, byRange := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/range=%v", k.typ, byRange), func(t *testing.T) { copyOnce(t, s, kk, byRange) })
+		}
+	}
+}
+
+// copyOnce is one case of TestCopyExactlyOnce.
+func copyOnce(t *testing.T, s *pgtest.Server, kk int, byRange bool) {
+	ctx := t.Context()
+	src, dst := makeTables(ctx, t, s, kk, 3000, 3)
+	j := &copyJob{s: s, job: pgtest.UniqueName("copy"), dst: dst, columns: []string{"k", "v"}, splits: 6, byRange: byRange,
+		tbl: sqlscan.Table{Name: src, Key: "k", Kind: keyKinds[kk].kind, Columns: []string{"k", "v"}, BatchSize: 100}}
+	ws := []*copyWorker{j.start(t, "w1"), j.start(t, "w2")}
+	for _, w := range ws {
+		if !w.wait(60 * time.Second) {
+			t.Fatalf("worker %s did not finish within 60s", w.id)
+		}
+		if w.err != nil {
+			t.Fatalf("worker %s: %v", w.id, w.err)
+		}
+		w.close()
+	}
+	missing, dup, extra, err := sinkCounts(ctx, s, src, dst, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing != 0 || dup != 0 || extra != 0 {
+		t.Fatalf("sink: %d rows missing, %d duplicated, %d extra; want 0, 0, 0", missing, dup, extra)
 	}
 }

@@ -19,6 +19,10 @@
 // commit interval), [Transact] or [CopyInto] for exactly-once delivery into
 // PostgreSQL, where each batch's rows and the split's progress commit in
 // one transaction of the job's pgstore database (coordination.TxCommitter).
+// [TransactRange] is Transact for statements that select a batch's rows
+// themselves by its first and last key (INSERT ... SELECT): the scan then
+// reads each batch's bounds only, never its rows. A lane reads its next
+// batch while the handler works on the one before.
 //
 // # Keys
 //

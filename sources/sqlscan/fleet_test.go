@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -44,6 +45,10 @@ type copyJob struct {
 	lease     time.Duration // 0: fleetLease
 	opTimeout time.Duration // 0: 300ms
 	drain     time.Duration // Config.DrainDeadline; 0: lease/2
+	// byRange copies with TransactRange: an INSERT ... SELECT of the
+	// source's rows between the batch's first and last key, in place of a
+	// COPY of the rows the scan read (Transact).
+	byRange bool
 	// write, when set, is the worker's batch write in place of the stall
 	// and the COPY.
 	write func(w *copyWorker) sqlscan.TxBatchFunc
@@ -111,6 +116,9 @@ func (j *copyJob) start(t testing.TB, id string) *copyWorker {
 				return ctx.Err()
 			}
 		}
+		if j.byRange {
+			return insertRange(ctx, tx, j.tbl, j.dst, b)
+		}
 		_, err := tx.CopyFrom(ctx, pgx.Identifier{j.dst}, j.columns, pgx.CopyFromRows(b.Rows))
 		return err
 	}
@@ -118,6 +126,9 @@ func (j *copyJob) start(t testing.TB, id string) *copyWorker {
 		write = j.write(w)
 	}
 	h := sqlscan.Transact(w.c, write)
+	if j.byRange {
+		h = sqlscan.TransactRange(w.c, write)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
 	run := func(src driver.SourceReader, plan coordination.Planner) {
@@ -132,6 +143,26 @@ func (j *copyJob) start(t testing.TB, id string) *copyWorker {
 		go run(src, plan)
 	}
 	return w
+}
+
+// insertRange copies the rows of batch b from tbl into dst with INSERT ...
+// SELECT between its first and last key (compared as the scan compares
+// them: COLLATE "C" for text), after checking that the scan read its
+// bounds only.
+func insertRange(ctx context.Context, tx pgx.Tx, tbl sqlscan.Table, dst string, b *sqlscan.Batch) error {
+	if b.Rows != nil || b.Count < 1 || b.Count > tbl.BatchSize {
+		return fmt.Errorf("TransactRange batch with %d rows read and a count of %d; want none read and 1 to %d", len(b.Rows), b.Count, tbl.BatchSize)
+	}
+	key := tbl.Key
+	if tbl.Kind == sqlscan.KeyText {
+		key += ` COLLATE "C"`
+	}
+	tag, err := tx.Exec(ctx, fmt.Sprintf("INSERT INTO %s SELECT %s FROM %s WHERE %s BETWEEN $1 AND $2", dst, strings.Join(tbl.Columns, ", "), tbl.Name, key), b.First, b.Last)
+	if err == nil && tag.RowsAffected() != int64(b.Count) {
+		// The tests' sources do not change while they are copied.
+		return fmt.Errorf("the batch from %v to %v counted %d rows, its INSERT copied %d", b.First, b.Last, b.Count, tag.RowsAffected())
+	}
+	return err
 }
 
 // mustSource returns the source and planner of tbl.

@@ -19,9 +19,12 @@ import (
 )
 
 // Handler is what a lane does with each batch it claimed: [Each],
-// [Transact] or [CopyInto].
+// [Transact], [TransactRange] or [CopyInto].
 type Handler interface {
 	handle(ctx context.Context, l laneInfo, b *Batch) error
+	// boundsOnly reports whether the handler reads only a batch's First,
+	// Last and Count, so that the scan need not read its rows.
+	boundsOnly() bool
 }
 
 // BatchFunc processes one batch (at-least-once: [Each]).
@@ -36,6 +39,8 @@ func Each(fn BatchFunc) Handler { return each(fn) }
 type each BatchFunc
 
 func (e each) handle(ctx context.Context, _ laneInfo, b *Batch) error { return e(ctx, b) }
+
+func (each) boundsOnly() bool { return false }
 
 // TxBatchFunc writes one batch into PostgreSQL inside tx, the transaction
 // that also commits the split's progress ([Transact]).
@@ -52,13 +57,31 @@ type TxBatchFunc func(ctx context.Context, tx pgx.Tx, b *Batch) error
 //
 // A commit whose outcome is unknown (a lost reply, a restarted server) is
 // retried with the same batch until it is decided, by the read-back of the
-// split's progress: fn runs again only if the earlier attempt did not
-// land. An error of fn itself is retried with the same batch too: one
-// that comes from the batch (not from a lost connection, a restarting
-// server or a timeout) five times at most, then the split is reported as
-// poison.
+// split's progress: fn's writes land again only if the earlier attempt did
+// not land (fn may run again, and its writes then roll back; a sink's
+// unique constraint refusing them is no failure of fn). An error of fn
+// itself is retried with the same batch too: one that comes from the
+// batch (not from a lost connection, a restarting server or a timeout)
+// five times at most, then the split is reported as poison.
 func Transact(c coordination.Coordinator, fn TxBatchFunc) Handler {
 	return &transact{c: c, fn: fn}
+}
+
+// TransactRange is [Transact] for statements that select each batch's rows
+// themselves by its keys, such as
+//
+//	INSERT INTO sink SELECT ... FROM table WHERE key BETWEEN $1 AND $2
+//
+// with b.First and b.Last (a text key compared COLLATE "C" on PostgreSQL,
+// as the scan compares it). The scan then reads only each batch's bounds:
+// one statement per batch returns its first key, its last key and its row
+// count (b.Count), counted on the server from the key's index, so the
+// rows never travel to the worker; b.Rows is nil and Table.Columns is not
+// read. The rows fn selects are the range's rows as they are in its
+// transaction (a row inserted or deleted between the two statements is
+// copied as it is then). The guarantees are Transact's.
+func TransactRange(c coordination.Coordinator, fn TxBatchFunc) Handler {
+	return &transact{c: c, fn: fn, bounds: true}
 }
 
 // CopyInto is [Transact] with a COPY of each batch's rows into table's
@@ -71,9 +94,12 @@ func CopyInto(c coordination.Coordinator, table pgx.Identifier, columns []string
 }
 
 type transact struct {
-	c  coordination.Coordinator
-	fn TxBatchFunc
+	c      coordination.Coordinator
+	fn     TxBatchFunc
+	bounds bool // TransactRange: fn reads First, Last and Count only
 }
+
+func (t *transact) boundsOnly() bool { return t.bounds }
 
 // fnFailures is how many failures of fn in a row poison a split.
 const fnFailures = 5

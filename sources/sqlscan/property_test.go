@@ -53,13 +53,13 @@ type copyStep struct {
 
 type copySchedule struct {
 	kind, rows, step, batch, splits, workers int
-	cuts                                     bool
+	cuts, byRange                            bool
 	steps                                    []copyStep
 }
 
 func (s copySchedule) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s keys, %d rows every %d, batches of %d, %d splits, %d workers, cuts %v:", keyKinds[s.kind].typ, s.rows, s.step, s.batch, s.splits, s.workers, s.cuts)
+	fmt.Fprintf(&b, "%s keys, %d rows every %d, batches of %d, %d splits, %d workers, cuts %v, TransactRange %v:", keyKinds[s.kind].typ, s.rows, s.step, s.batch, s.splits, s.workers, s.cuts, s.byRange)
 	for _, st := range s.steps {
 		fmt.Fprintf(&b, " +%s %s(%d)", st.after, copyStepNames[st.kind], st.worker)
 	}
@@ -75,6 +75,7 @@ func drawCopySchedule(t *rapid.T) copySchedule {
 		splits:  rapid.IntRange(1, 8).Draw(t, "splits"),
 		workers: rapid.IntRange(1, 3).Draw(t, "workers"),
 		cuts:    rapid.Bool().Draw(t, "cuts"),
+		byRange: rapid.Bool().Draw(t, "byRange"),
 	}
 	restart := rapid.IntRange(0, 4).Draw(t, "restart") == 0 // a server restart in one schedule in five
 	for i := range rapid.IntRange(1, 4).Draw(t, "steps") {
@@ -121,7 +122,7 @@ func TestCopyExactlyOnceProperty(t *testing.T) {
 func runCopySchedule(t *testing.T, s *pgtest.Server, sc copySchedule) string {
 	ctx := t.Context()
 	src, dst := makeTables(ctx, t, s, sc.kind, sc.rows, sc.step)
-	j := &copyJob{s: s, job: pgtest.UniqueName("prop"), dst: dst, columns: []string{"k", "v"}, splits: sc.splits,
+	j := &copyJob{s: s, job: pgtest.UniqueName("prop"), dst: dst, columns: []string{"k", "v"}, splits: sc.splits, byRange: sc.byRange,
 		tbl: sqlscan.Table{Name: src, Key: "k", Kind: keyKinds[sc.kind].kind, Columns: []string{"k", "v"}, BatchSize: sc.batch}}
 	if sc.cuts {
 		j.cutEvery = 200 * time.Millisecond

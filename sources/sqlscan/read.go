@@ -2,6 +2,7 @@ package sqlscan
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"time"
@@ -16,13 +17,18 @@ type Batch struct {
 	Split coordination.SplitID
 	// Rows are the rows read, each the values of Table.Columns in order
 	// (the key alone when Columns is empty), as database/sql scans them
-	// into an any.
+	// into an any. Nil for a [TransactRange] handler, whose scan reads
+	// the batch's bounds only.
 	Rows [][]any
+	// Count is the number of rows in the batch: len(Rows), or, for a
+	// [TransactRange] handler, the rows the scan counted from First to
+	// Last.
+	Count int
 	// First and Last are the keys of the first and the last row, as
 	// database/sql scans them. A statement of one's own may select the
 	// batch's rows by them (INSERT INTO sink SELECT ... FROM table WHERE
-	// key BETWEEN $first AND $last, with Table.Columns left empty so that
-	// the scan reads keys only): the batch's rows as they are then.
+	// key BETWEEN $first AND $last, with [TransactRange], so that the
+	// scan reads the bounds only): the batch's rows as they are then.
 	First, Last any
 }
 
@@ -47,7 +53,8 @@ func NewSource[P lanes.Position](t Table, h Handler, opts lanes.Options) (*lanes
 	case !isInt && t.Kind == KeyInt:
 		return nil, fmt.Errorf("sqlscan: a KeyInt key is read by NewSource[int64], not NewSource[[]byte]")
 	}
-	r := &reader{t: t, h: h, query: t.batchQueries()}
+	r := &reader{t: t, h: h, bounds: h.boundsOnly()}
+	r.query = t.batchQueries(r.bounds)
 	var read any
 	if isInt {
 		read = lanes.ReadFunc[int64](r.readInts)
@@ -59,16 +66,20 @@ func NewSource[P lanes.Position](t Table, h Handler, opts lanes.Options) (*lanes
 
 // reader reads the lanes of one source.
 type reader struct {
-	t     Table
-	h     Handler
-	query map[[2]bool]string // by (lower bound?, upper bound?)
+	t      Table
+	h      Handler
+	bounds bool               // the handler needs each batch's bounds only
+	query  map[[2]bool]string // by (lower bound?, upper bound?)
 }
 
 // batchQueries expands the batch statement for each shape of bounds: a
 // lower bound ">= $1" (the range's start) or "> $1" (after the last
 // claim; both take the same argument, the operator is chosen per read),
-// and an upper bound "< $2".
-func (t Table) batchQueries() map[[2]bool]string {
+// and an upper bound "< $2". With bounds, the statement returns one row
+// (the batch's first key, its last key and its row count; none for an
+// empty batch) in place of the batch's rows: the server reads the keys
+// (from the key's index) and sends three values.
+func (t Table) batchQueries(bounds bool) map[[2]bool]string {
 	qs := map[[2]bool]string{}
 	for _, lo := range []bool{false, true} {
 		for _, hi := range []bool{false, true} {
@@ -82,53 +93,99 @@ func (t Table) batchQueries() map[[2]bool]string {
 				where = append(where, t.keyExpr()+" < "+t.arg(n))
 				n++
 			}
-			q := "SELECT " + t.selectList() + " FROM " + t.Name
+			list := t.selectList()
+			if bounds {
+				list = t.keyExpr() + " AS k"
+			}
+			q := "SELECT " + list + " FROM " + t.Name
 			if len(where) > 0 {
 				q += " WHERE " + strings.Join(where, " AND ")
 			}
-			qs[[2]bool{lo, hi}] = q + " ORDER BY " + t.keyExpr() + " LIMIT " + t.arg(n)
+			q += " ORDER BY " + t.keyExpr() + " LIMIT " + t.arg(n)
+			if bounds {
+				q = t.boundsOf(q)
+			}
+			qs[[2]bool{lo, hi}] = q
 		}
 	}
 	return qs
 }
 
-// fetch runs one batch statement: keys after lo (op ">" or ">="; nil: no
-// lower bound), before hi (nil: none), at most BatchSize rows. A failure of
-// the connection or the server's state (transient) is retried here, with
-// backoff, until ctx ends: a restarting server does not count towards the
-// lane's poison.
-func (r *reader) fetch(ctx context.Context, op string, lo, hi any, hasLo, hasHi bool) (rows [][]any, keys []any, err error) {
+// span is what one batch statement reads: the keys after lo (op ">") or
+// from it (op ">="), before hi, at most BatchSize of them; a missing
+// bound is not compared.
+type span struct {
+	op           string
+	lo, hi       any
+	hasLo, hasHi bool
+}
+
+// boundsOf wraps a batch statement that selects the batch's keys as k into
+// one that returns the batch's first key, its last key and its row count
+// (no row when the batch is empty).
+func (t Table) boundsOf(keys string) string {
+	if t.Dialect == Postgres && (t.Kind == KeyUUID || t.Kind == KeyBytes) {
+		// PostgreSQL has no min and max of uuid or bytea; window functions
+		// cost about a third more than the aggregates (10,000 keys: 1.5ms
+		// against 1.2ms). The frame is the whole batch, already in key
+		// order.
+		return "SELECT first_value(k) OVER w, last_value(k) OVER w, count(*) OVER w FROM (" + keys +
+			") b WINDOW w AS (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) LIMIT 1"
+	}
+	// A text key is k COLLATE "C" on PostgreSQL: min and max compare it so.
+	return "SELECT min(k), max(k), count(*) FROM (" + keys + ") b HAVING count(*) > 0"
+}
+
+// fetch runs one batch statement over sp: the batch, Split unset, with
+// Count 0 when no key is left. A failure of the connection or the
+// server's state (transient) is retried here, with backoff, until ctx
+// ends: a restarting server does not count towards the lane's poison.
+func (r *reader) fetch(ctx context.Context, sp span) (b Batch, err error) {
 	for attempt := 0; ; attempt++ {
-		rows, keys, err = r.fetchOnce(ctx, op, lo, hi, hasLo, hasHi)
+		b, err = r.fetchOnce(ctx, sp)
 		if err == nil || !transient(err) || ctx.Err() != nil {
-			return rows, keys, err
+			return b, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, err
+			return Batch{}, err
 		case <-time.After(retryPause(attempt)):
 		}
 	}
 }
 
 // fetchOnce is one attempt of fetch.
-func (r *reader) fetchOnce(ctx context.Context, op string, lo, hi any, hasLo, hasHi bool) (rows [][]any, keys []any, err error) {
-	q := r.query[[2]bool{hasLo, hasHi}]
+func (r *reader) fetchOnce(ctx context.Context, sp span) (b Batch, err error) {
+	q := r.query[[2]bool{sp.hasLo, sp.hasHi}]
 	var args []any
-	if hasLo {
-		q = fmt.Sprintf(q, op)
-		args = append(args, lo)
+	if sp.hasLo {
+		q = fmt.Sprintf(q, sp.op)
+		args = append(args, sp.lo)
 	}
-	if hasHi {
-		args = append(args, hi)
+	if sp.hasHi {
+		args = append(args, sp.hi)
 	}
 	args = append(args, r.t.BatchSize)
 	rs, err := r.t.DB.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sqlscan: reading %s: %w", r.t.Name, err)
+		return Batch{}, fmt.Errorf("sqlscan: reading %s: %w", r.t.Name, err)
 	}
 	defer rs.Close()
+	if r.bounds {
+		b, err = scanBounds(rs)
+	} else {
+		b, err = r.scanRows(rs)
+	}
+	if err != nil {
+		return Batch{}, fmt.Errorf("sqlscan: reading %s: %w", r.t.Name, err)
+	}
+	return b, nil
+}
+
+// scanRows reads a batch's rows: the key, then Table.Columns.
+func (r *reader) scanRows(rs *sql.Rows) (b Batch, err error) {
 	width := 1 + len(r.t.Columns)
+	var key any
 	for rs.Next() {
 		vals := make([]any, width)
 		dest := make([]any, width)
@@ -136,80 +193,109 @@ func (r *reader) fetchOnce(ctx context.Context, op string, lo, hi any, hasLo, ha
 			dest[i] = &vals[i]
 		}
 		if err := rs.Scan(dest...); err != nil {
-			return nil, nil, fmt.Errorf("sqlscan: reading %s: %w", r.t.Name, err)
+			return Batch{}, err
 		}
-		keys = append(keys, vals[0])
+		key = vals[0]
+		if b.Rows == nil {
+			b.First = key
+		}
 		if len(r.t.Columns) == 0 {
-			rows = append(rows, vals)
+			b.Rows = append(b.Rows, vals)
 		} else {
-			rows = append(rows, vals[1:])
+			b.Rows = append(b.Rows, vals[1:])
 		}
 	}
-	if err := rs.Err(); err != nil {
-		return nil, nil, fmt.Errorf("sqlscan: reading %s: %w", r.t.Name, err)
+	b.Last, b.Count = key, len(b.Rows)
+	return b, rs.Err()
+}
+
+// scanBounds reads a bounds statement's row: the first key, the last key
+// and the row count; no row is an empty batch.
+func scanBounds(rs *sql.Rows) (b Batch, err error) {
+	if rs.Next() {
+		var n int64
+		if err := rs.Scan(&b.First, &b.Last, &n); err != nil {
+			return Batch{}, err
+		}
+		b.Count = int(n)
 	}
-	return rows, keys, nil
+	return b, rs.Err()
 }
 
 // readInts reads an integer-keyed lane: batches from Next up to End.
 func (r *reader) readInts(ctx context.Context, lane *lanes.Lane[int64]) error {
-	for {
-		rows, keys, err := r.fetch(ctx, ">=", lane.Next(), lane.End(), true, true)
-		if more, err := claimAndHandle(ctx, r, lane, rows, keys, err, intPos); !more {
-			return err
-		}
+	next := func() (span, bool) {
+		return span{op: ">=", lo: lane.Next(), hi: lane.End(), hasLo: true, hasHi: true}, true
 	}
+	return readLane(ctx, r, lane, next, intPos)
 }
 
 // readKeys reads a byte-keyed lane: batches after Last (or from Start) up
 // to End.
 func (r *reader) readKeys(ctx context.Context, lane *lanes.Lane[[]byte]) error {
-	for {
-		var lo bound
-		op := ">"
+	next := func() (span, bool) {
+		sp := span{op: ">"}
 		if last, ok := lane.Last(); ok {
-			lo = bound{arg: r.t.keyArg(last)}
+			sp.lo, sp.hasLo = r.t.keyArg(last), true
 		} else if start := lane.Start(); len(start) > 0 {
-			op, lo = ">=", r.t.ceilArg(start)
+			lo := r.t.ceilArg(start)
 			if lo.none {
-				return nil // no key the table can hold is in the range
+				return span{}, false // no key the table can hold is in the range
 			}
-		} else {
-			lo.none = true
+			sp.op, sp.lo, sp.hasLo = ">=", lo.arg, true
 		}
-		hi := bound{none: true}
 		if end := lane.End(); len(end) > 0 {
-			hi = r.t.ceilArg(end)
+			hi := r.t.ceilArg(end)
+			sp.hi, sp.hasHi = hi.arg, !hi.none
 		}
-		rows, keys, err := r.fetch(ctx, op, lo.arg, hi.arg, !lo.none, !hi.none)
-		pos := func(k any) ([]byte, error) { return bytesPos(r.t.Kind, k) }
-		if more, err := claimAndHandle(ctx, r, lane, rows, keys, err, pos); !more {
-			return err
-		}
+		return sp, true
 	}
+	pos := func(k any) ([]byte, error) { return bytesPos(r.t.Kind, k) }
+	return readLane(ctx, r, lane, next, pos)
 }
 
-// claimAndHandle ends a lane's read of one fetched batch: it claims the
-// batch's last key (pos turns it into the lane's position) and hands the
-// batch to the handler. more is true when the lane reads on: the fetch
-// failed nothing, the batch was full, the claim held and the handler took
-// it; otherwise err is what the read function returns (nil at the end of
-// the range or a refused claim).
-func claimAndHandle[P lanes.Position](ctx context.Context, r *reader, lane *lanes.Lane[P], rows [][]any, keys []any, err error, pos func(any) (P, error)) (more bool, _ error) {
-	if err != nil || len(rows) == 0 {
-		return false, err
+// readLane reads a lane batch by batch: next says what the lane reads
+// from its state now (false: nothing), pos turns a key into the lane's
+// position. Each batch's last key is claimed, then the batch is handed to
+// the handler while the next batch's statement runs (a prefetch, read
+// from the lane's state just after the claim), so that the handler's
+// commit and the next read overlap. A batch shorter than BatchSize ends
+// the range; a refused claim ends the read (the kit calls the read
+// function again after a runtime cut, with the new end); so does the
+// handler's error.
+func readLane[P lanes.Position](ctx context.Context, r *reader, lane *lanes.Lane[P], next func() (span, bool), pos func(any) (P, error)) error {
+	sp, ok := next()
+	if !ok {
+		return nil
 	}
-	last, err := pos(keys[len(keys)-1])
-	if err != nil {
-		return false, lanes.Poison(err)
+	b, err := r.fetch(ctx, sp)
+	for {
+		if err != nil || b.Count == 0 {
+			return err
+		}
+		last, perr := pos(b.Last)
+		if perr != nil {
+			return lanes.Poison(perr)
+		}
+		if !lane.Claim(last) {
+			return nil
+		}
+		b.Split = lane.Split()
+		var ahead *prefetch
+		if b.Count == r.t.BatchSize {
+			if sp, ok := next(); ok {
+				ahead = r.prefetch(ctx, sp)
+			}
+		}
+		if herr := r.h.handle(ctx, laneOf(lane), &b); herr != nil {
+			ahead.stop()
+			return herr
+		}
+		if ahead == nil {
+			return nil
+		}
+		b, err = ahead.wait()
 	}
-	if !lane.Claim(last) {
-		return false, nil
-	}
-	if err := r.h.handle(ctx, laneOf(lane), &Batch{Split: lane.Split(), Rows: rows, First: keys[0], Last: keys[len(keys)-1]}); err != nil {
-		return false, err
-	}
-	return len(rows) == r.t.BatchSize, nil
 }
 
 // laneInfo is what a handler needs of a lane, whatever its position type.

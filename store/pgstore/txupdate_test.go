@@ -13,8 +13,9 @@ import (
 )
 
 // UpdateTx: the caller's rows land with a won comparison and only then; a
-// comparison already lost runs none of the caller's statements; an error of
-// the caller's rolls the update back.
+// comparison already lost rolls the caller's rows back, and is reported as
+// lost even when the sink refused them (a retry of an attempt that landed
+// unseen); an error of the caller's rolls the update back.
 func TestUpdateTx(t *testing.T) {
 	s := pgtest.Need(t, srv)
 	st := newStore(t, s, Config{}, testTTL)
@@ -53,8 +54,13 @@ func TestUpdateTx(t *testing.T) {
 		t.Fatalf("won UpdateTx: ok=%v err=%v ran=%v rows=%d; want the row and the update", ok, err, ran, rows())
 	}
 	ran = false
-	if _, ok, err := st.UpdateTx(ctx, store.Durable, "p", []byte("2"), rev, insert(2, &ran)); err != nil || ok || ran || rows() != 1 {
-		t.Fatalf("UpdateTx at a stale revision: ok=%v err=%v ran=%v rows=%d; want lost before the statements", ok, err, ran, rows())
+	if _, ok, err := st.UpdateTx(ctx, store.Durable, "p", []byte("2"), rev, insert(2, &ran)); err != nil || ok || !ran || rows() != 1 {
+		t.Fatalf("UpdateTx at a stale revision: ok=%v err=%v ran=%v rows=%d; want lost, its row rolled back", ok, err, ran, rows())
+	}
+	// The first write again, as a retry whose reply was lost sends it: the
+	// sink's key refuses its row, and the answer is the lost comparison.
+	if _, ok, err := st.UpdateTx(ctx, store.Durable, "p", []byte("1"), rev, insert(1, &ran)); err != nil || ok || rows() != 1 {
+		t.Fatalf("UpdateTx retrying a landed write: ok=%v err=%v rows=%d; want lost, not the sink's refusal", ok, err, rows())
 	}
 	failing := func(context.Context, any) error { return errors.New("sink refused") }
 	if _, ok, err := st.UpdateTx(ctx, store.Durable, "p", []byte("3"), rev2, failing); ok || coordination.KindOf(err) != coordination.Retryable {

@@ -2,9 +2,10 @@
 // into PostgreSQL, each batch's rows and its split's progress in one
 // transaction) against a plain single-process batched copy on the same
 // throwaway server with the same batch size, runs interleaved (A B A B ...),
-// medians of -rounds; and the planner's boundary queries on a -planrows
-// table: EXPLAIN (ANALYZE, BUFFERS) and the split weights against the true
-// row counts.
+// medians of -rounds, each run's wall time and its processor time (this
+// process's and the server's: the figure that holds on a loaded machine);
+// and the planner's boundary queries on a -planrows table: EXPLAIN
+// (ANALYZE, BUFFERS) and the split weights against the true row counts.
 //
 //	go run ./cmd/bench-pgcopy                  (from bench/)
 //	go run ./cmd/bench-pgcopy -rows 300000 -planrows 0
@@ -23,6 +24,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -88,6 +90,7 @@ const srcCols = "id, account, amount, note"
 type variant struct {
 	name string
 	run  func(ctx context.Context, b *bench) error
+	base int // the number of the plain copy it is compared with; -1 for a plain one
 }
 
 // bench is what a copy run needs.
@@ -114,38 +117,53 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 	}
 	fmt.Printf("source: %d rows in %s; batches of %d rows; %d interleaved rounds\n\n", rows, time.Since(start).Round(time.Millisecond), batch, rounds)
 	variants := []variant{
-		{"plain INSERT...SELECT, 1 connection", plainInsertSelect},
-		{"exactly-once INSERT...SELECT, 1 worker, 1 split", eo(1, 1, true)},
-		{"plain read + COPY, 1 connection", plainReadCopy},
-		{"exactly-once read + COPY (CopyInto), 1 worker, 1 split", eo(1, 1, false)},
-		{"exactly-once INSERT...SELECT, 1 worker, 16 splits", eo(1, 16, true)},
-		{"exactly-once INSERT...SELECT, 4 workers, 16 splits", eo(4, 16, true)},
+		{"plain INSERT...SELECT, 1 connection", plainInsertSelect, -1},
+		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split", eo(1, 1, byRange), 0},
+		{"plain read + COPY, 1 connection", plainReadCopy, -1},
+		{"exactly-once read + COPY (CopyInto), 1 worker, 1 split", eo(1, 1, byCopy), 2},
+		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 16 splits", eo(1, 16, byRange), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, 16 splits", eo(4, 16, byRange), 0},
+		{"exactly-once INSERT...SELECT (Transact, keys read), 1 worker, 1 split", eo(1, 1, byKeys), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, no cuts", eo(1, 1, byRange|oneLane), 0},
+	}
+	picked := make([]int, len(variants))
+	for i := range picked {
+		picked[i] = i
 	}
 	if only != "" {
-		var picked []variant
+		picked = nil
 		for _, f := range strings.Split(only, ",") {
 			i, err := strconv.Atoi(strings.TrimSpace(f))
 			if err != nil || i < 0 || i >= len(variants) {
 				return fmt.Errorf("-only %q: %q is not a variant number 0 to %d", only, f, len(variants)-1)
 			}
-			picked = append(picked, variants[i])
+			picked = append(picked, i)
 		}
-		variants = picked
 	}
-	times := make([][]time.Duration, len(variants))
+	// The processor time of a run, this process's and the server's, is
+	// the figure that holds on a loaded machine: wall times there measure
+	// the other tenants too.
+	cpuNow := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano()+ru.Stime.Nano()) + srv.CPUTime()
+	}
+	times := make(map[int][]time.Duration)
+	cpus := make(map[int][]time.Duration)
 	for r := range rounds {
-		for i, v := range variants {
+		for _, i := range picked {
+			v := variants[i]
 			if _, err := pool.Exec(ctx, "TRUNCATE dst"); err != nil {
 				return err
 			}
 			if _, err := pool.Exec(ctx, "CHECKPOINT"); err != nil {
 				return err
 			}
-			t0 := time.Now()
+			t0, c0 := time.Now(), cpuNow()
 			if err := v.run(ctx, b); err != nil {
 				return fmt.Errorf("%s: %w", v.name, err)
 			}
-			d := time.Since(t0)
+			d, cpu := time.Since(t0), cpuNow()-c0
 			var n, distinct int64
 			if err := pool.QueryRow(ctx, "SELECT count(*), count(DISTINCT id) FROM dst").Scan(&n, &distinct); err != nil {
 				return err
@@ -154,27 +172,30 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 				return fmt.Errorf("%s: the sink holds %d rows (%d distinct), want %d", v.name, n, distinct, rows)
 			}
 			times[i] = append(times[i], d)
-			fmt.Printf("round %d  %-58s %8s  %9.0f rows/s\n", r+1, v.name, d.Round(time.Millisecond), float64(rows)/d.Seconds())
+			cpus[i] = append(cpus[i], cpu)
+			fmt.Printf("round %d  %d %-70s %8s  %9.0f rows/s  cpu %s\n", r+1, i, v.name, d.Round(time.Millisecond), float64(rows)/d.Seconds(), cpu.Round(10*time.Millisecond))
 		}
 	}
-	fmt.Println("\nmedians:")
-	med := make([]time.Duration, len(variants))
-	for i, v := range variants {
-		slices.Sort(times[i])
-		med[i] = times[i][len(times[i])/2]
-		fmt.Printf("  %-58s %8s  %9.0f rows/s\n", v.name, med[i].Round(time.Millisecond), float64(rows)/med[i].Seconds())
+	fmt.Println("\nmedians (wall, throughput, processor time of this process and the server):")
+	med, medCPU := map[int]time.Duration{}, map[int]time.Duration{}
+	for _, i := range picked {
+		med[i], medCPU[i] = median(times[i]), median(cpus[i])
+		fmt.Printf("  %d %-70s %8s  %9.0f rows/s  cpu %s\n", i, variants[i].name, med[i].Round(time.Millisecond), float64(rows)/med[i].Seconds(), medCPU[i].Round(10*time.Millisecond))
 	}
-	if len(variants) == 6 {
-		fmt.Println("\nratios (throughput, medians):")
-		ratio := func(a, b int) {
-			fmt.Printf("  %s / %s: %.2fx\n", variants[a].name, variants[b].name, med[b].Seconds()/med[a].Seconds())
+	fmt.Println("\nratios to the plain copy (throughput by wall medians; processor time plain/this):")
+	for _, i := range picked {
+		if base := variants[i].base; base >= 0 && med[base] > 0 {
+			fmt.Printf("  %d / %d: %.2fx  (cpu %.2fx)\n", i, base, med[base].Seconds()/med[i].Seconds(), medCPU[base].Seconds()/medCPU[i].Seconds())
 		}
-		ratio(1, 0)
-		ratio(3, 2)
-		ratio(4, 0)
-		ratio(5, 0)
 	}
 	return nil
+}
+
+// median returns the median of ds (the upper one of an even count).
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // plainInsertSelect copies by key batches with INSERT ... SELECT on one
@@ -241,16 +262,34 @@ func plainReadCopy(ctx context.Context, b *bench) error {
 	}
 }
 
+// eoWrite is how an exactly-once copy writes a batch.
+type eoWrite int
+
+const (
+	// byRange is TransactRange with INSERT ... SELECT between the batch's
+	// first and last key: the scan reads each batch's bounds only.
+	byRange eoWrite = iota
+	// byKeys is the same statement under Transact: the scan reads every
+	// key of the batch to the worker.
+	byKeys
+	// byCopy is CopyInto: the scan reads the rows, COPY writes them.
+	byCopy
+	// oneLane, or-ed with one of the above, turns runtime cuts off: each
+	// split is read by one lane, one batch at a time. By default the
+	// leader cuts a split whose worker has idle lane slots (MaxInFlight
+	// 8), and one worker copies over several lanes at once.
+	oneLane eoWrite = 8
+)
+
 // eo returns an exactly-once copy by workers workers over splits planned
-// splits: insertSelect copies each batch with INSERT ... SELECT between its
-// first and last key (the scan reads keys only); otherwise CopyInto.
-func eo(workers, splits int, insertSelect bool) func(ctx context.Context, b *bench) error {
+// splits, each batch written as how says.
+func eo(workers, splits int, how eoWrite) func(ctx context.Context, b *bench) error {
 	return func(ctx context.Context, b *bench) error {
 		b.runs++
 		job := fmt.Sprintf("bench%d", b.runs)
 		errs := make(chan error, workers)
 		for i := range workers {
-			go func() { errs <- b.worker(ctx, job, fmt.Sprintf("w%d", i), splits, insertSelect) }()
+			go func() { errs <- b.worker(ctx, job, fmt.Sprintf("w%d", i), splits, how) }()
 		}
 		var first error
 		for range workers {
@@ -263,7 +302,7 @@ func eo(workers, splits int, insertSelect bool) func(ctx context.Context, b *ben
 }
 
 // worker runs one exactly-once copy worker of job until the job completes.
-func (b *bench) worker(ctx context.Context, job, id string, splits int, insertSelect bool) error {
+func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWrite) error {
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = id
 	cfg.LeaseDuration = 3 * time.Second
@@ -271,6 +310,9 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, insertSe
 	cfg.RebalanceDelay = 0
 	cfg.StartupGrace = 0
 	cfg.Logger = slog.New(slog.DiscardHandler)
+	if how&oneLane != 0 {
+		cfg.CutInterval = -1
+	}
 	st, err := pgstore.New(pgstore.Config{DSN: b.srv.DSN("postgres"), Job: job}, cfg.LeaseDuration)
 	if err != nil {
 		return err
@@ -290,13 +332,17 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, insertSe
 	}
 	defer db.Close()
 	t := sqlscan.Table{DB: db, Name: "src", Key: "id", Kind: sqlscan.KeyInt, BatchSize: b.batch}
+	insertSelect := func(ctx context.Context, tx pgx.Tx, bt *sqlscan.Batch) error {
+		_, err := tx.Exec(ctx, "INSERT INTO dst SELECT "+srcCols+" FROM src WHERE id BETWEEN $1 AND $2", bt.First, bt.Last)
+		return err
+	}
 	var h sqlscan.Handler
-	if insertSelect {
-		h = sqlscan.Transact(c, func(ctx context.Context, tx pgx.Tx, bt *sqlscan.Batch) error {
-			_, err := tx.Exec(ctx, "INSERT INTO dst SELECT "+srcCols+" FROM src WHERE id BETWEEN $1 AND $2", bt.First, bt.Last)
-			return err
-		})
-	} else {
+	switch how &^ oneLane {
+	case byRange:
+		h = sqlscan.TransactRange(c, insertSelect)
+	case byKeys:
+		h = sqlscan.Transact(c, insertSelect)
+	case byCopy:
 		t.Columns = []string{"id", "account", "amount", "note"}
 		h = sqlscan.CopyInto(c, pgx.Identifier{"dst"}, t.Columns)
 	}
