@@ -82,8 +82,8 @@ func run(dsn string, rows, workers, batch, splits int, verbose bool) (bool, erro
 			return false, err
 		}
 	}
-	fmt.Printf("source %s: %d rows (every third key) in %s; copying into %s with %d workers, batches of %d, %d planned splits\n",
-		src, rows, time.Since(start).Round(time.Millisecond), dst, workers, batch, splits)
+	fmt.Printf("source %s: %d rows (every third key) in %s; copying into %s with %s, batches of %d, %d planned splits\n",
+		src, rows, time.Since(start).Round(time.Millisecond), dst, plural(workers, "worker"), batch, splits)
 
 	f := &fleet{dsn: dsn, job: job, dst: dst, splits: splits, verbose: verbose,
 		table: sqlscan.Table{Name: src, Key: "id", Kind: sqlscan.KeyInt, Columns: []string{"id", "account", "amount", "note"}, BatchSize: batch}}
@@ -240,4 +240,12 @@ func (f *fleet) wait() error {
 func (w *worker) close() {
 	_ = w.db.Close()
 	_ = w.st.Close()
+}
+
+// plural returns "1 worker" or "n workers".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

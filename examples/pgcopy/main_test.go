@@ -25,3 +25,12 @@ func TestCopy(t *testing.T) {
 		t.Fatalf("run: ok %v, err %v; want every row copied exactly once", ok, err)
 	}
 }
+
+// The report counts its workers in good English ("1 worker", not "1 workers").
+func TestPluralCountsWorkers(t *testing.T) {
+	for n, want := range map[int]string{1: "1 worker", 2: "2 workers", 0: "0 workers"} {
+		if got := plural(n, "worker"); got != want {
+			t.Errorf("plural(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
