@@ -82,8 +82,8 @@ func TestATwinIsRefusedAndARestartReclaimsWithinAHeartbeat(t *testing.T) {
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "w1"
 	cfg.LeaseDuration = twinsLease
-	cfg.OpTimeout = 250 * time.Millisecond
-	cfg.ReconcileInterval = 500 * time.Millisecond
+	cfg.OpTimeout = time.Second // a new connection's first catalog checks took over 250 ms under load
+	cfg.ReconcileInterval = 2 * cfg.OpTimeout
 	cfg.ReplanInterval = twinsLease
 	cfg.StartupGrace = 0
 	heartbeat := twinsLease / 3
