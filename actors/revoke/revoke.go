@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/messages"
 )
@@ -55,38 +56,38 @@ type pendingDecline struct {
 func (r *revokeActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case messages.AssignedSetChanged: // from assign
+	case wire.AssignedSetChanged: // from assign
 		r.decided = m.Decided
 		r.assigned = make(map[coordination.SplitID]bool, len(m.Splits))
 		for _, id := range m.Splits {
 			r.assigned[id] = true
 		}
 		r.step(c)
-	case messages.WatchesChanged: // from the watch
+	case wire.WatchesChanged: // from the watch
 		r.phase.Observe(m)
 		r.step(c)
-	case messages.HeartbeatTicked: // from the lease
+	case wire.HeartbeatTicked: // from the lease
 		r.deadlines(c)
-	case messages.VerdictReached, messages.Departing: // from the root
+	case wire.VerdictReached, wire.Departing: // from the root
 		r.phase.Observe(m)
-	case messages.TenancyStarted: // from the root
+	case wire.TenancyStarted: // from the root
 		r.held.Apply(m)
 		r.follow(c, m.Split, m.Epoch, r.v.Clock.Now())
 		r.deadlines(c)
-	case messages.TenancyEnded: // from the root
+	case wire.TenancyEnded: // from the root
 		r.held.Apply(m)
-		if m.Reason == messages.EndFenced || m.Reason == messages.EndStarved {
+		if m.Reason == wire.EndFenced || m.Reason == wire.EndStarved {
 			// No hand-back follows these ends: settle and answer here.
 			if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
 				r.settle(m.Split, e, "forced")
 			}
 			r.answerDecline(m.Split, m.Epoch, nil)
 		}
-	case messages.CommitLanded: // from the commit writer
+	case wire.CommitLanded: // from the commit writer
 		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
 			e.lastProgress = r.v.Clock.Now()
 		}
-	case messages.HandBackResolved: // from the split writer, always after the tenancy's TenancyEnded
+	case wire.HandBackResolved: // from the split writer, always after the tenancy's TenancyEnded
 		r.resolved(m)
 	case messages.DeclineRevoke: // from the handle, or the root (a user's actor's)
 		r.decline(c, m)
@@ -128,7 +129,7 @@ func (r *revokeActor) follow(c *actor.Context, id coordination.SplitID, epoch ui
 		e.cancelled, e.lastProgress = false, now
 		r.v.Metrics.Revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.Tell(messages.RevocationRequested{Split: id, Epoch: epoch}, r.v.PIDs.Root)
+		r.v.Tell(wire.RevocationRequested{Split: id, Epoch: epoch}, r.v.PIDs.Root)
 	}
 }
 
@@ -141,11 +142,11 @@ func (r *revokeActor) deadlines(c *actor.Context) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			r.v.Tell(messages.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
+			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			r.v.Tell(messages.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
+			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
 		}
 	}
 	r.v.Metrics.Draining(len(r.entries))
@@ -165,7 +166,7 @@ func (r *revokeActor) settle(id coordination.SplitID, e *revocation, outcome str
 }
 
 // resolved settles an entry from the outcome of its hand-back (docs/protocol.md, "Revocation").
-func (r *revokeActor) resolved(m messages.HandBackResolved) {
+func (r *revokeActor) resolved(m wire.HandBackResolved) {
 	outcome, unconfirmed := judgeResolution(m.Reason, m.Outcome)
 	var err error
 	if unconfirmed {
@@ -184,19 +185,19 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 		m.ReplyTo = c.Sender() // the handle's request
 	}
 	if err := r.v.Outbox.Failure(); err != nil {
-		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Err: err})
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split, Err: err})
 		return
 	}
 	e, ok := r.entries[m.Split]
 	switch {
 	case !ok:
-	case e.epoch != m.Epoch:
+	case e.epoch != uint64(m.Epoch):
 		ok = false // the entry is for a tenancy the driver has not polled
 	case !r.held.Holds(m.Split, e.epoch):
 		// The root already surrendered the tenancy (its TenancyEnded came
 		// first): the hand-back's outcome settles the entry, and nothing
 		// is left to force (a forced hand-back would never be answered).
-		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{})
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split})
 		return
 	}
 	if !ok || e.cancelled {
@@ -204,12 +205,12 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 			delete(r.entries, m.Split)
 			r.v.Metrics.Draining(len(r.entries))
 		}
-		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{})
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split})
 		return
 	}
 	r.settle(m.Split, e, "forced")
 	r.declines[m.Split] = pendingDecline{epoch: e.epoch, reply: m.ReplyTo}
-	r.v.Tell(messages.ForceRevocation{Split: m.Split, Epoch: e.epoch}, r.v.PIDs.Root)
+	r.v.Tell(wire.ForceRevocation{Split: m.Split, Epoch: e.epoch}, r.v.PIDs.Root)
 }
 
 // answerDecline answers the DeclineRevoke waiting on tenancy (id, epoch), if
@@ -219,6 +220,6 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 func (r *revokeActor) answerDecline(id coordination.SplitID, epoch uint64, err error) {
 	if d, ok := r.declines[id]; ok && d.epoch == epoch {
 		delete(r.declines, id)
-		r.v.Reply(d.reply, messages.DeclineRevokeReply{Err: err})
+		r.v.Reply(d.reply, messages.DeclineRevokeReply{Split: id, Err: err})
 	}
 }
