@@ -258,7 +258,9 @@ func (c *Coordinator) release(op string, splits []coordination.SplitID, drained 
 	return r.(messages.ReleaseSplitsReply).Err
 }
 
-// DeclineRevoke refuses a revocation the caller cannot drain.
+// DeclineRevoke refuses a revocation the caller cannot drain. It returns
+// once the tenancy is surrendered (its Lost is queued); the hand-back is
+// written after, as for any forced revocation (docs/architecture.md, "Hops").
 func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 	if err := c.gate(); err != nil {
 		return err

@@ -85,6 +85,12 @@ func (r *rootActor) Receive(c *actor.Context) {
 			r.end(c, m.Split, m.Epoch, wire.EndRevoked)
 			r.handBack(wire.HandBackSplits{Splits: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: wire.EndRevoked})
 		}
+		if m.ReplyTo != nil {
+			// A decline: the tenancy is surrendered (its Lost is in the
+			// outbox) or ended another way; the hand-back settles the
+			// revocation in the revoke actor (docs/architecture.md, "Hops").
+			r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split})
+		}
 	case recordmsg.ClaimWon: // from the split writer
 		r.claimWon(c, m)
 	case wire.EndTenancy: // from the split writer or the commit writer

@@ -75,7 +75,8 @@ type DeclineRevoke struct {
 	ReplyTo *actor.PID
 }
 
-// DeclineRevokeReply answers DeclineRevoke.
+// DeclineRevokeReply answers DeclineRevoke once the tenancy is surrendered
+// (its Lost is queued); the hand-back is written after.
 type DeclineRevokeReply struct {
 	// Split is the command's Split.
 	Split coordination.SplitID

@@ -15,17 +15,15 @@ import (
 
 // revokeActor drives each revocation to exactly one outcome: drained, forced or
 // cancelled (docs/protocol.md, "Revocation"), including the silence watchdog of a cancelled drain.
-// It tells the root RevocationRequested and ForceRevocation, and answers a
-// DeclineRevoke to its ReplyTo.
+// It tells the root RevocationRequested and ForceRevocation; a
+// DeclineRevoke it forces is answered by the root (ForceRevocation.ReplyTo),
+// one it finds nothing to force for here.
 type revokeActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
-	held    worker.HeldView // derived from the root's registry (actors/tenancy.go)
-	entries map[coordination.SplitID]*revocation
-	// declines holds the DeclineRevoke calls waiting for their forced
-	// hand-back, answered when the tenancy's end resolves, whoever ended it.
-	declines map[coordination.SplitID]pendingDecline
+	held     worker.HeldView // derived from the root's registry (actors/tenancy.go)
+	entries  map[coordination.SplitID]*revocation
 	assigned map[coordination.SplitID]bool
 	decided  bool
 
@@ -40,16 +38,9 @@ func New(v *worker.Env) actor.Producer {
 			log:      v.Log.With("actor", "revoke"),
 			held:     worker.HeldView{},
 			entries:  map[coordination.SplitID]*revocation{},
-			declines: map[coordination.SplitID]pendingDecline{},
 			assigned: map[coordination.SplitID]bool{},
 		}
 	}
-}
-
-// pendingDecline is a DeclineRevoke of tenancy epoch waiting for its answer.
-type pendingDecline struct {
-	epoch uint64
-	reply *actor.PID
 }
 
 // Receive handles one message.
@@ -77,11 +68,10 @@ func (r *revokeActor) Receive(c *actor.Context) {
 	case wire.TenancyEnded: // from the root
 		r.held.Apply(m)
 		if m.Reason == wire.EndFenced || m.Reason == wire.EndStarved {
-			// No hand-back follows these ends: settle and answer here.
+			// No hand-back follows these ends: settle here.
 			if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
 				r.settle(m.Split, e, "forced")
 			}
-			r.answerDecline(m.Split, m.Epoch, nil)
 		}
 	case wire.CommitLanded: // from the commit writer
 		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
@@ -167,12 +157,7 @@ func (r *revokeActor) settle(id coordination.SplitID, e *revocation, outcome str
 
 // resolved settles an entry from the outcome of its hand-back (docs/protocol.md, "Revocation").
 func (r *revokeActor) resolved(m wire.HandBackResolved) {
-	outcome, unconfirmed := judgeResolution(m.Reason, m.Outcome)
-	var err error
-	if unconfirmed {
-		err = worker.HandBackUnconfirmed([]coordination.SplitID{m.Split})
-	}
-	r.answerDecline(m.Split, m.Epoch, err)
+	outcome := judgeResolution(m.Reason, m.Outcome)
 	e, ok := r.entries[m.Split]
 	if !ok || e.epoch != m.Epoch {
 		return
@@ -209,17 +194,5 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 		return
 	}
 	r.settle(m.Split, e, "forced")
-	r.declines[m.Split] = pendingDecline{epoch: e.epoch, reply: m.ReplyTo}
-	r.v.Tell(wire.ForceRevocation{Split: m.Split, Epoch: e.epoch}, r.v.PIDs.Root)
-}
-
-// answerDecline answers the DeclineRevoke waiting on tenancy (id, epoch), if
-// any: the tenancy's end resolved, by the forced hand-back or by whatever
-// ended it first (the root ignores a ForceRevocation for a tenancy it no
-// longer holds, so waiting for that hand-back alone could hang the caller).
-func (r *revokeActor) answerDecline(id coordination.SplitID, epoch uint64, err error) {
-	if d, ok := r.declines[id]; ok && d.epoch == epoch {
-		delete(r.declines, id)
-		r.v.Reply(d.reply, messages.DeclineRevokeReply{Split: id, Err: err})
-	}
+	r.v.Tell(wire.ForceRevocation{Split: m.Split, Epoch: e.epoch, ReplyTo: m.ReplyTo}, r.v.PIDs.Root)
 }

@@ -57,12 +57,10 @@ func judgeDeadline(e revocation, now time.Time, drain time.Duration) revokeDeadl
 // judgeResolution settles a revocation from how its tenancy's end resolved
 // (docs/protocol.md, "Revocation"): drained when a voluntary hand-back or a
 // completion landed, forced otherwise (a Fail, a fence, a hand-back that
-// did not confirm). unconfirmed is set when a forced hand-back (a declined
-// revocation's) did not confirm: the DeclineRevoke caller learns it.
-func judgeResolution(reason wire.EndReason, o wire.HandBackOutcome) (outcome string, unconfirmed bool) {
-	unconfirmed = reason == wire.EndRevoked && o == wire.HandBackUnconfirmed
+// did not confirm).
+func judgeResolution(reason wire.EndReason, o wire.HandBackOutcome) string {
 	if reason != wire.EndFailed && o == wire.HandBackLanded {
-		return "drained", unconfirmed
+		return "drained"
 	}
-	return "forced", unconfirmed
+	return "forced"
 }

@@ -232,15 +232,17 @@ func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 	})
 }
 
-// A DeclineRevoke forced while the tenancy is ending another way (its
-// completion landed; the root ignores the ForceRevocation): the caller is
-// answered when that end resolves, not left waiting for a hand-back that
-// never comes.
-func TestDeclineAnsweredWhenTheTenancyEndsAnotherWay(t *testing.T) {
+// A DeclineRevoke of a live revocation is forced in one message: the
+// revoke actor tells the root ForceRevocation carrying the caller's ReplyTo
+// and answers nothing itself, whatever ends the tenancy next (the root
+// answers at the surrender, 3 hops: docs/architecture.md, "Hops").
+func TestDeclineIsAnsweredByTheRoot(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		end  []any
 	}{
+		{"forced", []any{wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndRevoked},
+			wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndRevoked, Outcome: wire.HandBackLanded}}},
 		{"completed", []any{wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded},
 			wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndCompleted}}},
 		{"fenced", []any{wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndFenced}}},
@@ -252,12 +254,12 @@ func TestDeclineAnsweredWhenTheTenancyEndsAnotherWay(t *testing.T) {
 					wire.AssignedSetChanged{Decided: true})
 				rr.take()
 				rr.send(messages.DeclineRevoke{Split: "a", Epoch: 1, ReplyTo: rr.root})
-				if got := rr.take(); len(got) != 1 || got[0] != (wire.ForceRevocation{Split: "a", Epoch: 1}) {
-					t.Fatalf("decline: %v", got)
+				if got := rr.take(); len(got) != 1 || got[0] != (wire.ForceRevocation{Split: "a", Epoch: 1, ReplyTo: rr.root}) {
+					t.Fatalf("decline: %v, want one ForceRevocation carrying the ReplyTo", got)
 				}
 				rr.send(tc.end...)
-				if got := rr.take(); len(got) != 1 || got[0] != (messages.DeclineRevokeReply{Split: "a"}) {
-					t.Fatalf("after the tenancy ended: %v, want one DeclineRevokeReply", got)
+				if got := rr.take(); len(got) != 0 {
+					t.Fatalf("after the tenancy ended: %v, want nothing (the root answered)", got)
 				}
 			})
 		})
