@@ -65,7 +65,8 @@
 // SplitQuarantined and VerdictReached.
 //
 // The revoke actor asks the root RevocationRequested (emit RevokeRequested)
-// and ForceRevocation (surrender and hand back).
+// and ForceRevocation (surrender and hand back; for a DeclineRevoke it
+// carries the caller's ReplyTo and the root answers DeclineRevokeReply).
 //
 // # Rules
 //
