@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/messages"
@@ -50,10 +51,11 @@ var _ coordination.Coordinator = (*Coordinator)(nil)
 func (c *Coordinator) InstanceID() string { return c.v.ID }
 
 // PID returns the coordinator actor's PID, for a user's own actor on the
-// same engine: it may send FailSplit, ReleaseSplits and DeclineRevoke
-// (package messages, "What a user's actor may send") with its context's
-// Send, and receives FailSplitReply, ReleaseSplitsReply or
-// DeclineRevokeReply. Each names the tenancy by the epoch of its Gained.
+// same engine: it may send messages.FailSplit, ReleaseSplits and
+// DeclineRevoke with its context's Send, and receives exactly one
+// FailSplitReply, ReleaseSplitsReply or DeclineRevokeReply, at the
+// command's ReplyTo or else at itself (package messages). Each names the
+// tenancy by the epoch of its Gained.
 func (c *Coordinator) PID() *actor.PID { return c.v.PIDs.Root }
 
 // ended returns the error every call but Poll returns after Abort or
@@ -150,7 +152,7 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 	c.started = true
 	c.v.Outbox.Start()
 	c.fp = protocol.Fingerprint(fp)
-	msg := messages.StartJob{Planner: p, Fingerprint: fp}
+	msg := wire.StartJob{Planner: p, Fingerprint: fp}
 	c.v.Send(c.v.PIDs.Root, msg)
 	return nil
 }
@@ -222,7 +224,7 @@ func (c *Coordinator) Fail(split coordination.SplitID, epoch coordination.LeaseE
 	if err := c.gate(); err != nil {
 		return err
 	}
-	r, err := c.call("fail", c.v.PIDs.Root, messages.FailSplit{Split: split, Epoch: uint64(epoch), Reason: reason}, c.callBound(), true)
+	r, err := c.call("fail", c.v.PIDs.Root, messages.FailSplit{Split: split, Epoch: epoch, Reason: reason}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -245,23 +247,25 @@ func (c *Coordinator) release(op string, splits []coordination.SplitID, drained 
 	if err := c.gate(); err != nil {
 		return err
 	}
-	epochs := make([]uint64, len(splits))
+	ts := make([]messages.Tenancy, len(splits))
 	for i, id := range splits {
-		epochs[i] = c.v.Outbox.PolledEpoch(id)
+		ts[i] = messages.Tenancy{Split: id, Epoch: coordination.LeaseEpoch(c.v.Outbox.PolledEpoch(id))}
 	}
-	r, err := c.call(op, c.v.PIDs.Root, messages.ReleaseSplits{Splits: append([]coordination.SplitID(nil), splits...), Epochs: epochs, Drained: drained}, c.callBound(), true)
+	r, err := c.call(op, c.v.PIDs.Root, messages.ReleaseSplits{Tenancies: ts, Drained: drained}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
 	return r.(messages.ReleaseSplitsReply).Err
 }
 
-// DeclineRevoke refuses a revocation the caller cannot drain.
+// DeclineRevoke refuses a revocation the caller cannot drain. It returns
+// once the tenancy is surrendered (its Lost is queued); the hand-back is
+// written after, as for any forced revocation (docs/architecture.md, "Hops").
 func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 	if err := c.gate(); err != nil {
 		return err
 	}
-	r, err := c.call("decline revoke", c.v.PIDs.Revoke, messages.DeclineRevoke{Split: split, Epoch: c.v.Outbox.PolledEpoch(split)}, c.callBound(), true)
+	r, err := c.call("decline revoke", c.v.PIDs.Revoke, messages.DeclineRevoke{Split: split, Epoch: coordination.LeaseEpoch(c.v.Outbox.PolledEpoch(split))}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -287,9 +291,9 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 	}
 	bound := 2*c.v.Config.OpTimeout + 100*time.Millisecond
 	deadline := time.Now().Add(bound)
-	r, err := c.call("depart", c.v.PIDs.Root, messages.DepartJob{Held: append([]coordination.SplitID(nil), held...)}, bound, false)
+	r, err := c.call("depart", c.v.PIDs.Root, wire.DepartJob{Held: append([]coordination.SplitID(nil), held...)}, bound, false)
 	if err == nil {
-		rep := r.(messages.DepartJobReply)
+		rep := r.(wire.DepartJobReply)
 		if rep.Failed {
 			c.directHandBack(rep.Held, rep.Session, deadline)
 		}
@@ -301,7 +305,7 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 
 // directHandBack is Depart's best-effort hand-back after a failure (docs/protocol.md, "Departure"),
 // straight on the store, ignoring errors.
-func (c *Coordinator) directHandBack(held []messages.HeldSplit, nonce string, deadline time.Time) {
+func (c *Coordinator) directHandBack(held []wire.HeldSplit, nonce string, deadline time.Time) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	st, v := c.v.Raw, c.v

@@ -5,8 +5,8 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
-	"github.com/spate-go/coordination/messages"
 )
 
 // Depart (docs/protocol.md, "Departure"): the root ends every held
@@ -15,36 +15,36 @@ import (
 // answering the handle once both confirmed or Depart's own bound is about
 // to pass.
 
-func (r *rootActor) depart(c *actor.Context, m messages.DepartJob) {
+func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	r.departing = true
 	p := r.v.PIDs
-	r.v.Tell(messages.Departing{}, p.Leader, p.SplitWriter, p.Revoke, p.Lease)
+	r.v.Tell(wire.Departing{}, p.Leader, p.SplitWriter, p.Revoke, p.Lease)
 	if r.v.Outbox.Failure() != nil {
-		var hs []messages.HeldSplit
+		var hs []wire.HeldSplit
 		for _, id := range m.Held {
 			if e, ok := r.reg.epoch(id); ok {
-				hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
+				hs = append(hs, wire.HeldSplit{Split: id, Epoch: e})
 			}
 		}
-		r.v.Reply(c.Sender(), messages.DepartJobReply{Err: r.v.Outbox.Failure(), Failed: true, Held: hs, Session: r.session})
+		r.v.Reply(c.Sender(), wire.DepartJobReply{Err: r.v.Outbox.Failure(), Failed: true, Held: hs, Session: r.session})
 		return
 	}
 	r.departReply = c.Sender()
 	v, pid := r.v, c.PID()
 	r.departTimer = time.AfterFunc(2*r.v.Config.OpTimeout, func() { v.Send(pid, departDeadline{}) })
-	var hs []messages.HeldSplit
+	var hs []wire.HeldSplit
 	for _, id := range r.reg.splits() {
 		e, _ := r.reg.epoch(id)
-		hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
+		hs = append(hs, wire.HeldSplit{Split: id, Epoch: e})
 		r.departSplits = append(r.departSplits, id)
 	}
 	for _, h := range hs {
-		r.end(c, h.Split, h.Epoch, messages.EndDeparted)
+		r.end(c, h.Split, h.Epoch, wire.EndDeparted)
 	}
 	// The split-writer actor hands back the held splits and returns this
 	// session's leftovers, then answers HandBackSplitsReply to the root,
 	// which demotes and withdraws presence (docs/protocol.md, "Departure").
-	r.v.Tell(messages.HandBackSplits{Splits: hs, Reason: messages.EndDeparted, ReplyTo: c.PID(), Leftovers: true}, r.v.PIDs.SplitWriter)
+	r.v.Tell(wire.HandBackSplits{Splits: hs, Reason: wire.EndDeparted, ReplyTo: c.PID(), Leftovers: true}, r.v.PIDs.SplitWriter)
 }
 
 // departTimedOut answers Depart within its bound with what is known:
@@ -56,13 +56,13 @@ func (r *rootActor) departTimedOut(c *actor.Context) {
 	if !r.departHanded && len(r.departSplits) > 0 {
 		r.departErr = worker.HandBackUnconfirmed(r.departSplits)
 	}
-	r.v.Reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
+	r.v.Reply(r.departReply, wire.DepartJobReply{Err: r.departErr})
 	r.departReply = nil
 }
 
 // departHandedBack takes the hand-backs' answer and starts the demotion
 // and the presence withdrawal.
-func (r *rootActor) departHandedBack(c *actor.Context, m messages.HandBackSplitsReply) {
+func (r *rootActor) departHandedBack(c *actor.Context, m wire.HandBackSplitsReply) {
 	if r.departReply == nil {
 		return
 	}
@@ -71,8 +71,8 @@ func (r *rootActor) departHandedBack(c *actor.Context, m messages.HandBackSplits
 		r.departErr = worker.HandBackUnconfirmed(m.Unconfirmed)
 	}
 	r.departPending = 2
-	r.v.Tell(messages.StepDown{ReplyTo: c.PID()}, r.v.PIDs.Leader)
-	r.v.Tell(messages.WithdrawPresence{ReplyTo: c.PID()}, r.v.PIDs.Lease)
+	r.v.Tell(wire.StepDown{ReplyTo: c.PID()}, r.v.PIDs.Leader)
+	r.v.Tell(wire.WithdrawPresence{ReplyTo: c.PID()}, r.v.PIDs.Lease)
 }
 
 // departStepped counts one of the demotion and the withdrawal done and
@@ -80,7 +80,7 @@ func (r *rootActor) departHandedBack(c *actor.Context, m messages.HandBackSplits
 func (r *rootActor) departStepped(c *actor.Context) {
 	r.departPending--
 	if r.departPending == 0 && r.departReply != nil {
-		r.v.Reply(r.departReply, messages.DepartJobReply{Err: r.departErr})
+		r.v.Reply(r.departReply, wire.DepartJobReply{Err: r.departErr})
 		r.departReply = nil
 		r.departTimer.Stop()
 	}

@@ -138,7 +138,7 @@ type failer struct {
 func (f failer) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case coordination.Gained:
-		c.Send(f.coordinator, messages.FailSplit{Split: m.Split.ID, Epoch: uint64(m.Epoch), Reason: "poison record"})
+		c.Send(f.coordinator, messages.FailSplit{Split: m.Split.ID, Epoch: m.Epoch, Reason: "poison record"})
 	case messages.FailSplitReply:
 		f.replies <- m.Err
 	}

@@ -17,13 +17,13 @@ var actorPackages = []string{"assign", "commitwriter", "leader", "lease", "revok
 
 // TestNoActorPackageImportsAnother checks the rooms of the actors: an
 // actor's package (its tests included) imports no other actor's package,
-// and of this module only the seam, the messages, the store contract, the
+// and of this module only the seam, the messages (public and wire), the store contract, the
 // pure rules, the record-carrying messages and what every actor shares.
 // The shared packages import no actor's package either, so no path leads
 // from one actor's package to another's.
 func TestNoActorPackageImportsAnother(t *testing.T) {
 	allowed := []string{
-		module, module + "/messages", module + "/store", module + "/internal/protocol",
+		module, module + "/messages", module + "/actors/internal/wire", module + "/store", module + "/internal/protocol",
 		module + "/internal/recordmsg", module + "/actors/internal/worker",
 	}
 	testOnly := []string{module + "/actors/internal/workertest", module + "/store/memstore"}
@@ -50,7 +50,7 @@ func TestNoActorPackageImportsAnother(t *testing.T) {
 			}
 		}
 	}
-	for _, dir := range append(slices.Clone(actorPackages), "internal/worker", "internal/workertest") {
+	for _, dir := range append(slices.Clone(actorPackages), "internal/wire", "internal/worker", "internal/workertest") {
 		p, err := build.ImportDir(filepath.FromSlash(dir), 0)
 		if err != nil {
 			t.Fatalf("actors/%s: %v", dir, err)

@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
@@ -66,58 +67,62 @@ func (r *rootActor) Receive(c *actor.Context) {
 		if r.departTimer != nil {
 			r.departTimer.Stop()
 		}
-	case messages.StartJob: // from the handle (Start)
+	case wire.StartJob: // from the handle (Start)
 		// The lease comes last: it starts the startup I/O, so every other
 		// actor has JobStarted in its inbox before anything startup causes.
 		p := r.v.PIDs
 		r.fp = protocol.Fingerprint(m.Fingerprint)
-		r.v.Tell(messages.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: r.fp}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
+		r.v.Tell(wire.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: r.fp}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
 	case messages.FailSplit: // from the handle, or a user's actor
 		r.failSplit(c, m)
 	case messages.ReleaseSplits: // from the handle, or a user's actor
 		r.release(c, m)
 	case messages.DeclineRevoke: // from a user's actor (Coordinator.PID)
-		if m.ReplyTo == nil {
-			m.ReplyTo = c.Sender()
-		}
+		m.ReplyTo = replyTo(c, m.ReplyTo)
 		r.v.Tell(m, r.v.PIDs.Revoke)
-	case messages.ForceRevocation: // from revoke
+	case wire.ForceRevocation: // from revoke
 		if r.reg.holds(m.Split, m.Epoch) {
-			r.end(c, m.Split, m.Epoch, messages.EndRevoked)
-			r.handBack(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: messages.EndRevoked})
+			r.end(c, m.Split, m.Epoch, wire.EndRevoked)
+			r.handBack(wire.HandBackSplits{Splits: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: wire.EndRevoked})
+		}
+		if m.ReplyTo != nil {
+			// A decline: the tenancy is surrendered (its Lost is in the
+			// outbox) or ended another way; the hand-back settles the
+			// revocation in the revoke actor (docs/architecture.md, "Hops").
+			r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split})
 		}
 	case recordmsg.ClaimWon: // from the split writer
 		r.claimWon(c, m)
-	case messages.EndTenancy: // from the split writer or the commit writer
+	case wire.EndTenancy: // from the split writer or the commit writer
 		if r.reg.holds(m.Split, m.Epoch) {
 			r.end(c, m.Split, m.Epoch, m.Reason)
 		}
-	case messages.SessionEnded: // from the lease
+	case wire.SessionEnded: // from the lease
 		for _, id := range r.reg.splits() {
 			e, _ := r.reg.epoch(id)
-			r.end(c, id, e, messages.EndStarved)
+			r.end(c, id, e, wire.EndStarved)
 		}
-	case messages.SessionStarted: // from the lease
+	case wire.SessionStarted: // from the lease
 		r.session = m.Nonce
 	case worker.RemainingReported: // from the handle (ReportRemaining)
 		if r.reg.holds(m.Split, m.Epoch) { // the lease's next presence renewal carries the largest
 			r.v.Tell(m, r.v.PIDs.Lease)
 		}
-	case messages.SplitQuarantined: // from the split writer
+	case wire.SplitQuarantined: // from the split writer
 		r.splitQuarantined(m)
-	case messages.RevocationRequested: // from revoke
+	case wire.RevocationRequested: // from revoke
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.v.Outbox.Push(coordination.RevokeRequested{Split: m.Split})
 		}
-	case messages.VerdictReached: // from the split writer
+	case wire.VerdictReached: // from the split writer
 		r.verdictReached(m)
-	case messages.DepartJob: // from the handle
+	case wire.DepartJob: // from the handle
 		r.depart(c, m)
 	case departDeadline:
 		r.departTimedOut(c)
-	case messages.HandBackSplitsReply: // from the split writer (Depart)
+	case wire.HandBackSplitsReply: // from the split writer (Depart)
 		r.departHandedBack(c, m)
-	case messages.StepDownReply, messages.WithdrawPresenceReply: // from the leader, the lease (Depart)
+	case wire.StepDownReply, wire.WithdrawPresenceReply: // from the leader, the lease (Depart)
 		r.departStepped(c)
 	default:
 		r.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -126,7 +131,7 @@ func (r *rootActor) Receive(c *actor.Context) {
 
 // splitQuarantined emits Quarantined once per split, unless the verdict
 // came first.
-func (r *rootActor) splitQuarantined(m messages.SplitQuarantined) {
+func (r *rootActor) splitQuarantined(m wire.SplitQuarantined) {
 	if !r.quarantined[m.Split] && !r.verdict {
 		r.quarantined[m.Split] = true
 		r.v.Metrics.Quarantined()
@@ -136,7 +141,7 @@ func (r *rootActor) splitQuarantined(m messages.SplitQuarantined) {
 
 // verdictReached emits the job's verdict once and tells the actors that
 // stop at it.
-func (r *rootActor) verdictReached(m messages.VerdictReached) {
+func (r *rootActor) verdictReached(m wire.VerdictReached) {
 	if r.verdict || r.departing {
 		return
 	}
@@ -151,18 +156,18 @@ func (r *rootActor) verdictReached(m messages.VerdictReached) {
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
 // (E1, E3) and tells the actors that follow tenancies.
-func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason messages.EndReason) {
+func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason wire.EndReason) {
 	r.reg.end(id)
 	r.v.Metrics.Owned(r.reg.len())
 	if reason.Involuntary() {
-		if reason != messages.EndRevoked {
+		if reason != wire.EndRevoked {
 			r.v.Metrics.Lost(reason.String())
 		}
 		if !r.verdict {
 			r.v.Outbox.Push(coordination.Lost{Split: id})
 		}
 	}
-	ended := messages.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}
+	ended := wire.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}
 	// Revoke first: every write the split writer makes for this end (the
 	// completion, or a hand-back asked next) and its HandBackResolved to
 	// revoke come after this send, so revoke sees the end first.
@@ -174,7 +179,7 @@ func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64,
 }
 
 // handBack asks the split writer to write the hand-backs of m.
-func (r *rootActor) handBack(m messages.HandBackSplits) { r.v.Tell(m, r.v.PIDs.SplitWriter) }
+func (r *rootActor) handBack(m wire.HandBackSplits) { r.v.Tell(m, r.v.PIDs.SplitWriter) }
 
 func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 	id := m.Spec.ID
@@ -183,11 +188,11 @@ func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 		return
 	}
 	r.v.Metrics.Owned(r.reg.len())
-	r.v.Tell(messages.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter, r.v.PIDs.Revoke)
+	r.v.Tell(wire.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter, r.v.PIDs.Revoke)
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
-		r.end(c, id, m.Epoch, messages.EndDeparted)
-		r.handBack(messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: messages.EndDeparted})
+		r.end(c, id, m.Epoch, wire.EndDeparted)
+		r.handBack(wire.HandBackSplits{Splits: []wire.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: wire.EndDeparted})
 		return
 	}
 	r.v.PostCommit(worker.OpenCell{FP: r.fp, Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev, Generation: m.Generation})
@@ -207,45 +212,56 @@ func gainedDescriptor(d []byte) []byte {
 	return append([]byte{}, d...)
 }
 
+// replyTo is where a command's reply goes: its ReplyTo, or else its
+// sender (messages, "One reply per command").
+func replyTo(c *actor.Context, pid *actor.PID) *actor.PID {
+	if pid != nil {
+		return pid
+	}
+	return c.Sender()
+}
+
 func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {
+	to := replyTo(c, m.ReplyTo)
+	epoch := uint64(m.Epoch)
 	if err := r.v.Outbox.Failure(); err != nil {
-		r.v.Reply(c.Sender(), messages.FailSplitReply{Err: err})
+		r.v.Reply(to, messages.FailSplitReply{Split: m.Split, Err: err})
 		return
 	}
 	e, ok := r.reg.epoch(m.Split)
 	if !ok {
-		r.v.Reply(c.Sender(), messages.FailSplitReply{Err: worker.NotHeld(m.Split)})
+		r.v.Reply(to, messages.FailSplitReply{Split: m.Split, Err: worker.NotHeld(m.Split)})
 		return
 	}
-	if e != m.Epoch {
-		r.v.Reply(c.Sender(), messages.FailSplitReply{Err: worker.EpochNotHeld(m.Split, m.Epoch, e)})
+	if e != epoch {
+		r.v.Reply(to, messages.FailSplitReply{Split: m.Split, Err: worker.EpochNotHeld(m.Split, epoch, e)})
 		return
 	}
 	r.v.Metrics.Failed()
-	r.end(c, m.Split, e, messages.EndFailed)
-	m.ReplyTo = c.Sender()
-	r.v.Tell(m, r.v.PIDs.SplitWriter)
+	r.end(c, m.Split, e, wire.EndFailed)
+	r.v.Tell(wire.RecordFailure{Split: m.Split, Epoch: e, Reason: m.Reason, ReplyTo: to}, r.v.PIDs.SplitWriter)
 }
 
 func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
+	to := replyTo(c, m.ReplyTo)
 	if err := r.v.Outbox.Failure(); err != nil {
-		r.v.Reply(c.Sender(), messages.ReleaseSplitsReply{Err: err})
+		r.v.Reply(to, messages.ReleaseSplitsReply{Err: err})
 		return
 	}
-	reason := messages.EndReleased
+	reason := wire.EndReleased
 	if m.Drained {
-		reason = messages.EndDrained
+		reason = wire.EndDrained
 	}
-	var hs []messages.HeldSplit
-	for i, id := range m.Splits {
-		if e := m.Epochs[i]; r.reg.holds(id, e) {
-			r.end(c, id, e, reason)
-			hs = append(hs, messages.HeldSplit{Split: id, Epoch: e})
+	var hs []wire.HeldSplit
+	for _, t := range m.Tenancies {
+		if e := uint64(t.Epoch); r.reg.holds(t.Split, e) {
+			r.end(c, t.Split, e, reason)
+			hs = append(hs, wire.HeldSplit{Split: t.Split, Epoch: e})
 		}
 	}
 	if len(hs) == 0 {
-		r.v.Reply(c.Sender(), messages.ReleaseSplitsReply{})
+		r.v.Reply(to, messages.ReleaseSplitsReply{})
 		return
 	}
-	r.handBack(messages.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: c.Sender()})
+	r.handBack(wire.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: to})
 }

@@ -6,9 +6,9 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 )
 
 func TestRegistryStartAndHolds(t *testing.T) {
@@ -91,12 +91,12 @@ func TestRegistryFiltersStaleEnds(t *testing.T) {
 
 func TestHeldViewFollowsTheRootsChanges(t *testing.T) {
 	h := worker.HeldView{}
-	h.Apply(messages.TenancyStarted{Split: "a", Epoch: 2, Nonce: "n"})
-	h.Apply(messages.TenancyStarted{Split: "b", Epoch: 1, Nonce: "n"})
+	h.Apply(wire.TenancyStarted{Split: "a", Epoch: 2, Nonce: "n"})
+	h.Apply(wire.TenancyStarted{Split: "b", Epoch: 1, Nonce: "n"})
 	if !h.Holds("a", 2) || h.Holds("a", 1) || h["a"].Nonce != "n" {
 		t.Fatalf("after starts: %v", h)
 	}
-	h.Apply(messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
+	h.Apply(wire.TenancyEnded{Split: "a", Epoch: 2, Reason: wire.EndReleased})
 	h.Apply(recordmsg.RecordObserved{Split: "b"}) // not a registry change: ignored
 	if h.Holds("a", 2) || !h.Holds("b", 1) || len(h) != 1 {
 		t.Fatalf("after the end: %v", h)

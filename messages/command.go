@@ -6,96 +6,81 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// StartJob is the handle's Start, sent to the root.
-type StartJob struct {
-	Planner     coordination.Planner
-	Fingerprint string
-}
-
-// FailSplit is a handle Fail.
+// FailSplit fails a held tenancy, as Coordinator.Fail does: the split is
+// reported failed (quarantined after MaxAttempts) and the tenancy ends. The
+// coordinator answers exactly one FailSplitReply.
 type FailSplit struct {
-	Split   coordination.SplitID
-	Epoch   uint64
-	Reason  string
-	ReplyTo *actor.PID
-}
-
-// FailSplitReply answers FailSplit.
-type FailSplitReply struct{ Err error }
-
-// HeldSplit names a split and its tenancy epoch.
-type HeldSplit struct {
+	// Split is the failed split.
 	Split coordination.SplitID
-	Epoch uint64
-}
-
-// ReleaseSplits is a handle Release (Drained false) or ReleaseDrained.
-// Epochs holds, per split, the polled tenancy's epoch: only that tenancy is
-// handed back.
-type ReleaseSplits struct {
-	Splits  []coordination.SplitID
-	Epochs  []uint64
-	Drained bool
-}
-
-// ReleaseSplitsReply answers ReleaseSplits.
-type ReleaseSplitsReply struct{ Err error }
-
-// HandBackSplits asks the split-writer actor to clear the owner of surrendered
-// splits; the reply goes to ReplyTo. With Leftovers (Depart) it also
-// returns every split record the view shows naming this session that the
-// worker does not hold, before it replies.
-type HandBackSplits struct {
-	Splits    []HeldSplit
-	Reason    EndReason
-	ReplyTo   *actor.PID
-	Leftovers bool
-}
-
-// HandBackSplitsReply answers HandBackSplits: the splits whose hand-back
-// did not confirm.
-type HandBackSplitsReply struct {
-	Unconfirmed []coordination.SplitID
-	Err         error
-}
-
-// DeclineRevoke is a handle DeclineRevoke for the polled tenancy Epoch.
-type DeclineRevoke struct {
-	Split   coordination.SplitID
-	Epoch   uint64
+	// Epoch is the tenancy's epoch, as its Gained carried it; a tenancy that
+	// is no longer held is left alone and the reply's Err is Fenced.
+	Epoch coordination.LeaseEpoch
+	// Reason is logged with the failure; it is not stored.
+	Reason string
+	// ReplyTo receives the FailSplitReply; nil sends it to the sender.
 	ReplyTo *actor.PID
 }
 
-// DeclineRevokeReply answers DeclineRevoke.
-type DeclineRevokeReply struct{ Err error }
-
-// DepartJob is a handle Depart.
-type DepartJob struct {
-	Held []coordination.SplitID
+// FailSplitReply answers FailSplit once its write resolved (or it was
+// refused).
+type FailSplitReply struct {
+	// Split is the command's Split.
+	Split coordination.SplitID
+	// Err is nil when the failure was recorded; otherwise it says why not
+	// (Fenced for a tenancy no longer held, the coordinator's failure, or an
+	// unconfirmed write).
+	Err error
 }
 
-// DepartJobReply answers DepartJob. When the coordinator had failed,
-// Failed is set, Held lists the named splits with their held epochs and
-// Session is this worker's session nonce, for the direct hand-back.
-type DepartJobReply struct {
-	Err    error
-	Failed bool
-	Held   []HeldSplit
-	// Session is the nonce of the session the root last heard of
-	// (SessionStarted), set with Failed: the direct hand-back writes only
-	// records and a leader key of that session.
-	Session string
+// Tenancy names one tenancy: a split and the epoch its Gained carried.
+type Tenancy struct {
+	// Split is the held split.
+	Split coordination.SplitID
+	// Epoch is the tenancy's epoch.
+	Epoch coordination.LeaseEpoch
 }
 
-// StepDown asks the leader actor to demote (Depart); it answers
-// StepDownReply to ReplyTo.
-type StepDown struct{ ReplyTo *actor.PID }
+// ReleaseSplits hands tenancies back, as Coordinator.Release (Drained
+// false) or ReleaseDrained (Drained true) do. Tenancies no longer held are
+// skipped. The coordinator answers exactly one ReleaseSplitsReply.
+type ReleaseSplits struct {
+	// Tenancies are the tenancies handed back.
+	Tenancies []Tenancy
+	// Drained says the splits' sources are drained for now (ReleaseDrained):
+	// peers wait before claiming them again.
+	Drained bool
+	// ReplyTo receives the ReleaseSplitsReply; nil sends it to the sender.
+	ReplyTo *actor.PID
+}
 
-// StepDownReply answers StepDown.
-type StepDownReply struct{}
+// ReleaseSplitsReply answers ReleaseSplits once every hand-back write
+// resolved.
+type ReleaseSplitsReply struct {
+	// Err is nil when every held tenancy was handed back; otherwise it names
+	// the splits whose hand-back did not confirm, or the coordinator's
+	// failure.
+	Err error
+}
 
-// WithdrawPresence asks the lease actor to delete the presence key (Depart).
-type WithdrawPresence struct{ ReplyTo *actor.PID }
+// DeclineRevoke refuses the revocation of a held tenancy, as
+// Coordinator.DeclineRevoke does. The coordinator answers exactly one
+// DeclineRevokeReply.
+type DeclineRevoke struct {
+	// Split is the split whose revocation is declined.
+	Split coordination.SplitID
+	// Epoch is the tenancy's epoch; a tenancy no longer held is left alone
+	// and the reply's Err is Fenced.
+	Epoch coordination.LeaseEpoch
+	// ReplyTo receives the DeclineRevokeReply; nil sends it to the sender.
+	ReplyTo *actor.PID
+}
 
-// WithdrawPresenceReply answers WithdrawPresence.
-type WithdrawPresenceReply struct{}
+// DeclineRevokeReply answers DeclineRevoke once the tenancy is surrendered
+// (its Lost is queued); the hand-back is written after.
+type DeclineRevokeReply struct {
+	// Split is the command's Split.
+	Split coordination.SplitID
+	// Err is nil when the decline was taken (or no revocation was pending);
+	// otherwise it says why not.
+	Err error
+}

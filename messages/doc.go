@@ -1,88 +1,32 @@
-// Package messages is the actor protocol of one coordinator worker: the
-// typed messages its actors (see the actors package) send one another, and
-// who sends what to whom. Each actor names, where it sends, the actors it
-// tells, and beside each case of its receive switch, who sends it; the
-// graph is read out of those sends into docs/architecture.md ("Routing",
-// checked by the actors package's tests); this doc is its reading guide. The messages that carry a store
-// record itself (RecordsObserved, LeaderObserved, PlanObserved,
-// AssignmentObserved, ClaimWon) are the module's internal recordmsg package:
-// every type here has fields any program can build and read.
+// Package messages holds what a user's own actor exchanges with a
+// coordinator: the commands it may send the coordinator actor
+// (actors.Coordinator.PID) with its context's Send, and their replies.
+// The messages the coordinator's actors exchange among themselves are
+// theirs alone, under actors/internal, where no user's package can import
+// them.
 //
-// # What a user's actor may send
+// # Commands
 //
-// A user's own actor on the coordinator's engine may send the coordinator
-// actor (actors.Coordinator.PID) three commands with its context's Send,
-// and receives the reply as a message:
+//   - FailSplit fails a tenancy, as Coordinator.Fail: FailSplitReply.
+//   - ReleaseSplits hands tenancies back, as Coordinator.Release (or
+//     ReleaseDrained, with Drained): ReleaseSplitsReply.
+//   - DeclineRevoke refuses a revocation, as Coordinator.DeclineRevoke:
+//     DeclineRevokeReply.
 //
-//   - FailSplit{Split, Epoch, Reason} fails the tenancy (as
-//     Coordinator.Fail): FailSplitReply.
-//   - ReleaseSplits{Splits, Epochs, Drained} hands the tenancies back (as
-//     Release or ReleaseDrained); Epochs[i] is Splits[i]'s: ReleaseSplitsReply.
-//   - DeclineRevoke{Split, Epoch} refuses a revocation (as
-//     Coordinator.DeclineRevoke): DeclineRevokeReply.
+// # One reply per command
 //
-// Epoch is the epoch of the tenancy's Gained; a command for a tenancy that
-// is no longer held writes nothing and its reply's Err is Fenced. Every
-// other message is the actors' own: a user has no business sending it.
+// Every command carries an optional ReplyTo and is answered exactly once,
+// by its own reply type (the command's name plus Reply), at ReplyTo when
+// it is set and else at the command's sender. A reply's Err is nil on
+// success; otherwise its kind (coordination.KindOf) says what to do, as the
+// Coordinator method's error does. Epoch is the epoch of the tenancy's
+// Gained: a command for a tenancy that is no longer held writes nothing.
 //
-// # Who sends what to whom
+// # Events
 //
-// The handle (the caller's goroutine) asks the root with StartJob,
-// FailSplit, ReleaseSplits and DepartJob, and the revoke actor with
-// DeclineRevoke; each is answered by its Reply. Its commits go to the
-// commit writer, which after each one tells the revoke actor CommitLanded,
-// and asks the root EndTenancy when the commit was fenced or completed.
-//
-// The root owns the tenancy registry. It tells watch, leader, splitwriter
-// and lease JobStarted, and leader, splitwriter, revoke and lease
-// Departing; it announces each registry change once, TenancyStarted and
-// TenancyEnded, to splitwriter and revoke (and TenancyEnded to the
-// commit writer); it forwards the writes of Fail, Release, Depart and
-// forced revocations to the split-writer actor (FailSplit,
-// HandBackSplits, answered by HandBackSplitsReply or
-// ReleaseSplitsReply); it rebroadcasts VerdictReached to leader and revoke; it forwards a user's actor's DeclineRevoke to the revoke actor;
-// and during Depart it asks the leader StepDown and the lease
-// WithdrawPresence.
-//
-// The watch actor turns watched and listed keys into observations:
-// RecordsObserved and RecordDeleted (split records) to splitwriter and
-// leader; PresenceObserved to leader and splitwriter, and to the lease for
-// its own key; PresenceChallenged to the lease, for its own key only;
-// PresenceDeleted to leader and splitwriter; LeaderObserved and
-// LeaderDeleted to the leader; PlanObserved to leader and splitwriter;
-// PlanDeleted to the leader; AssignmentObserved and AssignmentDeleted to the leader, and to
-// assign for this worker's own record; WatchesChanged to leader,
-// splitwriter and revoke; Reconciled to the leader.
-//
-// The lease actor owns the session: Joined to watch, leader and
-// splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
-// SessionEnded to root, leader and splitwriter; SessionStarted, with the
-// new session's nonce, to root, leader and splitwriter (each keeps the
-// nonce it was last told; the lease owns it).
-//
-// The assign actor diffs this worker's assignment record and tells the
-// diff, AssignedSetChanged, to the split-writer actor (which claims what
-// was added) and to the revoke actor (which drains what was lost).
-//
-// The split-writer actor decides claims on its own view of the split
-// records and writes them; it tells the root ClaimWon (which starts the
-// tenancy); asks the root EndTenancy when a split record shows a held
-// tenancy fenced; tells revoke HandBackResolved once a surrendered
-// tenancy's write resolved (the root asked the write after it told revoke
-// the tenancy's TenancyEnded, so it arrives after it); tells the root
-// SplitQuarantined and VerdictReached.
-//
-// The revoke actor asks the root RevocationRequested (emit RevokeRequested)
-// and ForceRevocation (surrender and hand back).
-//
-// # Rules
-//
-// Messages are plain values, sent and matched as values: slices are copied
-// by the sender and no message carries a pointer to actor state. Naming
-// follows one scheme: intents are imperative (EndTenancy, FailSplit),
-// facts are past participles (TenancyEnded), replies are the intent's name
-// plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue).
-// Fields use this package's and the public packages' types.
+// There is no subscription: a user's actor learns of tenancies and
+// revocations from the events the driver polls (coordination.Gained,
+// RevokeRequested, Lost, ...), and hands them to its actors itself.
 //
 // The package has no behaviour and promises nothing beyond the field docs.
 package messages

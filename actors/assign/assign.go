@@ -8,9 +8,9 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 )
 
 // assignActor diffs this worker's assignment (docs/protocol.md, "Following
@@ -45,7 +45,7 @@ func New(v *worker.Env) actor.Producer {
 // every tenancy the split writer starts from it then reaches revoke after
 // the set that names it (else revoke, still holding the previous set, would
 // ask to revoke it).
-func (a *assignActor) tell(m messages.AssignedSetChanged) {
+func (a *assignActor) tell(m wire.AssignedSetChanged) {
 	a.v.Tell(m, a.v.PIDs.Revoke, a.v.PIDs.SplitWriter)
 }
 
@@ -55,7 +55,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 	case actor.Initialized, actor.Started, actor.Stopped:
 	case recordmsg.AssignmentObserved: // from the watch: this worker's own
 		a.assignment(m)
-	case messages.AssignmentDeleted: // from the watch: this worker's own
+	case wire.AssignmentDeleted: // from the watch: this worker's own
 		a.unassigned()
 	default:
 		a.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
@@ -66,7 +66,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 // nothing is decided until a new one appears.
 func (a *assignActor) unassigned() {
 	a.assigned = map[coordination.SplitID]bool{}
-	a.tell(messages.AssignedSetChanged{})
+	a.tell(wire.AssignedSetChanged{})
 }
 
 // assignment applies this worker's assignment record unless an applied one
@@ -78,7 +78,7 @@ func (a *assignActor) assignment(m recordmsg.AssignmentObserved) {
 	a.appliedGen = m.Assignment.Generation
 	set, added, removed := diffAssigned(a.assigned, m.Assignment.Splits)
 	a.assigned = set
-	a.tell(messages.AssignedSetChanged{
+	a.tell(wire.AssignedSetChanged{
 		Decided: true,
 		Splits:  slices.Clone(m.Assignment.Splits),
 		Added:   added,

@@ -12,11 +12,11 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
 )
 
@@ -82,12 +82,12 @@ func TestTheAssignActorTellsOneDiffPerRecord(t *testing.T) {
 		record := func(gen uint64, ids ...coordination.SplitID) recordmsg.AssignmentObserved {
 			return recordmsg.AssignmentObserved{Instance: "me", Assignment: protocol.AssignmentRecord{Generation: gen, Splits: ids}}
 		}
-		for _, m := range []any{messages.JobStarted{}, record(2, "a", "b"), record(1, "z"), record(3, "b", "c"), messages.AssignmentDeleted{Instance: "me"}, messages.Departing{}} {
+		for _, m := range []any{wire.JobStarted{}, record(2, "a", "b"), record(1, "z"), record(3, "b", "c"), wire.AssignmentDeleted{Instance: "me"}, wire.Departing{}} {
 			e.Send(pid, m)
 		}
 		synctest.Wait()
 		ids := func(s ...coordination.SplitID) []coordination.SplitID { return s }
-		want := []messages.AssignedSetChanged{
+		want := []wire.AssignedSetChanged{
 			{Decided: true, Splits: ids("a", "b"), Added: ids("a", "b")},
 			{Decided: true, Splits: ids("b", "c"), Added: ids("c"), Removed: ids("a")},
 			{},

@@ -6,9 +6,9 @@ import (
 	"fmt"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 )
 
 // The owner's side of a runtime split (docs/protocol.md, "Runtime split",
@@ -41,7 +41,7 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 			// An earlier completing Commit of the tenancy landed unseen (the
 			// read-back found it): the split is done, the cut was not made.
 			w.close(id, epoch)
-			w.endTenancy(id, epoch, messages.EndCompleted)
+			w.endTenancy(id, epoch, wire.EndCompleted)
 			return worker.CommitResult{Err: worker.CompletedBeforeCut(id)}
 		}
 		if c := cell.prog.Cut; c != nil && (prev == nil || c.ID != prev.ID) {

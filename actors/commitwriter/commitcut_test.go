@@ -14,10 +14,10 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -212,7 +212,7 @@ func TestAFencedCutCommitWritesNothing(t *testing.T) {
 		if rec := r.progress(t); rec.Epoch != 3 || rec.Cut != nil || rec.Descriptor != nil {
 			t.Fatalf("progress %+v, want the later fence untouched", rec)
 		}
-		if got := r.sent(); !slices.Contains(got, any(messages.EndTenancy{Split: "a", Epoch: 2, Reason: messages.EndFenced})) {
+		if got := r.sent(); !slices.Contains(got, any(wire.EndTenancy{Split: "a", Epoch: 2, Reason: wire.EndFenced})) {
 			t.Fatalf("told %#v, want EndTenancy fenced", got)
 		}
 	})
@@ -413,7 +413,7 @@ func TestACutAfterAnUnseenCompletionIsFenced(t *testing.T) {
 		if rec := r.progress(t); !rec.Completed || rec.Cut != nil {
 			t.Fatalf("progress %+v, want the completion without a cut", rec)
 		}
-		if got := r.sent(); !slices.Contains(got, any(messages.EndTenancy{Split: "a", Epoch: 2, Reason: messages.EndCompleted})) {
+		if got := r.sent(); !slices.Contains(got, any(wire.EndTenancy{Split: "a", Epoch: 2, Reason: wire.EndCompleted})) {
 			t.Fatalf("told %#v, want EndTenancy completed", got)
 		}
 	})

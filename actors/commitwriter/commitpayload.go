@@ -4,9 +4,9 @@ import (
 	"context"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -47,7 +47,7 @@ func (w *commitWriter) commitPayload(req worker.CommitRequest, cell *progressCel
 	w.landed(id, epoch, cell, d)
 	if d.Rec.Completed {
 		w.close(id, epoch)
-		w.endTenancy(id, epoch, messages.EndCompleted)
+		w.endTenancy(id, epoch, wire.EndCompleted)
 		if req.Payload != nil && !req.Progress.Completed {
 			// A completing commit of the tenancy landed unseen before this
 			// one: its statements did not run.

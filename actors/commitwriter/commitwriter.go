@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 )
 
 // commitWriterShards is how many shards the commit writer has: commits of
@@ -92,7 +92,7 @@ func splitOf(msg any) coordination.SplitID {
 		return m.Split
 	case worker.CutAsked:
 		return m.Split
-	case messages.TenancyEnded:
+	case wire.TenancyEnded:
 		return m.Split
 	}
 	panic(fmt.Sprintf("actors: %T is not a commit writer's message", msg))
@@ -116,7 +116,7 @@ func (w *commitWriter) receive(msg any) {
 	switch m := msg.(type) {
 	case worker.OpenCell:
 		w.cells[m.Split] = &progressCell{fp: m.FP, epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
-	case messages.TenancyEnded:
+	case wire.TenancyEnded:
 		w.close(m.Split, m.Epoch)
 	case worker.CommitRequest:
 		m.Reply <- w.commit(m)
@@ -174,7 +174,7 @@ func (w *commitWriter) commit(req worker.CommitRequest) worker.CommitResult {
 		w.landed(id, epoch, cell, d)
 		if d.Rec.Completed {
 			w.close(id, epoch)
-			w.endTenancy(id, epoch, messages.EndCompleted)
+			w.endTenancy(id, epoch, wire.EndCompleted)
 		}
 		return worker.CommitResult{Landed: true}
 	}
@@ -187,7 +187,7 @@ func (w *commitWriter) notLanded(id coordination.SplitID, epoch uint64, d worker
 	switch d.Outcome {
 	case worker.CASFenced:
 		w.close(id, epoch)
-		w.endTenancy(id, epoch, messages.EndFenced)
+		w.endTenancy(id, epoch, wire.EndFenced)
 	case worker.CASFatal:
 		w.v.FailNow(d.Err)
 	default:
@@ -201,14 +201,14 @@ func (w *commitWriter) notLanded(id coordination.SplitID, epoch uint64, d worker
 func (w *commitWriter) landed(id coordination.SplitID, epoch uint64, cell *progressCell, d worker.CASResult[protocol.ProgressRecord]) {
 	cell.advance(d.Rec, d.Rev)
 	if !d.Adopted {
-		w.v.Tell(messages.CommitLanded{Split: id, Epoch: epoch}, w.v.PIDs.Revoke)
+		w.v.Tell(wire.CommitLanded{Split: id, Epoch: epoch}, w.v.PIDs.Revoke)
 	}
 }
 
 // endTenancy asks the root, the tenancy registry's owner, to end tenancy
 // (id, epoch) for reason (a completed or fenced commit).
-func (w *commitWriter) endTenancy(id coordination.SplitID, epoch uint64, reason messages.EndReason) {
-	w.v.Tell(messages.EndTenancy{Split: id, Epoch: epoch, Reason: reason}, w.v.PIDs.Root)
+func (w *commitWriter) endTenancy(id coordination.SplitID, epoch uint64, reason wire.EndReason) {
+	w.v.Tell(wire.EndTenancy{Split: id, Epoch: epoch, Reason: reason}, w.v.PIDs.Root)
 }
 
 // advance records a write of the cell's tenancy that landed at rev, unless

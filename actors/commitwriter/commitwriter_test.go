@@ -13,10 +13,10 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -216,7 +216,7 @@ func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
 			t.Fatalf("watermark %d, want 5", got)
 		}
 		synctest.Wait()
-		if got := l.sent(); !slices.Equal(got, []any{messages.CommitLanded{Split: "a", Epoch: 2}}) {
+		if got := l.sent(); !slices.Equal(got, []any{wire.CommitLanded{Split: "a", Epoch: 2}}) {
 			t.Fatalf("told %#v, want CommitLanded", got)
 		}
 	})
@@ -235,7 +235,7 @@ func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
 		if r := l.ask(context.Background(), 1, coordination.SplitProgress{Watermark: 6}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
 			t.Fatalf("commit of epoch 1 under the cell of epoch 2: landed %v, %v", r.Landed, r.Err)
 		}
-		l.w.v.PostCommit(messages.TenancyEnded{Split: "a", Epoch: 2, Reason: messages.EndReleased})
+		l.w.v.PostCommit(wire.TenancyEnded{Split: "a", Epoch: 2, Reason: wire.EndReleased})
 		synctest.Wait()
 		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 7}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
 			t.Fatalf("commit after TenancyEnded: landed %v, %v", r.Landed, r.Err)
@@ -256,7 +256,7 @@ func TestACompletingCommitEndsTheTenancy(t *testing.T) {
 			t.Fatalf("completing commit: %v", r.Err)
 		}
 		synctest.Wait()
-		if got := l.sent(); !slices.Contains(got, any(messages.EndTenancy{Split: "a", Epoch: 2, Reason: messages.EndCompleted})) {
+		if got := l.sent(); !slices.Contains(got, any(wire.EndTenancy{Split: "a", Epoch: 2, Reason: wire.EndCompleted})) {
 			t.Fatalf("told %#v, want EndTenancy completed", got)
 		}
 		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 10}); coordination.KindOf(r.Err) != coordination.Fenced {

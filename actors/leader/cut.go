@@ -10,9 +10,9 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 )
 
 // The leader's side of runtime splits (docs/protocol.md, "Runtime split",
@@ -32,7 +32,7 @@ type cutKey struct {
 
 // observeEstimates takes the estimates member inst's presence carries,
 // observed at now.
-func (f *fleetView) observeEstimates(inst string, es []messages.Estimate, now time.Time) {
+func (f *fleetView) observeEstimates(inst string, es []wire.Estimate, now time.Time) {
 	f.estimatedAt[inst] = now
 	if len(es) == 0 {
 		delete(f.estimates, inst)
@@ -44,12 +44,12 @@ func (f *fleetView) observeEstimates(inst string, es []messages.Estimate, now ti
 // sameReported reports whether estimates a and b name the same tenancies
 // (split and epoch), whatever their figures and order: the same splits
 // pinned to their owner (pinReported). At most EstimatesMax entries each.
-func sameReported(a, b []messages.Estimate) bool {
+func sameReported(a, b []wire.Estimate) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for _, x := range a {
-		if !slices.ContainsFunc(b, func(y messages.Estimate) bool { return x.Split == y.Split && x.Epoch == y.Epoch }) {
+		if !slices.ContainsFunc(b, func(y wire.Estimate) bool { return x.Split == y.Split && x.Epoch == y.Epoch }) {
 			return false
 		}
 	}
@@ -90,8 +90,8 @@ func (f *fleetView) pinReported(pinned map[coordination.SplitID]bool) map[coordi
 
 // currentEstimates yields each estimate a live member reported for the
 // current tenancy of a split it holds, with that split's record.
-func (f *fleetView) currentEstimates() iter.Seq2[splitFacts, messages.Estimate] {
-	return func(yield func(splitFacts, messages.Estimate) bool) {
+func (f *fleetView) currentEstimates() iter.Seq2[splitFacts, wire.Estimate] {
+	return func(yield func(splitFacts, wire.Estimate) bool) {
 		for inst, es := range f.estimates {
 			nonce, live := f.sessions[inst]
 			if !live {

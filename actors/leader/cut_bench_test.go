@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 )
 
 // benchView is a leader's view of n runnable splits held by 100 live
@@ -23,7 +23,7 @@ func benchView(n int) *fleetView {
 		id := coordination.SplitID(fmt.Sprintf("split-%06d", i))
 		f.records[id] = splitFacts{owner: inst, nonce: "n-" + inst, epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 		if i < 400 {
-			f.estimates[inst] = append(f.estimates[inst], messages.Estimate{Split: id, Epoch: 1, Remaining: uint64(1000 + i)})
+			f.estimates[inst] = append(f.estimates[inst], wire.Estimate{Split: id, Epoch: 1, Remaining: uint64(1000 + i)})
 		}
 	}
 	return &f

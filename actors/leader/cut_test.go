@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 )
 
 // held plays the watch delivering split records of splits runnable at
@@ -28,9 +28,9 @@ func (lr *leaderRig) held(owner, nonce string, epoch, weight uint64, parent coor
 }
 
 // estimates plays the watch delivering w1's presence carrying es.
-func (lr *leaderRig) estimates(es ...messages.Estimate) {
+func (lr *leaderRig) estimates(es ...wire.Estimate) {
 	lr.revs++
-	lr.send(messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 100 + lr.revs, Remaining: es})
+	lr.send(wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 100 + lr.revs, Remaining: es})
 }
 
 // cutRig is a leader rig of w1 (MaxInFlight lanes, CutInterval interval)
@@ -55,7 +55,7 @@ func cutRig(t *testing.T, lanes int, interval time.Duration) *leaderRig {
 func TestTheLeaderAsksACutWhenALaneIdles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := cutRig(t, 3, time.Second)
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 800})
+		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, wire.Estimate{Split: "b", Epoch: 1, Remaining: 800})
 		_, rev0, _ := lr.assignment("w1")
 
 		lr.beat() // half a CutInterval after it started leading
@@ -88,7 +88,7 @@ func TestTheLeaderAsksACutWhenALaneIdles(t *testing.T) {
 			t.Fatalf("assignment %+v after the residual appeared, want it placed and no request", a)
 		}
 		lr.observeAssignment("w1")
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 600}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 800})
+		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 600}, wire.Estimate{Split: "b", Epoch: 1, Remaining: 800})
 		lr.beat() // the residual waits for the one free lane: nothing idles
 		lr.beat()
 		lr.held("w1", "nonce-w1", 1, 400, "a", protocol.ResidualID("a", 1, 1)) // w1 claims it within LeaseDuration
@@ -106,7 +106,7 @@ func TestTheLeaderAsksACutWhenALaneIdles(t *testing.T) {
 func TestTheLeaderCountsCutsFromTheResidualsItSaw(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := cutRig(t, 4, 0) // CutInterval 0: one heartbeat
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
+		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
 		lr.beat()
 		a, rev1, _ := lr.assignment("w1")
 		if len(a.Cuts) != 1 || a.Cuts[0].Counter != 1 {
@@ -142,7 +142,7 @@ func TestTheLeaderAsksNoCutWithoutAnIdleLane(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := cutRig(t, tt.lanes, tt.interval)
-				lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 800})
+				lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, wire.Estimate{Split: "b", Epoch: 1, Remaining: 800})
 				_, rev0, _ := lr.assignment("w1")
 				for range 6 {
 					lr.beat()
@@ -173,9 +173,9 @@ func TestCutInputTakesEstimatesOfTheCurrentTenancy(t *testing.T) {
 	put(protocol.ResidualID("a", 2, 3), splitFacts{owner: "w2", nonce: "n2", epoch: 1, weight: 5, parent: "a"})
 	put(protocol.ResidualID("a", 1, 9), splitFacts{weight: 5, parent: "a"})
 	t0 := time.Unix(1000, 0)
-	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 90}, {Split: "b", Epoch: 2, Remaining: 80}}, t0)
-	f.observeEstimates("w2", []messages.Estimate{{Split: "a", Epoch: 2, Remaining: 70}}, t0) // not its split
-	f.observeEstimates("w9", []messages.Estimate{{Split: "c", Epoch: 1, Remaining: 70}}, t0) // not live
+	f.observeEstimates("w1", []wire.Estimate{{Split: "a", Epoch: 2, Remaining: 90}, {Split: "b", Epoch: 2, Remaining: 80}}, t0)
+	f.observeEstimates("w2", []wire.Estimate{{Split: "a", Epoch: 2, Remaining: 70}}, t0) // not its split
+	f.observeEstimates("w9", []wire.Estimate{{Split: "c", Epoch: 1, Remaining: 70}}, t0) // not live
 	cfg := coordination.DefaultConfig()
 	cfg.MaxInFlight = 6
 	in := f.cutInput(cfg, 0, map[coordination.SplitID]outstandingCut{"b": {}}, nil)
@@ -213,7 +213,7 @@ func TestCutRequestsAreOutstandingUntilTheResidualOrTheInterval(t *testing.T) {
 	f.members["w1"], f.sessions["w1"] = 4, "n1"
 	f.records["a"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	f.records["b"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
-	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 100}, {Split: "b", Epoch: 1, Remaining: 90}}, t0)
+	f.observeEstimates("w1", []wire.Estimate{{Split: "a", Epoch: 1, Remaining: 100}, {Split: "b", Epoch: 1, Remaining: 90}}, t0)
 	cfg := coordination.DefaultConfig()
 	cfg.MinCutWeight = 1
 	var c cutter
@@ -271,7 +271,7 @@ func TestRecordCutsFitTheRecord(t *testing.T) {
 func TestACutRequestWhosePublishFailedIsWrittenByTheRetry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := cutRig(t, 4, 0)
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
+		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
 		lr.st.on("Update", protocol.AssignKey("w1"), reaction{err: coordination.Errorf(coordination.Retryable, "timeout")})
 		lr.clk.Add(lr.v.Config.LeaseDuration / 3) // the bound of the start of leading lifts: the cutter asks; the write fails
 		synctest.Wait()
@@ -279,7 +279,7 @@ func TestACutRequestWhosePublishFailedIsWrittenByTheRetry(t *testing.T) {
 			t.Fatalf("assignment %+v although its write failed", a)
 		}
 		lr.clk.Add(lr.v.Config.LeaseDuration / 6) // within the interval of the ask: no new decision
-		lr.send(messages.HeartbeatTicked{})
+		lr.send(wire.HeartbeatTicked{})
 		if a, _, _ := lr.assignment("w1"); len(a.Cuts) != 1 {
 			t.Fatalf("assignment %+v after the retry, want the request", a)
 		}
@@ -318,7 +318,7 @@ func TestTheCutterAsksWhenTheBoundOfLeadingLifts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		interval := time.Second
 		lr := cutRig(t, 4, interval)
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
+		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
 		lr.clk.Add(interval) // no heartbeat: the bound from the start of leading lifts
 		synctest.Wait()
 		a, _, _ := lr.assignment("w1")
@@ -334,7 +334,7 @@ func TestACompletedSplitMakesTheCutterEvaluateAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		interval := time.Second
 		lr := cutRig(t, 2, interval) // both lanes busy with a and b: nothing to cut
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
+		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1000})
 		lr.clk.Add(interval) // the bound lifts; no lane idles
 		synctest.Wait()
 		if a, _, _ := lr.assignment("w1"); len(a.Cuts) != 0 {
@@ -362,7 +362,7 @@ func TestALaneFreedSoonAfterAnEvaluationIsCutForAQuarterLater(t *testing.T) {
 		lr.observeSplits()
 		lr.observeAssignment("w1")
 		lr.held("w1", "nonce-w1", 1, 1, "", "a", "b", "c")
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 900})
+		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1000}, wire.Estimate{Split: "b", Epoch: 1, Remaining: 900})
 		lr.clk.Add(interval)
 		synctest.Wait()
 		complete := func(id coordination.SplitID) {
@@ -418,7 +418,7 @@ func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T)
 	if h := f.cutInput(cfg, 0, nil, nil).Held; len(h) != 0 {
 		t.Fatalf("held %+v after the owner reported without it, want none", h)
 	}
-	f.observeEstimates("w1", []messages.Estimate{{Split: r, Epoch: 1, Remaining: 200}}, t0.Add(2*time.Second))
+	f.observeEstimates("w1", []wire.Estimate{{Split: r, Epoch: 1, Remaining: 200}}, t0.Add(2*time.Second))
 	if h := f.cutInput(cfg, 0, nil, nil).Held; len(h) != 1 || h[0].Remaining != 200 {
 		t.Fatalf("held %+v, want the owner's estimate 200", h)
 	}
@@ -432,7 +432,7 @@ func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T)
 	// residual's claimed record (they are watched apart): the report
 	// stands, and the residual is in Held once.
 	r2 := protocol.ResidualID("a", 1, 2)
-	f.observeEstimates("w1", []messages.Estimate{{Split: r2, Epoch: 1, Remaining: 300}}, t0.Add(4*time.Second))
+	f.observeEstimates("w1", []wire.Estimate{{Split: r2, Epoch: 1, Remaining: 300}}, t0.Add(4*time.Second))
 	f.records[r2] = facts
 	f.observeResidualTenancy(r2, &splitFacts{}, &facts, t0.Add(5*time.Second))
 	if h := f.cutInput(cfg, 0, nil, nil).Held; len(h) != 1 || h[0].Split != r2 || h[0].Remaining != 300 {
@@ -478,10 +478,10 @@ func pinnedOnW1(t *testing.T) *leaderRig {
 	lr.observeSplits()
 	lr.observeAssignment("w1")
 	lr.held("w1", "nonce-w1", 1, 10, "", "a", "b", "c", "d")
-	lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 9}, messages.Estimate{Split: "b", Epoch: 1, Remaining: 8},
-		messages.Estimate{Split: "c", Epoch: 1, Remaining: 7})
+	lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 9}, wire.Estimate{Split: "b", Epoch: 1, Remaining: 8},
+		wire.Estimate{Split: "c", Epoch: 1, Remaining: 7})
 	lr.revs++
-	lr.send(messages.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
+	lr.send(wire.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
 	lr.beat()
 	return lr
 }
@@ -535,7 +535,7 @@ func TestALaneReservedForASplitInTransitIsNotIdle(t *testing.T) {
 	}
 	f.cacheAssign(assignCache{inst: "w1", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"a"}}, rev: 1})
 	f.cacheAssign(assignCache{inst: "w2", rec: protocol.AssignmentRecord{Generation: 1, Splits: []coordination.SplitID{"b"}}, rev: 2})
-	f.observeEstimates("w1", []messages.Estimate{{Split: "a", Epoch: 1, Remaining: 1000}}, time.Unix(1000, 0))
+	f.observeEstimates("w1", []wire.Estimate{{Split: "a", Epoch: 1, Remaining: 1000}}, time.Unix(1000, 0))
 	cfg := coordination.DefaultConfig()
 	in := f.cutInput(cfg, 0, nil, nil)
 	if idle := in.IdleLanes(); idle != 0 {
@@ -556,8 +556,8 @@ func TestAPresenceThatNeverClaimsDoesNotShredASplit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := cutRig(t, 4, time.Second) // w1 holds a and b: two free lanes
 		lr.revs++
-		lr.send(messages.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
-		lr.estimates(messages.Estimate{Split: "a", Epoch: 1, Remaining: 1_000_000})
+		lr.send(wire.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
+		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1_000_000})
 		lr.beat()
 		lr.beat()
 		a, _, _ := lr.assignment("w1")

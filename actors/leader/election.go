@@ -8,10 +8,10 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -341,7 +341,7 @@ func (e *election) sighted(m recordmsg.LeaderObserved) {
 }
 
 // deleted takes a watched or listed delete of the leader key.
-func (e *election) deleted(m messages.LeaderDeleted) {
+func (e *election) deleted(m wire.LeaderDeleted) {
 	e.leaderSeen = time.Time{}
 	if t := e.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
 		e.orphan("leader lease expired; stepping down")
@@ -349,9 +349,9 @@ func (e *election) deleted(m messages.LeaderDeleted) {
 }
 
 // stepDown answers Depart's StepDown once the leader key is given up.
-func (e *election) stepDown(m messages.StepDown) {
+func (e *election) stepDown(m wire.StepDown) {
 	if e.term == nil {
-		e.v.Reply(m.ReplyTo, messages.StepDownReply{})
+		e.v.Reply(m.ReplyTo, wire.StepDownReply{})
 		return
 	}
 	e.resign(m.ReplyTo)
@@ -408,7 +408,7 @@ func (e *election) resign(replyTo *actor.PID) {
 		_, _ = v.Store.Delete(oc, store.Ephemeral, protocol.KeyLeader, store.Revision(rev))
 		cancel()
 		if replyTo != nil {
-			v.Reply(replyTo, messages.StepDownReply{})
+			v.Reply(replyTo, wire.StepDownReply{})
 		}
 	})
 }

@@ -6,10 +6,10 @@ import (
 	"testing/synctest"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -119,10 +119,10 @@ func TestLeaderObservations(t *testing.T) {
 		{"another session's key ends the lead", func(rev uint64) any {
 			return recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2"}, Rev: rev + 1}
 		}, false},
-		{"a stale delete is ignored", func(rev uint64) any { return messages.LeaderDeleted{Rev: rev - 1} }, true},
-		{"a newer delete ends the lead", func(rev uint64) any { return messages.LeaderDeleted{Rev: rev + 1} }, false},
-		{"a synthesized delete ends the lead", func(uint64) any { return messages.LeaderDeleted{Synthesized: true} }, false},
-		{"the session's end ends the lead", func(uint64) any { return messages.SessionEnded{} }, false},
+		{"a stale delete is ignored", func(rev uint64) any { return wire.LeaderDeleted{Rev: rev - 1} }, true},
+		{"a newer delete ends the lead", func(rev uint64) any { return wire.LeaderDeleted{Rev: rev + 1} }, false},
+		{"a synthesized delete ends the lead", func(uint64) any { return wire.LeaderDeleted{Synthesized: true} }, false},
+		{"the session's end ends the lead", func(uint64) any { return wire.SessionEnded{} }, false},
 		{"a plan of a newer generation ends the lead", func(uint64) any {
 			return recordmsg.PlanObserved{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
 		}, false},
@@ -171,17 +171,17 @@ func TestStepDown(t *testing.T) {
 		lr := newLeaderRig(t, workertest.FinalPlan("a"))
 		lr.goLive()
 		lr.mustLead(1)
-		lr.send(messages.StepDown{ReplyTo: lr.replies})
+		lr.send(wire.StepDown{ReplyTo: lr.replies})
 		lr.mustNotLead()
 		if _, _, ok := lr.leaderKey(); ok {
 			t.Fatal("leader key still present after StepDown")
 		}
-		lr.send(messages.StepDown{ReplyTo: lr.replies})
+		lr.send(wire.StepDown{ReplyTo: lr.replies})
 		if n := lr.replied(); n != 2 {
 			t.Fatalf("%d StepDownReply, want 2 (leading and not)", n)
 		}
 		lr.beat()
-		lr.send(messages.LeaderDeleted{Synthesized: true})
+		lr.send(wire.LeaderDeleted{Synthesized: true})
 		if _, _, ok := lr.leaderKey(); ok {
 			t.Fatal("a departed worker stood for election again")
 		}
@@ -194,7 +194,7 @@ func TestAWinAfterDepartGivesTheKeyBack(t *testing.T) {
 		gate := make(chan struct{})
 		lr.st.on("Create", protocol.KeyLeader, reaction{gate: gate})
 		lr.goLive()
-		lr.send(messages.Departing{})
+		lr.send(wire.Departing{})
 		close(gate)
 		synctest.Wait()
 		if _, _, ok := lr.leaderKey(); ok || lr.leading() {
@@ -209,7 +209,7 @@ func TestVerdictKeepsTheKeyButStopsTheWork(t *testing.T) {
 		lr := newLeaderRig(t, p)
 		lr.goLive()
 		lr.mustLead(1)
-		lr.send(messages.VerdictReached{})
+		lr.send(wire.VerdictReached{})
 		_, rev, _ := lr.leaderKey()
 		for range 6 { // two replan intervals
 			lr.beat()

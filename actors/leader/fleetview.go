@@ -7,9 +7,9 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 )
 
 // assignCache is one member's assignment record as the leader last saw it.
@@ -48,7 +48,7 @@ type fleetView struct {
 	grace       *protocol.Grace // the startup grace window's observations
 	// estimates are each live member's remaining-work estimates, as its
 	// presence last carried them (docs/protocol.md, "Runtime split").
-	estimates map[string][]messages.Estimate
+	estimates map[string][]wire.Estimate
 	// estimatedAt is when each live member's presence was last observed:
 	// whether its estimates can know of a residual it holds.
 	estimatedAt map[string]time.Time
@@ -83,7 +83,7 @@ func newFleetView(startupGrace time.Duration) fleetView {
 		records:    map[coordination.SplitID]splitFacts{},
 		assigns:    map[string]assignCache{},
 		grace:      protocol.NewGrace(startupGrace),
-		estimates:  map[string][]messages.Estimate{},
+		estimates:  map[string][]wire.Estimate{},
 		cuts:       map[cutKey]uint64{},
 
 		estimatedAt:    map[string]time.Time{},
@@ -100,7 +100,7 @@ func newFleetView(startupGrace time.Duration) fleetView {
 func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	f, now := &l.view, l.v.Clock.Now()
 	switch m := msg.(type) {
-	case messages.PresenceObserved:
+	case wire.PresenceObserved:
 		old, ok := f.members[m.Instance]
 		if !ok && m.Instance != l.v.ID {
 			l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
@@ -120,7 +120,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		f.observeEstimates(m.Instance, m.Remaining, now)
 		f.grace.Join(m.Instance, now)
 		delete(f.departedAt, m.Instance)
-	case messages.PresenceDeleted:
+	case wire.PresenceDeleted:
 		if _, ok := f.members[m.Instance]; !ok {
 			return
 		}
@@ -138,7 +138,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 			}
 		}
 		l.pub.changed()
-	case messages.RecordDeleted:
+	case wire.RecordDeleted:
 		delete(f.records, m.Split)
 		delete(f.residualHeldAt, m.Split)
 		f.grace.Release(m.Split)
@@ -150,7 +150,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 			f.cacheAssign(assignCache{inst: m.Instance, rec: m.Assignment, rev: m.Rev})
 		}
 		return
-	case messages.AssignmentDeleted:
+	case wire.AssignmentDeleted:
 		if old, ok := f.assigns[m.Instance]; ok && m.Rev > old.rev {
 			f.uncacheAssign(m.Instance)
 		}

@@ -8,10 +8,10 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 )
 
 // leaderActor is the leader actor: one process made of four parts over one
@@ -87,42 +87,42 @@ func (l *leaderActor) receive(c *actor.Context) {
 	case actor.Stopped:
 		l.el.stop()
 		l.run.stop()
-	case messages.JobStarted:
+	case wire.JobStarted:
 		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
-	case messages.Joined:
+	case wire.Joined:
 		l.view.records = worker.Sized(l.view.records, worker.SizeHint(m.Planned))
-	case messages.WatchesChanged:
+	case wire.WatchesChanged:
 		l.phase.Observe(m)
 		if m.Live {
 			l.pub.changed()
 		}
 		l.tick(c)
-	case messages.Reconciled:
+	case wire.Reconciled:
 		l.pub.changed()
 		l.tick(c)
-	case messages.HeartbeatTicked:
+	case wire.HeartbeatTicked:
 		l.heartbeat(c)
 	case recordmsg.LeaderObserved:
 		l.el.sighted(m)
-	case messages.LeaderDeleted:
+	case wire.LeaderDeleted:
 		l.el.deleted(m)
 		l.tick(c)
 	case recordmsg.PlanObserved:
 		l.adoptPlan(c, m.Plan, m.Rev)
-	case messages.PlanDeleted:
+	case wire.PlanDeleted:
 		l.el.planDeleted()
-	case messages.PresenceObserved, messages.PresenceDeleted, messages.RecordDeleted,
-		recordmsg.AssignmentObserved, messages.AssignmentDeleted:
+	case wire.PresenceObserved, wire.PresenceDeleted, wire.RecordDeleted,
+		recordmsg.AssignmentObserved, wire.AssignmentDeleted:
 		l.observeFleet(c, m)
-	case messages.SessionEnded:
+	case wire.SessionEnded:
 		l.el.orphan("session ended; stepping down")
-	case messages.SessionStarted:
+	case wire.SessionStarted:
 		l.el.session = m.Nonce
 		l.tick(c)
-	case messages.VerdictReached, messages.Departing:
+	case wire.VerdictReached, wire.Departing:
 		l.phase.Observe(m)
 		l.el.retire()
-	case messages.StepDown:
+	case wire.StepDown:
 		l.phase.Departed = true
 		l.el.stepDown(m)
 	case electDone:

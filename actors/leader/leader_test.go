@@ -14,11 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -206,7 +206,7 @@ func newLeaderRig(t *testing.T, p coordination.Planner, mut ...func(*coordinatio
 		v.WG.Wait()
 	})
 	lr.planRev = workertest.Put(t, mem, protocol.KeyPlan, protocol.EncodePlan(protocol.PlanRecord{Fingerprint: p.Fingerprint()}), 0)
-	lr.send(messages.JobStarted{Planner: p, Fingerprint: p.Fingerprint(), FP: protocol.Fingerprint(p.Fingerprint())})
+	lr.send(wire.JobStarted{Planner: p, Fingerprint: p.Fingerprint(), FP: protocol.Fingerprint(p.Fingerprint())})
 	return lr
 }
 
@@ -222,14 +222,14 @@ func (lr *leaderRig) send(msgs ...any) {
 func (lr *leaderRig) goLive() {
 	pl := lr.plan()
 	lr.send(recordmsg.PlanObserved{Plan: pl, Rev: lr.planRev},
-		messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
-		messages.WatchesChanged{Live: true})
+		wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
+		wire.WatchesChanged{Live: true})
 }
 
 // beat advances the mock clock by a heartbeat interval and sends the tick.
 func (lr *leaderRig) beat() {
 	lr.clk.Add(lr.v.Config.LeaseDuration / 3)
-	lr.send(messages.HeartbeatTicked{})
+	lr.send(wire.HeartbeatTicked{})
 }
 
 // plan reads the plan record.
@@ -335,7 +335,7 @@ func (lr *leaderRig) replied() int {
 	defer lr.mu.Unlock()
 	n := 0
 	for _, m := range lr.got {
-		if _, ok := m.(messages.StepDownReply); ok {
+		if _, ok := m.(wire.StepDownReply); ok {
 			n++
 		}
 	}

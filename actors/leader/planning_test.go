@@ -6,10 +6,10 @@ import (
 	"testing/synctest"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -158,7 +158,7 @@ func TestVerdictMidPlanCancelsTheRun(t *testing.T) {
 		p := &gatedPlanner{Planner: workertest.FinalPlan("a"), gate: gate}
 		lr := newLeaderRig(t, p)
 		lr.goLive()
-		lr.send(messages.VerdictReached{})
+		lr.send(wire.VerdictReached{})
 		close(gate)
 		synctest.Wait()
 		if n := lr.splits(); n != 0 || lr.replans() != 0 {
@@ -178,7 +178,7 @@ func TestARunDueForANewTermStartsWhenTheStaleRunEnds(t *testing.T) {
 		lr.goLive()
 		lr.mustLead(1)
 		lr.deleteLeaderKey()
-		lr.send(messages.LeaderDeleted{Synthesized: true})
+		lr.send(wire.LeaderDeleted{Synthesized: true})
 		if lr.leading() {
 			t.Fatal("still leading after the key was deleted")
 		}
@@ -229,7 +229,7 @@ func TestARenewalDuringSeedingPublishesNothing(t *testing.T) {
 		}
 		before := writes()
 		lr.clk.Add(lr.v.Config.LeaseDuration / 3)
-		lr.send(messages.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 2}) // a renewal
+		lr.send(wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 2}) // a renewal
 		if n := writes() - before; n != 0 {
 			t.Fatalf("%d assignment writes after a renewal while seeding, want 0", n)
 		}

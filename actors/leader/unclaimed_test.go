@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 )
 
 // Issue #37: a presence that never claims ("rogue", advertising 4096
@@ -26,7 +26,7 @@ func TestSplitsLeftUnclaimedMoveOffTheirMember(t *testing.T) {
 		lr.mustLead(1)
 		lr.observeSplits()
 		lr.revs++
-		lr.send(messages.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
+		lr.send(wire.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
 		lr.held("w1", "nonce-w1", 1, 1, "", "a", "b") // w1's two lanes are full
 		names := func(w string) []coordination.SplitID {
 			a, _, _ := lr.assignment(w)

@@ -11,9 +11,9 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -204,7 +204,7 @@ func TestAPutOfAnotherSessionOnTheOwnKeyIsATwin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := newLeaseRig(t, "n1")
-				lr.v.Engine.Send(lr.v.PIDs.Lease, messages.PresenceObserved{Instance: "w1", Nonce: tt.nonce, Rev: lr.rev + tt.above})
+				lr.v.Engine.Send(lr.v.PIDs.Lease, wire.PresenceObserved{Instance: "w1", Nonce: tt.nonce, Rev: lr.rev + tt.above})
 				synctest.Wait()
 				err := lr.v.Outbox.Failure()
 				if !tt.twin {
@@ -242,7 +242,7 @@ func TestALiveSessionAnswersAChallengeAtOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := newLeaseRig(t, "n1")
-				lr.v.Engine.Send(lr.v.PIDs.Lease, messages.PresenceChallenged{Instance: tt.instance, Challenger: tt.challenger, Rev: 1})
+				lr.v.Engine.Send(lr.v.PIDs.Lease, wire.PresenceChallenged{Instance: tt.instance, Challenger: tt.challenger, Rev: 1})
 				synctest.Wait()
 				p, rev := lr.presence(t)
 				if moved := rev != lr.rev; moved != tt.answered || p.Nonce != "n1" {
@@ -287,7 +287,7 @@ func TestAChallengeDuringARenewalIsAnsweredAfterIt(t *testing.T) {
 		st.hold.Store(true)
 		clk.Add(heartbeatInterval(cfg.LeaseDuration, "w1", "n1", 1)) // the renewal is sent and held
 		synctest.Wait()
-		e.Send(v.PIDs.Lease, messages.PresenceChallenged{Instance: "w1", Challenger: "newcomer", Rev: 1})
+		e.Send(v.PIDs.Lease, wire.PresenceChallenged{Instance: "w1", Challenger: "newcomer", Rev: 1})
 		synctest.Wait()
 		st.hold.Store(false)
 		close(st.release)

@@ -10,9 +10,9 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -88,7 +88,7 @@ func (l *leaseActor) Receive(c *actor.Context) {
 	case actor.Stopped:
 		worker.StopTimer(l.hb)
 		worker.StopTimer(l.retry)
-	case messages.JobStarted: // from the root
+	case wire.JobStarted: // from the root
 		v, pid := l.v, c.PID()
 		v.Go(func(ctx context.Context) {
 			rev, planned, err := startup(ctx, v, m.Fingerprint)
@@ -105,9 +105,9 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.v.SessionLive.Store(true)
 		l.renewals.Restart(l.v.Clock.Now())
 		p := l.v.PIDs // the watches open; the views are sized for the plan's splits
-		l.v.Tell(messages.Joined{Planned: m.planned}, p.Watch, p.Leader, p.SplitWriter)
+		l.v.Tell(wire.Joined{Planned: m.planned}, p.Watch, p.Leader, p.SplitWriter)
 		l.schedule(c)
-	case messages.HeartbeatDue:
+	case wire.HeartbeatDue:
 		if m.Round == l.round {
 			l.beat(c)
 		}
@@ -117,19 +117,19 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		}
 	case presenceRenewed:
 		l.renewed(c, m)
-	case messages.PresenceObserved: // from the watch: this worker's own
+	case wire.PresenceObserved: // from the watch: this worker's own
 		if m.Instance == l.v.ID {
 			l.observed(m)
 		}
-	case messages.PresenceChallenged: // from the watch
+	case wire.PresenceChallenged: // from the watch
 		if m.Instance == l.v.ID && m.Challenger != l.v.Nonce { // its own, from startup: a delete that failed
 			l.challenged(c)
 		}
 	case sessionAnnounced:
 		l.announced(c, m)
-	case messages.Departing: // from the root
+	case wire.Departing: // from the root
 		l.departed = true
-	case messages.WithdrawPresence: // from the root (Depart)
+	case wire.WithdrawPresence: // from the root (Depart)
 		l.departed = true
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
@@ -156,14 +156,14 @@ func (l *leaseActor) maybeWithdraw() {
 			_, _ = v.Store.Delete(c, store.Ephemeral, protocol.WorkerKey(v.ID), store.Revision(rev))
 			cancel()
 		}
-		v.Reply(reply, messages.WithdrawPresenceReply{})
+		v.Reply(reply, wire.WithdrawPresenceReply{})
 	})
 }
 
 func (l *leaseActor) schedule(c *actor.Context) {
 	l.round++
 	d := heartbeatInterval(l.v.Config.LeaseDuration, l.v.ID, l.v.Nonce, l.round)
-	l.hb = l.v.After(d, c.PID(), messages.HeartbeatDue{Round: l.round})
+	l.hb = l.v.After(d, c.PID(), wire.HeartbeatDue{Round: l.round})
 }
 
 // beat is one heartbeat: renew the session, self-fence a starved one, and
@@ -174,7 +174,7 @@ func (l *leaseActor) beat(c *actor.Context) {
 	}
 	l.schedule(c)
 	l.keepAlive(c)
-	l.v.Tell(messages.HeartbeatTicked{Round: l.round}, l.v.PIDs.Leader, l.v.PIDs.Revoke, l.v.PIDs.SplitWriter)
+	l.v.Tell(wire.HeartbeatTicked{Round: l.round}, l.v.PIDs.Leader, l.v.PIDs.Revoke, l.v.PIDs.SplitWriter)
 }
 
 // keepAlive self-fences a starved session and renews the presence, or
@@ -215,7 +215,7 @@ func (l *leaseActor) retryMoot() {
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
 	l.v.SessionLive.Store(false)
-	l.v.Tell(messages.SessionEnded{}, l.v.PIDs.Root, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
+	l.v.Tell(wire.SessionEnded{}, l.v.PIDs.Root, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // renewOutcome classifies a presence renewal.
@@ -323,7 +323,7 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 // Another session's nonce there is a live twin that took the key over
 // since this session's last known write: Fatal at once, rather than at the
 // next renewal, so the twins never both act on the split records.
-func (l *leaseActor) observed(m messages.PresenceObserved) {
+func (l *leaseActor) observed(m wire.PresenceObserved) {
 	if l.lapsed || l.departed || m.Rev <= l.presenceRev {
 		return
 	}
@@ -411,6 +411,6 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
 	p := l.v.PIDs // the root answers a failed Depart with it (its direct hand-back)
-	l.v.Tell(messages.SessionStarted{Nonce: m.nonce}, p.Root, p.Leader, p.SplitWriter)
+	l.v.Tell(wire.SessionStarted{Nonce: m.nonce}, p.Root, p.Leader, p.SplitWriter)
 	l.payAnswer(c)
 }

@@ -8,23 +8,22 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/messages"
 )
 
 // revokeActor drives each revocation to exactly one outcome: drained, forced or
 // cancelled (docs/protocol.md, "Revocation"), including the silence watchdog of a cancelled drain.
-// It tells the root RevocationRequested and ForceRevocation, and answers a
-// DeclineRevoke to its ReplyTo.
+// It tells the root RevocationRequested and ForceRevocation; a
+// DeclineRevoke it forces is answered by the root (ForceRevocation.ReplyTo),
+// one it finds nothing to force for here.
 type revokeActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
-	held    worker.HeldView // derived from the root's registry (actors/tenancy.go)
-	entries map[coordination.SplitID]*revocation
-	// declines holds the DeclineRevoke calls waiting for their forced
-	// hand-back, answered when the tenancy's end resolves, whoever ended it.
-	declines map[coordination.SplitID]pendingDecline
+	held     worker.HeldView // derived from the root's registry (actors/tenancy.go)
+	entries  map[coordination.SplitID]*revocation
 	assigned map[coordination.SplitID]bool
 	decided  bool
 
@@ -39,54 +38,46 @@ func New(v *worker.Env) actor.Producer {
 			log:      v.Log.With("actor", "revoke"),
 			held:     worker.HeldView{},
 			entries:  map[coordination.SplitID]*revocation{},
-			declines: map[coordination.SplitID]pendingDecline{},
 			assigned: map[coordination.SplitID]bool{},
 		}
 	}
-}
-
-// pendingDecline is a DeclineRevoke of tenancy epoch waiting for its answer.
-type pendingDecline struct {
-	epoch uint64
-	reply *actor.PID
 }
 
 // Receive handles one message.
 func (r *revokeActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case messages.AssignedSetChanged: // from assign
+	case wire.AssignedSetChanged: // from assign
 		r.decided = m.Decided
 		r.assigned = make(map[coordination.SplitID]bool, len(m.Splits))
 		for _, id := range m.Splits {
 			r.assigned[id] = true
 		}
 		r.step(c)
-	case messages.WatchesChanged: // from the watch
+	case wire.WatchesChanged: // from the watch
 		r.phase.Observe(m)
 		r.step(c)
-	case messages.HeartbeatTicked: // from the lease
+	case wire.HeartbeatTicked: // from the lease
 		r.deadlines(c)
-	case messages.VerdictReached, messages.Departing: // from the root
+	case wire.VerdictReached, wire.Departing: // from the root
 		r.phase.Observe(m)
-	case messages.TenancyStarted: // from the root
+	case wire.TenancyStarted: // from the root
 		r.held.Apply(m)
 		r.follow(c, m.Split, m.Epoch, r.v.Clock.Now())
 		r.deadlines(c)
-	case messages.TenancyEnded: // from the root
+	case wire.TenancyEnded: // from the root
 		r.held.Apply(m)
-		if m.Reason == messages.EndFenced || m.Reason == messages.EndStarved {
-			// No hand-back follows these ends: settle and answer here.
+		if m.Reason == wire.EndFenced || m.Reason == wire.EndStarved {
+			// No hand-back follows these ends: settle here.
 			if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
 				r.settle(m.Split, e, "forced")
 			}
-			r.answerDecline(m.Split, m.Epoch, nil)
 		}
-	case messages.CommitLanded: // from the commit writer
+	case wire.CommitLanded: // from the commit writer
 		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
 			e.lastProgress = r.v.Clock.Now()
 		}
-	case messages.HandBackResolved: // from the split writer, always after the tenancy's TenancyEnded
+	case wire.HandBackResolved: // from the split writer, always after the tenancy's TenancyEnded
 		r.resolved(m)
 	case messages.DeclineRevoke: // from the handle, or the root (a user's actor's)
 		r.decline(c, m)
@@ -128,7 +119,7 @@ func (r *revokeActor) follow(c *actor.Context, id coordination.SplitID, epoch ui
 		e.cancelled, e.lastProgress = false, now
 		r.v.Metrics.Revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.Tell(messages.RevocationRequested{Split: id, Epoch: epoch}, r.v.PIDs.Root)
+		r.v.Tell(wire.RevocationRequested{Split: id, Epoch: epoch}, r.v.PIDs.Root)
 	}
 }
 
@@ -141,11 +132,11 @@ func (r *revokeActor) deadlines(c *actor.Context) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			r.v.Tell(messages.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
+			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			r.v.Tell(messages.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
+			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
 		}
 	}
 	r.v.Metrics.Draining(len(r.entries))
@@ -165,13 +156,8 @@ func (r *revokeActor) settle(id coordination.SplitID, e *revocation, outcome str
 }
 
 // resolved settles an entry from the outcome of its hand-back (docs/protocol.md, "Revocation").
-func (r *revokeActor) resolved(m messages.HandBackResolved) {
-	outcome, unconfirmed := judgeResolution(m.Reason, m.Outcome)
-	var err error
-	if unconfirmed {
-		err = worker.HandBackUnconfirmed([]coordination.SplitID{m.Split})
-	}
-	r.answerDecline(m.Split, m.Epoch, err)
+func (r *revokeActor) resolved(m wire.HandBackResolved) {
+	outcome := judgeResolution(m.Reason, m.Outcome)
 	e, ok := r.entries[m.Split]
 	if !ok || e.epoch != m.Epoch {
 		return
@@ -184,19 +170,19 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 		m.ReplyTo = c.Sender() // the handle's request
 	}
 	if err := r.v.Outbox.Failure(); err != nil {
-		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Err: err})
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split, Err: err})
 		return
 	}
 	e, ok := r.entries[m.Split]
 	switch {
 	case !ok:
-	case e.epoch != m.Epoch:
+	case e.epoch != uint64(m.Epoch):
 		ok = false // the entry is for a tenancy the driver has not polled
 	case !r.held.Holds(m.Split, e.epoch):
 		// The root already surrendered the tenancy (its TenancyEnded came
 		// first): the hand-back's outcome settles the entry, and nothing
 		// is left to force (a forced hand-back would never be answered).
-		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{})
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split})
 		return
 	}
 	if !ok || e.cancelled {
@@ -204,21 +190,9 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 			delete(r.entries, m.Split)
 			r.v.Metrics.Draining(len(r.entries))
 		}
-		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{})
+		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split})
 		return
 	}
 	r.settle(m.Split, e, "forced")
-	r.declines[m.Split] = pendingDecline{epoch: e.epoch, reply: m.ReplyTo}
-	r.v.Tell(messages.ForceRevocation{Split: m.Split, Epoch: e.epoch}, r.v.PIDs.Root)
-}
-
-// answerDecline answers the DeclineRevoke waiting on tenancy (id, epoch), if
-// any: the tenancy's end resolved, by the forced hand-back or by whatever
-// ended it first (the root ignores a ForceRevocation for a tenancy it no
-// longer holds, so waiting for that hand-back alone could hang the caller).
-func (r *revokeActor) answerDecline(id coordination.SplitID, epoch uint64, err error) {
-	if d, ok := r.declines[id]; ok && d.epoch == epoch {
-		delete(r.declines, id)
-		r.v.Reply(d.reply, messages.DeclineRevokeReply{Err: err})
-	}
+	r.v.Tell(wire.ForceRevocation{Split: m.Split, Epoch: e.epoch, ReplyTo: m.ReplyTo}, r.v.PIDs.Root)
 }

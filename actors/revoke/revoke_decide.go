@@ -3,7 +3,7 @@ package revoke
 import (
 	"time"
 
-	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/actors/internal/wire"
 )
 
 // revocation is one revocation entry (docs/protocol.md, "Revocation").
@@ -57,12 +57,10 @@ func judgeDeadline(e revocation, now time.Time, drain time.Duration) revokeDeadl
 // judgeResolution settles a revocation from how its tenancy's end resolved
 // (docs/protocol.md, "Revocation"): drained when a voluntary hand-back or a
 // completion landed, forced otherwise (a Fail, a fence, a hand-back that
-// did not confirm). unconfirmed is set when a forced hand-back (a declined
-// revocation's) did not confirm: the DeclineRevoke caller learns it.
-func judgeResolution(reason messages.EndReason, o messages.HandBackOutcome) (outcome string, unconfirmed bool) {
-	unconfirmed = reason == messages.EndRevoked && o == messages.HandBackUnconfirmed
-	if reason != messages.EndFailed && o == messages.HandBackLanded {
-		return "drained", unconfirmed
+// did not confirm).
+func judgeResolution(reason wire.EndReason, o wire.HandBackOutcome) string {
+	if reason != wire.EndFailed && o == wire.HandBackLanded {
+		return "drained"
 	}
-	return "forced", unconfirmed
+	return "forced"
 }

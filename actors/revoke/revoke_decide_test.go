@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/actors/internal/wire"
 )
 
 func TestDecideRevocation(t *testing.T) {
@@ -58,26 +58,24 @@ func TestJudgeDeadline(t *testing.T) {
 
 func TestJudgeResolution(t *testing.T) {
 	tests := []struct {
-		name        string
-		reason      messages.EndReason
-		outcome     messages.HandBackOutcome
-		want        string
-		unconfirmed bool
+		name    string
+		reason  wire.EndReason
+		outcome wire.HandBackOutcome
+		want    string
 	}{
-		{"a drained hand-back landed", messages.EndDrained, messages.HandBackLanded, "drained", false},
-		{"a completion landed", messages.EndCompleted, messages.HandBackLanded, "drained", false},
-		{"a release landed", messages.EndReleased, messages.HandBackLanded, "drained", false},
-		{"a Fail landed: forced", messages.EndFailed, messages.HandBackLanded, "forced", false},
-		{"a hand-back fenced", messages.EndDrained, messages.HandBackFenced, "forced", false},
-		{"a hand-back unconfirmed", messages.EndDrained, messages.HandBackUnconfirmed, "forced", false},
-		{"a forced hand-back landed", messages.EndRevoked, messages.HandBackLanded, "drained", false},
-		{"a forced hand-back unconfirmed: the decline learns it", messages.EndRevoked, messages.HandBackUnconfirmed, "forced", true},
+		{"a drained hand-back landed", wire.EndDrained, wire.HandBackLanded, "drained"},
+		{"a completion landed", wire.EndCompleted, wire.HandBackLanded, "drained"},
+		{"a release landed", wire.EndReleased, wire.HandBackLanded, "drained"},
+		{"a Fail landed: forced", wire.EndFailed, wire.HandBackLanded, "forced"},
+		{"a hand-back fenced", wire.EndDrained, wire.HandBackFenced, "forced"},
+		{"a hand-back unconfirmed", wire.EndDrained, wire.HandBackUnconfirmed, "forced"},
+		{"a forced hand-back landed", wire.EndRevoked, wire.HandBackLanded, "drained"},
+		{"a forced hand-back unconfirmed", wire.EndRevoked, wire.HandBackUnconfirmed, "forced"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, unconfirmed := judgeResolution(tt.reason, tt.outcome)
-			if got != tt.want || unconfirmed != tt.unconfirmed {
-				t.Fatalf("judgeResolution = (%q, %v), want (%q, %v)", got, unconfirmed, tt.want, tt.unconfirmed)
+			if got := judgeResolution(tt.reason, tt.outcome); got != tt.want {
+				t.Fatalf("judgeResolution = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/messages"
@@ -67,30 +68,30 @@ func (rr *revokeRig) counter(outcome string) float64 {
 func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
-			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}})
+		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
+			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}})
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("assigned and held: %v", got)
 		}
-		rr.send(messages.AssignedSetChanged{Decided: true})
-		if got := rr.take(); len(got) != 1 || got[0] != (messages.RevocationRequested{Split: "a", Epoch: 1}) {
+		rr.send(wire.AssignedSetChanged{Decided: true})
+		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 1}) {
 			t.Fatalf("request: %v", got)
 		}
-		rr.send(messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}})
+		rr.send(wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}})
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("cancel told the root: %v", got)
 		}
 		// A winning commit refreshes the silence clock.
 		rr.clk.Add(500 * time.Millisecond)
-		rr.send(messages.CommitLanded{Split: "a", Epoch: 1})
+		rr.send(wire.CommitLanded{Split: "a", Epoch: 1})
 		rr.clk.Add(500 * time.Millisecond)
-		rr.send(messages.HeartbeatTicked{})
+		rr.send(wire.HeartbeatTicked{})
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("forced although progress was recent: %v", got)
 		}
 		rr.clk.Add(300 * time.Millisecond)
-		rr.send(messages.HeartbeatTicked{})
-		if got := rr.take(); len(got) != 1 || got[0] != (messages.ForceRevocation{Split: "a", Epoch: 1}) {
+		rr.send(wire.HeartbeatTicked{})
+		if got := rr.take(); len(got) != 1 || got[0] != (wire.ForceRevocation{Split: "a", Epoch: 1}) {
 			t.Fatalf("silent: %v", got)
 		}
 		if rr.counter("requested") != 1 || rr.counter("cancelled") != 1 || rr.counter("forced") != 0 || rr.counter("drained") != 0 {
@@ -102,18 +103,18 @@ func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
 func TestRevocationReRequestKeepsStarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
-			messages.AssignedSetChanged{Decided: true})
+		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
+			wire.AssignedSetChanged{Decided: true})
 		rr.take()
 		rr.clk.Add(500 * time.Millisecond)
-		rr.send(messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}}) // cancel
+		rr.send(wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}}) // cancel
 		rr.clk.Add(300 * time.Millisecond)
-		rr.send(messages.CommitLanded{Split: "a", Epoch: 1})
+		rr.send(wire.CommitLanded{Split: "a", Epoch: 1})
 		// Re-requested 800ms after the start: already past DrainDeadline
 		// (750ms), so it is forced in the same step.
-		rr.send(messages.AssignedSetChanged{Decided: true})
+		rr.send(wire.AssignedSetChanged{Decided: true})
 		got := rr.take()
-		if len(got) != 2 || got[0] != (messages.RevocationRequested{Split: "a", Epoch: 1}) || got[1] != (messages.ForceRevocation{Split: "a", Epoch: 1}) {
+		if len(got) != 2 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 1}) || got[1] != (wire.ForceRevocation{Split: "a", Epoch: 1}) {
 			t.Fatalf("re-request: %v", got)
 		}
 		if rr.counter("requested") != 2 || rr.counter("cancelled") != 1 || rr.counter("forced") != 1 {
@@ -124,8 +125,8 @@ func TestRevocationReRequestKeepsStarted(t *testing.T) {
 
 func TestRevocationOutcomes(t *testing.T) {
 	start := func(rr *revokeRig) {
-		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
-			messages.AssignedSetChanged{Decided: true})
+		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
+			wire.AssignedSetChanged{Decided: true})
 		rr.take()
 	}
 	tests := []struct {
@@ -133,11 +134,11 @@ func TestRevocationOutcomes(t *testing.T) {
 		then    []any
 		outcome string
 	}{
-		{"drained by ReleaseDrained", []any{messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndDrained}, messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndDrained, Outcome: messages.HandBackLanded}}, "drained"},
-		{"drained by a completed commit", []any{messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded}}, "drained"},
-		{"forced by an unconfirmed hand-back", []any{messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndDrained, Outcome: messages.HandBackUnconfirmed}}, "forced"},
-		{"forced by Fail", []any{messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndFailed, Outcome: messages.HandBackLanded}}, "forced"},
-		{"forced by a fence", []any{messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndFenced}}, "forced"},
+		{"drained by ReleaseDrained", []any{wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndDrained}, wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndDrained, Outcome: wire.HandBackLanded}}, "drained"},
+		{"drained by a completed commit", []any{wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded}}, "drained"},
+		{"forced by an unconfirmed hand-back", []any{wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndDrained, Outcome: wire.HandBackUnconfirmed}}, "forced"},
+		{"forced by Fail", []any{wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndFailed, Outcome: wire.HandBackLanded}}, "forced"},
+		{"forced by a fence", []any{wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndFenced}}, "forced"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -166,11 +167,11 @@ func TestRevocationOutcomes(t *testing.T) {
 func TestNoAssignmentRecordRevokesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1}, messages.AssignedSetChanged{Decided: false})
+		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1}, wire.AssignedSetChanged{Decided: false})
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("withdrawn assignment revoked: %v", got)
 		}
-		rr.send(messages.WatchesChanged{Live: false}, messages.AssignedSetChanged{Decided: true})
+		rr.send(wire.WatchesChanged{Live: false}, wire.AssignedSetChanged{Decided: true})
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("revoked while a watch is down: %v", got)
 		}
@@ -184,15 +185,15 @@ func TestNoAssignmentRecordRevokesNothing(t *testing.T) {
 func TestDeclineAfterSurrenderAnswersAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
-			messages.AssignedSetChanged{Decided: true})
+		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
+			wire.AssignedSetChanged{Decided: true})
 		rr.take()
-		rr.send(messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndReleased},
+		rr.send(wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndReleased},
 			messages.DeclineRevoke{Split: "a", Epoch: 1, ReplyTo: rr.root})
-		if got := rr.take(); len(got) != 1 || got[0] != (messages.DeclineRevokeReply{}) {
+		if got := rr.take(); len(got) != 1 || got[0] != (messages.DeclineRevokeReply{Split: "a"}) {
 			t.Fatalf("decline after release: %v", got)
 		}
-		rr.send(messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndReleased, Outcome: messages.HandBackLanded})
+		rr.send(wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndReleased, Outcome: wire.HandBackLanded})
 		if rr.counter("drained") != 1 || rr.counter("forced") != 0 {
 			t.Fatalf("drained=%v forced=%v", rr.counter("drained"), rr.counter("forced"))
 		}
@@ -209,14 +210,14 @@ func TestDeclineAfterSurrenderAnswersAtOnce(t *testing.T) {
 func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(messages.WatchesChanged{Live: true},
-			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}},
-			messages.TenancyStarted{Split: "a", Epoch: 1},
-			messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndCompleted},
-			messages.AssignedSetChanged{Decided: true},
-			messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
+		rr.send(wire.WatchesChanged{Live: true},
+			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}},
+			wire.TenancyStarted{Split: "a", Epoch: 1},
+			wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndCompleted},
+			wire.AssignedSetChanged{Decided: true},
+			wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded})
 		rr.clk.Add(time.Second) // past DrainDeadline (750ms)
-		rr.send(messages.HeartbeatTicked{})
+		rr.send(wire.HeartbeatTicked{})
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("revocation of a surrendered tenancy: %v", got)
 		}
@@ -224,39 +225,41 @@ func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 			t.Fatalf("requested=%v forced=%v, want 0 and 0", rr.counter("requested"), rr.counter("forced"))
 		}
 		// A later tenancy of the split is revoked as usual.
-		rr.send(messages.TenancyStarted{Split: "a", Epoch: 2})
-		if got := rr.take(); len(got) != 1 || got[0] != (messages.RevocationRequested{Split: "a", Epoch: 2}) {
+		rr.send(wire.TenancyStarted{Split: "a", Epoch: 2})
+		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 2}) {
 			t.Fatalf("next tenancy: %v", got)
 		}
 	})
 }
 
-// A DeclineRevoke forced while the tenancy is ending another way (its
-// completion landed; the root ignores the ForceRevocation): the caller is
-// answered when that end resolves, not left waiting for a hand-back that
-// never comes.
-func TestDeclineAnsweredWhenTheTenancyEndsAnotherWay(t *testing.T) {
+// A DeclineRevoke of a live revocation is forced in one message: the
+// revoke actor tells the root ForceRevocation carrying the caller's ReplyTo
+// and answers nothing itself, whatever ends the tenancy next (the root
+// answers at the surrender, 3 hops: docs/architecture.md, "Hops").
+func TestDeclineIsAnsweredByTheRoot(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		end  []any
 	}{
-		{"completed", []any{messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded},
-			messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndCompleted}}},
-		{"fenced", []any{messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndFenced}}},
+		{"forced", []any{wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndRevoked},
+			wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndRevoked, Outcome: wire.HandBackLanded}}},
+		{"completed", []any{wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded},
+			wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndCompleted}}},
+		{"fenced", []any{wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndFenced}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rr := newRevokeRig(t)
-				rr.send(messages.WatchesChanged{Live: true}, messages.TenancyStarted{Split: "a", Epoch: 1},
-					messages.AssignedSetChanged{Decided: true})
+				rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
+					wire.AssignedSetChanged{Decided: true})
 				rr.take()
 				rr.send(messages.DeclineRevoke{Split: "a", Epoch: 1, ReplyTo: rr.root})
-				if got := rr.take(); len(got) != 1 || got[0] != (messages.ForceRevocation{Split: "a", Epoch: 1}) {
-					t.Fatalf("decline: %v", got)
+				if got := rr.take(); len(got) != 1 || got[0] != (wire.ForceRevocation{Split: "a", Epoch: 1, ReplyTo: rr.root}) {
+					t.Fatalf("decline: %v, want one ForceRevocation carrying the ReplyTo", got)
 				}
 				rr.send(tc.end...)
-				if got := rr.take(); len(got) != 1 || got[0] != (messages.DeclineRevokeReply{}) {
-					t.Fatalf("after the tenancy ended: %v, want one DeclineRevokeReply", got)
+				if got := rr.take(); len(got) != 0 {
+					t.Fatalf("after the tenancy ended: %v, want nothing (the root answered)", got)
 				}
 			})
 		})

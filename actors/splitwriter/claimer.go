@@ -7,8 +7,8 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 )
 
 // MaxClaimsInFlight bounds the writes the claimer runs at once (claims,
@@ -141,8 +141,8 @@ func (cl *claimer) tenancyStarted(id coordination.SplitID) {
 // tenancyEnded follows the registry: a surrendered split waits for its
 // hand-back's resolution before it is a candidate again (a fenced or
 // starved one has none).
-func (cl *claimer) tenancyEnded(m messages.TenancyEnded) {
-	if m.Reason != messages.EndFenced && m.Reason != messages.EndStarved {
+func (cl *claimer) tenancyEnded(m wire.TenancyEnded) {
+	if m.Reason != wire.EndFenced && m.Reason != wire.EndStarved {
 		cl.handing[m.Split] = m.Epoch
 	}
 	if cl.assigned[m.Split] {
@@ -155,7 +155,7 @@ func (cl *claimer) tenancyEnded(m messages.TenancyEnded) {
 // actor resolves a surrender only after it applied the tenancy's
 // TenancyEnded (the root asks for the write after routing it), so the
 // split is already handing.
-func (cl *claimer) handBackResolved(m messages.HandBackResolved) {
+func (cl *claimer) handBackResolved(m wire.HandBackResolved) {
 	if e, ok := cl.handing[m.Split]; ok && e == m.Epoch {
 		delete(cl.handing, m.Split)
 		cl.index(m.Split)
@@ -176,7 +176,7 @@ func (cl *claimer) abandoned(id coordination.SplitID, rev uint64, retry bool) {
 }
 
 // assignment applies the assign actor's diff of this worker's assignment.
-func (cl *claimer) assignment(m messages.AssignedSetChanged) {
+func (cl *claimer) assignment(m wire.AssignedSetChanged) {
 	cl.decided = m.Decided
 	set := make(map[coordination.SplitID]bool, len(m.Splits))
 	for _, id := range m.Splits {

@@ -7,10 +7,10 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
 )
 
@@ -41,7 +41,7 @@ func (r *claimerRig) record(id coordination.SplitID, rev uint64, owner, nonce st
 }
 
 func (r *claimerRig) assign(ids ...coordination.SplitID) {
-	r.sw.claims.assignment(messages.AssignedSetChanged{Decided: true, Splits: ids, Added: ids})
+	r.sw.claims.assignment(wire.AssignedSetChanged{Decided: true, Splits: ids, Added: ids})
 }
 
 // step runs the claimer and returns what it asked for since the last step:

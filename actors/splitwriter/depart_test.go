@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
 )
 
@@ -36,9 +36,9 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	} {
 		sw.records[id] = worker.SplitEntry{Rec: r, Rev: 7}
 	}
-	sw.held.Apply(messages.TenancyStarted{Split: "held", Epoch: 3, Nonce: "n"})
+	sw.held.Apply(wire.TenancyStarted{Split: "held", Epoch: 3, Nonce: "n"})
 	deadline := time.Unix(100, 0)
-	ops := sw.departLeftovers([]messages.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
+	ops := sw.departLeftovers([]wire.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
 	var got []coordination.SplitID
 	for _, o := range ops {
 		op, ok := o.(departLeftoverOp)

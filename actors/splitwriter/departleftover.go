@@ -4,9 +4,9 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 )
 
 // departLeftovers returns the writes that hand back, in Depart's batch,
@@ -17,7 +17,7 @@ import (
 // and take it over as Expired, charging an attempt. held are the splits
 // the batch hands back anyway. Each write re-checks the view when it
 // starts, after any earlier write on its split.
-func (sw *splitWriterActor) departLeftovers(held []messages.HeldSplit, batch uint64, deadline time.Time) []splitOp {
+func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64, deadline time.Time) []splitOp {
 	skip := make(map[coordination.SplitID]bool, len(held))
 	for _, h := range held {
 		skip[h.Split] = true
@@ -51,5 +51,5 @@ func (sw *splitWriterActor) departLeftoverResult(op departLeftoverOp, d splitWri
 	case worker.CASUnconfirmed:
 		sw.log.Warn("leftover of this session was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.Err)
 	}
-	sw.settleBatch(op.batch, op.split, messages.EndDeparted, false)
+	sw.settleBatch(op.batch, op.split, wire.EndDeparted, false)
 }

@@ -3,9 +3,9 @@ package splitwriter
 import (
 	"testing"
 
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"pgregory.net/rapid"
 )
 
@@ -126,12 +126,12 @@ func TestVerdictProperty(t *testing.T) {
 func TestResolution(t *testing.T) {
 	tests := []struct {
 		in   worker.CASOutcome
-		want messages.HandBackOutcome
+		want wire.HandBackOutcome
 	}{
-		{worker.CASLanded, messages.HandBackLanded},
-		{worker.CASFenced, messages.HandBackFenced},
-		{worker.CASUnconfirmed, messages.HandBackUnconfirmed},
-		{worker.CASFatal, messages.HandBackUnconfirmed},
+		{worker.CASLanded, wire.HandBackLanded},
+		{worker.CASFenced, wire.HandBackFenced},
+		{worker.CASUnconfirmed, wire.HandBackUnconfirmed},
+		{worker.CASFatal, wire.HandBackUnconfirmed},
 	}
 	for _, tt := range tests {
 		if got := resolution(tt.in); got != tt.want {

@@ -9,6 +9,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
@@ -29,7 +30,7 @@ type handBackBatch struct {
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
 // Its RecordsObserved come from the watch. It tells the root ClaimWon,
 // SplitQuarantined, EndTenancy (a fence seen in the split record) and
-// VerdictReached, revoke HandBackResolved, and answers FailSplit and
+// VerdictReached, revoke HandBackResolved, and answers RecordFailure and
 // HandBackSplits to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env
@@ -106,56 +107,56 @@ func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.Record
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case messages.JobStarted: // from the root
+	case wire.JobStarted: // from the root
 		sw.fp = m.FP
-	case messages.Joined: // from the lease
+	case wire.Joined: // from the lease
 		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
-	case messages.RecordDeleted: // from the watch
+	case wire.RecordDeleted: // from the watch
 		sw.deleted(m.Split)
 		sw.claims.step(c)
 	case recordmsg.PlanObserved: // from the watch
 		sw.plan, sw.hasPlan = m.Plan, true
 		sw.judge()
-	case messages.PresenceObserved: // from the watch
+	case wire.PresenceObserved: // from the watch
 		sw.claims.presence(m.Instance, m.Nonce)
 		sw.claims.step(c)
-	case messages.PresenceDeleted: // from the watch
+	case wire.PresenceDeleted: // from the watch
 		sw.claims.presence(m.Instance, "")
 		sw.claims.step(c)
-	case messages.AssignedSetChanged: // from assign
+	case wire.AssignedSetChanged: // from assign
 		sw.claims.assignment(m)
 		sw.claims.step(c)
-	case messages.WatchesChanged: // from the watch
+	case wire.WatchesChanged: // from the watch
 		sw.claims.live = m.Live
 		sw.claims.step(c)
-	case messages.HeartbeatTicked: // from the lease
+	case wire.HeartbeatTicked: // from the lease
 		sw.judge()
 		sw.claims.heartbeat()
 		sw.claims.step(c)
-	case messages.SessionEnded: // from the lease
+	case wire.SessionEnded: // from the lease
 		sw.claims.session = false
-	case messages.SessionStarted: // from the lease
+	case wire.SessionStarted: // from the lease
 		sw.nonce = m.Nonce
 		sw.claims.sessionStarted()
 		sw.claims.step(c)
-	case messages.TenancyStarted: // from the root
+	case wire.TenancyStarted: // from the root
 		sw.held.Apply(m)
 		sw.fenceSeen(m.Split)
 		sw.claims.tenancyStarted(m.Split)
 		sw.claims.step(c)
-	case messages.TenancyEnded: // from the root
+	case wire.TenancyEnded: // from the root
 		sw.held.Apply(m)
-		if m.Reason == messages.EndCompleted {
+		if m.Reason == wire.EndCompleted {
 			// A completing commit landed: complete the split record.
 			sw.enqueue(c, completeOp{split: m.Split, epoch: m.Epoch})
 		}
 		sw.claims.tenancyEnded(m)
 		sw.claims.step(c)
-	case messages.Departing: // from the root
+	case wire.Departing: // from the root
 		sw.departing = true
-	case messages.FailSplit: // from the root
+	case wire.RecordFailure: // from the root
 		sw.enqueue(c, failOp{split: m.Split, epoch: m.Epoch, reason: m.Reason, replyTo: m.ReplyTo})
-	case messages.HandBackSplits: // from the root
+	case wire.HandBackSplits: // from the root
 		sw.handBack(c, m)
 	case failDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
@@ -208,7 +209,7 @@ func (sw *splitWriterActor) fold(id coordination.SplitID, rec *protocol.SplitRec
 		}
 		sw.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
-			sw.v.Tell(messages.SplitQuarantined{Split: id, Attempts: rec.Attempts}, sw.v.PIDs.Root)
+			sw.v.Tell(wire.SplitQuarantined{Split: id, Attempts: rec.Attempts}, sw.v.PIDs.Root)
 		}
 	}
 	sw.judge()
@@ -265,14 +266,14 @@ func (sw *splitWriterActor) fenceIfMovedAway(id coordination.SplitID, rec *proto
 
 // drop asks the root to end a held split involuntarily (a fence).
 func (sw *splitWriterActor) drop(id coordination.SplitID, epoch uint64) {
-	sw.v.Tell(messages.EndTenancy{Split: id, Epoch: epoch, Reason: messages.EndFenced}, sw.v.PIDs.Root)
+	sw.v.Tell(wire.EndTenancy{Split: id, Epoch: epoch, Reason: wire.EndFenced}, sw.v.PIDs.Root)
 }
 
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
-func (sw *splitWriterActor) resolved(res messages.HandBackResolved) {
+func (sw *splitWriterActor) resolved(res wire.HandBackResolved) {
 	sw.claims.handBackResolved(res)
-	// Every surrender write is asked by the root (FailSplit, HandBackSplits,
+	// Every surrender write is asked by the root (RecordFailure, HandBackSplits,
 	// a completing TenancyEnded) after it sent revoke the tenancy's
 	// TenancyEnded, so this reaches revoke after that TenancyEnded: one
 	// ordered stream, with no relay.
@@ -409,7 +410,7 @@ func (sw *splitWriterActor) completeResult(op completeOp, d splitWritten) {
 	if d.Outcome == worker.CASFatal {
 		sw.v.FailNow(d.Err)
 	}
-	sw.resolved(messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded})
+	sw.resolved(wire.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded})
 }
 
 // leftoverResult frees the claimer's slot of a leftover's return.
@@ -420,7 +421,7 @@ func (sw *splitWriterActor) leftoverResult(op leftoverOp, d splitWritten) {
 
 // failResult answers Fail and tells the followers how it resolved.
 func (sw *splitWriterActor) failResult(op failOp, d splitWritten) {
-	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: messages.EndFailed, Outcome: resolution(d.Outcome)}
+	res := wire.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: wire.EndFailed, Outcome: resolution(d.Outcome)}
 	err, attempts := d.Err, d.Rec.Attempts
 	switch d.Outcome {
 	case worker.CASLanded:
@@ -434,11 +435,11 @@ func (sw *splitWriterActor) failResult(op failOp, d splitWritten) {
 	sw.log.Warn("split reported as failed", "split", op.split, "epoch", op.epoch, "attempts", attempts, "reason", op.reason)
 	sw.resolved(res)
 	if op.replyTo != nil {
-		sw.v.Reply(op.replyTo, messages.FailSplitReply{Err: err})
+		sw.v.Reply(op.replyTo, messages.FailSplitReply{Split: op.split, Err: err})
 	}
 }
 
-func (sw *splitWriterActor) handBack(c *actor.Context, m messages.HandBackSplits) {
+func (sw *splitWriterActor) handBack(c *actor.Context, m wire.HandBackSplits) {
 	sw.nextBatch++
 	id := sw.nextBatch
 	deadline := time.Now().Add(sw.v.Config.OpTimeout)
@@ -462,13 +463,13 @@ func (sw *splitWriterActor) handBack(c *actor.Context, m messages.HandBackSplits
 }
 
 // handBackReply is the reply type the requester of a hand-back expects.
-func handBackReply(reason messages.EndReason, unconfirmed []coordination.SplitID) any {
+func handBackReply(reason wire.EndReason, unconfirmed []coordination.SplitID) any {
 	var err error
 	if len(unconfirmed) > 0 {
 		err = worker.HandBackUnconfirmed(unconfirmed)
 	}
-	if reason == messages.EndDeparted {
-		return messages.HandBackSplitsReply{Unconfirmed: unconfirmed, Err: err}
+	if reason == wire.EndDeparted {
+		return wire.HandBackSplitsReply{Unconfirmed: unconfirmed, Err: err}
 	}
 	return messages.ReleaseSplitsReply{Err: err}
 }
@@ -476,33 +477,33 @@ func handBackReply(reason messages.EndReason, unconfirmed []coordination.SplitID
 // handBackResult tells the followers how a hand-back resolved and settles
 // it in its batch.
 func (sw *splitWriterActor) handBackResult(op handBackOp, d splitWritten) {
-	res := messages.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: op.reason, Outcome: resolution(d.Outcome)}
+	res := wire.HandBackResolved{Split: op.split, Epoch: op.epoch, Reason: op.reason, Outcome: resolution(d.Outcome)}
 	switch res.Outcome {
-	case messages.HandBackLanded:
-		if op.reason == messages.EndReleased || op.reason == messages.EndDeparted {
+	case wire.HandBackLanded:
+		if op.reason == wire.EndReleased || op.reason == wire.EndDeparted {
 			sw.v.Metrics.Released()
 		}
-	case messages.HandBackUnconfirmed:
+	case wire.HandBackUnconfirmed:
 		if d.Outcome == worker.CASFatal {
 			sw.v.FailNow(d.Err)
 		}
 		sw.log.Warn("hand-back did not confirm; will retry it", "split", op.split, "err", d.Err)
 	}
-	if op.reason == messages.EndRevoked {
-		if res.Outcome == messages.HandBackFenced {
+	if op.reason == wire.EndRevoked {
+		if res.Outcome == wire.HandBackFenced {
 			sw.v.Metrics.Lost("fenced")
 		} else {
 			sw.v.Metrics.Lost("revoked")
 		}
 	}
 	sw.resolved(res)
-	sw.settleBatch(op.batch, op.split, op.reason, res.Outcome == messages.HandBackUnconfirmed)
+	sw.settleBatch(op.batch, op.split, op.reason, res.Outcome == wire.HandBackUnconfirmed)
 }
 
 // settleBatch counts the write on split id done in hand-back batch batch
 // (unconfirmed: it did not confirm) and answers the batch, whose writes
 // end tenancies for reason, after its last write.
-func (sw *splitWriterActor) settleBatch(batch uint64, id coordination.SplitID, reason messages.EndReason, unconfirmed bool) {
+func (sw *splitWriterActor) settleBatch(batch uint64, id coordination.SplitID, reason wire.EndReason, unconfirmed bool) {
 	b, ok := sw.handBacks[batch]
 	if !ok {
 		return
@@ -549,12 +550,12 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 // resolution is what the actors following a surrendered tenancy are told
 // about its owner-clearing (fail, hand-back, completion) write: landed,
 // fenced by another owner, or unconfirmed (a store error, or Fatal).
-func resolution(o worker.CASOutcome) messages.HandBackOutcome {
+func resolution(o worker.CASOutcome) wire.HandBackOutcome {
 	switch o {
 	case worker.CASLanded:
-		return messages.HandBackLanded
+		return wire.HandBackLanded
 	case worker.CASFenced:
-		return messages.HandBackFenced
+		return wire.HandBackFenced
 	}
-	return messages.HandBackUnconfirmed
+	return wire.HandBackUnconfirmed
 }

@@ -6,9 +6,9 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 )
 
 // The writes the split-writer actor queues per split, one request type and one
@@ -38,7 +38,7 @@ type handBackOp struct {
 	split    coordination.SplitID
 	epoch    uint64
 	batch    uint64
-	reason   messages.EndReason
+	reason   wire.EndReason
 	deadline time.Time
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -27,7 +28,7 @@ import (
 func TestFailWithoutARecordIsFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, writer, rec, sent := spawnLoneSplitWriter(t)
-		e.Send(writer, messages.FailSplit{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
+		e.Send(writer, wire.RecordFailure{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
 		synctest.Wait()
 		msgs := sent()
 		var reply *messages.FailSplitReply
@@ -51,13 +52,13 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 		send []any
 		want func(m any) bool
 	}{
-		{"hand-back without a record", []any{messages.HandBackSplits{Splits: []messages.HeldSplit{{Split: "a", Epoch: 1}}, Reason: messages.EndReleased}},
+		{"hand-back without a record", []any{wire.HandBackSplits{Splits: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndReleased}},
 			func(m any) bool {
-				return m == messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndReleased, Outcome: messages.HandBackFenced}
+				return m == wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndReleased, Outcome: wire.HandBackFenced}
 			}},
-		{"completion without a record", []any{messages.TenancyEnded{Split: "a", Epoch: 1, Reason: messages.EndCompleted}},
+		{"completion without a record", []any{wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndCompleted}},
 			func(m any) bool {
-				return m == messages.HandBackResolved{Split: "a", Epoch: 1, Reason: messages.EndCompleted, Outcome: messages.HandBackLanded}
+				return m == wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded}
 			}},
 	}
 	for _, tt := range tests {
@@ -117,8 +118,8 @@ func TestALeftoverNotAssignedIsReturned(t *testing.T) {
 		rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(left), 0)
 		_, writer, _, _ := spawnLoneSplitWriterOn(t, e, clk, st)
 		for _, m := range []any{
-			messages.WatchesChanged{Live: true},
-			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
+			wire.WatchesChanged{Live: true},
+			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
 			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: left, Rev: rev}}},
 		} {
 			e.Send(writer, m)
@@ -150,10 +151,10 @@ func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
 		rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(runnable), 0)
 		_, writer, _, _ := spawnLoneSplitWriterOn(t, e, clk, st)
 		for _, m := range []any{
-			messages.SessionEnded{},
-			messages.SessionStarted{Nonce: "n2"},
-			messages.WatchesChanged{Live: true},
-			messages.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
+			wire.SessionEnded{},
+			wire.SessionStarted{Nonce: "n2"},
+			wire.WatchesChanged{Live: true},
+			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
 			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: runnable, Rev: rev}}},
 		} {
 			e.Send(writer, m)

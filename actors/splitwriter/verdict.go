@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -90,7 +90,7 @@ func (sw *splitWriterActor) listed(m verdictListed) {
 		return
 	}
 	sw.verdict = true
-	sw.v.Tell(messages.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined}, sw.v.PIDs.Root)
+	sw.v.Tell(wire.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined}, sw.v.PIDs.Root)
 }
 
 // listedFromView reports whether every record of a verdict's listing was in

@@ -10,10 +10,10 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -108,7 +108,7 @@ func TestVerdictListing(t *testing.T) {
 				}
 				var reached bool
 				for _, msg := range vr.take() {
-					_, reached = msg.(messages.VerdictReached)
+					_, reached = msg.(wire.VerdictReached)
 				}
 				if reached != tt.verdict || vr.sw.verdict != tt.verdict {
 					t.Fatalf("verdict sent %v, taken %v, want %v", reached, vr.sw.verdict, tt.verdict)

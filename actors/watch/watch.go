@@ -10,10 +10,10 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -168,9 +168,9 @@ func (w *watchActor) receive(c *actor.Context) {
 			}
 		}
 		worker.StopTimer(w.reconcile)
-	case messages.JobStarted: // from the root
+	case wire.JobStarted: // from the root
 		w.fp, w.fingerprint = m.FP, m.Fingerprint
-	case messages.Joined: // from the lease
+	case wire.Joined: // from the lease
 		if !w.joined {
 			w.joined = true
 			k := w.ks[store.Durable]
@@ -358,7 +358,7 @@ func (w *watchActor) liveChanged() {
 	w.bothLive = both
 	w.v.WatchesLive.Store(both) // for Healthy: the handle is not an actor
 	p := w.v.PIDs
-	w.observe(messages.WatchesChanged{Live: both}, p.Leader, p.SplitWriter, p.Revoke)
+	w.observe(wire.WatchesChanged{Live: both}, p.Leader, p.SplitWriter, p.Revoke)
 	if both && !w.everLive {
 		w.everLive = true
 		w.reconcile = w.v.After(w.v.Config.ReconcileInterval, w.v.PIDs.Watch, reconcileDue{})
@@ -414,7 +414,7 @@ func (w *watchActor) applyListing(m listed) {
 	}
 	if m.last {
 		w.v.Metrics.Reconciled(time.Since(w.listStart))
-		w.observe(messages.Reconciled{}, w.v.PIDs.Leader)
+		w.observe(wire.Reconciled{}, w.v.PIDs.Leader)
 	}
 }
 
@@ -518,11 +518,11 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 		if err != nil {
 			w.log.Warn("unreadable presence value; using the default budget", "key", key, "err", err)
 		}
-		var remaining []messages.Estimate
+		var remaining []wire.Estimate
 		for _, e := range pr.Remaining {
-			remaining = append(remaining, messages.Estimate{Split: e.Split, Epoch: e.Epoch, Remaining: e.Remaining})
+			remaining = append(remaining, wire.Estimate{Split: e.Split, Epoch: e.Epoch, Remaining: e.Remaining})
 		}
-		m := messages.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining}
+		m := wire.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining}
 		if suffix == w.v.ID { // the lease confirms its landed renewals
 			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.SplitWriter, w.v.PIDs.Lease)
 			return
@@ -562,7 +562,7 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 		w.log.Debug("probe key event", "key", key)
 	case protocol.KeyChallenge:
 		if suffix == w.v.ID { // a process starting with this InstanceID: the lease answers
-			w.observe(messages.PresenceChallenged{Instance: suffix, Challenger: string(val), Rev: rev}, w.v.PIDs.Lease)
+			w.observe(wire.PresenceChallenged{Instance: suffix, Challenger: string(val), Rev: rev}, w.v.PIDs.Lease)
 		}
 	default:
 		w.log.Debug("ignoring key of unknown shape", "key", key)
@@ -573,16 +573,16 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
-		w.observe(messages.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
+		w.observe(wire.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 	case protocol.KeyPresence:
-		w.observe(messages.PresenceDeleted{Instance: suffix, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
+		w.observe(wire.PresenceDeleted{Instance: suffix, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyLeaderValue:
-		w.observe(messages.LeaderDeleted{Rev: rev, Synthesized: synth}, w.v.PIDs.Leader)
+		w.observe(wire.LeaderDeleted{Rev: rev, Synthesized: synth}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:
 		w.log.Error("plan record deleted outside the library", "key", key)
-		w.observe(messages.PlanDeleted{}, w.v.PIDs.Leader)
+		w.observe(wire.PlanDeleted{}, w.v.PIDs.Leader)
 	case protocol.KeyAssignment:
-		m := messages.AssignmentDeleted{Instance: suffix, Rev: rev}
+		m := wire.AssignmentDeleted{Instance: suffix, Rev: rev}
 		if suffix == w.v.ID {
 			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
 			return

@@ -3,6 +3,7 @@
 // assignment record (RecordsObserved, LeaderObserved, PlanObserved,
 // AssignmentObserved) and the progress record a claim fenced (ClaimWon). Those records are internal/protocol's types, which no
 // code outside this module can name, so these messages are internal too;
-// every other message is in the public package messages, whose doc says
-// who sends what to whom (docs/architecture.md, "Routing", is the table).
+// every other message is in actors/internal/wire, whose doc says who
+// sends what to whom (the commands a user's actor sends are the public
+// package messages) (docs/architecture.md, "Routing", is the table).
 package recordmsg

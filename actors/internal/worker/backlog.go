@@ -6,8 +6,8 @@ import (
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/internal/recordmsg"
-	"github.com/spate-go/coordination/messages"
 )
 
 // WatchBacklog bounds the watch-fed items of one worker that are in
@@ -91,9 +91,9 @@ func credits(msg any) int {
 		return m.Events()
 	case recordmsg.RecordsObserved:
 		return len(m.Records)
-	case messages.RecordDeleted, messages.PresenceObserved, messages.PresenceDeleted,
-		recordmsg.LeaderObserved, messages.LeaderDeleted, recordmsg.PlanObserved, messages.PlanDeleted,
-		recordmsg.AssignmentObserved, messages.AssignmentDeleted, messages.WatchesChanged, messages.Reconciled:
+	case wire.RecordDeleted, wire.PresenceObserved, wire.PresenceDeleted,
+		recordmsg.LeaderObserved, wire.LeaderDeleted, recordmsg.PlanObserved, wire.PlanDeleted,
+		recordmsg.AssignmentObserved, wire.AssignmentDeleted, wire.WatchesChanged, wire.Reconciled:
 		return 1
 	}
 	return 0

@@ -2,7 +2,7 @@ package worker
 
 import (
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/actors/internal/wire"
 )
 
 // Tenancy is one held tenancy of a split: its epoch and the session that
@@ -25,9 +25,9 @@ type HeldView map[coordination.SplitID]Tenancy
 // Apply folds one registry change into the view.
 func (h HeldView) Apply(msg any) {
 	switch m := msg.(type) {
-	case messages.TenancyStarted:
+	case wire.TenancyStarted:
 		h[m.Split] = Tenancy{Epoch: m.Epoch, Nonce: m.Nonce}
-	case messages.TenancyEnded:
+	case wire.TenancyEnded:
 		delete(h, m.Split)
 	}
 }

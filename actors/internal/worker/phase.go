@@ -1,6 +1,6 @@
 package worker
 
-import "github.com/spate-go/coordination/messages"
+import "github.com/spate-go/coordination/actors/internal/wire"
 
 // JobPhase is where the job stands, as one actor has seen it: the watches
 // are live, the job has its verdict, Depart began. The leader and
@@ -26,11 +26,11 @@ type JobPhase struct {
 // was one.
 func (p *JobPhase) Observe(m any) bool {
 	switch m := m.(type) {
-	case messages.WatchesChanged:
+	case wire.WatchesChanged:
 		p.Live = m.Live
-	case messages.VerdictReached:
+	case wire.VerdictReached:
 		p.verdict = true
-	case messages.Departing:
+	case wire.Departing:
 		p.Departed = true
 	default:
 		return false

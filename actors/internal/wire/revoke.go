@@ -1,6 +1,10 @@
-package messages
+package wire
 
-import "github.com/spate-go/coordination"
+import (
+	"github.com/anthdm/hollywood/actor"
+
+	"github.com/spate-go/coordination"
+)
 
 // RevocationRequested asks the root to emit RevokeRequested for a held split.
 type RevocationRequested struct {
@@ -10,9 +14,13 @@ type RevocationRequested struct {
 
 // ForceRevocation asks the root to surrender a split whose revocation was
 // forced (deadline, decline, or cancelled-then-silent) and hand it back.
+// For a decline, ReplyTo is the DeclineRevoke's: the root answers it
+// messages.DeclineRevokeReply once the tenancy is surrendered (or found
+// already ended), without waiting for the hand-back's write.
 type ForceRevocation struct {
-	Split coordination.SplitID
-	Epoch uint64
+	Split   coordination.SplitID
+	Epoch   uint64
+	ReplyTo *actor.PID
 }
 
 // CommitLanded reports a winning commit CAS of a held split (refreshes a
