@@ -50,11 +50,10 @@ func sender(dir, file string) string {
 	return "handle"
 }
 
-// routingEdges reads every send between parts of a worker out of the
-// non-test sources of actors/ and its actor packages.
-func routingEdges(t *testing.T) []edge {
+// eachFunc calls fn with every function body of the non-test sources of
+// actors/ and its actor packages, and the part of the worker the file is.
+func eachFunc(t *testing.T, fn func(part string, fd *ast.FuncDecl)) {
 	t.Helper()
-	var edges []edge
 	fset := token.NewFileSet()
 	for _, dir := range append([]string{"."}, actorPackages...) {
 		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
@@ -69,20 +68,30 @@ func routingEdges(t *testing.T) []edge {
 			if err != nil {
 				t.Fatal(err)
 			}
-			from := sender(dir, filepath.Base(path))
+			part := sender(dir, filepath.Base(path))
 			for _, d := range f.Decls {
 				if fd, ok := d.(*ast.FuncDecl); ok && fd.Body != nil {
-					scope := map[string]string{}
-					for _, p := range fd.Type.Params.List {
-						for _, n := range p.Names {
-							scope[n.Name] = typeName(p.Type)
-						}
-					}
-					edges = append(edges, sends(fd.Body, from, scope)...)
+					fn(part, fd)
 				}
 			}
 		}
 	}
+}
+
+// routingEdges reads every send between parts of a worker out of the
+// non-test sources of actors/ and its actor packages.
+func routingEdges(t *testing.T) []edge {
+	t.Helper()
+	var edges []edge
+	eachFunc(t, func(from string, fd *ast.FuncDecl) {
+		scope := map[string]string{}
+		for _, p := range fd.Type.Params.List {
+			for _, n := range p.Names {
+				scope[n.Name] = typeName(p.Type)
+			}
+		}
+		edges = append(edges, sends(fd.Body, from, scope)...)
+	})
 	return edges
 }
 
@@ -273,40 +282,22 @@ func TestRoutingDocMatchesSends(t *testing.T) {
 func handled(t *testing.T) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	fset := token.NewFileSet()
-	for _, dir := range append([]string{"."}, actorPackages...) {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
+	eachFunc(t, func(part string, fd *ast.FuncDecl) {
+		if fd.Name.Name != "Receive" && fd.Name.Name != "receive" {
+			return
 		}
-		for _, path := range files {
-			if strings.HasSuffix(path, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, path, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			part := sender(dir, filepath.Base(path))
-			for _, d := range f.Decls {
-				fd, ok := d.(*ast.FuncDecl)
-				if !ok || fd.Body == nil || (fd.Name.Name != "Receive" && fd.Name.Name != "receive") {
-					continue
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.CaseClause:
+				for _, e := range n.List {
+					out[part] = append(out[part], typeName(e))
 				}
-				ast.Inspect(fd.Body, func(n ast.Node) bool {
-					switch n := n.(type) {
-					case *ast.CaseClause:
-						for _, e := range n.List {
-							out[part] = append(out[part], typeName(e))
-						}
-					case *ast.TypeAssertExpr: // the hot message, taken before the switch
-						out[part] = append(out[part], typeName(n.Type))
-					}
-					return true
-				})
+			case *ast.TypeAssertExpr: // the hot message, taken before the switch
+				out[part] = append(out[part], typeName(n.Type))
 			}
-		}
-	}
+			return true
+		})
+	})
 	return out
 }
 
