@@ -48,8 +48,13 @@ func main() {
 	planRows := flag.Int("planrows", 10_000_000, "rows of the planner figure's table (0: skip it)")
 	only := flag.String("only", "", "comma-separated numbers of the variants to run, from 0 (default all)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the copy figures to this file")
+	pgStat := flag.Bool("pgstat", false, "print the server's statements by total time after the copy figures (pg_stat_statements)")
 	flag.Parse()
-	srv, err := pgtest.Start("fsync=off", "synchronous_commit=off", "shared_buffers=256MB", "max_wal_size=4GB", "autovacuum=off")
+	settings := []string{"fsync=off", "synchronous_commit=off", "shared_buffers=256MB", "max_wal_size=4GB", "autovacuum=off"}
+	if *pgStat {
+		settings = append(settings, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_utility=off")
+	}
+	srv, err := pgtest.Start(settings...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,6 +74,11 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if *pgStat {
+		if _, err := pool.Exec(ctx, "CREATE EXTENSION pg_stat_statements"); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if *rows > 0 {
 		if err := copyFigures(ctx, srv, pool, *rows, *batch, *rounds, *only); err != nil {
 			log.Fatal(err)
@@ -76,6 +86,11 @@ func main() {
 	}
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if *pgStat {
+		if err := printStatements(ctx, pool); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if *planRows > 0 {
 		if err := planFigure(ctx, srv, pool, *planRows); err != nil {
@@ -125,6 +140,8 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, 16 splits", eo(4, 16, byRange), 0},
 		{"exactly-once INSERT...SELECT (Transact, keys read), 1 worker, 1 split", eo(1, 1, byKeys), 0},
 		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, no cuts", eo(1, 1, byRange|oneLane), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, MaxInFlight 2", eo(1, 1, byRange|twoLanes), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, 16 splits, no cuts", eo(4, 16, byRange|oneLane), 0},
 	}
 	picked := make([]int, len(variants))
 	for i := range picked {
@@ -279,6 +296,9 @@ const (
 	// leader cuts a split whose worker has idle lane slots (MaxInFlight
 	// 8), and one worker copies over several lanes at once.
 	oneLane eoWrite = 8
+	// twoLanes, or-ed with one of the above, lets a worker hold two splits
+	// at once (MaxInFlight 2): a lone worker cuts its split once.
+	twoLanes eoWrite = 16
 )
 
 // eo returns an exactly-once copy by workers workers over splits planned
@@ -313,6 +333,9 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWr
 	if how&oneLane != 0 {
 		cfg.CutInterval = -1
 	}
+	if how&twoLanes != 0 {
+		cfg.MaxInFlight = 2
+	}
 	st, err := pgstore.New(pgstore.Config{DSN: b.srv.DSN("postgres"), Job: job}, cfg.LeaseDuration)
 	if err != nil {
 		return err
@@ -337,7 +360,7 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWr
 		return err
 	}
 	var h sqlscan.Handler
-	switch how &^ oneLane {
+	switch how &^ (oneLane | twoLanes) {
 	case byRange:
 		h = sqlscan.TransactRange(c, insertSelect)
 	case byKeys:
@@ -462,4 +485,26 @@ func buffersOf(plan []string) int64 {
 		}
 	}
 	return total
+}
+
+// printStatements prints the server's ten statements of the most total
+// execution time (pg_stat_statements): calls, total and mean time, rows.
+func printStatements(ctx context.Context, pool *pgxpool.Pool) error {
+	rows, err := pool.Query(ctx, `SELECT calls, total_exec_time, mean_exec_time, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 150)
+FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10`)
+	if err != nil {
+		return fmt.Errorf("pg_stat_statements (CREATE EXTENSION runs at start with -pgstat): %w", err)
+	}
+	defer rows.Close()
+	fmt.Println("\nthe server's statements by total time (all rounds):")
+	for rows.Next() {
+		var calls, n int64
+		var total, mean float64
+		var q string
+		if err := rows.Scan(&calls, &total, &mean, &n, &q); err != nil {
+			return err
+		}
+		fmt.Printf("  %7d calls %9.0f ms %7.2f ms/call %9d rows  %s\n", calls, total, mean, n, q)
+	}
+	return rows.Err()
 }
