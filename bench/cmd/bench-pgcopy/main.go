@@ -142,6 +142,7 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, no cuts", eo(1, 1, byRange|oneLane), 0},
 		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, MaxInFlight 2", eo(1, 1, byRange|twoLanes), 0},
 		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, 16 splits, no cuts", eo(4, 16, byRange|oneLane), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, MaxInFlight 1, 4 splits, no cuts", eo(4, 4, byRange|oneLane|oneSplit), 0},
 	}
 	picked := make([]int, len(variants))
 	for i := range picked {
@@ -299,6 +300,9 @@ const (
 	// twoLanes, or-ed with one of the above, lets a worker hold two splits
 	// at once (MaxInFlight 2): a lone worker cuts its split once.
 	twoLanes eoWrite = 16
+	// oneSplit, or-ed with one of the above, lets a worker hold one split
+	// at a time (MaxInFlight 1).
+	oneSplit eoWrite = 32
 )
 
 // eo returns an exactly-once copy by workers workers over splits planned
@@ -336,6 +340,9 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWr
 	if how&twoLanes != 0 {
 		cfg.MaxInFlight = 2
 	}
+	if how&oneSplit != 0 {
+		cfg.MaxInFlight = 1
+	}
 	st, err := pgstore.New(pgstore.Config{DSN: b.srv.DSN("postgres"), Job: job}, cfg.LeaseDuration)
 	if err != nil {
 		return err
@@ -360,7 +367,7 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWr
 		return err
 	}
 	var h sqlscan.Handler
-	switch how &^ (oneLane | twoLanes) {
+	switch how &^ (oneLane | twoLanes | oneSplit) {
 	case byRange:
 		h = sqlscan.TransactRange(c, insertSelect)
 	case byKeys:
