@@ -143,6 +143,7 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, MaxInFlight 2", eo(1, 1, byRange|twoLanes), 0},
 		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, 16 splits, no cuts", eo(4, 16, byRange|oneLane), 0},
 		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, MaxInFlight 1, 4 splits, no cuts", eo(4, 4, byRange|oneLane|oneSplit), 0},
+		{"one statement per batch in a transaction with a progress UPDATE (no library)", oneStatementTx, 0},
 	}
 	picked := make([]int, len(variants))
 	for i := range picked {
@@ -231,6 +232,48 @@ func plainInsertSelect(ctx context.Context, b *bench) error {
 		err := conn.QueryRow(ctx, `WITH b AS (INSERT INTO dst SELECT `+srcCols+` FROM src WHERE id > $1 ORDER BY id LIMIT $2 RETURNING id)
 SELECT count(*), max(id) FROM b`, last, b.batch).Scan(&n, &next)
 		if err != nil {
+			return err
+		}
+		if n < int64(b.batch) {
+			return nil
+		}
+		last = next.Int64
+	}
+}
+
+// oneStatementTx is the least an exactly-once batch whose statement
+// selects its own rows could cost, without the library: on one
+// connection, each batch a transaction of BEGIN, the INSERT ... SELECT
+// with LIMIT returning its count and last key, an UPDATE of a one-row
+// progress table to that key (in place of the fenced compare-and-swap)
+// and COMMIT. No bounds read, no coordination, no fixed cost.
+func oneStatementTx(ctx context.Context, b *bench) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS bench_progress (id int PRIMARY KEY, last bigint NOT NULL); INSERT INTO bench_progress VALUES (1, 0) ON CONFLICT (id) DO UPDATE SET last = 0"); err != nil {
+		return err
+	}
+	last := int64(math.MinInt64)
+	for {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		var n int64
+		var next sql.NullInt64
+		err = tx.QueryRow(ctx, `WITH b AS (INSERT INTO dst SELECT `+srcCols+` FROM src WHERE id > $1 ORDER BY id LIMIT $2 RETURNING id)
+SELECT count(*), max(id) FROM b`, last, b.batch).Scan(&n, &next)
+		if err == nil && n > 0 {
+			_, err = tx.Exec(ctx, "UPDATE bench_progress SET last = $1 WHERE id = 1", next.Int64)
+		}
+		if err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
 			return err
 		}
 		if n < int64(b.batch) {
