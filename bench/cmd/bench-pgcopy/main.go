@@ -48,8 +48,13 @@ func main() {
 	planRows := flag.Int("planrows", 10_000_000, "rows of the planner figure's table (0: skip it)")
 	only := flag.String("only", "", "comma-separated numbers of the variants to run, from 0 (default all)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the copy figures to this file")
+	pgStat := flag.Bool("pgstat", false, "print the server's statements by total time after the copy figures (pg_stat_statements)")
 	flag.Parse()
-	srv, err := pgtest.Start("fsync=off", "synchronous_commit=off", "shared_buffers=256MB", "max_wal_size=4GB", "autovacuum=off")
+	settings := []string{"fsync=off", "synchronous_commit=off", "shared_buffers=256MB", "max_wal_size=4GB", "autovacuum=off"}
+	if *pgStat {
+		settings = append(settings, "shared_preload_libraries=pg_stat_statements", "pg_stat_statements.track_utility=off")
+	}
+	srv, err := pgtest.Start(settings...)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -69,6 +74,11 @@ func main() {
 			log.Fatal(err)
 		}
 	}
+	if *pgStat {
+		if _, err := pool.Exec(ctx, "CREATE EXTENSION pg_stat_statements"); err != nil {
+			log.Fatal(err)
+		}
+	}
 	if *rows > 0 {
 		if err := copyFigures(ctx, srv, pool, *rows, *batch, *rounds, *only); err != nil {
 			log.Fatal(err)
@@ -76,6 +86,11 @@ func main() {
 	}
 	if *cpuProfile != "" {
 		pprof.StopCPUProfile()
+	}
+	if *pgStat {
+		if err := printStatements(ctx, pool); err != nil {
+			log.Fatal(err)
+		}
 	}
 	if *planRows > 0 {
 		if err := planFigure(ctx, srv, pool, *planRows); err != nil {
@@ -125,6 +140,10 @@ func copyFigures(ctx context.Context, srv *pgtest.Server, pool *pgxpool.Pool, ro
 		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, 16 splits", eo(4, 16, byRange), 0},
 		{"exactly-once INSERT...SELECT (Transact, keys read), 1 worker, 1 split", eo(1, 1, byKeys), 0},
 		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, no cuts", eo(1, 1, byRange|oneLane), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 1 worker, 1 split, MaxInFlight 2", eo(1, 1, byRange|twoLanes), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, 16 splits, no cuts", eo(4, 16, byRange|oneLane), 0},
+		{"exactly-once INSERT...SELECT (TransactRange), 4 workers, MaxInFlight 1, 4 splits, no cuts", eo(4, 4, byRange|oneLane|oneSplit), 0},
+		{"one statement per batch in a transaction with a progress UPDATE (no library)", oneStatementTx, 0},
 	}
 	picked := make([]int, len(variants))
 	for i := range picked {
@@ -222,6 +241,48 @@ SELECT count(*), max(id) FROM b`, last, b.batch).Scan(&n, &next)
 	}
 }
 
+// oneStatementTx is the least an exactly-once batch whose statement
+// selects its own rows could cost, without the library: on one
+// connection, each batch a transaction of BEGIN, the INSERT ... SELECT
+// with LIMIT returning its count and last key, an UPDATE of a one-row
+// progress table to that key (in place of the fenced compare-and-swap)
+// and COMMIT. No bounds read, no coordination, no fixed cost.
+func oneStatementTx(ctx context.Context, b *bench) error {
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS bench_progress (id int PRIMARY KEY, last bigint NOT NULL); INSERT INTO bench_progress VALUES (1, 0) ON CONFLICT (id) DO UPDATE SET last = 0"); err != nil {
+		return err
+	}
+	last := int64(math.MinInt64)
+	for {
+		tx, err := conn.Begin(ctx)
+		if err != nil {
+			return err
+		}
+		var n int64
+		var next sql.NullInt64
+		err = tx.QueryRow(ctx, `WITH b AS (INSERT INTO dst SELECT `+srcCols+` FROM src WHERE id > $1 ORDER BY id LIMIT $2 RETURNING id)
+SELECT count(*), max(id) FROM b`, last, b.batch).Scan(&n, &next)
+		if err == nil && n > 0 {
+			_, err = tx.Exec(ctx, "UPDATE bench_progress SET last = $1 WHERE id = 1", next.Int64)
+		}
+		if err != nil {
+			_ = tx.Rollback(ctx)
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		if n < int64(b.batch) {
+			return nil
+		}
+		last = next.Int64
+	}
+}
+
 // plainReadCopy reads each batch to the client and COPYs it into the sink
 // on a second connection: the data path of CopyInto, without coordination.
 func plainReadCopy(ctx context.Context, b *bench) error {
@@ -279,6 +340,12 @@ const (
 	// leader cuts a split whose worker has idle lane slots (MaxInFlight
 	// 8), and one worker copies over several lanes at once.
 	oneLane eoWrite = 8
+	// twoLanes, or-ed with one of the above, lets a worker hold two splits
+	// at once (MaxInFlight 2): a lone worker cuts its split once.
+	twoLanes eoWrite = 16
+	// oneSplit, or-ed with one of the above, lets a worker hold one split
+	// at a time (MaxInFlight 1).
+	oneSplit eoWrite = 32
 )
 
 // eo returns an exactly-once copy by workers workers over splits planned
@@ -313,6 +380,12 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWr
 	if how&oneLane != 0 {
 		cfg.CutInterval = -1
 	}
+	if how&twoLanes != 0 {
+		cfg.MaxInFlight = 2
+	}
+	if how&oneSplit != 0 {
+		cfg.MaxInFlight = 1
+	}
 	st, err := pgstore.New(pgstore.Config{DSN: b.srv.DSN("postgres"), Job: job}, cfg.LeaseDuration)
 	if err != nil {
 		return err
@@ -337,7 +410,7 @@ func (b *bench) worker(ctx context.Context, job, id string, splits int, how eoWr
 		return err
 	}
 	var h sqlscan.Handler
-	switch how &^ oneLane {
+	switch how &^ (oneLane | twoLanes | oneSplit) {
 	case byRange:
 		h = sqlscan.TransactRange(c, insertSelect)
 	case byKeys:
@@ -462,4 +535,26 @@ func buffersOf(plan []string) int64 {
 		}
 	}
 	return total
+}
+
+// printStatements prints the server's ten statements of the most total
+// execution time (pg_stat_statements): calls, total and mean time, rows.
+func printStatements(ctx context.Context, pool *pgxpool.Pool) error {
+	rows, err := pool.Query(ctx, `SELECT calls, total_exec_time, mean_exec_time, rows, left(regexp_replace(query, '\\s+', ' ', 'g'), 150)
+FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 10`)
+	if err != nil {
+		return fmt.Errorf("pg_stat_statements (CREATE EXTENSION runs at start with -pgstat): %w", err)
+	}
+	defer rows.Close()
+	fmt.Println("\nthe server's statements by total time (all rounds):")
+	for rows.Next() {
+		var calls, n int64
+		var total, mean float64
+		var q string
+		if err := rows.Scan(&calls, &total, &mean, &n, &q); err != nil {
+			return err
+		}
+		fmt.Printf("  %7d calls %9.0f ms %7.2f ms/call %9d rows  %s\n", calls, total, mean, n, q)
+	}
+	return rows.Err()
 }
