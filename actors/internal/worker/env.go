@@ -53,9 +53,10 @@ type Env struct {
 	Nonce   string
 	Log     *slog.Logger
 	Metrics *Metrics
-	// Outbox is the seam events for the driver: the root pushes them (and
-	// the commit writer a CutRequested), the handle takes them; Fail
-	// latches its failure from any goroutine. Not yet one writer (issue #40).
+	// Outbox is the seam events for the driver: the root alone pushes them
+	// (the commit writer's cut requests reach it as wire.CutRequested), the
+	// handle takes them; Fail latches its failure from any goroutine (the
+	// failure is a latch, like Halted, not an event).
 	Outbox   *Outbox
 	PIDs     PIDs // given to every actor at spawn (NewPIDs); never written after
 	ValueCap int  // the store's value cap, 0 = none
