@@ -68,11 +68,13 @@ type Env struct {
 	Ctx    context.Context // cancelled at Depart's end or Abort
 	Cancel context.CancelFunc
 	WG     sync.WaitGroup
-	// Halted latches "no further writes" (failed or aborted): Fail sets it
-	// from any goroutine, and the guarded store and every loop read it, so
-	// a write cannot slip out after a failure while a message is in flight.
+	// Halted latches "no further writes" (failed or aborted), only ever
+	// false to true: Fail (any goroutine: a failure anywhere halts the
+	// worker) and the handle's Abort set it, and the guarded store and
+	// every loop read it, so a write cannot slip out after a failure while
+	// a message is in flight. A latch, not a message: a message would
+	// arrive behind the writes already queued.
 	Halted atomic.Bool
-	Gone   atomic.Bool // Depart began (the handle sets it): the lease's startup never writes the presence key again
 	// SessionLive and WatchesLive are what Healthy reads (the handle is not
 	// an actor, so it is not told by message); each has one writer, the
 	// fact's owner: the lease actor writes SessionLive, the watch actor
