@@ -282,7 +282,6 @@ func (c *Coordinator) Depart(held ...coordination.SplitID) error {
 		return err
 	}
 	c.departed = true
-	c.v.Gone.Store(true)
 	started := c.started
 	c.mu.Unlock()
 	if !started {

@@ -114,6 +114,8 @@ func (r *rootActor) Receive(c *actor.Context) {
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.v.Outbox.Push(coordination.RevokeRequested{Split: m.Split})
 		}
+	case wire.CutRequested: // from the commit writer
+		r.v.Outbox.Push(m.Event)
 	case wire.VerdictReached: // from the split writer
 		r.verdictReached(m)
 	case wire.DepartJob: // from the handle

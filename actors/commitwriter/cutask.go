@@ -4,12 +4,14 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
 // cutAsked acts on one of the leader's cut requests addressed to this
 // worker (docs/protocol.md, "Runtime split", "Who decides"): it emits
-// coordination.CutRequested to the driver when judgeCutAsk lets it.
+// coordination.CutRequested to the driver when judgeCutAsk lets it, by
+// telling the root, the outbox's one writer.
 func (w *commitWriter) cutAsked(m worker.CutAsked) {
 	cell := w.cells[m.Split]
 	now := w.v.Clock.Now()
@@ -18,7 +20,7 @@ func (w *commitWriter) cutAsked(m worker.CutAsked) {
 	}
 	cell.askedAt = now
 	w.v.Log.Debug("cut requested", "split", m.Split, "epoch", m.Epoch, "keep_ppm", m.KeepPPM)
-	w.v.Outbox.Push(coordination.CutRequested{Split: m.Split, Epoch: m.Epoch, Keep: float64(m.KeepPPM) / 1e6, Parts: int(max(m.Parts, 1))})
+	w.v.Tell(wire.CutRequested{Event: coordination.CutRequested{Split: m.Split, Epoch: m.Epoch, Keep: float64(m.KeepPPM) / 1e6, Parts: int(max(m.Parts, 1))}}, w.v.PIDs.Root)
 }
 
 // judgeCutAsk decides whether request m is handed to the driver now: only

@@ -2,6 +2,7 @@ package lease
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/spate-go/coordination"
@@ -18,9 +19,10 @@ import (
 // the revision written. A value that moves meanwhile is a live twin's (a
 // live session answers a challenge by renewing at once): Fatal, and the
 // presence key is not written, so the live worker keeps its session and its
-// splits. The challenge key is deleted before it returns.
-func announceAtStartup(ctx context.Context, v *worker.Env, nonce string) (uint64, error) {
-	a := startupAnnounce{v: v, nonce: nonce, key: protocol.WorkerKey(v.ID), window: twinWindow(v.Config.LeaseDuration)}
+// splits. The challenge key is deleted before it returns. Once gone (the
+// lease actor's: Depart began) it does not take the key over.
+func announceAtStartup(ctx context.Context, v *worker.Env, nonce string, gone *atomic.Bool) (uint64, error) {
+	a := startupAnnounce{v: v, gone: gone, nonce: nonce, key: protocol.WorkerKey(v.ID), window: twinWindow(v.Config.LeaseDuration)}
 	defer a.withdrawChallenge(ctx)
 	for range 3 {
 		rev, done, err := a.create(ctx)
@@ -38,6 +40,7 @@ func announceAtStartup(ctx context.Context, v *worker.Env, nonce string) (uint64
 // revision of the key it read, and the challenge it wrote then.
 type startupAnnounce struct {
 	v            *worker.Env
+	gone         *atomic.Bool // the lease actor's departed: Depart began
 	nonce        string
 	key          string
 	window       time.Duration
@@ -85,7 +88,7 @@ func (a *startupAnnounce) settle(ctx context.Context) (uint64, bool, error) {
 				return 0, false, err
 			}
 		case stepTakeOver:
-			if a.v.Gone.Load() {
+			if a.gone.Load() {
 				return 0, false, context.Canceled
 			}
 			rev, ok, err := a.update(ctx, e.Revision)

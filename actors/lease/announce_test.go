@@ -106,7 +106,7 @@ func TestStartupWaitsForAStandingPredecessor(t *testing.T) {
 				}
 				done := make(chan result, 1)
 				go func() {
-					r, err := announceAtStartup(context.Background(), v, "n")
+					r, err := announceAtStartup(context.Background(), v, "n", new(atomic.Bool))
 					done <- result{r, err}
 				}()
 				lease := v.Config.LeaseDuration

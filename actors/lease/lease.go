@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -56,8 +57,12 @@ type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
-	joined       bool
-	departed     bool
+	joined bool
+	// departed: Depart began (Departing or WithdrawPresence, from the
+	// root). Written by this actor only; read by it and by its startup
+	// goroutine (startup.go), which then never writes the presence key
+	// again. An atomic because that goroutine is not the actor.
+	departed     atomic.Bool
 	session      string // the current session's nonce, the lease's own (Env.Nonce, then each announced one)
 	presenceRev  uint64
 	renewals     worker.RenewalClock
@@ -89,14 +94,14 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		worker.StopTimer(l.hb)
 		worker.StopTimer(l.retry)
 	case wire.JobStarted: // from the root
-		v, pid := l.v, c.PID()
+		v, pid, gone := l.v, c.PID(), &l.departed
 		v.Go(func(ctx context.Context) {
-			rev, planned, err := startup(ctx, v, m.Fingerprint)
+			rev, planned, err := startup(ctx, v, m.Fingerprint, gone)
 			v.Send(pid, startupDone{rev: rev, planned: planned, err: err})
 		})
 	case startupDone:
 		if m.err != nil {
-			if l.v.Ctx.Err() == nil && !l.v.Gone.Load() {
+			if l.v.Ctx.Err() == nil && !l.departed.Load() {
 				l.v.FailNow(m.err)
 			}
 			return
@@ -128,9 +133,9 @@ func (l *leaseActor) Receive(c *actor.Context) {
 	case sessionAnnounced:
 		l.announced(c, m)
 	case wire.Departing: // from the root
-		l.departed = true
+		l.departed.Store(true)
 	case wire.WithdrawPresence: // from the root (Depart)
-		l.departed = true
+		l.departed.Store(true)
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
 	case worker.RemainingReported: // from the root: a held tenancy's (Remaining 0 when it ended)
@@ -181,11 +186,11 @@ func (l *leaseActor) beat(c *actor.Context) {
 // announces a new session after one ended; called at every heartbeat and
 // at the retry of a failed attempt. One attempt is in flight at a time.
 func (l *leaseActor) keepAlive(c *actor.Context) {
-	if !l.departed && !l.lapsed && l.v.Clock.Since(l.renewals.LastOK) >= l.v.Config.LeaseDuration {
+	if !l.departed.Load() && !l.lapsed && l.v.Clock.Since(l.renewals.LastOK) >= l.v.Config.LeaseDuration {
 		l.log.Warn("presence not renewed for a full LeaseDuration; ending the session")
 		l.endSession(c)
 	}
-	if !l.departed && !l.presenceBusy {
+	if !l.departed.Load() && !l.presenceBusy {
 		if l.lapsed {
 			l.announce(c)
 		} else {
@@ -289,7 +294,7 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 		l.maybeWithdraw()
 		return
 	}
-	if l.lapsed || l.departed {
+	if l.lapsed || l.departed.Load() {
 		return
 	}
 	switch m.outcome {
@@ -324,7 +329,7 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 // since this session's last known write: Fatal at once, rather than at the
 // next renewal, so the twins never both act on the split records.
 func (l *leaseActor) observed(m wire.PresenceObserved) {
-	if l.lapsed || l.departed || m.Rev <= l.presenceRev {
+	if l.lapsed || l.departed.Load() || m.Rev <= l.presenceRev {
 		return
 	}
 	if m.Nonce != l.session {
@@ -345,7 +350,7 @@ func (l *leaseActor) observed(m wire.PresenceObserved) {
 // over. A renewal or announce in flight answers when it lands, but one may
 // have landed before the challenger read the key: renew again after it.
 func (l *leaseActor) challenged(c *actor.Context) {
-	if !l.joined || l.departed || l.v.Halted.Load() {
+	if !l.joined || l.departed.Load() || l.v.Halted.Load() {
 		return
 	}
 	l.log.Warn("a process starting with this InstanceID challenged the presence key; renewing at once so it fails as a twin", "key", protocol.ChallengeKey(l.v.ID))
@@ -394,7 +399,7 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 		l.maybeWithdraw()
 		return
 	}
-	if l.departed {
+	if l.departed.Load() {
 		return
 	}
 	if m.err != nil {

@@ -3,6 +3,7 @@ package lease
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/spate-go/coordination"
@@ -13,8 +14,9 @@ import (
 
 // startup runs the three startup phases of docs/protocol.md "Joining" on the calling goroutine
 // and returns the presence revision and the plan record's planned count, or
-// a Fatal error.
-func startup(ctx context.Context, v *worker.Env, fingerprint string) (rev, planned uint64, err error) {
+// a Fatal error. Once gone (the lease actor's: Depart began) it does not
+// write the presence key.
+func startup(ctx context.Context, v *worker.Env, fingerprint string, gone *atomic.Bool) (rev, planned uint64, err error) {
 	err = runPhase(ctx, v, "store probe", func(ctx context.Context) error { return probe(ctx, v) })
 	if err != nil {
 		return 0, 0, err
@@ -27,10 +29,10 @@ func startup(ctx context.Context, v *worker.Env, fingerprint string) (rev, plann
 		return 0, 0, err
 	}
 	err = runPhase(ctx, v, "announcing presence", func(ctx context.Context) (err error) {
-		if v.Gone.Load() {
+		if gone.Load() {
 			return context.Canceled
 		}
-		rev, err = announceAtStartup(ctx, v, v.Nonce)
+		rev, err = announceAtStartup(ctx, v, v.Nonce, gone)
 		return err
 	})
 	return rev, planned, err

@@ -111,3 +111,10 @@ type SplitQuarantined struct {
 	Split    coordination.SplitID
 	Attempts uint32
 }
+
+// CutRequested is a cut the commit writer judged due for a held tenancy
+// (docs/protocol.md, "Runtime split", "Who decides"): the root, the
+// outbox's one writer, appends Event for the driver to poll.
+type CutRequested struct {
+	Event coordination.CutRequested
+}

@@ -53,9 +53,10 @@ type Env struct {
 	Nonce   string
 	Log     *slog.Logger
 	Metrics *Metrics
-	// Outbox is the seam events for the driver: the root pushes them (and
-	// the commit writer a CutRequested), the handle takes them; Fail
-	// latches its failure from any goroutine. Not yet one writer (issue #40).
+	// Outbox is the seam events for the driver: the root alone pushes them
+	// (the commit writer's cut requests reach it as wire.CutRequested), the
+	// handle takes them; Fail latches its failure from any goroutine (the
+	// failure is a latch, like Halted, not an event).
 	Outbox   *Outbox
 	PIDs     PIDs // given to every actor at spawn (NewPIDs); never written after
 	ValueCap int  // the store's value cap, 0 = none
@@ -67,11 +68,13 @@ type Env struct {
 	Ctx    context.Context // cancelled at Depart's end or Abort
 	Cancel context.CancelFunc
 	WG     sync.WaitGroup
-	// Halted latches "no further writes" (failed or aborted): Fail sets it
-	// from any goroutine, and the guarded store and every loop read it, so
-	// a write cannot slip out after a failure while a message is in flight.
+	// Halted latches "no further writes" (failed or aborted), only ever
+	// false to true: Fail (any goroutine: a failure anywhere halts the
+	// worker) and the handle's Abort set it, and the guarded store and
+	// every loop read it, so a write cannot slip out after a failure while
+	// a message is in flight. A latch, not a message: a message would
+	// arrive behind the writes already queued.
 	Halted atomic.Bool
-	Gone   atomic.Bool // Depart began (the handle sets it): the lease's startup never writes the presence key again
 	// SessionLive and WatchesLive are what Healthy reads (the handle is not
 	// an actor, so it is not told by message); each has one writer, the
 	// fact's owner: the lease actor writes SessionLive, the watch actor
