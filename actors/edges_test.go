@@ -20,8 +20,9 @@ import (
 
 // maxEdges bounds the (message type, sender, receiver) edges between the
 // parts of one worker (issue #40 asks for at most 50; the step that
-// removed the routing table left them at 75, the twin challenge,
-// PresenceChallenged, added one; every later step only lowers it).
+// removed the routing table left them at 75; the twin challenge
+// (PresenceChallenged) and the commit writer's cut requests to the root,
+// the outbox's one writer (CutRequested), added one each).
 const maxEdges = 77
 
 // edge is one (message type, sender, receiver) of the routing graph.
