@@ -230,15 +230,7 @@ func TestConnectionLostDuringAWriteMayHaveLanded(t *testing.T) {
 	st := newStore(t, s, Config{DSN: fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", p.addr())}, 10*time.Second)
 	rev := mustCreate(t, st, store.Durable, "k", "v")
 	lock := newStore(t, s, Config{Job: st.cfg.Job}, 10*time.Second)
-	conn, err := lock.pool.Acquire(opCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(opCtx(t), st.sc.sql("SELECT pg_advisory_lock({lock})")); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), st.sc.sql("SELECT pg_advisory_unlock({lock})")) //nolint:errcheck
+	conn := holdJobLock(t, st, lock)
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := st.Update(opCtx(t), store.Durable, "k", []byte("w"), rev)
@@ -251,7 +243,7 @@ func TestConnectionLostDuringAWriteMayHaveLanded(t *testing.T) {
 		return err == nil && n > 0
 	})
 	p.cut()
-	err = <-done
+	err := <-done
 	wantKind(t, err, coordination.Retryable, "the connection failed or timed out during the statement", "a write may have landed")
 	if strings.Contains(err.Error(), "nothing was written") {
 		t.Fatalf("a connection lost mid-statement says nothing was written: %v", err)

@@ -26,17 +26,9 @@ func TestStatementTimeoutBoundsEveryCall(t *testing.T) {
 	// Another session holds the job's write lock: a write waits for it no
 	// longer than the statement timeout (LeaseTTL/2), even on a context
 	// without a deadline.
-	conn, err := st.pool.Acquire(opCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(opCtx(t), st.sc.sql("SELECT pg_advisory_lock({lock})")); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), st.sc.sql("SELECT pg_advisory_unlock({lock})")) //nolint:errcheck
+	holdJobLock(t, st, st)
 	start := time.Now()
-	_, _, err = st.Update(context.Background(), store.Durable, "k", []byte("w"), 1)
+	_, _, err := st.Update(context.Background(), store.Durable, "k", []byte("w"), 1)
 	took := time.Since(start)
 	wantKind(t, err, coordination.Retryable, "statement timeout")
 	if took < testTTL/2 || took > testTTL/2+2*time.Second {
@@ -199,15 +191,7 @@ func TestJobsWithCollidingHashesDoNotSerialise(t *testing.T) {
 	sb := newStore(t, s, Config{Job: b}, testTTL)
 	mustCreate(t, sa, store.Durable, "k", "v")
 	mustCreate(t, sb, store.Durable, "k", "v")
-	conn, err := sa.pool.Acquire(opCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(opCtx(t), sa.sc.sql("SELECT pg_advisory_lock({lock})")); err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Exec(context.Background(), sa.sc.sql("SELECT pg_advisory_unlock({lock})")) //nolint:errcheck
+	holdJobLock(t, sa, sa)
 	if _, ok, err := sb.Create(context.Background(), store.Durable, "k2", []byte("v")); err != nil || !ok {
 		t.Fatalf("job %s's write while job %s's lock is held: %v, %v", b, a, ok, err)
 	}

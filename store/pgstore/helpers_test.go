@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/pgtest"
 	"github.com/spate-go/coordination/store"
@@ -127,4 +129,21 @@ func count(t testing.TB, st *Store, sql string, args ...any) int64 {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
+}
+
+// holdJobLock takes st's job write lock on a connection of from's pool (a
+// session other than the writes under test when from is another handle)
+// until t ends, and returns that connection.
+func holdJobLock(t *testing.T, st, from *Store) *pgxpool.Conn {
+	t.Helper()
+	conn, err := from.pool.Acquire(opCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Release)
+	if _, err := conn.Exec(opCtx(t), st.sc.sql("SELECT pg_advisory_lock({lock})")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Exec(context.Background(), st.sc.sql("SELECT pg_advisory_unlock({lock})")) }) //nolint:errcheck
+	return conn
 }
