@@ -125,16 +125,9 @@ func TestALeftoverNotAssignedIsReturned(t *testing.T) {
 			e.Send(writer, m)
 		}
 		synctest.Wait()
-		got, ok, err := st.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
-		if err != nil || !ok {
-			t.Fatalf("read a: %v %v", ok, err)
-		}
-		r, err := protocol.DecodeSplit(protocol.SplitKey("a"), got.Value, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.Owner != "" || r.Epoch != 1 || uint64(got.Revision) != rev+1 {
-			t.Fatalf("record %+v at revision %d, want handed back (owner null, epoch 1) by one write after %d", r, got.Revision, rev)
+		r, revision := readSplit(t, st, "a")
+		if r.Owner != "" || r.Epoch != 1 || revision != rev+1 {
+			t.Fatalf("record %+v at revision %d, want handed back (owner null, epoch 1) by one write after %d", r, revision, rev)
 		}
 	})
 }
@@ -160,16 +153,23 @@ func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
 			e.Send(writer, m)
 		}
 		synctest.Wait()
-		got, ok, err := st.Get(context.Background(), store.Durable, protocol.SplitKey("a"))
-		if err != nil || !ok {
-			t.Fatalf("read a: %v %v", ok, err)
-		}
-		r, err := protocol.DecodeSplit(protocol.SplitKey("a"), got.Value, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r, _ := readSplit(t, st, "a")
 		if r.Owner != "w1" || r.Nonce != "n2" {
 			t.Fatalf("record %+v, want claimed by w1 in session n2", r)
 		}
 	})
+}
+
+// readSplit reads and decodes split id's record from st, with its revision.
+func readSplit(t *testing.T, st store.Store, id coordination.SplitID) (protocol.SplitRecord, uint64) {
+	t.Helper()
+	got, ok, err := st.Get(context.Background(), store.Durable, protocol.SplitKey(id))
+	if err != nil || !ok {
+		t.Fatalf("read %s: %v %v", id, ok, err)
+	}
+	r, err := protocol.DecodeSplit(protocol.SplitKey(id), got.Value, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, uint64(got.Revision)
 }
