@@ -2,10 +2,7 @@ package testkit
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/rapidchecks"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -616,7 +614,7 @@ const ciSchedules = 200
 var residualsMade atomic.Int64
 
 func TestFleetSystemProperty(t *testing.T) {
-	defaultChecks(t, ciSchedules)
+	rapidchecks.Default(t, ciSchedules)
 	residualsMade.Store(0)
 	schedules := 0
 	rapid.Check(t, func(rt *rapid.T) {
@@ -637,23 +635,3 @@ type failer struct{ f *Fleet }
 
 func (x failer) Helper()                           {}
 func (x failer) Fatalf(format string, args ...any) { x.f.Fail(format, args...) }
-
-// defaultChecks sets rapid's -rapid.checks to n for this test unless the
-// command line or RAPID_CHECKS set it.
-func defaultChecks(t *testing.T, n int) {
-	t.Helper()
-	if _, ok := os.LookupEnv("RAPID_CHECKS"); ok {
-		return
-	}
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-	fl := flag.Lookup("rapid.checks")
-	if set || fl == nil {
-		return
-	}
-	old := fl.Value.String()
-	if err := fl.Value.Set(strconv.Itoa(n)); err != nil {
-		t.Fatalf("set -rapid.checks: %v", err)
-	}
-	t.Cleanup(func() { _ = fl.Value.Set(old) })
-}

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,24 +285,4 @@ func openBucket(t testing.TB, file bool) (*blob.Bucket, func()) {
 		t.Fatal(err)
 	}
 	return b, func() { _ = b.Close(); _ = os.RemoveAll(dir) }
-}
-
-// defaultChecks sets rapid's -rapid.checks to n for this test unless the
-// command line or RAPID_CHECKS set it: each check runs a whole job.
-func defaultChecks(t *testing.T, n int) {
-	t.Helper()
-	if _, ok := os.LookupEnv("RAPID_CHECKS"); ok {
-		return
-	}
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-	fl := flag.Lookup("rapid.checks")
-	if set || fl == nil {
-		return
-	}
-	old := fl.Value.String()
-	if err := fl.Value.Set(strconv.Itoa(n)); err != nil {
-		t.Fatalf("set -rapid.checks: %v", err)
-	}
-	t.Cleanup(func() { _ = fl.Value.Set(old) })
 }

@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/internal/rapidchecks"
 	"github.com/spate-go/coordination/sources/objects"
 )
 
@@ -29,7 +30,7 @@ var jobChecks = map[bool]int{false: 16, true: 5}[raceEnabled]
 // and replaced. The delivered records are exactly the files' lines, each
 // once, with no crash; each at least once with one; never a poison.
 func TestPropertyBucketJobDeliversEveryLine(t *testing.T) {
-	defaultChecks(t, jobChecks)
+	rapidchecks.Default(t, jobChecks)
 	cutsMade.Store(0)
 	drainsBegun.Store(0)
 	jobs := 0
