@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
@@ -36,12 +35,9 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 		if d.Outcome != worker.CASLanded {
 			return w.notLanded(id, epoch, d)
 		}
-		w.landed(id, epoch, cell, d)
-		if d.Rec.Completed {
+		if w.landed(id, epoch, cell, d) {
 			// An earlier completing Commit of the tenancy landed unseen (the
 			// read-back found it): the split is done, the cut was not made.
-			w.close(id, epoch)
-			w.endTenancy(id, epoch, wire.EndCompleted)
 			return worker.CommitResult{Err: worker.CompletedBeforeCut(id)}
 		}
 		if c := cell.prog.Cut; c != nil && (prev == nil || c.ID != prev.ID) {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
@@ -44,15 +43,10 @@ func (w *commitWriter) commitPayload(req worker.CommitRequest, cell *progressCel
 	if d.Outcome != worker.CASLanded {
 		return w.notLanded(id, epoch, d)
 	}
-	w.landed(id, epoch, cell, d)
-	if d.Rec.Completed {
-		w.close(id, epoch)
-		w.endTenancy(id, epoch, wire.EndCompleted)
-		if req.Payload != nil && !req.Progress.Completed {
-			// A completing commit of the tenancy landed unseen before this
-			// one: its statements did not run.
-			return worker.CommitResult{Err: worker.FencedErr(id)}
-		}
+	if w.landed(id, epoch, cell, d) && req.Payload != nil && !req.Progress.Completed {
+		// A completing commit of the tenancy landed unseen before this one:
+		// its statements did not run.
+		return worker.CommitResult{Err: worker.FencedErr(id)}
 	}
 	return worker.CommitResult{Landed: true}
 }

@@ -172,10 +172,6 @@ func (w *commitWriter) commit(req worker.CommitRequest) worker.CommitResult {
 	switch d.Outcome {
 	case worker.CASLanded:
 		w.landed(id, epoch, cell, d)
-		if d.Rec.Completed {
-			w.close(id, epoch)
-			w.endTenancy(id, epoch, wire.EndCompleted)
-		}
 		return worker.CommitResult{Landed: true}
 	}
 	return w.notLanded(id, epoch, d)
@@ -197,12 +193,20 @@ func (w *commitWriter) notLanded(id coordination.SplitID, epoch uint64, d worker
 }
 
 // landed records a commit of the cell's tenancy that landed (d) and tells
-// the revoke actor, unless it was an earlier attempt found landed.
-func (w *commitWriter) landed(id coordination.SplitID, epoch uint64, cell *progressCell, d worker.CASResult[protocol.ProgressRecord]) {
+// the revoke actor, unless it was an earlier attempt found landed. When the
+// record landed completed (this commit's, or an earlier completing one
+// found by the read-back), it closes the cell, asks the root to end the
+// tenancy and reports completed.
+func (w *commitWriter) landed(id coordination.SplitID, epoch uint64, cell *progressCell, d worker.CASResult[protocol.ProgressRecord]) (completed bool) {
 	cell.advance(d.Rec, d.Rev)
 	if !d.Adopted {
 		w.v.Tell(wire.CommitLanded{Split: id, Epoch: epoch}, w.v.PIDs.Revoke)
 	}
+	if d.Rec.Completed {
+		w.close(id, epoch)
+		w.endTenancy(id, epoch, wire.EndCompleted)
+	}
+	return d.Rec.Completed
 }
 
 // endTenancy asks the root, the tenancy registry's owner, to end tenancy
