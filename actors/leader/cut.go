@@ -165,14 +165,14 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 	claimed := maps.Clone(f.claimed)
 	for id, s := range f.records {
 		longest = max(longest, len(id))
-		n, live := f.sessions[s.owner]
-		if s.owner != "" && live && n == s.nonce {
-			claimed[s.owner] = n // a record observed before its owner's presence
+		holds := f.heldLive(s)
+		if holds {
+			claimed[s.owner] = s.nonce // a record observed before its owner's presence
 		}
 		if s.status != protocol.StatusRunnable {
 			continue
 		}
-		if s.owner != "" && live && n == s.nonce {
+		if holds {
 			held[s.owner]++
 			if to, ok := f.publishedTo[id]; ok && to != s.owner {
 				if _, live := f.members[to]; live {
@@ -189,12 +189,12 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 	}
 	for id, at := range f.residualHeldAt {
 		s := f.records[id]
-		if nonce, live := f.sessions[s.owner]; !live || s.nonce != nonce || reported[id] || !f.estimatedAt[s.owner].Before(at) {
+		if !f.heldLive(s) || reported[id] || !f.estimatedAt[s.owner].Before(at) {
 			continue // its owner reported on it, or since it was claimed: what it reported (or not) stands
 		}
 		in.Held = append(in.Held, f.cutHeld(id, s, s.weight, outstanding, asked))
 	}
-	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
+	limit := laneLimit(valueCap, longest)
 	for m := range f.members {
 		budget := f.budget(m, cfg, limit)
 		if n, ok := claimed[m]; !ok || n != f.sessions[m] {

@@ -244,7 +244,7 @@ func (l *leaderActor) gauges() {
 // starting (protocol.Grace.Hold). O(splits); asked once per leadership.
 func (f *fleetView) running() bool {
 	for _, s := range f.records {
-		if n, live := f.sessions[s.owner]; live && n == s.nonce && s.status == protocol.StatusRunnable {
+		if f.heldLive(s) && s.status == protocol.StatusRunnable {
 			return true
 		}
 	}
@@ -364,11 +364,11 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 	held := make(map[string]int, len(f.members))
 	for id, s := range f.records {
 		longest = max(longest, len(id))
-		if n, live := f.sessions[s.owner]; live && s.owner != "" && n == s.nonce && s.status == protocol.StatusRunnable {
+		if f.heldLive(s) && s.status == protocol.StatusRunnable {
 			held[s.owner]++
 		}
 	}
-	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
+	limit := laneLimit(valueCap, longest)
 	in := protocol.AssignInput{
 		Members:    make([]string, 0, len(f.members)),
 		Caps:       map[string]int{},
@@ -400,6 +400,22 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 	}
 	slices.Sort(laneless)
 	return in, laneless
+}
+
+// heldLive reports whether split record s is held by its owner's live
+// session (the session the owner's presence names).
+func (f *fleetView) heldLive(s splitFacts) bool {
+	n, live := f.sessions[s.owner]
+	return live && s.owner != "" && n == s.nonce
+}
+
+// laneLimit is the most lanes any member's budget may count: the
+// coordination.MaxInFlightLimit, and what one assignment record can carry
+// under the store's value cap valueCap with the view's longest split id,
+// longestID bytes (docs/protocol.md, "Size limits"). The callers measure
+// longestID in the pass over the split records they make anyway.
+func laneLimit(valueCap, longestID int) int {
+	return min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longestID))
 }
 
 // budget is member m's lane budget, its presence's MaxInFlight (0: the

@@ -59,7 +59,7 @@ func (f *fleetView) observeClaims(now time.Time, cfg coordination.Config, valueC
 		if s.status != protocol.StatusRunnable {
 			continue
 		}
-		if n, live := f.sessions[s.owner]; live && s.owner != "" && n == s.nonce {
+		if f.heldLive(s) {
 			held[s.owner]++
 			continue
 		}
@@ -67,7 +67,7 @@ func (f *fleetView) observeClaims(now time.Time, cfg coordination.Config, valueC
 			waits[p] = true
 		}
 	}
-	limit := min(coordination.MaxInFlightLimit, protocol.AssignmentCapacity(valueCap, longest))
+	limit := laneLimit(valueCap, longest)
 	for m := range f.members {
 		w := f.claims[m]
 		h := held[m]
