@@ -45,7 +45,7 @@ func sender(dir, file string) string {
 		return dir
 	}
 	switch file {
-	case "root.go", "depart.go", "tenancy.go":
+	case "root.go", "depart.go", "tenancy.go", "subscribe.go":
 		return "root"
 	}
 	return "handle"

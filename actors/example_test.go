@@ -196,3 +196,79 @@ func ExampleCoordinator_PID() {
 	// fail part-0 at epoch 1 -> <nil>
 	// fail part-0 at epoch 1 -> coordination error (fenced): split part-0: not held here; nothing was written
 }
+
+// observer is a user's own actor that subscribes to a coordinator's events
+// and prints them: a status page's or a metrics exporter's view.
+type observer struct {
+	coordinator *actor.PID
+	done        chan<- struct{}
+}
+
+func (o observer) Receive(c *actor.Context) {
+	switch m := c.Message().(type) {
+	case actor.Started:
+		c.Send(o.coordinator, messages.Subscribe{})
+	case messages.SubscribeReply:
+		fmt.Println("observer: subscribed; held", len(m.Held))
+		o.done <- struct{}{}
+	case coordination.Gained:
+		fmt.Println("observer: gained", m.Split.ID)
+	case coordination.AllComplete:
+		fmt.Println("observer: all complete")
+		o.done <- struct{}{}
+	}
+}
+
+// ExampleCoordinator_PID_subscribe has a user's actor observe the
+// coordinator: after Subscribe it receives a copy of every event Poll
+// hands out, while the driver (here, this loop) still acts on each.
+func ExampleCoordinator_PID_subscribe() {
+	e, err := actor.NewEngine(actor.NewEngineConfig())
+	if err != nil {
+		panic(err)
+	}
+	cfg := coordination.DefaultConfig()
+	cfg.InstanceID = "worker-1"
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	c, err := actors.Spawn(e, memstore.New(cfg.LeaseDuration), cfg)
+	if err != nil {
+		panic(err)
+	}
+	w := coordination.NewWaker()
+	c.SetWaker(w)
+	done := make(chan struct{}, 2)
+	e.Spawn(func() actor.Receiver { return observer{coordinator: c.PID(), done: done} }, "observer")
+	<-done // subscribed before the job starts: it sees every event
+	if err := c.Start(onePlan{ids: []coordination.SplitID{"part-0"}}); err != nil {
+		panic(err)
+	}
+	for complete := false; !complete; {
+		select {
+		case <-w.C():
+		case <-time.After(10 * time.Second):
+			panic("no verdict")
+		}
+		evs, err := c.Poll()
+		if err != nil {
+			panic(err)
+		}
+		for _, ev := range evs {
+			switch ev := ev.(type) {
+			case coordination.Gained:
+				if err := c.Commit(ev.Split.ID, coordination.SplitProgress{Watermark: 1, Completed: true}); err != nil {
+					panic(err)
+				}
+			case coordination.AllComplete:
+				complete = true
+			}
+		}
+	}
+	<-done
+	if err := c.Depart(); err != nil {
+		panic(err)
+	}
+	// Output:
+	// observer: subscribed; held 0
+	// observer: gained part-0
+	// observer: all complete
+}

@@ -18,7 +18,8 @@ import (
 // rootActor is the coordinator actor: it owns the tenancy registry (tenancy.go),
 // the one record of which tenancies this worker holds, and announces its
 // changes; it is the only writer of seam events into the outbox, where it
-// enforces the event ordering rules; it hands each started tenancy's
+// enforces the event ordering rules (and copies each event to the user's
+// actors that subscribed, subscribe.go); it hands each started tenancy's
 // progress record to the commit writer (OpenCell), which closes it on the
 // tenancy's TenancyEnded. It routes handle commands (Fail, Release, Depart
 // go to the split-writer actor, which answers the original requester;
@@ -32,6 +33,7 @@ type rootActor struct {
 	session     string                        // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionStarted)
 	fp          uint64                        // H(the job's fingerprint), from StartJob: each OpenCell carries it
 	quarantined map[coordination.SplitID]bool // Quarantined emitted (E5)
+	subs        subscribers                   // user's actors copied on every event (subscribe.go)
 	verdict     bool
 	departing   bool
 
@@ -55,6 +57,7 @@ func newRoot(v *worker.Env) actor.Producer {
 			reg:         newRegistry(),
 			session:     v.Nonce,
 			quarantined: map[coordination.SplitID]bool{},
+			subs:        subscribers{},
 		}
 	}
 }
@@ -77,6 +80,10 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.failSplit(c, m)
 	case messages.ReleaseSplits: // from the handle, or a user's actor
 		r.release(c, m)
+	case messages.Subscribe: // from a user's actor
+		r.subscribe(c, m)
+	case messages.Unsubscribe: // from a user's actor
+		r.unsubscribe(c, m)
 	case messages.DeclineRevoke: // from a user's actor (Coordinator.PID)
 		m.ReplyTo = replyTo(c, m.ReplyTo)
 		r.v.Tell(m, r.v.PIDs.Revoke)
@@ -112,10 +119,10 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.splitQuarantined(m)
 	case wire.RevocationRequested: // from revoke
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
-			r.v.Outbox.Push(coordination.RevokeRequested{Split: m.Split})
+			r.emit(coordination.RevokeRequested{Split: m.Split})
 		}
 	case wire.CutRequested: // from the commit writer
-		r.v.Outbox.Push(m.Event)
+		r.emit(m.Event)
 	case wire.VerdictReached: // from the split writer
 		r.verdictReached(m)
 	case wire.DepartJob: // from the handle
@@ -137,7 +144,7 @@ func (r *rootActor) splitQuarantined(m wire.SplitQuarantined) {
 	if !r.quarantined[m.Split] && !r.verdict {
 		r.quarantined[m.Split] = true
 		r.v.Metrics.Quarantined()
-		r.v.Outbox.Push(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
+		r.emit(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
 	}
 }
 
@@ -149,9 +156,9 @@ func (r *rootActor) verdictReached(m wire.VerdictReached) {
 	}
 	r.verdict = true
 	if m.Stalled {
-		r.v.Outbox.Push(coordination.Stalled{Completed: m.Completed, Quarantined: m.Quarantined})
+		r.emit(coordination.Stalled{Completed: m.Completed, Quarantined: m.Quarantined})
 	} else {
-		r.v.Outbox.Push(coordination.AllComplete{})
+		r.emit(coordination.AllComplete{})
 	}
 	r.v.Tell(m, r.v.PIDs.Leader, r.v.PIDs.Revoke)
 }
@@ -166,7 +173,7 @@ func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64,
 			r.v.Metrics.Lost(reason.String())
 		}
 		if !r.verdict {
-			r.v.Outbox.Push(coordination.Lost{Split: id})
+			r.emit(coordination.Lost{Split: id})
 		}
 	}
 	ended := wire.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}
@@ -202,7 +209,7 @@ func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 	// "Runtime split").
 	spec := m.Spec
 	spec.Descriptor = gainedDescriptor(m.Fence.DescriptorOr(spec.Descriptor))
-	r.v.Outbox.Push(coordination.Gained{Split: spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
+	r.emit(coordination.Gained{Split: spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
 }
 
 // gainedDescriptor is the descriptor a Gained carries: d copied, an empty

@@ -1,6 +1,7 @@
 // Package messages holds what a user's own actor exchanges with a
 // coordinator: the commands it may send the coordinator actor
-// (actors.Coordinator.PID) with its context's Send, and their replies.
+// (actors.Coordinator.PID) with its context's Send, their replies, and the
+// subscription to its events.
 // The messages the coordinator's actors exchange among themselves are
 // theirs alone, under actors/internal, where no user's package can import
 // them.
@@ -12,6 +13,8 @@
 //     ReleaseDrained, with Drained): ReleaseSplitsReply.
 //   - DeclineRevoke refuses a revocation, as Coordinator.DeclineRevoke:
 //     DeclineRevokeReply.
+//   - Subscribe and Unsubscribe begin and end a copy of the events
+//     (below): SubscribeReply, UnsubscribeReply.
 //
 // # One reply per command
 //
@@ -24,9 +27,10 @@
 //
 // # Events
 //
-// There is no subscription: a user's actor learns of tenancies and
-// revocations from the events the driver polls (coordination.Gained,
-// RevokeRequested, Lost, ...), and hands them to its actors itself.
+// A user's actor observes the coordinator by Subscribe: it then receives a
+// copy of every event Poll hands out (coordination.Gained, RevokeRequested,
+// Lost, ...), in Poll's order, after a SubscribeReply naming the tenancies
+// held when it began. The driver still receives and acts on every event.
 //
 // The package has no behaviour and promises nothing beyond the field docs.
 package messages

@@ -99,8 +99,8 @@ func TestOneReplyConvention(t *testing.T) {
 			}
 		}
 	}
-	if commands != 3 {
-		t.Errorf("%d commands, want FailSplit, ReleaseSplits and DeclineRevoke", commands)
+	if commands != 5 {
+		t.Errorf("%d commands, want FailSplit, ReleaseSplits, DeclineRevoke, Subscribe and Unsubscribe", commands)
 	}
 }
 
