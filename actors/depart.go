@@ -18,7 +18,7 @@ import (
 func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	r.departing = true
 	p := r.v.PIDs
-	r.v.Tell(wire.Departing{}, p.Leader, p.SplitWriter, p.Revoke, p.Lease)
+	r.v.Tell(wire.Departing{}, p.Leader, p.SplitWriter, p.Lease)
 	if r.v.Outbox.Failure() != nil {
 		var hs []wire.HeldSplit
 		for _, id := range m.Held {

@@ -17,7 +17,8 @@ import (
 
 // rootActor is the coordinator actor: it owns the tenancy registry (tenancy.go),
 // the one record of which tenancies this worker holds, and announces its
-// changes; it is the only writer of seam events into the outbox, where it
+// changes; it tells the revoke actor which held tenancies to follow and
+// whether the assignment names them (follow.go); it is the only writer of seam events into the outbox, where it
 // enforces the event ordering rules; it hands each started tenancy's
 // progress record to the commit writer (OpenCell), which closes it on the
 // tenancy's TenancyEnded. It routes handle commands (Fail, Release, Depart
@@ -34,6 +35,12 @@ type rootActor struct {
 	quarantined map[coordination.SplitID]bool // Quarantined emitted (E5)
 	verdict     bool
 	departing   bool
+
+	// The other inputs of the revocation rules (follow.go), as assign and
+	// the watch last told them.
+	decided  bool                          // an assignment record is known (AssignedSetChanged)
+	assigned map[coordination.SplitID]bool // the assigned set (AssignedSetChanged)
+	live     bool                          // both watches are live (WatchesChanged)
 
 	// Depart in progress.
 	departReply   *actor.PID
@@ -55,6 +62,7 @@ func newRoot(v *worker.Env) actor.Producer {
 			reg:         newRegistry(),
 			session:     v.Nonce,
 			quarantined: map[coordination.SplitID]bool{},
+			assigned:    map[coordination.SplitID]bool{},
 		}
 	}
 }
@@ -114,6 +122,11 @@ func (r *rootActor) Receive(c *actor.Context) {
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.v.Outbox.Push(coordination.RevokeRequested{Split: m.Split})
 		}
+	case wire.AssignedSetChanged: // from assign
+		r.assignedSetChanged(m)
+	case wire.WatchesChanged: // from the watch
+		r.live = m.Live
+		r.followAll()
 	case wire.CutRequested: // from the commit writer
 		r.v.Outbox.Push(m.Event)
 	case wire.VerdictReached: // from the split writer
@@ -153,7 +166,7 @@ func (r *rootActor) verdictReached(m wire.VerdictReached) {
 	} else {
 		r.v.Outbox.Push(coordination.AllComplete{})
 	}
-	r.v.Tell(m, r.v.PIDs.Leader, r.v.PIDs.Revoke)
+	r.v.Tell(m, r.v.PIDs.Leader)
 }
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
@@ -190,7 +203,8 @@ func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 		return
 	}
 	r.v.Metrics.Owned(r.reg.len())
-	r.v.Tell(wire.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter, r.v.PIDs.Revoke)
+	r.v.Tell(wire.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter)
+	r.follow(id)
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
 		r.end(c, id, m.Epoch, wire.EndDeparted)
