@@ -24,8 +24,9 @@ import (
 // (PresenceChallenged) and the commit writer's cut requests to the root,
 // the outbox's one writer (CutRequested), added one each; the root's
 // FollowAssignment, which keeps the held tenancies, the assigned set and
-// the phase out of revoke, removed two).
-const maxEdges = 75
+// the phase out of revoke, removed two, and its SurrenderTenancies, one
+// message to the split writer for an end and its write, two more).
+const maxEdges = 73
 
 // edge is one (message type, sender, receiver) of the routing graph.
 type edge struct{ msg, from, to string }

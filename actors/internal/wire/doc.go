@@ -26,14 +26,15 @@
 //
 // The root owns the tenancy registry. It tells watch, leader, splitwriter
 // and lease JobStarted, and leader, splitwriter and lease Departing; it
-// announces each registry change once, TenancyStarted to splitwriter and
-// TenancyEnded to splitwriter, revoke and the commit writer; it tells
-// revoke the held tenancies to follow (FollowAssignment) whenever a
-// tenancy starts or the assigned set (AssignedSetChanged, from assign) or
-// the watches (WatchesChanged) change; it forwards the writes of Fail, Release, Depart and
-// forced revocations to the split-writer actor (RecordFailure,
-// HandBackSplits, answered by HandBackSplitsReply, or by the public
-// FailSplitReply and ReleaseSplitsReply at the command's reply PID); it
+// announces each registry change once: TenancyStarted to splitwriter;
+// TenancyEnded to revoke and the commit writer, then SurrenderTenancies to
+// splitwriter, which carries the ends with the write each calls for (the
+// completion, the failure of a Fail, the hand-back of a Release, Depart or
+// forced revocation; answered by SurrenderTenanciesReply for Depart, or by
+// the public FailSplitReply and ReleaseSplitsReply at the command's reply
+// PID). It tells revoke the held tenancies to follow (FollowAssignment)
+// whenever a tenancy starts or the assigned set (AssignedSetChanged, from
+// assign) or the watches (WatchesChanged) change; it
 // rebroadcasts VerdictReached to the leader; it forwards a user's actor's DeclineRevoke to the revoke actor;
 // and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
