@@ -15,14 +15,15 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// rootActor is the coordinator actor: it owns the tenancy registry (tenancy.go),
-// the one record of which tenancies this worker holds, and announces its
-// changes; it tells the revoke actor which held tenancies to follow and
-// whether the assignment names them (follow.go); it is the only writer of seam events into the outbox, where it
-// enforces the event ordering rules; it hands each started tenancy's
-// progress record to the commit writer (OpenCell), which closes it on the
-// tenancy's TenancyEnded. It routes handle commands (Fail, Release, Depart
-// go to the split-writer actor, which answers the original requester;
+// rootActor is the coordinator actor: it owns the tenancy registry
+// (tenancy.go), the one record of which tenancies this worker holds, and
+// announces its changes; it tells the revoke actor which held tenancies to
+// follow and whether the assignment names them (follow.go); it is the only
+// writer of seam events into the outbox, where it enforces the event
+// ordering rules; it hands each started tenancy's progress record to the
+// commit writer (OpenCell), which closes it on the tenancy's TenancyEnded.
+// It routes handle commands (Fail, Release, Depart go to the split-writer
+// actor in SurrenderTenancies, which answers the original requester;
 // commits go to the commit writer, see commitwriter.go) and never does
 // store I/O.
 type rootActor struct {
