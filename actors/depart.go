@@ -18,7 +18,7 @@ import (
 func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	r.departing = true
 	p := r.v.PIDs
-	r.v.Tell(wire.Departing{}, p.Leader, p.SplitWriter, p.Revoke, p.Lease)
+	r.v.Tell(wire.Departing{}, p.Leader, p.SplitWriter, p.Lease)
 	if r.v.Outbox.Failure() != nil {
 		var hs []wire.HeldSplit
 		for _, id := range m.Held {
@@ -32,19 +32,14 @@ func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	r.departReply = c.Sender()
 	v, pid := r.v, c.PID()
 	r.departTimer = time.AfterFunc(2*r.v.Config.OpTimeout, func() { v.Send(pid, departDeadline{}) })
-	var hs []wire.HeldSplit
-	for _, id := range r.reg.splits() {
-		e, _ := r.reg.epoch(id)
-		hs = append(hs, wire.HeldSplit{Split: id, Epoch: e})
-		r.departSplits = append(r.departSplits, id)
-	}
+	hs := r.held()
 	for _, h := range hs {
-		r.end(c, h.Split, h.Epoch, wire.EndDeparted)
+		r.departSplits = append(r.departSplits, h.Split)
 	}
 	// The split-writer actor hands back the held splits and returns this
-	// session's leftovers, then answers HandBackSplitsReply to the root,
+	// session's leftovers, then answers SurrenderTenanciesReply to the root,
 	// which demotes and withdraws presence (docs/protocol.md, "Departure").
-	r.v.Tell(wire.HandBackSplits{Splits: hs, Reason: wire.EndDeparted, ReplyTo: c.PID(), Leftovers: true}, r.v.PIDs.SplitWriter)
+	r.surrender(c, wire.SurrenderTenancies{Tenancies: hs, Reason: wire.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
 }
 
 // departTimedOut answers Depart within its bound with what is known:
@@ -62,7 +57,7 @@ func (r *rootActor) departTimedOut(c *actor.Context) {
 
 // departHandedBack takes the hand-backs' answer and starts the demotion
 // and the presence withdrawal.
-func (r *rootActor) departHandedBack(c *actor.Context, m wire.HandBackSplitsReply) {
+func (r *rootActor) departHandedBack(c *actor.Context, m wire.SurrenderTenanciesReply) {
 	if r.departReply == nil {
 		return
 	}

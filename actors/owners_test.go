@@ -36,9 +36,7 @@ var facts = []fact{
 // owner, as "dir.Type.field", with the fact they copy.
 var knownCopies = map[string]string{
 	"splitwriter.splitWriterActor.held": "held tenancies",  // the claimer's lane budget and fences
-	"revoke.revokeActor.held":           "held tenancies",  // the splits a revocation may concern
 	"leader.leaderActor.phase":          "the job's phase", // copies fed by WatchesChanged, VerdictReached, Departing
-	"revoke.revokeActor.phase":          "the job's phase",
 }
 
 // factFields returns every struct field of a fact's type in the non-test

@@ -15,14 +15,16 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// rootActor is the coordinator actor: it owns the tenancy registry (tenancy.go),
-// the one record of which tenancies this worker holds, and announces its
-// changes; it is the only writer of seam events into the outbox, where it
-// enforces the event ordering rules (and copies each event to the user's
-// actors that subscribed, subscribe.go); it hands each started tenancy's
-// progress record to the commit writer (OpenCell), which closes it on the
-// tenancy's TenancyEnded. It routes handle commands (Fail, Release, Depart
-// go to the split-writer actor, which answers the original requester;
+// rootActor is the coordinator actor: it owns the tenancy registry
+// (tenancy.go), the one record of which tenancies this worker holds, and
+// announces its changes; it tells the revoke actor which held tenancies to
+// follow and whether the assignment names them (follow.go); it is the only
+// writer of seam events into the outbox, where it enforces the event
+// ordering rules (and copies each event to the user's actors that
+// subscribed, subscribe.go); it hands each started tenancy's progress record to the
+// commit writer (OpenCell), which closes it on the tenancy's TenancyEnded.
+// It routes handle commands (Fail, Release, Depart go to the split-writer
+// actor in SurrenderTenancies, which answers the original requester;
 // commits go to the commit writer, see commitwriter.go) and never does
 // store I/O.
 type rootActor struct {
@@ -36,6 +38,12 @@ type rootActor struct {
 	subs        subscribers                   // user's actors copied on every event (subscribe.go)
 	verdict     bool
 	departing   bool
+
+	// The other inputs of the revocation rules (follow.go), as assign and
+	// the watch last told them.
+	decided  bool                          // an assignment record is known (AssignedSetChanged)
+	assigned map[coordination.SplitID]bool // the assigned set (AssignedSetChanged)
+	live     bool                          // both watches are live (WatchesChanged)
 
 	// Depart in progress.
 	departReply   *actor.PID
@@ -57,6 +65,7 @@ func newRoot(v *worker.Env) actor.Producer {
 			reg:         newRegistry(),
 			session:     v.Nonce,
 			quarantined: map[coordination.SplitID]bool{},
+			assigned:    map[coordination.SplitID]bool{},
 			subs:        subscribers{},
 		}
 	}
@@ -89,8 +98,7 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.v.Tell(m, r.v.PIDs.Revoke)
 	case wire.ForceRevocation: // from revoke
 		if r.reg.holds(m.Split, m.Epoch) {
-			r.end(c, m.Split, m.Epoch, wire.EndRevoked)
-			r.handBack(wire.HandBackSplits{Splits: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: wire.EndRevoked})
+			r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: wire.EndRevoked})
 		}
 		if m.ReplyTo != nil {
 			// A decline: the tenancy is surrendered (its Lost is in the
@@ -102,12 +110,11 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.claimWon(c, m)
 	case wire.EndTenancy: // from the split writer or the commit writer
 		if r.reg.holds(m.Split, m.Epoch) {
-			r.end(c, m.Split, m.Epoch, m.Reason)
+			r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: m.Reason})
 		}
 	case wire.SessionEnded: // from the lease
-		for _, id := range r.reg.splits() {
-			e, _ := r.reg.epoch(id)
-			r.end(c, id, e, wire.EndStarved)
+		if r.reg.len() > 0 {
+			r.surrender(c, wire.SurrenderTenancies{Tenancies: r.held(), Reason: wire.EndStarved})
 		}
 	case wire.SessionStarted: // from the lease
 		r.session = m.Nonce
@@ -121,6 +128,11 @@ func (r *rootActor) Receive(c *actor.Context) {
 		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
 			r.emit(coordination.RevokeRequested{Split: m.Split})
 		}
+	case wire.AssignedSetChanged: // from assign
+		r.assignedSetChanged(m)
+	case wire.WatchesChanged: // from the watch
+		r.live = m.Live
+		r.followAll()
 	case wire.CutRequested: // from the commit writer
 		r.emit(m.Event)
 	case wire.VerdictReached: // from the split writer
@@ -129,7 +141,7 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.depart(c, m)
 	case departDeadline:
 		r.departTimedOut(c)
-	case wire.HandBackSplitsReply: // from the split writer (Depart)
+	case wire.SurrenderTenanciesReply: // from the split writer (Depart)
 		r.departHandedBack(c, m)
 	case wire.StepDownReply, wire.WithdrawPresenceReply: // from the leader, the lease (Depart)
 		r.departStepped(c)
@@ -160,11 +172,32 @@ func (r *rootActor) verdictReached(m wire.VerdictReached) {
 	} else {
 		r.emit(coordination.AllComplete{})
 	}
-	r.v.Tell(m, r.v.PIDs.Leader, r.v.PIDs.Revoke)
+	r.v.Tell(m, r.v.PIDs.Leader)
+}
+
+// surrender ends the held tenancies m lists for m.Reason (end) and then
+// tells the split writer m, which applies the ends and makes the write
+// each calls for.
+func (r *rootActor) surrender(c *actor.Context, m wire.SurrenderTenancies) {
+	for _, h := range m.Tenancies {
+		r.end(c, h.Split, h.Epoch, m.Reason)
+	}
+	r.v.Tell(m, r.v.PIDs.SplitWriter)
+}
+
+// held returns the held tenancies, in split order.
+func (r *rootActor) held() []wire.HeldSplit {
+	var hs []wire.HeldSplit
+	for _, id := range r.reg.splits() {
+		e, _ := r.reg.epoch(id)
+		hs = append(hs, wire.HeldSplit{Split: id, Epoch: e})
+	}
+	return hs
 }
 
 // end removes a tenancy from the registry, emits Lost for involuntary ends
-// (E1, E3) and tells the actors that follow tenancies.
+// (E1, E3) and tells revoke, the commit writer and the lease (surrender
+// tells the split writer).
 func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason wire.EndReason) {
 	r.reg.end(id)
 	r.v.Metrics.Owned(r.reg.len())
@@ -177,18 +210,15 @@ func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64,
 		}
 	}
 	ended := wire.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}
-	// Revoke first: every write the split writer makes for this end (the
-	// completion, or a hand-back asked next) and its HandBackResolved to
-	// revoke come after this send, so revoke sees the end first.
-	r.v.Tell(ended, r.v.PIDs.Revoke, r.v.PIDs.SplitWriter)
+	// Revoke first: every write the split writer makes for this end is
+	// asked after this send (surrender), so its HandBackResolved reaches
+	// revoke after the end.
+	r.v.Tell(ended, r.v.PIDs.Revoke)
 	r.v.PostCommit(ended) // the commit writer closes the tenancy's progress cell
 	// The lease drops the tenancy's estimate, if it has one: it keeps only
 	// what the root passed on, and no copy of the registry.
 	r.v.Tell(worker.RemainingReported{Split: id, Epoch: epoch}, r.v.PIDs.Lease)
 }
-
-// handBack asks the split writer to write the hand-backs of m.
-func (r *rootActor) handBack(m wire.HandBackSplits) { r.v.Tell(m, r.v.PIDs.SplitWriter) }
 
 func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 	id := m.Spec.ID
@@ -197,11 +227,11 @@ func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
 		return
 	}
 	r.v.Metrics.Owned(r.reg.len())
-	r.v.Tell(wire.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter, r.v.PIDs.Revoke)
+	r.v.Tell(wire.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter)
+	r.follow(id)
 	if r.departing || r.verdict {
 		// Depart already handed back what was held: give this one back too.
-		r.end(c, id, m.Epoch, wire.EndDeparted)
-		r.handBack(wire.HandBackSplits{Splits: []wire.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: wire.EndDeparted})
+		r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: wire.EndDeparted})
 		return
 	}
 	r.v.PostCommit(worker.OpenCell{FP: r.fp, Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev, Generation: m.Generation})
@@ -247,8 +277,7 @@ func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {
 		return
 	}
 	r.v.Metrics.Failed()
-	r.end(c, m.Split, e, wire.EndFailed)
-	r.v.Tell(wire.RecordFailure{Split: m.Split, Epoch: e, Reason: m.Reason, ReplyTo: to}, r.v.PIDs.SplitWriter)
+	r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: e}}, Reason: wire.EndFailed, Failure: m.Reason, ReplyTo: to})
 }
 
 func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
@@ -272,5 +301,5 @@ func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
 		r.v.Reply(to, messages.ReleaseSplitsReply{})
 		return
 	}
-	r.handBack(wire.HandBackSplits{Splits: hs, Reason: reason, ReplyTo: to})
+	r.v.Tell(wire.SurrenderTenancies{Tenancies: hs, Reason: reason, ReplyTo: to}, r.v.PIDs.SplitWriter)
 }

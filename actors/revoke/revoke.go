@@ -15,30 +15,26 @@ import (
 
 // revokeActor drives each revocation to exactly one outcome: drained, forced or
 // cancelled (docs/protocol.md, "Revocation"), including the silence watchdog of a cancelled drain.
-// It tells the root RevocationRequested and ForceRevocation; a
-// DeclineRevoke it forces is answered by the root (ForceRevocation.ReplyTo),
-// one it finds nothing to force for here.
+// It keeps only the drains in progress: which tenancies are held, whether
+// the assignment names them and whether the rules apply are the root's
+// to tell, in the FollowAssignment that asks it to act on them. It tells
+// the root RevocationRequested and ForceRevocation; a DeclineRevoke it
+// forces is answered by the root (ForceRevocation.ReplyTo), one it finds
+// nothing to force for here.
 type revokeActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
-	held     worker.HeldView // derived from the root's registry (actors/tenancy.go)
-	entries  map[coordination.SplitID]*revocation
-	assigned map[coordination.SplitID]bool
-	decided  bool
-
-	phase worker.JobPhase
+	entries map[coordination.SplitID]*revocation // the drains in progress
 }
 
 // New returns the producer of worker v's revocation-drain actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
 		return &revokeActor{
-			v:        v,
-			log:      v.Log.With("actor", "revoke"),
-			held:     worker.HeldView{},
-			entries:  map[coordination.SplitID]*revocation{},
-			assigned: map[coordination.SplitID]bool{},
+			v:       v,
+			log:     v.Log.With("actor", "revoke"),
+			entries: map[coordination.SplitID]*revocation{},
 		}
 	}
 }
@@ -47,31 +43,24 @@ func New(v *worker.Env) actor.Producer {
 func (r *revokeActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case wire.AssignedSetChanged: // from assign
-		r.decided = m.Decided
-		r.assigned = make(map[coordination.SplitID]bool, len(m.Splits))
-		for _, id := range m.Splits {
-			r.assigned[id] = true
+	case wire.FollowAssignment: // from the root
+		now := r.v.Clock.Now()
+		for _, t := range m.Tenancies {
+			r.follow(t, now)
 		}
-		r.step(c)
-	case wire.WatchesChanged: // from the watch
-		r.phase.Observe(m)
-		r.step(c)
+		r.deadlines(c)
 	case wire.HeartbeatTicked: // from the lease
 		r.deadlines(c)
-	case wire.VerdictReached, wire.Departing: // from the root
-		r.phase.Observe(m)
-	case wire.TenancyStarted: // from the root
-		r.held.Apply(m)
-		r.follow(c, m.Split, m.Epoch, r.v.Clock.Now())
-		r.deadlines(c)
 	case wire.TenancyEnded: // from the root
-		r.held.Apply(m)
+		e, ok := r.entries[m.Split]
+		if !ok || e.epoch != m.Epoch {
+			break
+		}
 		if m.Reason == wire.EndFenced || m.Reason == wire.EndStarved {
 			// No hand-back follows these ends: settle here.
-			if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
-				r.settle(m.Split, e, "forced")
-			}
+			r.settle(m.Split, e, "forced")
+		} else {
+			e.ended = true // its hand-back's outcome settles it
 		}
 	case wire.CommitLanded: // from the commit writer
 		if e, ok := r.entries[m.Split]; ok && e.epoch == m.Epoch {
@@ -86,40 +75,28 @@ func (r *revokeActor) Receive(c *actor.Context) {
 	}
 }
 
-// step applies the revocation rules to every held split (after the
-// assigned set or the watches changed) and checks every deadline.
-func (r *revokeActor) step(c *actor.Context) {
-	now := r.v.Clock.Now()
-	for id, t := range r.held {
-		r.follow(c, id, t.Epoch, now)
-	}
-	r.deadlines(c)
-}
-
 // follow applies the revocation rules (docs/protocol.md, "Following the
-// assignment") to one held split.
-func (r *revokeActor) follow(c *actor.Context, id coordination.SplitID, epoch uint64, now time.Time) {
-	if !r.decided || !r.phase.Live || r.phase.Over() {
-		return
-	}
+// assignment") to one held tenancy, as the root told it.
+func (r *revokeActor) follow(t wire.FollowedTenancy, now time.Time) {
+	id := t.Split
 	e := r.entries[id]
-	if e != nil && e.epoch != epoch {
+	if e != nil && e.epoch != t.Epoch {
 		delete(r.entries, id)
 		e = nil
 	}
-	switch decideRevocation(r.assigned[id], e) {
+	switch decideRevocation(t.Assigned, e) {
 	case revokeCancel:
 		e.cancelled, e.lastProgress = true, now
 		r.v.Metrics.Revocation("cancelled")
 	case revokeRequest:
 		if e == nil {
-			e = &revocation{epoch: epoch, started: now}
+			e = &revocation{epoch: t.Epoch, started: now}
 			r.entries[id] = e
 		}
 		e.cancelled, e.lastProgress = false, now
 		r.v.Metrics.Revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.Tell(wire.RevocationRequested{Split: id, Epoch: epoch}, r.v.PIDs.Root)
+		r.v.Tell(wire.RevocationRequested{Split: id, Epoch: t.Epoch}, r.v.PIDs.Root)
 	}
 }
 
@@ -178,7 +155,7 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 	case !ok:
 	case e.epoch != uint64(m.Epoch):
 		ok = false // the entry is for a tenancy the driver has not polled
-	case !r.held.Holds(m.Split, e.epoch):
+	case e.ended:
 		// The root already surrendered the tenancy (its TenancyEnded came
 		// first): the hand-back's outcome settles the entry, and nothing
 		// is left to force (a forced hand-back would never be answered).

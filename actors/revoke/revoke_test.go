@@ -61,6 +61,11 @@ func (rr *revokeRig) take() []any {
 	return m
 }
 
+// follow is the root's FollowAssignment of one held tenancy.
+func follow(id coordination.SplitID, epoch uint64, assigned bool) wire.FollowAssignment {
+	return wire.FollowAssignment{Tenancies: []wire.FollowedTenancy{{Split: id, Epoch: epoch, Assigned: assigned}}}
+}
+
 func (rr *revokeRig) counter(outcome string) float64 {
 	return workertest.CounterSum(rr.t, rr.reg, "coordination_revocations_total", outcome)
 }
@@ -68,16 +73,15 @@ func (rr *revokeRig) counter(outcome string) float64 {
 func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
-			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}})
+		rr.send(follow("a", 1, true))
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("assigned and held: %v", got)
 		}
-		rr.send(wire.AssignedSetChanged{Decided: true})
+		rr.send(follow("a", 1, false))
 		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 1}) {
 			t.Fatalf("request: %v", got)
 		}
-		rr.send(wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}})
+		rr.send(follow("a", 1, true))
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("cancel told the root: %v", got)
 		}
@@ -103,16 +107,15 @@ func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
 func TestRevocationReRequestKeepsStarted(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
-			wire.AssignedSetChanged{Decided: true})
+		rr.send(follow("a", 1, false))
 		rr.take()
 		rr.clk.Add(500 * time.Millisecond)
-		rr.send(wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}}) // cancel
+		rr.send(follow("a", 1, true)) // cancel
 		rr.clk.Add(300 * time.Millisecond)
 		rr.send(wire.CommitLanded{Split: "a", Epoch: 1})
 		// Re-requested 800ms after the start: already past DrainDeadline
 		// (750ms), so it is forced in the same step.
-		rr.send(wire.AssignedSetChanged{Decided: true})
+		rr.send(follow("a", 1, false))
 		got := rr.take()
 		if len(got) != 2 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 1}) || got[1] != (wire.ForceRevocation{Split: "a", Epoch: 1}) {
 			t.Fatalf("re-request: %v", got)
@@ -125,8 +128,7 @@ func TestRevocationReRequestKeepsStarted(t *testing.T) {
 
 func TestRevocationOutcomes(t *testing.T) {
 	start := func(rr *revokeRig) {
-		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
-			wire.AssignedSetChanged{Decided: true})
+		rr.send(follow("a", 1, false))
 		rr.take()
 	}
 	tests := []struct {
@@ -164,20 +166,6 @@ func TestRevocationOutcomes(t *testing.T) {
 	}
 }
 
-func TestNoAssignmentRecordRevokesNothing(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		rr := newRevokeRig(t)
-		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1}, wire.AssignedSetChanged{Decided: false})
-		if got := rr.take(); len(got) != 0 {
-			t.Fatalf("withdrawn assignment revoked: %v", got)
-		}
-		rr.send(wire.WatchesChanged{Live: false}, wire.AssignedSetChanged{Decided: true})
-		if got := rr.take(); len(got) != 0 {
-			t.Fatalf("revoked while a watch is down: %v", got)
-		}
-	})
-}
-
 // A DeclineRevoke that reaches the revoke actor after the root surrendered
 // the split (Release, ReleaseDrained, Fail) finds a tenancy no longer held:
 // there is nothing left to decline, so it answers nil at once, forces
@@ -185,8 +173,7 @@ func TestNoAssignmentRecordRevokesNothing(t *testing.T) {
 func TestDeclineAfterSurrenderAnswersAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
-			wire.AssignedSetChanged{Decided: true})
+		rr.send(follow("a", 1, false))
 		rr.take()
 		rr.send(wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndReleased},
 			messages.DeclineRevoke{Split: "a", Epoch: 1, ReplyTo: rr.root})
@@ -202,19 +189,17 @@ func TestDeclineAfterSurrenderAnswersAtOnce(t *testing.T) {
 
 // A split that completes right after its claim, and that the leader drops
 // from the assignment while the completion's split-record write runs: the
-// revoke actor sees the root's TenancyEnded, the smaller assigned set, then
-// the HandBackResolved the root relays after TenancyEnded. No revocation
-// may begin for it: the root no longer holds it and would drop the
-// request, leaving an entry that is forced at DrainDeadline ("drain
-// started", never accepted).
+// root tells revoke the tenancy's TenancyEnded, then lists no tenancy to
+// follow for the smaller assigned set (it no longer holds the split), then
+// the HandBackResolved arrives. No revocation may begin for it: the root
+// would drop the request, leaving an entry that is forced at DrainDeadline
+// ("drain started", never accepted).
 func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		rr := newRevokeRig(t)
-		rr.send(wire.WatchesChanged{Live: true},
-			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}},
-			wire.TenancyStarted{Split: "a", Epoch: 1},
+		rr.send(follow("a", 1, true),
 			wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndCompleted},
-			wire.AssignedSetChanged{Decided: true},
+			wire.FollowAssignment{},
 			wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded})
 		rr.clk.Add(time.Second) // past DrainDeadline (750ms)
 		rr.send(wire.HeartbeatTicked{})
@@ -225,7 +210,7 @@ func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 			t.Fatalf("requested=%v forced=%v, want 0 and 0", rr.counter("requested"), rr.counter("forced"))
 		}
 		// A later tenancy of the split is revoked as usual.
-		rr.send(wire.TenancyStarted{Split: "a", Epoch: 2})
+		rr.send(follow("a", 2, false))
 		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 2}) {
 			t.Fatalf("next tenancy: %v", got)
 		}
@@ -250,8 +235,7 @@ func TestDeclineIsAnsweredByTheRoot(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rr := newRevokeRig(t)
-				rr.send(wire.WatchesChanged{Live: true}, wire.TenancyStarted{Split: "a", Epoch: 1},
-					wire.AssignedSetChanged{Decided: true})
+				rr.send(follow("a", 1, false))
 				rr.take()
 				rr.send(messages.DeclineRevoke{Split: "a", Epoch: 1, ReplyTo: rr.root})
 				if got := rr.take(); len(got) != 1 || got[0] != (wire.ForceRevocation{Split: "a", Epoch: 1, ReplyTo: rr.root}) {

@@ -27,8 +27,8 @@ const MaxClaimsInFlight = 128
 //
 // Its structures are derived, never sources of truth: queue and extra
 // index the candidates recomputed from the view, the sessions and the held
-// tenancies (the root's registry as TenancyStarted and TenancyEnded told
-// it) whenever one of them changes, so that a decision costs O(log n)
+// tenancies (the root's registry as TenancyStarted and SurrenderTenancies
+// told it) whenever one of them changes, so that a decision costs O(log n)
 // instead of a pass over every split.
 type claimer struct {
 	sw      *splitWriterActor
@@ -39,7 +39,7 @@ type claimer struct {
 
 	inflight map[coordination.SplitID]bool   // every write in flight (bounded by MaxClaimsInFlight); value: it counts as a claim against MaxInFlight (quarantines and leftover returns do not)
 	claims   int                             // claims in flight
-	handing  map[coordination.SplitID]uint64 // surrendered, its write not resolved yet
+	handing  map[coordination.SplitID]uint64 // the surrender writes asked (SurrenderTenancies) and not resolved yet: split → epoch
 	lostAt   map[coordination.SplitID]uint64 // a claim lost at this record revision
 	cooldown map[coordination.SplitID]bool   // the store failed; retry at the next heartbeat
 	extra    map[coordination.SplitID]bool   // quarantine candidates and leftovers: acted on regardless of assignment
@@ -138,9 +138,10 @@ func (cl *claimer) tenancyStarted(id coordination.SplitID) {
 	cl.index(id)
 }
 
-// tenancyEnded follows the registry: a surrendered split waits for its
-// hand-back's resolution before it is a candidate again (a fenced or
-// starved one has none).
+// tenancyEnded follows the registry, as the root's SurrenderTenancies
+// told it with the write it asked: a surrendered split waits for that
+// write's resolution before it is a candidate again (a fenced or starved
+// one has no write).
 func (cl *claimer) tenancyEnded(m wire.TenancyEnded) {
 	if m.Reason != wire.EndFenced && m.Reason != wire.EndStarved {
 		cl.handing[m.Split] = m.Epoch
@@ -152,8 +153,7 @@ func (cl *claimer) tenancyEnded(m wire.TenancyEnded) {
 }
 
 // handBackResolved frees a surrendered split once its write resolved. The
-// actor resolves a surrender only after it applied the tenancy's
-// TenancyEnded (the root asks for the write after routing it), so the
+// write was asked in the SurrenderTenancies that ended the tenancy, so the
 // split is already handing.
 func (cl *claimer) handBackResolved(m wire.HandBackResolved) {
 	if e, ok := cl.handing[m.Split]; ok && e == m.Epoch {

@@ -30,8 +30,8 @@ type handBackBatch struct {
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
 // Its RecordsObserved come from the watch. It tells the root ClaimWon,
 // SplitQuarantined, EndTenancy (a fence seen in the split record) and
-// VerdictReached, revoke HandBackResolved, and answers RecordFailure and
-// HandBackSplits to their ReplyTo.
+// VerdictReached, revoke HandBackResolved, and answers SurrenderTenancies
+// to its ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -144,20 +144,11 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.fenceSeen(m.Split)
 		sw.claims.tenancyStarted(m.Split)
 		sw.claims.step(c)
-	case wire.TenancyEnded: // from the root
-		sw.held.Apply(m)
-		if m.Reason == wire.EndCompleted {
-			// A completing commit landed: complete the split record.
-			sw.enqueue(c, completeOp{split: m.Split, epoch: m.Epoch})
-		}
-		sw.claims.tenancyEnded(m)
+	case wire.SurrenderTenancies: // from the root
+		sw.surrender(c, m)
 		sw.claims.step(c)
 	case wire.Departing: // from the root
 		sw.departing = true
-	case wire.RecordFailure: // from the root
-		sw.enqueue(c, failOp{split: m.Split, epoch: m.Epoch, reason: m.Reason, replyTo: m.ReplyTo})
-	case wire.HandBackSplits: // from the root
-		sw.handBack(c, m)
 	case failDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.failResult(m.op, m.res)
@@ -248,7 +239,7 @@ func (sw *splitWriterActor) deleted(id coordination.SplitID) {
 
 // fenceSeen asks the root to end split id's held tenancy when the view's
 // split record shows it moved away (the root emits Lost). Until the root's
-// TenancyEnded arrives a later record may ask again; the root's registry
+// SurrenderTenancies arrives a later record may ask again; the root's registry
 // ignores the repeat.
 func (sw *splitWriterActor) fenceSeen(id coordination.SplitID) {
 	if r, ok := sw.records[id]; ok {
@@ -273,10 +264,9 @@ func (sw *splitWriterActor) drop(id coordination.SplitID, epoch uint64) {
 // owner-clearing (or completing) write resolved.
 func (sw *splitWriterActor) resolved(res wire.HandBackResolved) {
 	sw.claims.handBackResolved(res)
-	// Every surrender write is asked by the root (RecordFailure, HandBackSplits,
-	// a completing TenancyEnded) after it sent revoke the tenancy's
-	// TenancyEnded, so this reaches revoke after that TenancyEnded: one
-	// ordered stream, with no relay.
+	// Every surrender write is asked by the root (SurrenderTenancies) after
+	// it sent revoke the tenancy's TenancyEnded, so this reaches revoke
+	// after that TenancyEnded: one ordered stream, with no relay.
 	sw.v.Tell(res, sw.v.PIDs.Revoke)
 }
 
@@ -439,16 +429,40 @@ func (sw *splitWriterActor) failResult(op failOp, d splitWritten) {
 	}
 }
 
-func (sw *splitWriterActor) handBack(c *actor.Context, m wire.HandBackSplits) {
+// surrender applies the root's ends of held tenancies to the held view and
+// the claimer, and asks in the same step for the write each end calls for
+// (wire.SurrenderTenancies), so the claimer's handing splits are the
+// surrender writes asked and not resolved yet.
+func (sw *splitWriterActor) surrender(c *actor.Context, m wire.SurrenderTenancies) {
+	for _, h := range m.Tenancies {
+		end := wire.TenancyEnded{Split: h.Split, Epoch: h.Epoch, Reason: m.Reason}
+		sw.held.Apply(end)
+		switch m.Reason {
+		case wire.EndCompleted: // a completing commit landed: complete the split record
+			sw.enqueue(c, completeOp{split: h.Split, epoch: h.Epoch})
+		case wire.EndFailed:
+			sw.enqueue(c, failOp{split: h.Split, epoch: h.Epoch, reason: m.Failure, replyTo: m.ReplyTo})
+		}
+		sw.claims.tenancyEnded(end)
+	}
+	switch m.Reason {
+	case wire.EndReleased, wire.EndDrained, wire.EndRevoked, wire.EndDeparted:
+		sw.handBack(c, m)
+	}
+}
+
+// handBack writes the hand-backs of m (and with m.Leftovers, Depart's
+// leftovers) as one batch, answered to m.ReplyTo after its last write.
+func (sw *splitWriterActor) handBack(c *actor.Context, m wire.SurrenderTenancies) {
 	sw.nextBatch++
 	id := sw.nextBatch
 	deadline := time.Now().Add(sw.v.Config.OpTimeout)
-	ops := make([]splitOp, 0, len(m.Splits))
-	for _, h := range m.Splits {
+	ops := make([]splitOp, 0, len(m.Tenancies))
+	for _, h := range m.Tenancies {
 		ops = append(ops, handBackOp{split: h.Split, epoch: h.Epoch, batch: id, reason: m.Reason, deadline: deadline})
 	}
 	if m.Leftovers {
-		ops = append(ops, sw.departLeftovers(m.Splits, id, deadline)...)
+		ops = append(ops, sw.departLeftovers(m.Tenancies, id, deadline)...)
 	}
 	if len(ops) == 0 {
 		if m.ReplyTo != nil {
@@ -469,7 +483,7 @@ func handBackReply(reason wire.EndReason, unconfirmed []coordination.SplitID) an
 		err = worker.HandBackUnconfirmed(unconfirmed)
 	}
 	if reason == wire.EndDeparted {
-		return wire.HandBackSplitsReply{Unconfirmed: unconfirmed, Err: err}
+		return wire.SurrenderTenanciesReply{Unconfirmed: unconfirmed, Err: err}
 	}
 	return messages.ReleaseSplitsReply{Err: err}
 }

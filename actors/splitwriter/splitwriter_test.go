@@ -28,7 +28,7 @@ import (
 func TestFailWithoutARecordIsFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, writer, rec, sent := spawnLoneSplitWriter(t)
-		e.Send(writer, wire.RecordFailure{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
+		e.Send(writer, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndFailed, Failure: "poison", ReplyTo: rec})
 		synctest.Wait()
 		msgs := sent()
 		var reply *messages.FailSplitReply
@@ -52,11 +52,11 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 		send []any
 		want func(m any) bool
 	}{
-		{"hand-back without a record", []any{wire.HandBackSplits{Splits: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndReleased}},
+		{"hand-back without a record", []any{wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndReleased}},
 			func(m any) bool {
 				return m == wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndReleased, Outcome: wire.HandBackFenced}
 			}},
-		{"completion without a record", []any{wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndCompleted}},
+		{"completion without a record", []any{wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndCompleted}},
 			func(m any) bool {
 				return m == wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded}
 			}},
@@ -172,4 +172,58 @@ func readSplit(t *testing.T, st store.Store, id coordination.SplitID) (protocol.
 		t.Fatal(err)
 	}
 	return r, uint64(got.Revision)
+}
+
+// splitUpdates is a store that counts the updates of one split's record.
+type splitUpdates struct {
+	store.Store
+	key string
+	mu  sync.Mutex
+	n   int
+}
+
+func (s *splitUpdates) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
+	if ks == store.Durable && key == s.key {
+		s.mu.Lock()
+		s.n++
+		s.mu.Unlock()
+	}
+	return s.Store.Update(ctx, ks, key, v, rev)
+}
+
+// The root's SurrenderTenancies carries a tenancy's end with the write it
+// calls for, and the split writer asks that write in the step that applies
+// the end: the surrendered split, whose record still names this session
+// and which is not assigned, is never taken for a leftover to return while
+// its hand-back is asked and not resolved. One update writes it.
+func TestASurrenderedSplitIsNotReturnedAsALeftover(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		st := &splitUpdates{Store: memstore.New(1500*time.Millisecond, memstore.WithClock(clk)), key: protocol.SplitKey("a")}
+		held := protocol.SplitRecord{ID: "a", Weight: 1, Epoch: 1, Owner: "w1", Nonce: "n", Status: protocol.StatusRunnable}
+		rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(held), 0)
+		_, writer, _, sent := spawnLoneSplitWriterOn(t, e, clk, st)
+		for _, m := range []any{
+			wire.TenancyStarted{Split: "a", Epoch: 1, Nonce: "n"},
+			wire.WatchesChanged{Live: true},
+			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
+			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: held, Rev: rev}}},
+			wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndReleased},
+		} {
+			e.Send(writer, m)
+		}
+		synctest.Wait()
+		r, revision := readSplit(t, st, "a")
+		if r.Owner != "" || revision != rev+1 {
+			t.Fatalf("record %+v at revision %d, want handed back by one write after %d", r, revision, rev)
+		}
+		if !slices.Contains(sent(), any(wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndReleased, Outcome: wire.HandBackLanded})) {
+			t.Fatalf("sent %v, want the hand-back landed", sent())
+		}
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.n != 1 {
+			t.Fatalf("%d updates of the split record, want 1 (the hand-back; no leftover return)", st.n)
+		}
+	})
 }

@@ -12,36 +12,34 @@ type StartJob struct {
 	Fingerprint string
 }
 
-// RecordFailure asks the split-writer actor to record a failure the root
-// accepted (a FailSplit whose tenancy it ended); the split writer answers
-// messages.FailSplitReply to ReplyTo once the write resolved.
-type RecordFailure struct {
-	Split   coordination.SplitID
-	Epoch   uint64
-	Reason  string
-	ReplyTo *actor.PID
-}
-
 // HeldSplit names a split and its tenancy epoch.
 type HeldSplit struct {
 	Split coordination.SplitID
 	Epoch uint64
 }
 
-// HandBackSplits asks the split-writer actor to clear the owner of surrendered
-// splits; the reply goes to ReplyTo. With Leftovers (Depart) it also
-// returns every split record the view shows naming this session that the
-// worker does not hold, before it replies.
-type HandBackSplits struct {
-	Splits    []HeldSplit
+// SurrenderTenancies tells the split-writer actor that the root ended the
+// listed tenancies for Reason (their TenancyEnded went to revoke first),
+// and asks in the same message for the write each end calls for: the
+// completion of the split record (EndCompleted), the failure (EndFailed,
+// Failure its reason, answered messages.FailSplitReply to ReplyTo), a
+// hand-back (EndReleased, EndDrained, EndRevoked, EndDeparted; answered
+// once for the batch to ReplyTo, messages.ReleaseSplitsReply or, for
+// EndDeparted, SurrenderTenanciesReply), none for a fence or a session's
+// end. With Leftovers (Depart) it also returns every split record the view
+// shows naming this session that the worker does not hold, before it
+// replies.
+type SurrenderTenancies struct {
+	Tenancies []HeldSplit
 	Reason    EndReason
+	Failure   string
 	ReplyTo   *actor.PID
 	Leftovers bool
 }
 
-// HandBackSplitsReply answers HandBackSplits: the splits whose hand-back
-// did not confirm.
-type HandBackSplitsReply struct {
+// SurrenderTenanciesReply answers a Depart's SurrenderTenancies: the splits
+// whose hand-back did not confirm.
+type SurrenderTenanciesReply struct {
 	Unconfirmed []coordination.SplitID
 	Err         error
 }

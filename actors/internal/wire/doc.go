@@ -25,14 +25,17 @@
 // and asks the root EndTenancy when the commit was fenced or completed.
 //
 // The root owns the tenancy registry. It tells watch, leader, splitwriter
-// and lease JobStarted, and leader, splitwriter, revoke and lease
-// Departing; it announces each registry change once, TenancyStarted and
-// TenancyEnded, to splitwriter and revoke (and TenancyEnded to the
-// commit writer); it forwards the writes of Fail, Release, Depart and
-// forced revocations to the split-writer actor (RecordFailure,
-// HandBackSplits, answered by HandBackSplitsReply, or by the public
-// FailSplitReply and ReleaseSplitsReply at the command's reply PID); it
-// rebroadcasts VerdictReached to leader and revoke; it forwards a user's actor's DeclineRevoke to the revoke actor;
+// and lease JobStarted, and leader, splitwriter and lease Departing; it
+// announces each registry change once: TenancyStarted to splitwriter;
+// TenancyEnded to revoke and the commit writer, then SurrenderTenancies to
+// splitwriter, which carries the ends with the write each calls for (the
+// completion, the failure of a Fail, the hand-back of a Release, Depart or
+// forced revocation; answered by SurrenderTenanciesReply for Depart, or by
+// the public FailSplitReply and ReleaseSplitsReply at the command's reply
+// PID). It tells revoke the held tenancies to follow (FollowAssignment)
+// whenever a tenancy starts or the assigned set (AssignedSetChanged, from
+// assign) or the watches (WatchesChanged) change; it
+// rebroadcasts VerdictReached to the leader; it forwards a user's actor's DeclineRevoke to the revoke actor;
 // and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
 //
@@ -44,7 +47,7 @@
 // LeaderDeleted to the leader; PlanObserved to leader and splitwriter;
 // PlanDeleted to the leader; AssignmentObserved and AssignmentDeleted to the leader, and to
 // assign for this worker's own record; WatchesChanged to leader,
-// splitwriter and revoke; Reconciled to the leader.
+// splitwriter and the root; Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to watch, leader and
 // splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
@@ -53,8 +56,9 @@
 // nonce it was last told; the lease owns it).
 //
 // The assign actor diffs this worker's assignment record and tells the
-// diff, AssignedSetChanged, to the split-writer actor (which claims what
-// was added) and to the revoke actor (which drains what was lost).
+// diff, AssignedSetChanged, to the root (which tells revoke the held
+// tenancies to follow) and to the split-writer actor (which claims what
+// was added).
 //
 // The split-writer actor decides claims on its own view of the split
 // records and writes them; it tells the root ClaimWon (which starts the
@@ -64,7 +68,7 @@
 // the tenancy's TenancyEnded, so it arrives after it); tells the root
 // SplitQuarantined and VerdictReached.
 //
-// The revoke actor asks the root RevocationRequested (emit RevokeRequested)
+// The revoke actor keeps only the drains in progress. It asks the root RevocationRequested (emit RevokeRequested)
 // and ForceRevocation (surrender and hand back; for a DeclineRevoke it
 // carries the caller's ReplyTo and the root answers DeclineRevokeReply).
 //

@@ -6,6 +6,26 @@ import (
 	"github.com/spate-go/coordination"
 )
 
+// FollowAssignment asks the revoke actor to apply the rules of
+// docs/protocol.md, "Following the assignment", to each tenancy it lists
+// and then to check its drains' deadlines. The root, which owns the held
+// tenancies, sends it whenever an input of the rules changed: a tenancy
+// started (it lists that one), the assigned set or the watches changed (it
+// lists every held tenancy). The list is empty while the rules do not
+// apply: no assignment record known, a watch not live, the verdict in or
+// Depart begun.
+type FollowAssignment struct {
+	Tenancies []FollowedTenancy
+}
+
+// FollowedTenancy is one held tenancy of a FollowAssignment and whether
+// this worker's assignment names its split.
+type FollowedTenancy struct {
+	Split    coordination.SplitID
+	Epoch    uint64
+	Assigned bool
+}
+
 // RevocationRequested asks the root to emit RevokeRequested for a held split.
 type RevocationRequested struct {
 	Split coordination.SplitID

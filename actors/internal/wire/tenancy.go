@@ -74,9 +74,10 @@ type TenancyStarted struct {
 	Nonce string
 }
 
-// TenancyEnded is the root's broadcast that a held tenancy ended. It is
-// sent once per tenancy, after its TenancyStarted; on EndCompleted the
-// split-writer actor completes the split record.
+// TenancyEnded is the root's broadcast that a held tenancy ended, to revoke
+// and the commit writer (the split-writer actor is told in
+// SurrenderTenancies, which asks for the end's write too). It is sent once
+// per tenancy, after its TenancyStarted.
 type TenancyEnded struct {
 	Split  coordination.SplitID
 	Epoch  uint64

@@ -13,13 +13,14 @@ type Tenancy struct {
 	Nonce string
 }
 
-// HeldView is an actor's derived view of the root's registry: which
-// tenancies are held, fed only by the root's TenancyStarted and
-// TenancyEnded. It is not a second source of truth: the root sends both in
-// the order it applied them and only for real changes (it filters stale
-// ends), so the view applies them as they come. Actors keep it because
-// their decisions read it at every step (assign's lane budget and claim
-// inputs, revoke's held splits, commit's fences).
+// HeldView is the split-writer actor's derived view of the root's
+// registry: which tenancies are held, fed only by the root's
+// TenancyStarted and the ends its SurrenderTenancies carries (each applied
+// as a TenancyEnded). It is not a second source of truth: the root sends
+// both in the order it applied them and only for real changes (it filters
+// stale ends), so the view applies them as they come. The split
+// writer keeps it because its decisions read it at every step (the
+// claimer's lane budget and claim inputs, the fences of held splits).
 type HeldView map[coordination.SplitID]Tenancy
 
 // Apply folds one registry change into the view.

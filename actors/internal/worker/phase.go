@@ -3,14 +3,15 @@ package worker
 import "github.com/spate-go/coordination/actors/internal/wire"
 
 // JobPhase is where the job stands, as one actor has seen it: the watches
-// are live, the job has its verdict, Depart began. The leader and
-// revoke actors each keep one, fed only by the three messages observe
-// takes.
+// are live, the job has its verdict, Depart began. The leader keeps one,
+// fed only by the three messages Observe takes.
 //
 // The facts have one origin each: the watch actor (WatchesChanged), the
 // split-writer actor, which takes the verdict, and the root, which relays it and
 // starts Depart (VerdictReached, Departing); the root and the split-writer actor
-// keep their own flags because they decide them. The followers keep a copy
+// keep their own flags because they decide them (the root keeps whether the
+// watches are live too, as an input of the revocation rules it applies for
+// the revoke actor). The followers keep a copy
 // rather than read a shared one on purpose: an actor must see a phase
 // change at its place in its own message stream, after every message sent
 // to it before the change (a claim result, a tenancy change), as it sees
