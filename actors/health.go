@@ -32,10 +32,11 @@ func (c *Coordinator) Healthy() error {
 	if err := c.v.Outbox.Failure(); err != nil {
 		return err
 	}
+	session, watches := c.v.Outbox.Live()
 	switch {
-	case !c.v.SessionLive.Load():
+	case !session:
 		return coordination.Errorf(coordination.Retryable, "worker %s holds no session: joining the job, or announcing a new session after presence renewals did not land for LeaseDuration (%s)", c.v.ID, c.v.Config.LeaseDuration)
-	case !c.v.WatchesLive.Load():
+	case !watches:
 		return coordination.Errorf(coordination.Retryable, "worker %s: watches are not live yet (opening, or re-establishing after a break); it claims nothing meanwhile", c.v.ID)
 	}
 	return nil

@@ -45,6 +45,8 @@ type rootActor struct {
 	assigned map[coordination.SplitID]bool // the assigned set (AssignedSetChanged)
 	live     bool                          // both watches are live (WatchesChanged)
 
+	sessionLive bool // a session is live: from SessionStarted until SessionEnded (the lease's fact, published for Healthy)
+
 	// Depart in progress.
 	departReply   *actor.PID
 	departErr     error
@@ -113,11 +115,14 @@ func (r *rootActor) Receive(c *actor.Context) {
 			r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: m.Reason})
 		}
 	case wire.SessionEnded: // from the lease
+		r.sessionLive = false
+		r.v.Outbox.SetLive(r.sessionLive, r.live)
 		if r.reg.len() > 0 {
 			r.surrender(c, wire.SurrenderTenancies{Tenancies: r.held(), Reason: wire.EndStarved})
 		}
-	case wire.SessionStarted: // from the lease
-		r.session = m.Nonce
+	case wire.SessionStarted: // from the lease (also for the first session, at join)
+		r.session, r.sessionLive = m.Nonce, true
+		r.v.Outbox.SetLive(r.sessionLive, r.live)
 	case worker.RemainingReported: // from the handle (ReportRemaining)
 		if r.reg.holds(m.Split, m.Epoch) { // the lease's next presence renewal carries the largest
 			r.v.Tell(m, r.v.PIDs.Lease)
@@ -132,6 +137,7 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.assignedSetChanged(m)
 	case wire.WatchesChanged: // from the watch
 		r.live = m.Live
+		r.v.Outbox.SetLive(r.sessionLive, r.live)
 		r.followAll()
 	case wire.CutRequested: // from the commit writer
 		r.emit(m.Event)

@@ -36,7 +36,7 @@ fi
 echo "== worker.Env fields that are not configuration: files touching them, writes after Spawn"
 for f in Outbox Halted FPHash Gone SessionLive WatchesLive Session Commits PIDs; do
   files=$(grep -rlE "\bv\.$f\b" --include=*.go actors | grep -v _test.go | grep -v internal/workertest | wc -l || true)
-  writes=$(grep -rnE "\bv\.$f(\.[A-Za-z]+)? *=[^=]|\bv\.$f\.(Store|Swap|CompareAndSwap|Push|Take|Start|Close|SetWaker|fail)\(" --include=*.go actors \
+  writes=$(grep -rnE "\bv\.$f(\.[A-Za-z]+)? *=[^=]|\bv\.$f\.(Store|Swap|CompareAndSwap|Push|Take|Start|Close|SetWaker|SetLive|fail)\(" --include=*.go actors \
     | grep -v _test.go | grep -v internal/workertest | grep -v "actors/spawn.go" | wc -l || true)
   printf "%-12s files %2d  writes after Spawn %2d\n" "$f" "$files" "$writes"
 done

@@ -282,7 +282,7 @@ func TestAChallengeDuringARenewalIsAnsweredAfterIt(t *testing.T) {
 		mem := memstore.New(time.Hour, memstore.WithClock(clk))
 		st := &heldStore{Store: mem, release: make(chan struct{})}
 		cfg := workertest.Config(t, clk, "w1")
-		v, rev := spawnLoneLease(t, e, st, cfg, "n1")
+		v, rev, _ := spawnLoneLease(t, e, st, cfg, "n1")
 		synctest.Wait()
 		st.hold.Store(true)
 		clk.Add(heartbeatInterval(cfg.LeaseDuration, "w1", "n1", 1)) // the renewal is sent and held

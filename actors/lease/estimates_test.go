@@ -47,7 +47,7 @@ func TestThePresenceRenewalCarriesTheLargestEstimates(t *testing.T) {
 		cfg := workertest.Config(t, clk, "w1")
 		cfg.MinCutWeight = 10
 		const nonce = "n1"
-		v, _ := spawnLoneLease(t, e, st, cfg, nonce)
+		v, _, _ := spawnLoneLease(t, e, st, cfg, nonce)
 		synctest.Wait()
 		start := st.writes.Load()
 		pid := v.PIDs.Lease

@@ -107,10 +107,10 @@ func (l *leaseActor) Receive(c *actor.Context) {
 			return
 		}
 		l.joined, l.presenceRev = true, m.rev
-		l.v.SessionLive.Store(true)
 		l.renewals.Restart(l.v.Clock.Now())
 		p := l.v.PIDs // the watches open; the views are sized for the plan's splits
 		l.v.Tell(wire.Joined{Planned: m.planned}, p.Watch, p.Leader, p.SplitWriter)
+		l.v.Tell(wire.SessionStarted{Nonce: l.session}, p.Root) // the first session is live (Healthy)
 		l.schedule(c)
 	case wire.HeartbeatDue:
 		if m.Round == l.round {
@@ -219,7 +219,6 @@ func (l *leaseActor) retryMoot() {
 // a new session is announced (docs/protocol.md, "Sessions").
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
-	l.v.SessionLive.Store(false)
 	l.v.Tell(wire.SessionEnded{}, l.v.PIDs.Root, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
@@ -412,7 +411,6 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.retryMoot()
 	l.session = m.nonce
 	l.lapsed, l.presenceRev = false, m.rev
-	l.v.SessionLive.Store(true)
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
 	p := l.v.PIDs // the root answers a failed Depart with it (its direct hand-back)

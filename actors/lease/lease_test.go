@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -58,28 +59,36 @@ func (s *outageStore) Get(ctx context.Context, ks store.Keyspace, key string) (s
 // outageStore in a synctest bubble, joined at the rig's start: its presence
 // key is written and the first heartbeat is armed.
 type leaseRig struct {
-	mem *memstore.Store
-	clk *clock.Mock
-	st  *outageStore
-	v   *worker.Env
-	rev uint64 // the presence revision written at the start
+	mem   *memstore.Store
+	clk   *clock.Mock
+	st    *outageStore
+	v     *worker.Env
+	rev   uint64       // the presence revision written at the start
+	ended *atomic.Bool // the lease told the root SessionEnded
 }
 
 func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 	e, clk := workertest.NewEngine(t)
 	mem := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
 	st := &outageStore{Store: mem}
-	v, rev := spawnLoneLease(t, e, st, workertest.Config(t, clk, "w1"), nonce)
+	v, rev, ended := spawnLoneLease(t, e, st, workertest.Config(t, clk, "w1"), nonce)
 	synctest.Wait()
-	return &leaseRig{mem: mem, clk: clk, st: st, v: v, rev: rev}
+	return &leaseRig{mem: mem, clk: clk, st: st, v: v, rev: rev, ended: ended}
 }
 
 // spawnLoneLease runs a lone lease actor of worker w1 (cfg's clock) with
 // session nonce over st on e, joined now: its presence key is written and
-// the first heartbeat is armed. It is stopped at the test's cleanup.
-func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*worker.Env, uint64) {
+// the first heartbeat is armed. It is stopped at the test's cleanup. The
+// flag it returns is set once the lease tells the root SessionEnded.
+func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*worker.Env, uint64, *atomic.Bool) {
 	t.Helper()
 	v := workertest.ActorEnv(e, st, cfg, nonce, prometheus.NewPedanticRegistry())
+	ended := new(atomic.Bool)
+	v.PIDs.Root = e.SpawnFunc(func(c *actor.Context) {
+		if _, ok := c.Message().(wire.SessionEnded); ok {
+			ended.Store(true)
+		}
+	}, "root")
 	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), presenceValue(v, nonce, nil))
 	if err != nil || !ok {
 		t.Fatalf("create the presence key: %v %v", ok, err)
@@ -92,7 +101,7 @@ func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordinat
 		v.WG.Wait()
 	})
 	e.Send(pid, startupDone{rev: uint64(rev)})
-	return v, uint64(rev)
+	return v, uint64(rev), ended
 }
 
 // presence reads w1's presence key from the store underneath.
@@ -152,7 +161,7 @@ func TestAnOutageOverTwoHeartbeatsKeepsTheSession(t *testing.T) {
 			case since >= b3+step:
 				lr.st.down.Store(false)
 			}
-			if !lr.v.SessionLive.Load() {
+			if lr.ended.Load() {
 				t.Fatalf("the session ended %s after the start (outage from %s to %s, lease %s)", since, b1+step, b3+step, lease)
 			}
 		}
@@ -241,11 +250,11 @@ func TestTheDefaultsSurviveAHungStoreForAThirdOfTheLease(t *testing.T) {
 		}
 		cfg := workertest.Config(t, clock.New(), "w1")
 		cfg.LeaseDuration, cfg.OpTimeout = def.LeaseDuration, def.OpTimeout
-		v, rev := spawnLoneLease(t, e, st, cfg, nonce)
+		_, rev, ended := spawnLoneLease(t, e, st, cfg, nonce)
 		for end := time.Now().Add(3 * lease); time.Now().Before(end); {
 			time.Sleep(100 * time.Millisecond)
 			synctest.Wait()
-			if !v.SessionLive.Load() {
+			if ended.Load() {
 				st.mu.Lock()
 				from := st.from
 				st.mu.Unlock()

@@ -95,8 +95,8 @@ type keyspaceWatch struct {
 // PlanObserved to the split writer too; assignment records
 // (AssignmentObserved, AssignmentDeleted) to the leader, and this worker's
 // own to the assign actor too; WatchesChanged to the leader, the split
-// writer and the root; Reconciled to the leader. It publishes WatchesLive for
-// Healthy.
+// writer and the root (which publishes it for Healthy); Reconciled to the
+// leader.
 type watchActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -356,7 +356,6 @@ func (w *watchActor) liveChanged() {
 		return
 	}
 	w.bothLive = both
-	w.v.WatchesLive.Store(both) // for Healthy: the handle is not an actor
 	p := w.v.PIDs
 	w.observe(wire.WatchesChanged{Live: both}, p.Leader, p.SplitWriter, p.Root)
 	if both && !w.everLive {

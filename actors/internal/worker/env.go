@@ -75,12 +75,6 @@ type Env struct {
 	// a message is in flight. A latch, not a message: a message would
 	// arrive behind the writes already queued.
 	Halted atomic.Bool
-	// SessionLive and WatchesLive are what Healthy reads (the handle is not
-	// an actor, so it is not told by message); each has one writer, the
-	// fact's owner: the lease actor writes SessionLive, the watch actor
-	// WatchesLive (docs/protocol.md, "Sessions", "Watches and reconcile").
-	SessionLive atomic.Bool // written by the lease actor only
-	WatchesLive atomic.Bool // written by the watch actor only
 }
 
 // Go runs f on a goroutine owned by the worker: registered with the

@@ -21,6 +21,26 @@ type Outbox struct {
 	// polled maps a split to the epoch of the Gained that Poll last handed
 	// out for it; a Lost handed out removes it. Calls refer to that tenancy.
 	polled map[coordination.SplitID]uint64
+	// sessionLive and watchesLive are what Healthy reads, as the root last
+	// published them (SetLive): the handle is not an actor, so it is not
+	// told by message.
+	sessionLive, watchesLive bool
+}
+
+// SetLive publishes whether this worker holds a live session and whether
+// both its watches are live; the root alone calls it, as the lease and the
+// watch tell it (docs/architecture.md, "The worker's environment").
+func (o *Outbox) SetLive(session, watches bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.sessionLive, o.watchesLive = session, watches
+}
+
+// Live returns what SetLive last published.
+func (o *Outbox) Live() (session, watches bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.sessionLive, o.watchesLive
 }
 
 // Push enqueues events and wakes the driver. Events after a latched failure

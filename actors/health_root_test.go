@@ -1,0 +1,47 @@
+package actors
+
+import (
+	"testing"
+	"testing/synctest"
+
+	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/store/memstore"
+)
+
+// The root publishes what Healthy reads (Outbox.SetLive) from the lease's
+// SessionStarted and SessionEnded and the watch's WatchesChanged, each
+// change at once: a session announced again while the watches stayed live
+// is healthy again without any watch news.
+func TestRootPublishesSessionAndWatchesForHealthy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		cfg := workertest.Config(t, clk, "w1")
+		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
+		v.Commits = noCommits{}
+		v.PIDs.Root = e.Spawn(newRoot(v), "root")
+		t.Cleanup(func() {
+			<-e.Poison(v.PIDs.Root).Done()
+			v.Cancel()
+		})
+		type live struct{ session, watches bool }
+		for _, step := range []struct {
+			send any
+			want live
+		}{
+			{wire.SessionStarted{Nonce: "n"}, live{true, false}},
+			{wire.WatchesChanged{Live: true}, live{true, true}},
+			{wire.SessionEnded{}, live{false, true}},
+			{wire.SessionStarted{Nonce: "n2"}, live{true, true}},
+			{wire.WatchesChanged{Live: false}, live{true, false}},
+		} {
+			e.Send(v.PIDs.Root, step.send)
+			synctest.Wait()
+			var got live
+			got.session, got.watches = v.Outbox.Live()
+			if got != step.want {
+				t.Fatalf("after %T%+v: published %+v, want %+v", step.send, step.send, got, step.want)
+			}
+		}
+	})
+}
