@@ -220,7 +220,7 @@ func (l *leaseActor) retryMoot() {
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
 	l.v.SessionLive.Store(false)
-	l.v.Tell(wire.SessionEnded{}, l.v.PIDs.Root, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
+	l.v.Tell(wire.SessionEnded{}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // renewOutcome classifies a presence renewal.
@@ -416,6 +416,6 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
 	p := l.v.PIDs // the root answers a failed Depart with it (its direct hand-back)
-	l.v.Tell(wire.SessionStarted{Nonce: m.nonce}, p.Root, p.Leader, p.SplitWriter)
+	l.v.Tell(wire.SessionStarted{Nonce: m.nonce}, p.Leader, p.SplitWriter)
 	l.payAnswer(c)
 }

@@ -94,8 +94,8 @@ type keyspaceWatch struct {
 // (LeaderObserved, LeaderDeleted, PlanObserved, PlanDeleted) to the leader,
 // PlanObserved to the split writer too; assignment records
 // (AssignmentObserved, AssignmentDeleted) to the leader, and this worker's
-// own to the assign actor too; WatchesChanged to the leader, the split
-// writer and the root; Reconciled to the leader. It publishes WatchesLive for
+// own to the assign actor too; WatchesChanged to the leader and the split
+// writer; Reconciled to the leader. It publishes WatchesLive for
 // Healthy.
 type watchActor struct {
 	v   *worker.Env
@@ -358,7 +358,7 @@ func (w *watchActor) liveChanged() {
 	w.bothLive = both
 	w.v.WatchesLive.Store(both) // for Healthy: the handle is not an actor
 	p := w.v.PIDs
-	w.observe(wire.WatchesChanged{Live: both}, p.Leader, p.SplitWriter, p.Root)
+	w.observe(wire.WatchesChanged{Live: both}, p.Leader, p.SplitWriter)
 	if both && !w.everLive {
 		w.everLive = true
 		w.reconcile = w.v.After(w.v.Config.ReconcileInterval, w.v.PIDs.Watch, reconcileDue{})
