@@ -11,7 +11,7 @@ import (
 // subscribers are the user's actors that receive a copy of every event
 // the root emits (messages.Subscribe). Owner: the root.
 type subscribers struct {
-	live map[string]*actor.PID // copied on every event, keyed by PID
+	active map[string]*actor.PID // copied on every event, keyed by PID
 	// waiting holds, per user's actor whose Subscribe awaits the split
 	// writer's list of the held tenancies, its later Subscribe and
 	// Unsubscribe commands in arrival order: they are applied after it, so
@@ -20,7 +20,7 @@ type subscribers struct {
 }
 
 func newSubscribers() subscribers {
-	return subscribers{live: map[string]*actor.PID{}, waiting: map[string][]any{}}
+	return subscribers{active: map[string]*actor.PID{}, waiting: map[string][]any{}}
 }
 
 // emit queues events for Poll and sends each subscriber a copy, in the
@@ -28,11 +28,11 @@ func newSubscribers() subscribers {
 // latched failure Poll hands out no further event, and nor does emit.
 func (r *rootActor) emit(evs ...coordination.Event) {
 	r.v.Outbox.Push(evs...)
-	if len(r.subs.live) == 0 || r.v.Outbox.Failure() != nil {
+	if len(r.subs.active) == 0 || r.v.Outbox.Failure() != nil {
 		return
 	}
 	for _, ev := range evs {
-		for _, pid := range r.subs.live {
+		for _, pid := range r.subs.active {
 			r.v.Reply(pid, ev)
 		}
 	}
@@ -68,7 +68,7 @@ func (r *rootActor) beginSubscription(m wire.BeginSubscription) {
 		for _, h := range m.Held {
 			held = append(held, messages.Tenancy{Split: h.Split, Epoch: coordination.LeaseEpoch(h.Epoch)})
 		}
-		r.subs.live[key] = m.ReplyTo
+		r.subs.active[key] = m.ReplyTo
 		r.v.Reply(m.ReplyTo, messages.SubscribeReply{Held: held})
 	}
 	q := r.subs.waiting[key]
@@ -95,6 +95,6 @@ func (r *rootActor) unsubscribe(c *actor.Context, m messages.Unsubscribe) {
 		r.subs.waiting[key] = append(q, m)
 		return
 	}
-	delete(r.subs.live, key)
+	delete(r.subs.active, key)
 	r.v.Reply(m.ReplyTo, messages.UnsubscribeReply{})
 }
