@@ -9,37 +9,29 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
-// Depart (docs/protocol.md, "Departure"): the root ends every held
-// tenancy and the split-writer actor hands them back and returns this session's
-// leftovers; then the root demotes and withdraws the presence key,
-// answering the handle once both confirmed or Depart's own bound is about
-// to pass.
+// Depart (docs/protocol.md, "Departure"): the root sends it on to the
+// split writer, which ends every held tenancy, hands them back and returns
+// this session's leftovers; then the root demotes and withdraws the
+// presence key, answering the handle once both confirmed or Depart's own
+// bound is about to pass. After a failure the split writer answers the
+// handle itself, for the direct hand-back.
 
 func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	r.departing = true
 	p := r.v.PIDs
-	r.v.Tell(wire.Departing{}, p.Leader, p.SplitWriter, p.Lease)
-	if r.v.Outbox.Failure() != nil {
-		var hs []wire.HeldSplit
-		for _, id := range m.Held {
-			if e, ok := r.reg.epoch(id); ok {
-				hs = append(hs, wire.HeldSplit{Split: id, Epoch: e})
-			}
-		}
-		r.v.Reply(c.Sender(), wire.DepartJobReply{Err: r.v.Outbox.Failure(), Failed: true, Held: hs, Session: r.session})
+	r.v.Tell(wire.Departing{}, p.Leader, p.Lease)
+	if err := r.v.Outbox.Failure(); err != nil {
+		r.v.Tell(wire.DepartJob{Held: m.Held, ReplyTo: c.Sender(), Failure: err}, p.SplitWriter)
 		return
 	}
 	r.departReply = c.Sender()
 	v, pid := r.v, c.PID()
 	r.departTimer = time.AfterFunc(2*r.v.Config.OpTimeout, func() { v.Send(pid, departDeadline{}) })
-	hs := r.held()
-	for _, h := range hs {
-		r.departSplits = append(r.departSplits, h.Split)
-	}
-	// The split-writer actor hands back the held splits and returns this
-	// session's leftovers, then answers SurrenderTenanciesReply to the root,
-	// which demotes and withdraws presence (docs/protocol.md, "Departure").
-	r.surrender(c, wire.SurrenderTenancies{Tenancies: hs, Reason: wire.EndDeparted, ReplyTo: c.PID(), Leftovers: true})
+	// The split writer tells the root the ends it hands back
+	// (TenanciesEnded.Depart) and answers DepartHandedBack after the
+	// batch, then the root demotes and withdraws presence (docs/protocol.md,
+	// "Departure").
+	r.v.Tell(wire.DepartJob{ReplyTo: c.PID()}, p.SplitWriter)
 }
 
 // departTimedOut answers Depart within its bound with what is known:
@@ -57,7 +49,7 @@ func (r *rootActor) departTimedOut(c *actor.Context) {
 
 // departHandedBack takes the hand-backs' answer and starts the demotion
 // and the presence withdrawal.
-func (r *rootActor) departHandedBack(c *actor.Context, m wire.SurrenderTenanciesReply) {
+func (r *rootActor) departHandedBack(c *actor.Context, m wire.DepartHandedBack) {
 	if r.departReply == nil {
 		return
 	}

@@ -20,5 +20,5 @@ func (c *Coordinator) ReportRemaining(split coordination.SplitID, epoch coordina
 		return
 	}
 	m := worker.RemainingReported{Split: split, Epoch: uint64(epoch), Remaining: remaining}
-	c.v.Send(c.v.PIDs.Root, m) // the registry's owner passes a held tenancy's on to the lease
+	c.v.Send(c.v.PIDs.SplitWriter, m) // the registry's owner passes a held tenancy's on to the lease
 }

@@ -9,16 +9,13 @@ import (
 	"github.com/spate-go/coordination/store/memstore"
 )
 
-// The root publishes what Healthy reads (Outbox.SetLive) from the lease's
-// SessionStarted and SessionEnded and the watch's WatchesChanged, each
-// change at once: a session announced again while the watches stayed live
-// is healthy again without any watch news.
+// The root publishes what Healthy reads (Outbox.SetLive) from the split
+// writer's HealthChanged, each change at once.
 func TestRootPublishesSessionAndWatchesForHealthy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, clk := workertest.NewEngine(t)
 		cfg := workertest.Config(t, clk, "w1")
 		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
-		v.Commits = noCommits{}
 		v.PIDs.Root = e.Spawn(newRoot(v), "root")
 		t.Cleanup(func() {
 			<-e.Poison(v.PIDs.Root).Done()
@@ -29,11 +26,9 @@ func TestRootPublishesSessionAndWatchesForHealthy(t *testing.T) {
 			send any
 			want live
 		}{
-			{wire.SessionStarted{Nonce: "n"}, live{true, false}},
-			{wire.WatchesChanged{Live: true}, live{true, true}},
-			{wire.SessionEnded{}, live{false, true}},
-			{wire.SessionStarted{Nonce: "n2"}, live{true, true}},
-			{wire.WatchesChanged{Live: false}, live{true, false}},
+			{wire.HealthChanged{Session: true}, live{true, false}},
+			{wire.HealthChanged{Session: true, Watches: true}, live{true, true}},
+			{wire.HealthChanged{Watches: true}, live{false, true}},
 		} {
 			e.Send(v.PIDs.Root, step.send)
 			synctest.Wait()

@@ -27,7 +27,7 @@ type fact struct {
 }
 
 var facts = []fact{
-	{name: "held tenancies", types: []string{"Tenancy", "HeldView"}, owner: "."},
+	{name: "held tenancies", types: []string{"Tenancy"}, owner: "splitwriter"},
 	{name: "split records", types: []string{"SplitEntry"}, owner: "splitwriter"},
 	{name: "the job's phase", types: []string{"JobPhase"}, owner: "."},
 }
@@ -35,8 +35,7 @@ var facts = []fact{
 // knownCopies are the fields that still keep a copy of a fact outside its
 // owner, as "dir.Type.field", with the fact they copy.
 var knownCopies = map[string]string{
-	"splitwriter.splitWriterActor.held": "held tenancies",  // the claimer's lane budget and fences
-	"leader.leaderActor.phase":          "the job's phase", // copies fed by WatchesChanged, VerdictReached, Departing
+	"leader.leaderActor.phase": "the job's phase", // copies fed by WatchesChanged, VerdictReached, Departing
 }
 
 // factFields returns every struct field of a fact's type in the non-test

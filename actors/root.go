@@ -15,43 +15,33 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// rootActor is the coordinator actor: it owns the tenancy registry
-// (tenancy.go), the one record of which tenancies this worker holds, and
-// announces its changes; it tells the revoke actor which held tenancies to
-// follow and whether the assignment names them (follow.go); it is the only
-// writer of seam events into the outbox, where it enforces the event
-// ordering rules (and copies each event to the user's actors that
-// subscribed, subscribe.go); it hands each started tenancy's progress record to the
-// commit writer (OpenCell), which closes it on the tenancy's TenancyEnded.
-// It routes handle commands (Fail, Release, Depart go to the split-writer
-// actor in SurrenderTenancies, which answers the original requester;
-// commits go to the commit writer, see commitwriter.go) and never does
-// store I/O.
+// rootActor is the coordinator actor: the only writer of seam events into
+// the outbox, where it enforces the event ordering rules (and copies each
+// event to the user's actors that subscribed, subscribe.go). The held
+// tenancies are the split writer's (actors/splitwriter/tenancy.go): it
+// tells the root each start (ClaimWon: Gained) and end (TenanciesEnded:
+// Lost for an involuntary one) in the order it applied them, and the
+// revocation requests of held tenancies (RevocationRequested), so the root
+// keeps no copy of them. It sends the handle's and a user's actor's
+// commands on to the actor that acts on them (Fail, Release, Depart and
+// Subscribe to the split writer, which answers the original requester;
+// DeclineRevoke to revoke; commits go to the commit writer, see
+// commitwriter.go), relays the commit writer's EndTenancy to the split
+// writer, and never does store I/O.
 type rootActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
-	reg         registry
-	session     string                        // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionStarted)
-	fp          uint64                        // H(the job's fingerprint), from StartJob: each OpenCell carries it
 	quarantined map[coordination.SplitID]bool // Quarantined emitted (E5)
 	subs        subscribers                   // user's actors copied on every event (subscribe.go)
 	verdict     bool
 	departing   bool
 
-	// The other inputs of the revocation rules (follow.go), as assign and
-	// the watch last told them.
-	decided  bool                          // an assignment record is known (AssignedSetChanged)
-	assigned map[coordination.SplitID]bool // the assigned set (AssignedSetChanged)
-	live     bool                          // both watches are live (WatchesChanged)
-
-	sessionLive bool // a session is live: from SessionStarted until SessionEnded (the lease's fact, published for Healthy)
-
 	// Depart in progress.
 	departReply   *actor.PID
 	departErr     error
 	departPending int
-	departSplits  []coordination.SplitID // being handed back
+	departSplits  []coordination.SplitID // being handed back (TenanciesEnded.Depart)
 	departHanded  bool                   // the hand-backs answered
 	departTimer   *time.Timer
 }
@@ -64,11 +54,8 @@ func newRoot(v *worker.Env) actor.Producer {
 		return &rootActor{
 			v:           v,
 			log:         v.Log.With("actor", "coordinator"),
-			reg:         newRegistry(),
-			session:     v.Nonce,
 			quarantined: map[coordination.SplitID]bool{},
-			assigned:    map[coordination.SplitID]bool{},
-			subs:        subscribers{},
+			subs:        newSubscribers(),
 		}
 	}
 }
@@ -85,8 +72,7 @@ func (r *rootActor) Receive(c *actor.Context) {
 		// The lease comes last: it starts the startup I/O, so every other
 		// actor has JobStarted in its inbox before anything startup causes.
 		p := r.v.PIDs
-		r.fp = protocol.Fingerprint(m.Fingerprint)
-		r.v.Tell(wire.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: r.fp}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
+		r.v.Tell(wire.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
 	case messages.FailSplit: // from the handle, or a user's actor
 		r.failSplit(c, m)
 	case messages.ReleaseSplits: // from the handle, or a user's actor
@@ -98,47 +84,22 @@ func (r *rootActor) Receive(c *actor.Context) {
 	case messages.DeclineRevoke: // from a user's actor (Coordinator.PID)
 		m.ReplyTo = replyTo(c, m.ReplyTo)
 		r.v.Tell(m, r.v.PIDs.Revoke)
-	case wire.ForceRevocation: // from revoke
-		if r.reg.holds(m.Split, m.Epoch) {
-			r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: wire.EndRevoked})
-		}
-		if m.ReplyTo != nil {
-			// A decline: the tenancy is surrendered (its Lost is in the
-			// outbox) or ended another way; the hand-back settles the
-			// revocation in the revoke actor (docs/architecture.md, "Hops").
-			r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split})
-		}
-	case recordmsg.ClaimWon: // from the split writer
-		r.claimWon(c, m)
-	case wire.EndTenancy: // from the split writer or the commit writer
-		if r.reg.holds(m.Split, m.Epoch) {
-			r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, Reason: m.Reason})
-		}
-	case wire.SessionEnded: // from the lease
-		r.sessionLive = false
-		r.v.Outbox.SetLive(r.sessionLive, r.live)
-		if r.reg.len() > 0 {
-			r.surrender(c, wire.SurrenderTenancies{Tenancies: r.held(), Reason: wire.EndStarved})
-		}
-	case wire.SessionStarted: // from the lease (also for the first session, at join)
-		r.session, r.sessionLive = m.Nonce, true
-		r.v.Outbox.SetLive(r.sessionLive, r.live)
-	case worker.RemainingReported: // from the handle (ReportRemaining)
-		if r.reg.holds(m.Split, m.Epoch) { // the lease's next presence renewal carries the largest
-			r.v.Tell(m, r.v.PIDs.Lease)
-		}
+	case recordmsg.ClaimWon: // from the split writer, which started the tenancy
+		r.claimWon(m)
+	case wire.TenanciesEnded: // from the split writer
+		r.tenanciesEnded(m)
+	case wire.EndTenancy: // from the commit writer: the split writer ends it
+		r.v.Tell(m, r.v.PIDs.SplitWriter)
+	case wire.BeginSubscription: // from the split writer (Subscribe)
+		r.beginSubscription(m)
+	case wire.HealthChanged: // from the split writer
+		r.v.Outbox.SetLive(m.Session, m.Watches)
 	case wire.SplitQuarantined: // from the split writer
 		r.splitQuarantined(m)
-	case wire.RevocationRequested: // from revoke
-		if r.reg.holds(m.Split, m.Epoch) && !r.verdict && !r.departing {
+	case wire.RevocationRequested: // from the split writer (revoke's, of a held tenancy: E6)
+		if !r.verdict && !r.departing {
 			r.emit(coordination.RevokeRequested{Split: m.Split})
 		}
-	case wire.AssignedSetChanged: // from assign
-		r.assignedSetChanged(m)
-	case wire.WatchesChanged: // from the watch
-		r.live = m.Live
-		r.v.Outbox.SetLive(r.sessionLive, r.live)
-		r.followAll()
 	case wire.CutRequested: // from the commit writer
 		r.emit(m.Event)
 	case wire.VerdictReached: // from the split writer
@@ -147,7 +108,7 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.depart(c, m)
 	case departDeadline:
 		r.departTimedOut(c)
-	case wire.SurrenderTenanciesReply: // from the split writer (Depart)
+	case wire.DepartHandedBack: // from the split writer (Depart)
 		r.departHandedBack(c, m)
 	case wire.StepDownReply, wire.WithdrawPresenceReply: // from the leader, the lease (Depart)
 		r.departStepped(c)
@@ -181,66 +142,34 @@ func (r *rootActor) verdictReached(m wire.VerdictReached) {
 	r.v.Tell(m, r.v.PIDs.Leader)
 }
 
-// surrender ends the held tenancies m lists for m.Reason (end) and then
-// tells the split writer m, which applies the ends and makes the write
-// each calls for.
-func (r *rootActor) surrender(c *actor.Context, m wire.SurrenderTenancies) {
-	for _, h := range m.Tenancies {
-		r.end(c, h.Split, h.Epoch, m.Reason)
-	}
-	r.v.Tell(m, r.v.PIDs.SplitWriter)
-}
-
-// held returns the held tenancies, in split order.
-func (r *rootActor) held() []wire.HeldSplit {
-	var hs []wire.HeldSplit
-	for _, id := range r.reg.splits() {
-		e, _ := r.reg.epoch(id)
-		hs = append(hs, wire.HeldSplit{Split: id, Epoch: e})
-	}
-	return hs
-}
-
-// end removes a tenancy from the registry, emits Lost for involuntary ends
-// (E1, E3) and tells revoke, the commit writer and the lease (surrender
-// tells the split writer).
-func (r *rootActor) end(c *actor.Context, id coordination.SplitID, epoch uint64, reason wire.EndReason) {
-	r.reg.end(id)
-	r.v.Metrics.Owned(r.reg.len())
-	if reason.Involuntary() {
-		if reason != wire.EndRevoked {
-			r.v.Metrics.Lost(reason.String())
-		}
-		if !r.verdict {
-			r.emit(coordination.Lost{Split: id})
+// tenanciesEnded emits Lost for each involuntary end the split writer
+// applied (E1, E3), unless the verdict came first, then answers a
+// DeclineRevoke whose forced revocation ended them; Depart's own ends are
+// the splits its answer waits for.
+func (r *rootActor) tenanciesEnded(m wire.TenanciesEnded) {
+	if m.Reason.Involuntary() && !r.verdict {
+		for _, h := range m.Tenancies {
+			r.emit(coordination.Lost{Split: h.Split})
 		}
 	}
-	ended := wire.TenancyEnded{Split: id, Epoch: epoch, Reason: reason}
-	// Revoke first: every write the split writer makes for this end is
-	// asked after this send (surrender), so its HandBackResolved reaches
-	// revoke after the end.
-	r.v.Tell(ended, r.v.PIDs.Revoke)
-	r.v.PostCommit(ended) // the commit writer closes the tenancy's progress cell
-	// The lease drops the tenancy's estimate, if it has one: it keeps only
-	// what the root passed on, and no copy of the registry.
-	r.v.Tell(worker.RemainingReported{Split: id, Epoch: epoch}, r.v.PIDs.Lease)
+	if m.Depart {
+		for _, h := range m.Tenancies {
+			r.departSplits = append(r.departSplits, h.Split)
+		}
+	}
+	if m.Decline != nil {
+		// A decline: the tenancy is surrendered (its Lost is in the
+		// outbox); the hand-back settles the revocation in the revoke
+		// actor (docs/architecture.md, "Hops").
+		for _, h := range m.Tenancies {
+			r.v.Reply(m.Decline, messages.DeclineRevokeReply{Split: h.Split})
+		}
+	}
 }
 
-func (r *rootActor) claimWon(c *actor.Context, m recordmsg.ClaimWon) {
-	id := m.Spec.ID
-	if !r.reg.start(id, worker.Tenancy{Epoch: m.Epoch, Nonce: m.Nonce}) {
-		r.log.Warn("claim won for a split already held; ignoring", "split", id, "epoch", m.Epoch)
-		return
-	}
-	r.v.Metrics.Owned(r.reg.len())
-	r.v.Tell(wire.TenancyStarted{Split: id, Epoch: m.Epoch, Nonce: m.Nonce}, r.v.PIDs.SplitWriter)
-	r.follow(id)
-	if r.departing || r.verdict {
-		// Depart already handed back what was held: give this one back too.
-		r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: id, Epoch: m.Epoch}}, Reason: wire.EndDeparted})
-		return
-	}
-	r.v.PostCommit(worker.OpenCell{FP: r.fp, Split: id, Epoch: m.Epoch, Prog: m.Fence, Rev: m.FenceRev, Generation: m.Generation})
+// claimWon emits the Gained of a tenancy the split writer started, which
+// opened its progress cell first.
+func (r *rootActor) claimWon(m recordmsg.ClaimWon) {
 	// A cut split is read from its primary's descriptor (docs/protocol.md,
 	// "Runtime split").
 	spec := m.Spec
@@ -266,46 +195,24 @@ func replyTo(c *actor.Context, pid *actor.PID) *actor.PID {
 	return c.Sender()
 }
 
+// failSplit sends a Fail on to the split writer, which answers it, unless
+// the coordinator failed.
 func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {
-	to := replyTo(c, m.ReplyTo)
-	epoch := uint64(m.Epoch)
+	m.ReplyTo = replyTo(c, m.ReplyTo)
 	if err := r.v.Outbox.Failure(); err != nil {
-		r.v.Reply(to, messages.FailSplitReply{Split: m.Split, Err: err})
+		r.v.Reply(m.ReplyTo, messages.FailSplitReply{Split: m.Split, Err: err})
 		return
 	}
-	e, ok := r.reg.epoch(m.Split)
-	if !ok {
-		r.v.Reply(to, messages.FailSplitReply{Split: m.Split, Err: worker.NotHeld(m.Split)})
-		return
-	}
-	if e != epoch {
-		r.v.Reply(to, messages.FailSplitReply{Split: m.Split, Err: worker.EpochNotHeld(m.Split, epoch, e)})
-		return
-	}
-	r.v.Metrics.Failed()
-	r.surrender(c, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: e}}, Reason: wire.EndFailed, Failure: m.Reason, ReplyTo: to})
+	r.v.Tell(m, r.v.PIDs.SplitWriter)
 }
 
+// release sends a Release or ReleaseDrained on to the split writer, which
+// answers it, unless the coordinator failed.
 func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
-	to := replyTo(c, m.ReplyTo)
+	m.ReplyTo = replyTo(c, m.ReplyTo)
 	if err := r.v.Outbox.Failure(); err != nil {
-		r.v.Reply(to, messages.ReleaseSplitsReply{Err: err})
+		r.v.Reply(m.ReplyTo, messages.ReleaseSplitsReply{Err: err})
 		return
 	}
-	reason := wire.EndReleased
-	if m.Drained {
-		reason = wire.EndDrained
-	}
-	var hs []wire.HeldSplit
-	for _, t := range m.Tenancies {
-		if e := uint64(t.Epoch); r.reg.holds(t.Split, e) {
-			r.end(c, t.Split, e, reason)
-			hs = append(hs, wire.HeldSplit{Split: t.Split, Epoch: e})
-		}
-	}
-	if len(hs) == 0 {
-		r.v.Reply(to, messages.ReleaseSplitsReply{})
-		return
-	}
-	r.v.Tell(wire.SurrenderTenancies{Tenancies: hs, Reason: reason, ReplyTo: to}, r.v.PIDs.SplitWriter)
+	r.v.Tell(m, r.v.PIDs.SplitWriter)
 }

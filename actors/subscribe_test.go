@@ -2,14 +2,19 @@ package actors
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
+	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 // TestAUsersActorSubscribesToTheEvents: a subscribed actor of the user's
@@ -74,6 +79,46 @@ func TestAUsersActorSubscribesToTheEvents(t *testing.T) {
 		<-r.e.Poison(user).Done()
 		if err := w.c.Depart(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// A Subscribe waits for the split writer's list of the held tenancies
+// (BeginSubscription); the same actor's Unsubscribe sent meanwhile waits
+// for it too, so the two are answered in the order sent and the actor,
+// unsubscribed last, receives no event after.
+func TestAnUnsubscribeWaitsForTheSubscribeBeforeIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		cfg := workertest.Config(t, clk, "w1")
+		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
+		var mu sync.Mutex
+		var toSW, toUser []any
+		v.PIDs.SplitWriter = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toSW} }, "splitwriter")
+		user := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toUser} }, "user")
+		v.PIDs.Root = e.Spawn(newRoot(v), "root")
+		t.Cleanup(func() {
+			<-e.Poison(v.PIDs.Root).Done()
+			<-e.Poison(v.PIDs.SplitWriter).Done()
+			<-e.Poison(user).Done()
+			v.Cancel()
+		})
+		e.Send(v.PIDs.Root, messages.Subscribe{ReplyTo: user})
+		e.Send(v.PIDs.Root, messages.Unsubscribe{ReplyTo: user})
+		synctest.Wait()
+		mu.Lock()
+		if len(toUser) != 0 || len(toSW) != 1 || toSW[0] != any(messages.Subscribe{ReplyTo: user}) {
+			t.Fatalf("before the list: user told %v, split writer %v; want nothing, and the Subscribe sent on", toUser, toSW)
+		}
+		mu.Unlock()
+		e.Send(v.PIDs.Root, wire.BeginSubscription{ReplyTo: user, Held: []wire.HeldSplit{{Split: "a", Epoch: 2}}})
+		e.Send(v.PIDs.Root, recordmsg.ClaimWon{Spec: coordination.SplitSpec{ID: "b"}, Epoch: 1})
+		synctest.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		want := []any{messages.SubscribeReply{Held: []messages.Tenancy{{Split: "a", Epoch: 2}}}, messages.UnsubscribeReply{}}
+		if !reflect.DeepEqual(toUser, want) {
+			t.Fatalf("user told %#v, want %#v (no Gained after the Unsubscribe)", toUser, want)
 		}
 	})
 }

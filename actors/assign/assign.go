@@ -18,9 +18,9 @@ import (
 // generation first, and computes in one place what the record newly names
 // here and what it no longer names, as franz-go's group consumer computes
 // (added, lost) in diffAssigned. It tells the diff (AssignedSetChanged) to
-// the split-writer actor, which claims what was added and returns
-// leftovers no longer named, and to the root, which tells the revoke actor
-// the held tenancies to drain (actors/follow.go). It posts each cut request the record carries (CutAsked) to
+// the split-writer actor, which claims what was added, returns leftovers
+// no longer named and tells the revoke actor the held tenancies to drain
+// (actors/splitwriter/follow.go). It posts each cut request the record carries (CutAsked) to
 // the commit writer.
 type assignActor struct {
 	v   *worker.Env
@@ -41,12 +41,10 @@ func New(v *worker.Env) actor.Producer {
 	}
 }
 
-// tell sends the diff to the root first, then the split writer: every
-// tenancy the split writer starts from it then reaches the root after the
-// set that names it (else the root, still holding the previous set, would
-// have it revoked).
+// tell sends the diff to the split writer, which claims by it and tells
+// the revoke actor the held tenancies to follow.
 func (a *assignActor) tell(m wire.AssignedSetChanged) {
-	a.v.Tell(m, a.v.PIDs.Root, a.v.PIDs.SplitWriter)
+	a.v.Tell(m, a.v.PIDs.SplitWriter)
 }
 
 // Receive handles one message.

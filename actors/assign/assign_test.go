@@ -59,7 +59,7 @@ func TestDiffAssigned(t *testing.T) {
 	})
 }
 
-// The assign actor tells the root and the split writer one diff per
+// The assign actor tells the split writer one diff per
 // applied record, newest generation first: a record of an older generation
 // than the one applied changes nothing, and the record's deletion makes the
 // assignment undecided.
@@ -72,7 +72,7 @@ func TestTheAssignActorTellsOneDiffPerRecord(t *testing.T) {
 		v := workertest.NewEnv(t, memstore.New(0))
 		v.Engine = e
 		v.Ctx, v.Cancel = context.WithCancel(context.Background())
-		v.PIDs = worker.PIDs{SplitWriter: rec, Root: rec}
+		v.PIDs = worker.PIDs{SplitWriter: rec}
 		pid := e.Spawn(New(v), "assign")
 		t.Cleanup(func() {
 			v.Cancel()
@@ -94,12 +94,12 @@ func TestTheAssignActorTellsOneDiffPerRecord(t *testing.T) {
 		}
 		mu.Lock()
 		defer mu.Unlock()
-		if len(got) != 2*len(want) {
-			t.Fatalf("got %d messages %v, want each of %d diffs twice (root, split writer)", len(got), got, len(want))
+		if len(got) != len(want) {
+			t.Fatalf("got %d messages %v, want each of %d diffs once (split writer)", len(got), got, len(want))
 		}
 		for i, m := range got {
-			if !reflect.DeepEqual(m, want[i/2]) {
-				t.Fatalf("message %d: %+v, want %+v", i, m, want[i/2])
+			if !reflect.DeepEqual(m, want[i]) {
+				t.Fatalf("message %d: %+v, want %+v", i, m, want[i])
 			}
 		}
 	})

@@ -50,9 +50,8 @@ type (
 //
 // It tells, each at the call that sends it: Joined to the watch, the leader
 // and the split writer; HeartbeatTicked to the leader, revoke and the split
-// writer; SessionEnded to the root, the leader and the split writer;
-// SessionStarted (the new nonce) to the root, the leader and the split
-// writer.
+// writer; SessionEnded to the leader and the split writer; SessionStarted
+// (the new nonce) to the leader and the split writer.
 type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -110,7 +109,6 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.renewals.Restart(l.v.Clock.Now())
 		p := l.v.PIDs // the watches open; the views are sized for the plan's splits
 		l.v.Tell(wire.Joined{Planned: m.planned}, p.Watch, p.Leader, p.SplitWriter)
-		l.v.Tell(wire.SessionStarted{Nonce: l.session}, p.Root) // the first session is live (Healthy)
 		l.schedule(c)
 	case wire.HeartbeatDue:
 		if m.Round == l.round {
@@ -219,7 +217,7 @@ func (l *leaseActor) retryMoot() {
 // a new session is announced (docs/protocol.md, "Sessions").
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
-	l.v.Tell(wire.SessionEnded{}, l.v.PIDs.Root, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
+	l.v.Tell(wire.SessionEnded{}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // renewOutcome classifies a presence renewal.
@@ -413,7 +411,7 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.lapsed, l.presenceRev = false, m.rev
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
-	p := l.v.PIDs // the root answers a failed Depart with it (its direct hand-back)
-	l.v.Tell(wire.SessionStarted{Nonce: m.nonce}, p.Root, p.Leader, p.SplitWriter)
+	p := l.v.PIDs
+	l.v.Tell(wire.SessionStarted{Nonce: m.nonce}, p.Leader, p.SplitWriter)
 	l.payAnswer(c)
 }

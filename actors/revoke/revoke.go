@@ -16,10 +16,12 @@ import (
 // revokeActor drives each revocation to exactly one outcome: drained, forced or
 // cancelled (docs/protocol.md, "Revocation"), including the silence watchdog of a cancelled drain.
 // It keeps only the drains in progress: which tenancies are held, whether
-// the assignment names them and whether the rules apply are the root's
-// to tell, in the FollowAssignment that asks it to act on them. It tells
-// the root RevocationRequested and ForceRevocation; a DeclineRevoke it
-// forces is answered by the root (ForceRevocation.ReplyTo), one it finds
+// the assignment names them and whether the rules apply are the split
+// writer's to tell (it owns the held tenancies), in the FollowAssignment
+// that asks it to act on them. It tells the split writer
+// RevocationRequested and ForceRevocation; a DeclineRevoke it forces is
+// answered by the root once the tenancy's Lost is queued, or by the split
+// writer when it ended another way (ForceRevocation.ReplyTo), one it finds
 // nothing to force for here.
 type revokeActor struct {
 	v   *worker.Env
@@ -43,7 +45,7 @@ func New(v *worker.Env) actor.Producer {
 func (r *revokeActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case wire.FollowAssignment: // from the root
+	case wire.FollowAssignment: // from the split writer
 		now := r.v.Clock.Now()
 		for _, t := range m.Tenancies {
 			r.follow(t, now)
@@ -51,7 +53,7 @@ func (r *revokeActor) Receive(c *actor.Context) {
 		r.deadlines(c)
 	case wire.HeartbeatTicked: // from the lease
 		r.deadlines(c)
-	case wire.TenancyEnded: // from the root
+	case wire.TenancyEnded: // from the split writer
 		e, ok := r.entries[m.Split]
 		if !ok || e.epoch != m.Epoch {
 			break
@@ -76,7 +78,7 @@ func (r *revokeActor) Receive(c *actor.Context) {
 }
 
 // follow applies the revocation rules (docs/protocol.md, "Following the
-// assignment") to one held tenancy, as the root told it.
+// assignment") to one held tenancy, as the split writer told it.
 func (r *revokeActor) follow(t wire.FollowedTenancy, now time.Time) {
 	id := t.Split
 	e := r.entries[id]
@@ -96,7 +98,7 @@ func (r *revokeActor) follow(t wire.FollowedTenancy, now time.Time) {
 		e.cancelled, e.lastProgress = false, now
 		r.v.Metrics.Revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.Tell(wire.RevocationRequested{Split: id, Epoch: t.Epoch}, r.v.PIDs.Root)
+		r.v.Tell(wire.RevocationRequested{Split: id, Epoch: t.Epoch}, r.v.PIDs.SplitWriter)
 	}
 }
 
@@ -109,11 +111,11 @@ func (r *revokeActor) deadlines(c *actor.Context) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
+			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.SplitWriter)
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.Root)
+			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.SplitWriter)
 		}
 	}
 	r.v.Metrics.Draining(len(r.entries))
@@ -156,7 +158,7 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 	case e.epoch != uint64(m.Epoch):
 		ok = false // the entry is for a tenancy the driver has not polled
 	case e.ended:
-		// The root already surrendered the tenancy (its TenancyEnded came
+		// The split writer already ended the tenancy (its TenancyEnded came
 		// first): the hand-back's outcome settles the entry, and nothing
 		// is left to force (a forced hand-back would never be answered).
 		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split})
@@ -171,5 +173,5 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 		return
 	}
 	r.settle(m.Split, e, "forced")
-	r.v.Tell(wire.ForceRevocation{Split: m.Split, Epoch: e.epoch, ReplyTo: m.ReplyTo}, r.v.PIDs.Root)
+	r.v.Tell(wire.ForceRevocation{Split: m.Split, Epoch: e.epoch, ReplyTo: m.ReplyTo}, r.v.PIDs.SplitWriter)
 }

@@ -12,7 +12,7 @@ type revocation struct {
 	started      time.Time
 	lastProgress time.Time
 	cancelled    bool
-	ended        bool // the root ended the tenancy (TenancyEnded); its hand-back's outcome settles the entry
+	ended        bool // the split writer ended the tenancy (TenancyEnded); its hand-back's outcome settles the entry
 }
 
 // revokeAction is what docs/protocol.md "Following the assignment" prescribes for one held split.

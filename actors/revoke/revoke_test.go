@@ -17,7 +17,8 @@ import (
 	"github.com/spate-go/coordination/messages"
 )
 
-// revokeRig runs a lone revoke actor whose root is a recorder.
+// revokeRig runs a lone revoke actor whose root and split writer are one
+// recorder.
 type revokeRig struct {
 	t    *testing.T
 	e    *actor.Engine
@@ -38,6 +39,7 @@ func newRevokeRig(t *testing.T) *revokeRig {
 	v.PIDs.Root = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &rr.mu, Msgs: &rr.msgs} }, "root")
 	rr.pid = e.Spawn(New(v), "revoke")
 	rr.root = v.PIDs.Root
+	v.PIDs.SplitWriter = v.PIDs.Root
 	v.PIDs.Revoke = rr.pid
 	t.Cleanup(func() {
 		<-e.Poison(rr.pid).Done()
@@ -61,7 +63,7 @@ func (rr *revokeRig) take() []any {
 	return m
 }
 
-// follow is the root's FollowAssignment of one held tenancy.
+// follow is the split writer's FollowAssignment of one held tenancy.
 func follow(id coordination.SplitID, epoch uint64, assigned bool) wire.FollowAssignment {
 	return wire.FollowAssignment{Tenancies: []wire.FollowedTenancy{{Split: id, Epoch: epoch, Assigned: assigned}}}
 }
@@ -218,9 +220,10 @@ func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 }
 
 // A DeclineRevoke of a live revocation is forced in one message: the
-// revoke actor tells the root ForceRevocation carrying the caller's ReplyTo
-// and answers nothing itself, whatever ends the tenancy next (the root
-// answers at the surrender, 3 hops: docs/architecture.md, "Hops").
+// revoke actor tells the split writer ForceRevocation carrying the caller's
+// ReplyTo and answers nothing itself, whatever ends the tenancy next (the
+// root answers once the surrender's Lost is queued, 4 hops:
+// docs/architecture.md, "Hops").
 func TestDeclineIsAnsweredByTheRoot(t *testing.T) {
 	for _, tc := range []struct {
 		name string

@@ -27,8 +27,7 @@ const MaxClaimsInFlight = 128
 //
 // Its structures are derived, never sources of truth: queue and extra
 // index the candidates recomputed from the view, the sessions and the held
-// tenancies (the root's registry as TenancyStarted and SurrenderTenancies
-// told it) whenever one of them changes, so that a decision costs O(log n)
+// tenancies (the actor's registry, tenancy.go) whenever one of them changes, so that a decision costs O(log n)
 // instead of a pass over every split.
 type claimer struct {
 	sw      *splitWriterActor
@@ -39,7 +38,7 @@ type claimer struct {
 
 	inflight map[coordination.SplitID]bool   // every write in flight (bounded by MaxClaimsInFlight); value: it counts as a claim against MaxInFlight (quarantines and leftover returns do not)
 	claims   int                             // claims in flight
-	handing  map[coordination.SplitID]uint64 // the surrender writes asked (SurrenderTenancies) and not resolved yet: split → epoch
+	handing  map[coordination.SplitID]uint64 // the surrender writes asked (surrender, tenancy.go) and not resolved yet: split → epoch
 	lostAt   map[coordination.SplitID]uint64 // a claim lost at this record revision
 	cooldown map[coordination.SplitID]bool   // the store failed; retry at the next heartbeat
 	extra    map[coordination.SplitID]bool   // quarantine candidates and leftovers: acted on regardless of assignment
@@ -128,7 +127,8 @@ func (cl *claimer) heartbeat() {
 }
 
 // tenancyStarted follows the registry: the claim's slot is free, so the
-// next write starts at once, and the split is held.
+// next write starts at once, and the split is held (or, when the registry
+// refused the tenancy, a candidate again).
 func (cl *claimer) tenancyStarted(id coordination.SplitID) {
 	cl.release(id)
 	if t, ok := cl.named[id]; ok {
@@ -138,8 +138,8 @@ func (cl *claimer) tenancyStarted(id coordination.SplitID) {
 	cl.index(id)
 }
 
-// tenancyEnded follows the registry, as the root's SurrenderTenancies
-// told it with the write it asked: a surrendered split waits for that
+// tenancyEnded follows the registry, as surrender (tenancy.go) ended the
+// tenancy with the write it asked: a surrendered split waits for that
 // write's resolution before it is a candidate again (a fenced or starved
 // one has no write).
 func (cl *claimer) tenancyEnded(m wire.TenancyEnded) {
@@ -153,8 +153,8 @@ func (cl *claimer) tenancyEnded(m wire.TenancyEnded) {
 }
 
 // handBackResolved frees a surrendered split once its write resolved. The
-// write was asked in the SurrenderTenancies that ended the tenancy, so the
-// split is already handing.
+// write was asked in the surrender that ended the tenancy, so the split is
+// already handing.
 func (cl *claimer) handBackResolved(m wire.HandBackResolved) {
 	if e, ok := cl.handing[m.Split]; ok && e == m.Epoch {
 		delete(cl.handing, m.Split)
@@ -189,7 +189,7 @@ func (cl *claimer) assignment(m wire.AssignedSetChanged) {
 	}
 	now := cl.sw.v.Clock.Now()
 	for _, id := range m.Added {
-		if _, held := cl.sw.held[id]; !held {
+		if _, held := cl.sw.reg.held[id]; !held {
 			if _, ok := cl.named[id]; !ok {
 				cl.named[id] = now
 			}
@@ -228,7 +228,7 @@ func (cl *claimer) input(id coordination.SplitID) (protocol.CandidateInput, bool
 	if !ok {
 		return protocol.CandidateInput{}, false
 	}
-	_, held := cl.sw.held[id]
+	_, held := cl.sw.reg.held[id]
 	v := cl.sw.v
 	return protocol.CandidateInput{
 		Record: r.Rec, Held: held, OwnerSession: cl.sessions[r.Rec.Owner],
@@ -315,7 +315,7 @@ func (cl *claimer) step(c *actor.Context) {
 	if !cl.decided {
 		return
 	}
-	for cl.queue.Len() > 0 && len(sw.held)+cl.claims < sw.v.Config.MaxInFlight && len(cl.inflight) < MaxClaimsInFlight {
+	for cl.queue.Len() > 0 && sw.reg.len()+cl.claims < sw.v.Config.MaxInFlight && len(cl.inflight) < MaxClaimsInFlight {
 		q := heap.Pop(&cl.queue).(queuedCandidate)
 		if cl.queued[q.id] != q.kind {
 			continue // superseded by a later entry of another kind

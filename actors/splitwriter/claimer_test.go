@@ -81,7 +81,7 @@ func TestTheClaimerClaimsFromTheSplitWritersView(t *testing.T) {
 			t.Fatalf("asked %v again while both claims are in flight", got)
 		}
 		r.sw.claims.tenancyStarted("a")
-		r.sw.held["a"] = worker.Tenancy{Epoch: 1, Nonce: "n"}
+		r.sw.reg.start("a", worker.Tenancy{Epoch: 1, Nonce: "n"})
 		if got := r.step(); len(got) != 0 {
 			t.Fatalf("asked %v with both lanes taken (a held, b claiming)", got)
 		}

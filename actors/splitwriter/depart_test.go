@@ -36,7 +36,7 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	} {
 		sw.records[id] = worker.SplitEntry{Rec: r, Rev: 7}
 	}
-	sw.held.Apply(wire.TenancyStarted{Split: "held", Epoch: 3, Nonce: "n"})
+	sw.reg.start("held", worker.Tenancy{Epoch: 3, Nonce: "n"})
 	deadline := time.Unix(100, 0)
 	ops := sw.departLeftovers([]wire.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
 	var got []coordination.SplitID

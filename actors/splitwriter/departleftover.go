@@ -34,7 +34,7 @@ func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64,
 // isLeftover reports whether rec, split id's record, is a leftover of this
 // session: runnable, naming this worker and its current session, not held.
 func (sw *splitWriterActor) isLeftover(id coordination.SplitID, rec protocol.SplitRecord) bool {
-	_, held := sw.held[id]
+	_, held := sw.reg.held[id]
 	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == sw.v.ID && rec.Nonce == sw.nonce
 }
 

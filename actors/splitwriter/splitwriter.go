@@ -28,10 +28,14 @@ type handBackBatch struct {
 // fence, completions, fails, hand-backs and quarantines. It adopts
 // maybe-landed writes, drops splits whose records moved away, and takes
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
-// Its RecordsObserved come from the watch. It tells the root ClaimWon,
-// SplitQuarantined, EndTenancy (a fence seen in the split record) and
-// VerdictReached, revoke HandBackResolved, and answers SurrenderTenancies
-// to its ReplyTo.
+// It owns the tenancy registry (tenancy.go): a won claim starts a tenancy
+// in the same step, and every end is applied here. Its RecordsObserved come
+// from the watch. It tells the root ClaimWon, TenanciesEnded,
+// RevocationRequested (sent on from revoke), BeginSubscription,
+// SplitQuarantined and VerdictReached; revoke FollowAssignment,
+// TenancyEnded and HandBackResolved; the commit writer OpenCell and
+// TenancyEnded; the lease RemainingReported; and answers the commands the
+// root sends on (FailSplit, ReleaseSplits, DepartJob) to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -39,7 +43,7 @@ type splitWriterActor struct {
 	fp        uint64
 	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionStarted)
 	records   map[coordination.SplitID]worker.SplitEntry
-	held      worker.HeldView // derived from the root's registry (actors/tenancy.go)
+	reg       registry // the tenancy registry: owner (tenancy.go)
 	busy      map[coordination.SplitID]bool
 	queue     map[coordination.SplitID][]splitOp // splitwriter_ops.go
 	completed int
@@ -50,6 +54,8 @@ type splitWriterActor struct {
 
 	plan      protocol.PlanRecord
 	hasPlan   bool
+	joined    bool               // the lease's Joined arrived
+	health    wire.HealthChanged // what the root was last told (health.go)
 	verdict   bool
 	judging   bool
 	departing bool
@@ -57,7 +63,7 @@ type splitWriterActor struct {
 	nextBatch uint64
 	handBacks map[uint64]*handBackBatch
 
-	claims *claimer // the claim pipeline, deciding on records and held (claimer.go)
+	claims *claimer // the claim pipeline, deciding on records and the registry (claimer.go)
 }
 
 // New returns the producer of worker v's split-writer actor.
@@ -68,7 +74,7 @@ func New(v *worker.Env) actor.Producer {
 			log:       v.Log.With("actor", "splitwriter"),
 			nonce:     v.Nonce,
 			records:   map[coordination.SplitID]worker.SplitEntry{},
-			held:      worker.HeldView{},
+			reg:       newRegistry(),
 			busy:      map[coordination.SplitID]bool{},
 			queue:     map[coordination.SplitID][]splitOp{},
 			handBacks: map[uint64]*handBackBatch{},
@@ -111,6 +117,8 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.fp = m.FP
 	case wire.Joined: // from the lease
 		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
+		sw.joined = true
+		sw.tellHealth()
 	case wire.RecordDeleted: // from the watch
 		sw.deleted(m.Split)
 		sw.claims.step(c)
@@ -125,9 +133,12 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.claims.step(c)
 	case wire.AssignedSetChanged: // from assign
 		sw.claims.assignment(m)
+		sw.followAll()
 		sw.claims.step(c)
 	case wire.WatchesChanged: // from the watch
 		sw.claims.live = m.Live
+		sw.tellHealth()
+		sw.followAll()
 		sw.claims.step(c)
 	case wire.HeartbeatTicked: // from the lease
 		sw.judge()
@@ -135,20 +146,35 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.claims.step(c)
 	case wire.SessionEnded: // from the lease
 		sw.claims.session = false
+		sw.tellHealth()
+		if sw.reg.len() > 0 {
+			sw.surrender(c, surrender{tenancies: sw.reg.list(), reason: wire.EndStarved})
+		}
 	case wire.SessionStarted: // from the lease
 		sw.nonce = m.Nonce
 		sw.claims.sessionStarted()
+		sw.tellHealth()
 		sw.claims.step(c)
-	case wire.TenancyStarted: // from the root
-		sw.held.Apply(m)
-		sw.fenceSeen(m.Split)
-		sw.claims.tenancyStarted(m.Split)
+	case messages.FailSplit: // from the root (the handle's, or a user's actor's)
+		sw.failSplit(c, m)
 		sw.claims.step(c)
-	case wire.SurrenderTenancies: // from the root
-		sw.surrender(c, m)
+	case messages.ReleaseSplits: // from the root (the handle's, or a user's actor's)
+		sw.release(c, m)
 		sw.claims.step(c)
-	case wire.Departing: // from the root
-		sw.departing = true
+	case wire.ForceRevocation: // from revoke
+		sw.forceRevocation(c, m)
+		sw.claims.step(c)
+	case wire.EndTenancy: // from the root (the commit writer's)
+		sw.endOne(c, m.Split, m.Epoch, m.Reason)
+		sw.claims.step(c)
+	case wire.DepartJob: // from the root (the handle's Depart)
+		sw.depart(c, m)
+	case wire.RevocationRequested: // from revoke
+		sw.revocationRequested(m)
+	case worker.RemainingReported: // from the handle (ReportRemaining)
+		sw.remainingReported(m)
+	case messages.Subscribe: // from the root (a user's actor's)
+		sw.subscribe(m)
 	case failDone:
 		sw.learn(m.op.split, m.res.Rec, m.res.Rev)
 		sw.failResult(m.op, m.res)
@@ -163,7 +189,7 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.finished(c, m.op.split)
 	case claimDone:
 		sw.learn(m.op.target(), m.res.rec, m.res.rev)
-		sw.claimResult(m.op, m.res)
+		sw.claimResult(c, m.op, m.res)
 		sw.finished(c, m.op.target())
 	case leftoverDone:
 		sw.learn(m.op.target(), m.res.Rec, m.res.Rev)
@@ -193,7 +219,7 @@ func (sw *splitWriterActor) fold(id coordination.SplitID, rec *protocol.SplitRec
 	sw.records[id] = worker.SplitEntry{Rec: *rec, Rev: rev}
 	act := sw.claims.recordChanged(id, had, old.Rec.Owner, rec.Owner, rev)
 	// A fence is reported before the quarantine it may carry.
-	sw.fenceIfMovedAway(id, rec)
+	act = sw.fenceIfMovedAway(id, rec) || act
 	if !had || old.Rec.Status != rec.Status {
 		if had {
 			sw.tally(&old.Rec, -1)
@@ -237,10 +263,8 @@ func (sw *splitWriterActor) deleted(id coordination.SplitID) {
 	sw.confirmDeleted(id)
 }
 
-// fenceSeen asks the root to end split id's held tenancy when the view's
-// split record shows it moved away (the root emits Lost). Until the root's
-// SurrenderTenancies arrives a later record may ask again; the root's registry
-// ignores the repeat.
+// fenceSeen ends split id's held tenancy when the view's split record
+// shows it moved away (the root emits Lost).
 func (sw *splitWriterActor) fenceSeen(id coordination.SplitID) {
 	if r, ok := sw.records[id]; ok {
 		sw.fenceIfMovedAway(id, &r.Rec)
@@ -248,25 +272,28 @@ func (sw *splitWriterActor) fenceSeen(id coordination.SplitID) {
 }
 
 // fenceIfMovedAway is fenceSeen with split id's record rec at hand (the
-// fold's hot path, which keeps its frames small: docs/architecture.md).
-func (sw *splitWriterActor) fenceIfMovedAway(id coordination.SplitID, rec *protocol.SplitRecord) {
-	if t, held := sw.held[id]; held && movedAway(rec, sw.v.ID, t) {
+// fold's hot path, which keeps its frames small: docs/architecture.md); it
+// reports whether it ended a tenancy.
+func (sw *splitWriterActor) fenceIfMovedAway(id coordination.SplitID, rec *protocol.SplitRecord) bool {
+	if t, held := sw.reg.held[id]; held && movedAway(rec, sw.v.ID, t) {
 		sw.drop(id, t.Epoch)
+		return true
 	}
+	return false
 }
 
-// drop asks the root to end a held split involuntarily (a fence).
+// drop ends a held split involuntarily (a fence): no write follows.
 func (sw *splitWriterActor) drop(id coordination.SplitID, epoch uint64) {
-	sw.v.Tell(wire.EndTenancy{Split: id, Epoch: epoch, Reason: wire.EndFenced}, sw.v.PIDs.Root)
+	sw.surrender(nil, surrender{tenancies: []wire.HeldSplit{{Split: id, Epoch: epoch}}, reason: wire.EndFenced})
 }
 
 // resolved tells the actors that follow a surrendered split how its
 // owner-clearing (or completing) write resolved.
 func (sw *splitWriterActor) resolved(res wire.HandBackResolved) {
 	sw.claims.handBackResolved(res)
-	// Every surrender write is asked by the root (SurrenderTenancies) after
-	// it sent revoke the tenancy's TenancyEnded, so this reaches revoke
-	// after that TenancyEnded: one ordered stream, with no relay.
+	// Every surrender write is asked (surrender, tenancy.go) after revoke
+	// was sent the tenancy's TenancyEnded, so this reaches revoke after
+	// that TenancyEnded: one ordered stream, with no relay.
 	sw.v.Tell(res, sw.v.PIDs.Revoke)
 }
 
@@ -429,48 +456,26 @@ func (sw *splitWriterActor) failResult(op failOp, d splitWritten) {
 	}
 }
 
-// surrender applies the root's ends of held tenancies to the held view and
-// the claimer, and asks in the same step for the write each end calls for
-// (wire.SurrenderTenancies), so the claimer's handing splits are the
-// surrender writes asked and not resolved yet.
-func (sw *splitWriterActor) surrender(c *actor.Context, m wire.SurrenderTenancies) {
-	for _, h := range m.Tenancies {
-		end := wire.TenancyEnded{Split: h.Split, Epoch: h.Epoch, Reason: m.Reason}
-		sw.held.Apply(end)
-		switch m.Reason {
-		case wire.EndCompleted: // a completing commit landed: complete the split record
-			sw.enqueue(c, completeOp{split: h.Split, epoch: h.Epoch})
-		case wire.EndFailed:
-			sw.enqueue(c, failOp{split: h.Split, epoch: h.Epoch, reason: m.Failure, replyTo: m.ReplyTo})
-		}
-		sw.claims.tenancyEnded(end)
-	}
-	switch m.Reason {
-	case wire.EndReleased, wire.EndDrained, wire.EndRevoked, wire.EndDeparted:
-		sw.handBack(c, m)
-	}
-}
-
-// handBack writes the hand-backs of m (and with m.Leftovers, Depart's
-// leftovers) as one batch, answered to m.ReplyTo after its last write.
-func (sw *splitWriterActor) handBack(c *actor.Context, m wire.SurrenderTenancies) {
+// handBack writes the hand-backs of s (and with s.leftovers, Depart's
+// leftovers) as one batch, answered to s.replyTo after its last write.
+func (sw *splitWriterActor) handBack(c *actor.Context, s surrender) {
 	sw.nextBatch++
 	id := sw.nextBatch
 	deadline := time.Now().Add(sw.v.Config.OpTimeout)
-	ops := make([]splitOp, 0, len(m.Tenancies))
-	for _, h := range m.Tenancies {
-		ops = append(ops, handBackOp{split: h.Split, epoch: h.Epoch, batch: id, reason: m.Reason, deadline: deadline})
+	ops := make([]splitOp, 0, len(s.tenancies))
+	for _, h := range s.tenancies {
+		ops = append(ops, handBackOp{split: h.Split, epoch: h.Epoch, batch: id, reason: s.reason, deadline: deadline})
 	}
-	if m.Leftovers {
-		ops = append(ops, sw.departLeftovers(m.Tenancies, id, deadline)...)
+	if s.leftovers {
+		ops = append(ops, sw.departLeftovers(s.tenancies, id, deadline)...)
 	}
 	if len(ops) == 0 {
-		if m.ReplyTo != nil {
-			sw.v.Reply(m.ReplyTo, handBackReply(m.Reason, nil))
+		if s.replyTo != nil {
+			sw.v.Reply(s.replyTo, handBackReply(s.reason, nil))
 		}
 		return
 	}
-	sw.handBacks[id] = &handBackBatch{pending: len(ops), replyTo: m.ReplyTo}
+	sw.handBacks[id] = &handBackBatch{pending: len(ops), replyTo: s.replyTo}
 	for _, op := range ops {
 		sw.enqueue(c, op)
 	}
@@ -483,7 +488,7 @@ func handBackReply(reason wire.EndReason, unconfirmed []coordination.SplitID) an
 		err = worker.HandBackUnconfirmed(unconfirmed)
 	}
 	if reason == wire.EndDeparted {
-		return wire.SurrenderTenanciesReply{Unconfirmed: unconfirmed, Err: err}
+		return wire.DepartHandedBack{Unconfirmed: unconfirmed, Err: err}
 	}
 	return messages.ReleaseSplitsReply{Err: err}
 }
@@ -534,9 +539,9 @@ func (sw *splitWriterActor) settleBatch(batch uint64, id coordination.SplitID, r
 	}
 }
 
-// claimResult reports a won claim to the root, or frees the claimer's slot
+// claimResult starts the tenancy of a won claim, or frees the claimer's slot
 // of an abandoned one.
-func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
+func (sw *splitWriterActor) claimResult(c *actor.Context, op claimOp, d claimed) {
 	cl := op.claim
 	id := op.target()
 	abandon := func() {
@@ -557,7 +562,7 @@ func (sw *splitWriterActor) claimResult(op claimOp, d claimed) {
 	default:
 		sw.v.Metrics.Acquired(d.kind.AcquisitionReason())
 		sw.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())
-		sw.v.Tell(recordmsg.ClaimWon{Spec: d.spec, Generation: d.gen, Epoch: d.rec.Epoch, Nonce: d.rec.Nonce, Fence: d.prog, FenceRev: d.progRev}, sw.v.PIDs.Root)
+		sw.claimWon(c, d)
 	}
 }
 

@@ -22,13 +22,13 @@ import (
 	"github.com/spate-go/coordination/store/memstore"
 )
 
-// A Fail the root accepted while the split-writer actor had already lost the
-// split's record (deleted outside the library; its drop was still on the
-// way to the root) writes nothing and must say so: Fenced, never nil.
+// A Fail of a held tenancy whose split record the split-writer actor had
+// already lost (deleted outside the library) writes nothing and must say
+// so: Fenced, never nil.
 func TestFailWithoutARecordIsFenced(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, writer, rec, sent := spawnLoneSplitWriter(t)
-		e.Send(writer, wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndFailed, Failure: "poison", ReplyTo: rec})
+		e, writer, rec, sent := spawnLoneSplitWriter(t, wire.HeldSplit{Split: "a", Epoch: 1})
+		e.Send(writer, messages.FailSplit{Split: "a", Epoch: 1, Reason: "poison", ReplyTo: rec})
 		synctest.Wait()
 		msgs := sent()
 		var reply *messages.FailSplitReply
@@ -52,11 +52,11 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 		send []any
 		want func(m any) bool
 	}{
-		{"hand-back without a record", []any{wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndReleased}},
+		{"hand-back without a record", []any{messages.ReleaseSplits{Tenancies: []messages.Tenancy{{Split: "a", Epoch: 1}}}},
 			func(m any) bool {
 				return m == wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndReleased, Outcome: wire.HandBackFenced}
 			}},
-		{"completion without a record", []any{wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndCompleted}},
+		{"completion without a record", []any{wire.EndTenancy{Split: "a", Epoch: 1, Reason: wire.EndCompleted}},
 			func(m any) bool {
 				return m == wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded}
 			}},
@@ -64,7 +64,7 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e, writer, _, sent := spawnLoneSplitWriter(t)
+				e, writer, _, sent := spawnLoneSplitWriter(t, wire.HeldSplit{Split: "a", Epoch: 1})
 				for _, m := range tt.send {
 					e.Send(writer, m)
 				}
@@ -80,20 +80,36 @@ func TestRefusedWritesStillAnswer(t *testing.T) {
 
 // spawnLoneSplitWriter starts a split-writer actor whose every peer is one
 // recording actor, rec; sent returns a copy of what rec has received.
-func spawnLoneSplitWriter(t *testing.T) (e *actor.Engine, writer, rec *actor.PID, sent func() []any) {
+func spawnLoneSplitWriter(t *testing.T, held ...wire.HeldSplit) (e *actor.Engine, writer, rec *actor.PID, sent func() []any) {
 	e, clk := workertest.NewEngine(t)
-	return spawnLoneSplitWriterOn(t, e, clk, memstore.New(1500*time.Millisecond, memstore.WithClock(clk)))
+	return spawnLoneSplitWriterOn(t, e, clk, memstore.New(1500*time.Millisecond, memstore.WithClock(clk)), held...)
 }
 
 // spawnLoneSplitWriterOn is spawnLoneSplitWriter on e, clk and st, for
-// worker w1 in session n.
-func spawnLoneSplitWriterOn(t *testing.T, e *actor.Engine, clk *clock.Mock, st store.Store) (_ *actor.Engine, writer, rec *actor.PID, sent func() []any) {
+// worker w1 in session n, holding the tenancies held (as won claims of
+// session n would have started them).
+func spawnLoneSplitWriterOn(t *testing.T, e *actor.Engine, clk *clock.Mock, st store.Store, held ...wire.HeldSplit) (_ *actor.Engine, writer, rec *actor.PID, sent func() []any) {
+	return spawnLoneSplitWriterOnWith(t, e, clk, st, nil, held...)
+}
+
+// spawnLoneSplitWriterOnWith is spawnLoneSplitWriterOn with tweak (nil:
+// none) applied to the worker's Env before the actor is spawned.
+func spawnLoneSplitWriterOnWith(t *testing.T, e *actor.Engine, clk *clock.Mock, st store.Store, tweak func(*worker.Env), held ...wire.HeldSplit) (_ *actor.Engine, writer, rec *actor.PID, sent func() []any) {
 	var mu sync.Mutex
 	var msgs []any
 	rec = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
 	v := workertest.ActorEnv(e, st, workertest.Config(t, clk, "w1"), "n", nil)
 	v.PIDs = worker.PIDs{Root: rec, Lease: rec, Revoke: rec, Assign: rec}
-	v.PIDs.SplitWriter = e.Spawn(New(v), "splitwriter")
+	if tweak != nil {
+		tweak(v)
+	}
+	v.PIDs.SplitWriter = e.Spawn(func() actor.Receiver {
+		sw := New(v)().(*splitWriterActor)
+		for _, h := range held {
+			sw.reg.start(h.Split, worker.Tenancy{Epoch: h.Epoch, Nonce: "n"})
+		}
+		return sw
+	}, "splitwriter")
 	t.Cleanup(func() {
 		v.Cancel()
 		<-e.Poison(v.PIDs.SplitWriter).Done()
@@ -191,9 +207,8 @@ func (s *splitUpdates) Update(ctx context.Context, ks store.Keyspace, key string
 	return s.Store.Update(ctx, ks, key, v, rev)
 }
 
-// The root's SurrenderTenancies carries a tenancy's end with the write it
-// calls for, and the split writer asks that write in the step that applies
-// the end: the surrendered split, whose record still names this session
+// The split writer asks the write a tenancy's end calls for in the step
+// that applies the end (a Release here): the surrendered split, whose record still names this session
 // and which is not assigned, is never taken for a leftover to return while
 // its hand-back is asked and not resolved. One update writes it.
 func TestASurrenderedSplitIsNotReturnedAsALeftover(t *testing.T) {
@@ -202,13 +217,12 @@ func TestASurrenderedSplitIsNotReturnedAsALeftover(t *testing.T) {
 		st := &splitUpdates{Store: memstore.New(1500*time.Millisecond, memstore.WithClock(clk)), key: protocol.SplitKey("a")}
 		held := protocol.SplitRecord{ID: "a", Weight: 1, Epoch: 1, Owner: "w1", Nonce: "n", Status: protocol.StatusRunnable}
 		rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(held), 0)
-		_, writer, _, sent := spawnLoneSplitWriterOn(t, e, clk, st)
+		_, writer, _, sent := spawnLoneSplitWriterOn(t, e, clk, st, wire.HeldSplit{Split: "a", Epoch: 1})
 		for _, m := range []any{
-			wire.TenancyStarted{Split: "a", Epoch: 1, Nonce: "n"},
 			wire.WatchesChanged{Live: true},
 			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
 			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: held, Rev: rev}}},
-			wire.SurrenderTenancies{Tenancies: []wire.HeldSplit{{Split: "a", Epoch: 1}}, Reason: wire.EndReleased},
+			messages.ReleaseSplits{Tenancies: []messages.Tenancy{{Split: "a", Epoch: 1}}},
 		} {
 			e.Send(writer, m)
 		}

@@ -94,8 +94,8 @@ type keyspaceWatch struct {
 // (LeaderObserved, LeaderDeleted, PlanObserved, PlanDeleted) to the leader,
 // PlanObserved to the split writer too; assignment records
 // (AssignmentObserved, AssignmentDeleted) to the leader, and this worker's
-// own to the assign actor too; WatchesChanged to the leader, the split
-// writer and the root (which publishes it for Healthy); Reconciled to the
+// own to the assign actor too; WatchesChanged to the leader and the split
+// writer (which tells the root what Healthy reports); Reconciled to the
 // leader.
 type watchActor struct {
 	v   *worker.Env
@@ -357,7 +357,7 @@ func (w *watchActor) liveChanged() {
 	}
 	w.bothLive = both
 	p := w.v.PIDs
-	w.observe(wire.WatchesChanged{Live: both}, p.Leader, p.SplitWriter, p.Root)
+	w.observe(wire.WatchesChanged{Live: both}, p.Leader, p.SplitWriter)
 	if both && !w.everLive {
 		w.everLive = true
 		w.reconcile = w.v.After(w.v.Config.ReconcileInterval, w.v.PIDs.Watch, reconcileDue{})

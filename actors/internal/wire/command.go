@@ -18,35 +18,33 @@ type HeldSplit struct {
 	Epoch uint64
 }
 
-// SurrenderTenancies tells the split-writer actor that the root ended the
-// listed tenancies for Reason (their TenancyEnded went to revoke first),
-// and asks in the same message for the write each end calls for: the
-// completion of the split record (EndCompleted), the failure (EndFailed,
-// Failure its reason, answered messages.FailSplitReply to ReplyTo), a
-// hand-back (EndReleased, EndDrained, EndRevoked, EndDeparted; answered
-// once for the batch to ReplyTo, messages.ReleaseSplitsReply or, for
-// EndDeparted, SurrenderTenanciesReply), none for a fence or a session's
-// end. With Leftovers (Depart) it also returns every split record the view
-// shows naming this session that the worker does not hold, before it
-// replies.
-type SurrenderTenancies struct {
-	Tenancies []HeldSplit
-	Reason    EndReason
-	Failure   string
-	ReplyTo   *actor.PID
-	Leftovers bool
-}
-
-// SurrenderTenanciesReply answers a Depart's SurrenderTenancies: the splits
-// whose hand-back did not confirm.
-type SurrenderTenanciesReply struct {
+// DepartHandedBack answers a Depart the root sent on to the split
+// writer (DepartJob): the splits whose hand-back did not confirm.
+type DepartHandedBack struct {
 	Unconfirmed []coordination.SplitID
 	Err         error
 }
 
-// DepartJob is a handle Depart.
+// DepartJob is a handle Depart, sent to the root, which sends it on to the
+// split writer (the owner of the held tenancies) with ReplyTo and Failure
+// set: the split writer hands back every held tenancy and this session's
+// leftovers and answers DepartHandedBack to ReplyTo (the root); when
+// the coordinator had failed (Failure) it writes nothing and answers
+// DepartJobReply to ReplyTo (the handle) for the direct hand-back.
 type DepartJob struct {
-	Held []coordination.SplitID
+	Held    []coordination.SplitID // the splits the driver names (the handle)
+	ReplyTo *actor.PID             // where the split writer answers (the root)
+	Failure error                  // the latched failure, or nil (the root)
+}
+
+// BeginSubscription is the split writer's answer to a user's actor's
+// messages.Subscribe, which the root sent on to it: the tenancies held as
+// it answered, in split order. The root begins copying events to ReplyTo
+// from here on, after answering it messages.SubscribeReply{Held}: every
+// start and end the split writer applied before reached the root first.
+type BeginSubscription struct {
+	ReplyTo *actor.PID
+	Held    []HeldSplit
 }
 
 // DepartJobReply answers DepartJob. When the coordinator had failed,
@@ -56,7 +54,7 @@ type DepartJobReply struct {
 	Err    error
 	Failed bool
 	Held   []HeldSplit
-	// Session is the nonce of the session the root last heard of
+	// Session is the nonce of the session the split writer last heard of
 	// (SessionStarted), set with Failed: the direct hand-back writes only
 	// records and a leader key of that session.
 	Session string

@@ -19,23 +19,20 @@
 // # Who sends what to whom
 //
 // The handle (the caller's goroutine) asks the root with StartJob,
-// DepartJob and the public FailSplit and ReleaseSplits, and the revoke
-// actor with the public DeclineRevoke; each is answered by its Reply. Its commits go to the
-// commit writer, which after each one tells the revoke actor CommitLanded,
-// and asks the root EndTenancy when the commit was fenced or completed.
+// DepartJob and the public FailSplit and ReleaseSplits, the revoke actor
+// with the public DeclineRevoke, and tells the split writer
+// RemainingReported; each request is answered by its Reply. Its commits go
+// to the commit writer, which after each one tells the revoke actor
+// CommitLanded, and asks the root EndTenancy when the commit was fenced or
+// completed (the root relays it to the split writer).
 //
-// The root owns the tenancy registry. It tells watch, leader, splitwriter
-// and lease JobStarted, and leader, splitwriter and lease Departing; it
-// announces each registry change once: TenancyStarted to splitwriter;
-// TenancyEnded to revoke and the commit writer, then SurrenderTenancies to
-// splitwriter, which carries the ends with the write each calls for (the
-// completion, the failure of a Fail, the hand-back of a Release, Depart or
-// forced revocation; answered by SurrenderTenanciesReply for Depart, or by
-// the public FailSplitReply and ReleaseSplitsReply at the command's reply
-// PID). It tells revoke the held tenancies to follow (FollowAssignment)
-// whenever a tenancy starts or the assigned set (AssignedSetChanged, from
-// assign) or the watches (WatchesChanged) change; it
-// rebroadcasts VerdictReached to the leader; it forwards a user's actor's DeclineRevoke to the revoke actor;
+// The root is the outbox's one writer. It tells watch, leader, splitwriter
+// and lease JobStarted, and leader and lease Departing; it sends the
+// commands naming tenancies on to the split writer, which owns the tenancy
+// registry (FailSplit, ReleaseSplits, a user's actor's Subscribe, and
+// DepartJob, answered by DepartHandedBack, or after a failure by
+// DepartJobReply to the handle); it rebroadcasts VerdictReached to the
+// leader; it forwards a user's actor's DeclineRevoke to the revoke actor;
 // and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
 //
@@ -46,31 +43,38 @@
 // PresenceDeleted to leader and splitwriter; LeaderObserved and
 // LeaderDeleted to the leader; PlanObserved to leader and splitwriter;
 // PlanDeleted to the leader; AssignmentObserved and AssignmentDeleted to the leader, and to
-// assign for this worker's own record; WatchesChanged to leader,
-// splitwriter and the root; Reconciled to the leader.
+// assign for this worker's own record; WatchesChanged to leader and
+// splitwriter; Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to watch, leader and
 // splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
-// SessionEnded to root, leader and splitwriter; SessionStarted, with the
-// new session's nonce, to root, leader and splitwriter (each keeps the
-// nonce it was last told; the lease owns it).
+// SessionEnded to leader and splitwriter (which ends every held tenancy);
+// SessionStarted, with the new session's nonce, to leader and splitwriter
+// (each keeps the nonce it was last told; the lease owns it).
 //
 // The assign actor diffs this worker's assignment record and tells the
-// diff, AssignedSetChanged, to the root (which tells revoke the held
-// tenancies to follow) and to the split-writer actor (which claims what
-// was added).
+// diff, AssignedSetChanged, to the split-writer actor (which claims what
+// was added and tells revoke the held tenancies to follow).
 //
 // The split-writer actor decides claims on its own view of the split
-// records and writes them; it tells the root ClaimWon (which starts the
-// tenancy); asks the root EndTenancy when a split record shows a held
-// tenancy fenced; tells revoke HandBackResolved once a surrendered
-// tenancy's write resolved (the root asked the write after it told revoke
-// the tenancy's TenancyEnded, so it arrives after it); tells the root
-// SplitQuarantined and VerdictReached.
+// records, writes them and owns the tenancy registry: a claim it won starts
+// a tenancy in the same step. At a start it posts the commit writer
+// OpenCell, tells the root ClaimWon (the root emits Gained) and revoke
+// FollowAssignment (also whenever the assigned set or the watches change);
+// at an end (a fence it sees, a command, a forced revocation, the session's
+// end, a commit writer's EndTenancy) it tells revoke and the commit writer
+// TenancyEnded, the lease a 0 RemainingReported, the root TenanciesEnded
+// (Lost for an involuntary end; a decline's reply), and asks the end's
+// write; it tells revoke HandBackResolved once that write resolved (after
+// the TenancyEnded it sent first). It sends revoke's RevocationRequested on
+// to the root while the tenancy is held, answers a Subscribe the root sent
+// on with BeginSubscription, passes a held tenancy's estimate on to the
+// lease, and tells the root SplitQuarantined and VerdictReached.
 //
-// The revoke actor keeps only the drains in progress. It asks the root RevocationRequested (emit RevokeRequested)
-// and ForceRevocation (surrender and hand back; for a DeclineRevoke it
-// carries the caller's ReplyTo and the root answers DeclineRevokeReply).
+// The revoke actor keeps only the drains in progress. It asks the split
+// writer RevocationRequested (the root emits RevokeRequested) and
+// ForceRevocation (surrender and hand back; for a DeclineRevoke it carries
+// the caller's ReplyTo, answered by the root once the Lost is queued).
 //
 // # Rules
 //

@@ -38,6 +38,15 @@ type WatchesChanged struct {
 	Live bool
 }
 
+// HealthChanged tells the root what Healthy reports, as the split writer's
+// claim gate sees it: Session once this worker joined and while its session
+// holds (from Joined and SessionStarted until SessionEnded), Watches while
+// both watches are live. The split writer sends it on each change; the
+// root publishes it in the outbox (Outbox.SetLive).
+type HealthChanged struct {
+	Session, Watches bool
+}
+
 // Reconciled reports that a reconcile listing was applied.
 type Reconciled struct{}
 

@@ -8,8 +8,8 @@ import (
 
 // FollowAssignment asks the revoke actor to apply the rules of
 // docs/protocol.md, "Following the assignment", to each tenancy it lists
-// and then to check its drains' deadlines. The root, which owns the held
-// tenancies, sends it whenever an input of the rules changed: a tenancy
+// and then to check its drains' deadlines. The split writer, which owns
+// the held tenancies, sends it whenever an input of the rules changed: a tenancy
 // started (it lists that one), the assigned set or the watches changed (it
 // lists every held tenancy). The list is empty while the rules do not
 // apply: no assignment record known, a watch not live, the verdict in or
@@ -26,17 +26,21 @@ type FollowedTenancy struct {
 	Assigned bool
 }
 
-// RevocationRequested asks the root to emit RevokeRequested for a held split.
+// RevocationRequested asks for RevokeRequested for a held split: revoke
+// sends it to the split writer, which sends it on to the root (the outbox's
+// one writer) while it holds the tenancy (E6).
 type RevocationRequested struct {
 	Split coordination.SplitID
 	Epoch uint64
 }
 
-// ForceRevocation asks the root to surrender a split whose revocation was
-// forced (deadline, decline, or cancelled-then-silent) and hand it back.
-// For a decline, ReplyTo is the DeclineRevoke's: the root answers it
-// messages.DeclineRevokeReply once the tenancy is surrendered (or found
-// already ended), without waiting for the hand-back's write.
+// ForceRevocation asks the split writer to surrender a split whose
+// revocation was forced (deadline, decline, or cancelled-then-silent) and
+// hand it back. For a decline, ReplyTo is the DeclineRevoke's: it is
+// answered messages.DeclineRevokeReply once the tenancy is surrendered (by
+// the root, once the Lost is queued: TenanciesEnded.Decline) or found
+// already ended (by the split writer), without waiting for the hand-back's
+// write.
 type ForceRevocation struct {
 	Split   coordination.SplitID
 	Epoch   uint64

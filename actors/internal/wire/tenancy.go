@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"github.com/anthdm/hollywood/actor"
+
 	"github.com/spate-go/coordination"
 )
 
@@ -56,32 +58,38 @@ func (r EndReason) String() string {
 	return "unknown"
 }
 
-// EndTenancy asks the root, the owner of the tenancy registry, to end
-// tenancy Epoch of Split: the split-writer actor sends it when the split record
-// shows the tenancy fenced, the handle when a commit was fenced or
-// completed. The root ignores it unless that tenancy is held.
+// EndTenancy asks the split writer, the owner of the tenancy registry, to
+// end tenancy Epoch of Split: the commit writer sends it (through the root)
+// when a commit was fenced or completed. The split writer ignores it unless
+// that tenancy is held.
 type EndTenancy struct {
 	Split  coordination.SplitID
 	Epoch  uint64
 	Reason EndReason
 }
 
-// TenancyStarted is the root's broadcast that a tenancy began: this worker
-// holds Split at Epoch under session Nonce.
-type TenancyStarted struct {
-	Split coordination.SplitID
-	Epoch uint64
-	Nonce string
-}
-
-// TenancyEnded is the root's broadcast that a held tenancy ended, to revoke
-// and the commit writer (the split-writer actor is told in
-// SurrenderTenancies, which asks for the end's write too). It is sent once
-// per tenancy, after its TenancyStarted.
+// TenancyEnded is the split writer's broadcast that a held tenancy ended,
+// to revoke (first: every write the end calls for is asked after it) and
+// the commit writer (which closes the tenancy's progress cell). It is sent
+// once per tenancy, after the tenancy's ClaimWon.
 type TenancyEnded struct {
 	Split  coordination.SplitID
 	Epoch  uint64
 	Reason EndReason
+}
+
+// TenanciesEnded tells the root, the outbox's one writer, that the split
+// writer ended the listed tenancies for Reason, in the order it applied its
+// starts (ClaimWon) and ends: the root emits Lost for each involuntary end
+// (E1, E3). With Decline set (a DeclineRevoke's forced revocation) the root
+// answers it messages.DeclineRevokeReply once the Lost is queued. Depart
+// marks the ends of Depart's own hand-back batch, which the root reports
+// as not confirmed if Depart's bound passes before the batch's answer.
+type TenanciesEnded struct {
+	Tenancies []HeldSplit
+	Reason    EndReason
+	Decline   *actor.PID
+	Depart    bool
 }
 
 // HandBackOutcome is how an owner-clearing write resolved.

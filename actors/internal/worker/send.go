@@ -20,9 +20,10 @@ func (v *Env) Tell(msg any, to ...*actor.PID) {
 
 // PostCommit queues msg (OpenCell, TenancyEnded, CutAsked) on the commit
 // writer's shard of the split it concerns, behind what was posted there
-// before; nothing is posted after the worker shut down.
+// before; nothing is posted after the worker shut down, nor to a commit
+// writer a test did not give (nil Commits), as to a nil PID.
 func (v *Env) PostCommit(msg any) {
-	if v.Ctx.Err() != nil {
+	if v.Ctx.Err() != nil || v.Commits == nil {
 		return
 	}
 	v.Commits.Post(msg)

@@ -1,14 +1,23 @@
-package actors
+package splitwriter
 
 import (
+	"errors"
+	"reflect"
+	"slices"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
+	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 func TestRegistryStartAndHolds(t *testing.T) {
@@ -89,16 +98,60 @@ func TestRegistryFiltersStaleEnds(t *testing.T) {
 	})
 }
 
-func TestHeldViewFollowsTheRootsChanges(t *testing.T) {
-	h := worker.HeldView{}
-	h.Apply(wire.TenancyStarted{Split: "a", Epoch: 2, Nonce: "n"})
-	h.Apply(wire.TenancyStarted{Split: "b", Epoch: 1, Nonce: "n"})
-	if !h.Holds("a", 2) || h.Holds("a", 1) || h["a"].Nonce != "n" {
-		t.Fatalf("after starts: %v", h)
-	}
-	h.Apply(wire.TenancyEnded{Split: "a", Epoch: 2, Reason: wire.EndReleased})
-	h.Apply(recordmsg.RecordObserved{Split: "b"}) // not a registry change: ignored
-	if h.Holds("a", 2) || !h.Holds("b", 1) || len(h) != 1 {
-		t.Fatalf("after the end: %v", h)
-	}
+// A won claim starts its tenancy in the split writer's own step, with no
+// relay through the root: the commit writer is posted the tenancy's
+// OpenCell, the root told ClaimWon (its Gained), and the tenancy is held at
+// once (a Fail of it is applied, not refused as not held). A split record
+// that already shows the tenancy fenced ends it only after its ClaimWon,
+// so the root emits the Gained before the Lost (E1).
+func TestAWonClaimStartsTheTenancyInOneStep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		st := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+		desk := &workertest.Desk{}
+		_, writer, rec, sent := spawnLoneSplitWriterOnWith(t, e, clk, st, func(v *worker.Env) { v.Commits = desk })
+		fenced := protocol.SplitRecord{ID: "b", Weight: 1, Epoch: 3, Owner: "w2", Nonce: "m", Status: protocol.StatusRunnable}
+		for _, m := range []any{
+			won("a", 2),
+			messages.FailSplit{Split: "a", Epoch: 2, Reason: "poison", ReplyTo: rec},
+			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "b", Record: fenced, Rev: 9}}},
+			won("b", 2),
+		} {
+			e.Send(writer, m)
+		}
+		synctest.Wait()
+		msgs := sent()
+		at := func(want any) int {
+			return slices.IndexFunc(msgs, func(m any) bool { return reflect.DeepEqual(m, want) })
+		}
+		if at(recordmsg.ClaimWon{Spec: coordination.SplitSpec{ID: "a"}, Epoch: 2, Nonce: "n"}) < 0 {
+			t.Fatalf("sent %v, want a's ClaimWon", msgs)
+		}
+		if i := slices.IndexFunc(msgs, func(m any) bool {
+			r, ok := m.(messages.FailSplitReply)
+			return ok && errors.Is(r.Err, coordination.ErrFenced) && r.Split == "a"
+		}); i < 0 {
+			t.Fatalf("sent %v, want the Fail applied (Fenced: no record to write on), not refused", msgs)
+		}
+		notHeld := worker.NotHeld("a").Error()
+		if r := slices.IndexFunc(msgs, func(m any) bool {
+			r, ok := m.(messages.FailSplitReply)
+			return ok && r.Err != nil && r.Err.Error() == notHeld
+		}); r >= 0 {
+			t.Fatalf("sent %v: the Fail was refused as not held", msgs)
+		}
+		gained := at(recordmsg.ClaimWon{Spec: coordination.SplitSpec{ID: "b"}, Epoch: 2, Nonce: "n"})
+		lost := at(wire.TenanciesEnded{Tenancies: []wire.HeldSplit{{Split: "b", Epoch: 2}}, Reason: wire.EndFenced})
+		if gained < 0 || lost < 0 || lost < gained {
+			t.Fatalf("sent %v: b's ClaimWon at %d, its fenced end at %d; want both, the end after", msgs, gained, lost)
+		}
+		desk.Mu.Lock()
+		defer desk.Mu.Unlock()
+		if len(desk.Posted) == 0 {
+			t.Fatal("no OpenCell posted to the commit writer")
+		}
+		if o, ok := desk.Posted[0].(worker.OpenCell); !ok || o.Split != "a" || o.Epoch != 2 {
+			t.Fatalf("first post %#v, want a's OpenCell", desk.Posted[0])
+		}
+	})
 }
