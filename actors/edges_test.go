@@ -28,9 +28,10 @@ import (
 // message to the split writer for an end and its write, two more; moving
 // the tenancy registry to the split writer removed eight and added eight;
 // HealthChanged, which publishes what Healthy reads through the root
-// instead of two Env fields the lease and the watch wrote, added one:
-// docs/architecture.md, "Routing").
-const maxEdges = 74
+// instead of two Env fields the lease and the watch wrote, added one; the
+// commit writer's EndTenancy straight to the split writer, no longer
+// relayed by the root, removed one: docs/architecture.md, "Routing").
+const maxEdges = 73
 
 // edge is one (message type, sender, receiver) of the routing graph.
 type edge struct{ msg, from, to string }

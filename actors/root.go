@@ -88,8 +88,6 @@ func (r *rootActor) Receive(c *actor.Context) {
 		r.claimWon(m)
 	case wire.TenanciesEnded: // from the split writer
 		r.tenanciesEnded(m)
-	case wire.EndTenancy: // from the commit writer: the split writer ends it
-		r.v.Tell(m, r.v.PIDs.SplitWriter)
 	case wire.BeginSubscription: // from the split writer (Subscribe)
 		r.beginSubscription(m)
 	case wire.HealthChanged: // from the split writer

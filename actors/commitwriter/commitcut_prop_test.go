@@ -46,7 +46,7 @@ func TestCutCommitsUnderFaultsProperty(t *testing.T) {
 		v.Engine = e
 		v.Ctx, v.Cancel = context.WithCancel(context.Background())
 		defer v.Cancel()
-		v.PIDs = worker.PIDs{Root: rec, Revoke: rec}
+		v.PIDs = worker.PIDs{Root: rec, Revoke: rec, SplitWriter: rec}
 		ws := New(v)
 		v.Commits = ws
 		fence := protocol.FreshProgress("a", fpJob, "me", 2, 0)

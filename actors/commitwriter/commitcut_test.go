@@ -47,7 +47,7 @@ func newCutRig(t *testing.T) *cutRig {
 	v := workertest.NewEnv(t, fs)
 	v.Engine = e
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
-	v.PIDs = worker.PIDs{Root: rec, Revoke: rec}
+	v.PIDs = worker.PIDs{Root: rec, Revoke: rec, SplitWriter: rec}
 	ws := New(v)
 	v.Commits = ws
 	t.Cleanup(func() {

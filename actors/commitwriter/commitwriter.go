@@ -20,10 +20,10 @@ const commitWriterShards = 16
 // "The commit path"). It owns the progress cells of the tenancies whose
 // split hashes to it: from a tenancy's Gained on, the shard is the only
 // writer of its progress record. It takes four messages, in the order they
-// were posted: OpenCell and TenancyEnded from the root, CutAsked from
-// assign, CommitRequest from the handle, which it answers with a
-// CommitResult; it tells the revoke actor CommitLanded and asks the root
-// EndTenancy for a completed or fenced commit (endTenancy).
+// were posted: OpenCell and TenancyEnded from the split writer, CutAsked
+// from assign, CommitRequest from the handle, which it answers with a
+// CommitResult; it tells the revoke actor CommitLanded and asks the split
+// writer EndTenancy for a completed or fenced commit (endTenancy).
 type commitWriter struct {
 	v     *worker.Env
 	box   *mailbox
@@ -209,10 +209,10 @@ func (w *commitWriter) landed(id coordination.SplitID, epoch uint64, cell *progr
 	return d.Rec.Completed
 }
 
-// endTenancy asks the root, the tenancy registry's owner, to end tenancy
-// (id, epoch) for reason (a completed or fenced commit).
+// endTenancy asks the split writer, the tenancy registry's owner, to end
+// tenancy (id, epoch) for reason (a completed or fenced commit).
 func (w *commitWriter) endTenancy(id coordination.SplitID, epoch uint64, reason wire.EndReason) {
-	w.v.Tell(wire.EndTenancy{Split: id, Epoch: epoch, Reason: reason}, w.v.PIDs.Root)
+	w.v.Tell(wire.EndTenancy{Split: id, Epoch: epoch, Reason: reason}, w.v.PIDs.SplitWriter)
 }
 
 // advance records a write of the cell's tenancy that landed at rev, unless

@@ -127,7 +127,7 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 	v := workertest.NewEnv(t, st) // worker "me" of job "job:v1"
 	v.Engine = e
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
-	v.PIDs = worker.PIDs{Root: rec, Revoke: rec}
+	v.PIDs = worker.PIDs{Root: rec, Revoke: rec, SplitWriter: rec}
 	ws := New(v)
 	v.Commits = ws
 	t.Cleanup(func() {

@@ -10,9 +10,9 @@ import (
 // tenancies (Coordinator.ReportRemaining) that the next presence renewal
 // carries (docs/protocol.md, "Runtime split", "Records and fields it
 // adds"): no write of their own, they ride on the heartbeat's. Written by
-// the lease actor only. Which tenancies are held is the root's: it passes
-// on only a held tenancy's estimate, and a 0 for each tenancy that ends,
-// so the lease keeps no copy of the registry.
+// the lease actor only. Which tenancies are held is the split writer's: it
+// passes on only a held tenancy's estimate, and a 0 for each tenancy that
+// ends, so the lease keeps no copy of the registry.
 type estimates struct {
 	est map[coordination.SplitID]protocol.Estimate
 }

@@ -164,7 +164,7 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 	case wire.ForceRevocation: // from revoke
 		sw.forceRevocation(c, m)
 		sw.claims.step(c)
-	case wire.EndTenancy: // from the root (the commit writer's)
+	case wire.EndTenancy: // from the commit writer
 		sw.endOne(c, m.Split, m.Epoch, m.Reason)
 		sw.claims.step(c)
 	case wire.DepartJob: // from the root (the handle's Depart)
