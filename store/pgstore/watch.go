@@ -284,9 +284,15 @@ func (w *watcher) pause(ctx context.Context, sess *session) bool {
 }
 
 // poll reads the changes after cursor, bounded by the store's statement
-// bound so that a hung server breaks the watch.
+// bound so that a hung server breaks the watch, and by Close. The owner's
+// ctx does not abort it: the watch ends once it returns. pgx gives up a
+// connection whose statement is cancelled and dials the server to cancel
+// it, a new backend's start (tens of milliseconds, which closing the pool
+// then waits for), while a catch-up takes about a millisecond; a
+// coordinator that departs ends its watches with such a catch-up often in
+// flight.
 func (w *watcher) poll(ctx context.Context, pool *pgxpool.Pool, cursor int64) (row, []row, error) {
-	qctx, cancel := context.WithTimeout(ctx, w.s.opBound())
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.s.opBound())
 	defer cancel()
 	stop := context.AfterFunc(w.s.life, cancel)
 	defer stop()

@@ -182,3 +182,22 @@ func TestNotifyWakesOnlyWatchesAKeyMayConcern(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchEndedMidCatchUpKeepsItsConnection ends a watch (its context)
+// while a catch-up is in flight: the watch ends once the catch-up returns,
+// and the pool keeps the connection. A cancelled statement would cost it,
+// and a cancel request to the server that closing the pool waits for.
+func TestWatchEndedMidCatchUpKeepsItsConnection(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	ctx, cancel := context.WithCancel(opCtx(t))
+	b := newBlockedCatchUp(t, s, ctx)
+	cancel()
+	b.release()
+	if err := endOf(t, b.w, 5*time.Second); err != nil {
+		t.Fatalf("the watch ended with %v, want nil (its context ended)", err)
+	}
+	if n := b.closed.Load(); n != 0 {
+		t.Fatalf("the pool closed %d connections, want 0: the watch's end aborted its catch-up", n)
+	}
+}
