@@ -75,7 +75,7 @@ func (s *Store) startWatch(ctx context.Context, ks store.Keyspace, prefix string
 		sess.leave(w)
 		return nil, errClosed()
 	}
-	s.wg.Go(func() {
+	s.goBusy(func() {
 		defer close(w.done)
 		defer sess.leave(w)
 		err := w.run(ctx, pool, sess, snap, cursor)
