@@ -159,11 +159,12 @@ type blockedCatchUp struct {
 	release func()       // lets the catch-up run
 }
 
-// newBlockedCatchUp opens a store on a pool of the test's that counts the
-// connections it closes, watches the durable keys with ctx, and leaves a
+// newBlockedCatchUp opens a store with lease TTL ttl on a pool of the
+// test's that counts the connections it closes (and sets no statement
+// timeout), watches the durable keys with ctx, and leaves a
 // catch-up of that watch in flight (woken by a notification, waiting for
 // a lock the test holds on the change log).
-func newBlockedCatchUp(t *testing.T, s *pgtest.Server, ctx context.Context) *blockedCatchUp {
+func newBlockedCatchUp(t *testing.T, s *pgtest.Server, ctx context.Context, ttl time.Duration) *blockedCatchUp {
 	t.Helper()
 	b := &blockedCatchUp{}
 	pcfg, err := pgxpool.ParseConfig(s.DSN("postgres"))
@@ -176,7 +177,7 @@ func newBlockedCatchUp(t *testing.T, s *pgtest.Server, ctx context.Context) *blo
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close) // after the store's Close: cleanups run last first
-	b.st = newStore(t, s, Config{Pool: pool}, testTTL)
+	b.st = newStore(t, s, Config{Pool: pool}, ttl)
 	mustCreate(t, b.st, store.Durable, "k", "v") // creates the schema
 	if b.w, err = b.st.Watch(ctx, store.Durable, ""); err != nil {
 		t.Fatal(err)

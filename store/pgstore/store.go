@@ -33,7 +33,7 @@ type Store struct {
 	ownsPool bool
 
 	// life is cancelled by Close once the statements in flight of the
-	// sweeper and the watches returned (or closeGrace passed); it ends the
+	// sweeper and the watches returned (or endGrace passed); it ends the
 	// listener and bounds those statements.
 	life   context.Context
 	cancel context.CancelFunc
@@ -180,10 +180,11 @@ func (s *Store) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("job", s.cfg.Job), slog.String("dsn", RedactDSN(s.cfg.DSN)), slog.Duration("lease_ttl", s.leaseTTL))
 }
 
-// closeGrace bounds how long Close lets a statement in flight of the
-// sweeper or a watch finish before it cancels it (one takes about a
-// millisecond on a server that answers).
-const closeGrace = time.Second
+// endGrace bounds how long a statement in flight of the sweeper or a watch
+// may run on once Close began, or once the watch's owner ended it, before
+// it is cancelled (one takes about a millisecond on a server that
+// answers).
+const endGrace = time.Second
 
 // Close ends every watch (their Err is nil), waits for the store's
 // goroutines and closes the pool it opened; a pool passed as Config.Pool is
@@ -204,7 +205,7 @@ func (s *Store) Close() error {
 	close(s.done)
 	settled := make(chan struct{})
 	go func() { s.busy.Wait(); close(settled) }()
-	t := time.NewTimer(closeGrace)
+	t := time.NewTimer(endGrace)
 	select {
 	case <-settled:
 	case <-t.C:
@@ -220,7 +221,7 @@ func (s *Store) Close() error {
 }
 
 // goBusy runs f on a goroutine that Close waits for, and whose statement
-// in flight it lets finish (closeGrace) before it cancels life. Call it
+// in flight it lets finish (endGrace) before it cancels life. Call it
 // with mu held and the store not closed, so that Close sees it.
 func (s *Store) goBusy(f func()) {
 	s.busy.Add(1)

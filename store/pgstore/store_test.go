@@ -14,7 +14,7 @@ import (
 func TestCloseLetsACatchUpInFlightFinish(t *testing.T) {
 	s := pgtest.Need(t, srv)
 	t.Parallel()
-	b := newBlockedCatchUp(t, s, opCtx(t))
+	b := newBlockedCatchUp(t, s, opCtx(t), testTTL)
 	closed := make(chan struct{})
 	go func() {
 		_ = b.st.Close()
