@@ -26,7 +26,9 @@ import (
 // index probes on an indexed key): the boundaries are the column's
 // histogram bounds (pg_stats, after ANALYZE or autovacuum), the counts
 // pg_class.reltuples; for a table never analyzed, a TABLESAMPLE SYSTEM
-// sample of about 0.5% of its pages. A subquery Name, and other databases,
+// sample of about 0.5% of its pages. A plan of one split reads no
+// boundaries when the table was analyzed: it weighs reltuples. A subquery
+// Name, and other databases,
 // take the generic way: integer keys divide [min, max] evenly (weights by
 // width), other keys are cut at ORDER BY ... LIMIT 1 OFFSET quantiles of a
 // count(*) (which reads the key's index or table once).
@@ -44,7 +46,7 @@ func Plan[P lanes.Position](ctx context.Context, t Table, prefix string, n int) 
 	}
 	var est estimate
 	if t.Dialect == Postgres {
-		est, err = t.pgEstimate(ctx)
+		est, err = t.pgEstimate(ctx, n)
 	}
 	if err == nil && est.bounds == nil {
 		est, err = t.genericEstimate(ctx)
@@ -193,9 +195,10 @@ func splitID(prefix string, i int) coordination.SplitID {
 }
 
 // pgEstimate reads the column's histogram and the table's row estimate
-// from the catalog, or, without statistics, a TABLESAMPLE SYSTEM sample.
-// bounds nil: t.Name is no table (a subquery), use the generic way.
-func (t Table) pgEstimate(ctx context.Context) (estimate, error) {
+// from the catalog, or, without statistics, a TABLESAMPLE SYSTEM sample;
+// for n = 1 split, the row estimate alone when there is one. bounds nil:
+// t.Name is no table (a subquery), use the generic way.
+func (t Table) pgEstimate(ctx context.Context, n int) (estimate, error) {
 	var e estimate
 	var oid sql.NullInt64
 	var reltuples float64
@@ -212,6 +215,14 @@ FROM pg_class c WHERE c.oid = to_regclass($1)`, t.Name).Scan(&oid, &reltuples, &
 		if e, err = t.minMax(ctx); err != nil || e.empty {
 			return e, err
 		}
+	}
+	if n == 1 && reltuples > 0 {
+		// One split has no inner boundary: it spans the key's whole range
+		// and weighs the row estimate, which the histogram would only
+		// spread (and which a new backend's first read of pg_stats costs
+		// some milliseconds of planning at a job's start, issue #38).
+		e.bounds, e.rows = []any{}, reltuples
+		return e, nil
 	}
 	arr := map[KeyKind]string{KeyInt: "bigint[]", KeyText: "text[]", KeyUUID: "uuid[]", KeyBytes: "bytea[]"}[t.Kind]
 	// OFFSET 0 keeps the cast from running on other tables' histograms

@@ -3,9 +3,11 @@ package pgstore
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/spate-go/coordination"
@@ -146,4 +148,63 @@ func holdJobLock(t *testing.T, st, from *Store) *pgxpool.Conn {
 	}
 	t.Cleanup(func() { conn.Exec(context.Background(), st.sc.sql("SELECT pg_advisory_unlock({lock})")) }) //nolint:errcheck
 	return conn
+}
+
+// blockedCatchUp is a watch whose catch-up is in flight: blocked on a lock
+// of the job's change log until release.
+type blockedCatchUp struct {
+	st      *Store
+	w       store.Watcher
+	closed  atomic.Int32 // connections the store's pool closed
+	release func()       // lets the catch-up run
+}
+
+// newBlockedCatchUp opens a store with lease TTL ttl on a pool of the
+// test's that counts the connections it closes (and sets no statement
+// timeout), watches the durable keys with ctx, and leaves a
+// catch-up of that watch in flight (woken by a notification, waiting for
+// a lock the test holds on the change log).
+func newBlockedCatchUp(t *testing.T, s *pgtest.Server, ctx context.Context, ttl time.Duration) *blockedCatchUp {
+	t.Helper()
+	b := &blockedCatchUp{}
+	pcfg, err := pgxpool.ParseConfig(s.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.BeforeClose = func(*pgx.Conn) { b.closed.Add(1) }
+	pool, err := pgxpool.NewWithConfig(opCtx(t), pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close) // after the store's Close: cleanups run last first
+	b.st = newStore(t, s, Config{Pool: pool}, ttl)
+	mustCreate(t, b.st, store.Durable, "k", "v") // creates the schema
+	if b.w, err = b.st.Watch(ctx, store.Durable, ""); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.w.Stop)
+	nextEvent(t, b.w, 5*time.Second) // k
+	nextEvent(t, b.w, 5*time.Second) // SnapshotDone
+	locker, err := pgx.Connect(opCtx(t), s.DSN("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = locker.Close(context.Background()) })
+	tx, err := locker.Begin(opCtx(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.release = func() { _ = tx.Commit(context.Background()) }
+	t.Cleanup(b.release)
+	if _, err := tx.Exec(opCtx(t), b.st.sc.sql("LOCK TABLE {s}.changes IN ACCESS EXCLUSIVE MODE")); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, s, "SELECT pg_notify($1, '0')", b.st.sc.name)
+	waitFor(t, 10*time.Second, "the watch's catch-up to wait for the lock", func() bool {
+		var n int64
+		err := pool.QueryRow(opCtx(t), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0",
+			b.st.sc.ident+".changes c), m.pruned_upto").Scan(&n)
+		return err == nil && n == 1
+	})
+	return b
 }

@@ -32,13 +32,19 @@ type Store struct {
 	pool     *pgxpool.Pool
 	ownsPool bool
 
-	// life is cancelled by Close; it ends the listener and the sweeper.
+	// life is cancelled by Close once the statements in flight of the
+	// sweeper and the watches returned (or endGrace passed); it ends the
+	// listener and bounds those statements.
 	life   context.Context
 	cancel context.CancelFunc
-	// done is closed by Close; watches end (Err nil) when it closes.
+	// done is closed by Close first; watches end (Err nil) and the sweeper
+	// stops at their next wait.
 	done chan struct{}
 	// wg counts the listener, sweeper and watch goroutines; Close waits.
 	wg sync.WaitGroup
+	// busy counts the sweeper and watch goroutines (goBusy), whose
+	// statements in flight Close lets finish.
+	busy sync.WaitGroup
 
 	// setupSem (capacity 1) serializes the first operation's setup, which
 	// waits for it within its own context.
@@ -174,10 +180,20 @@ func (s *Store) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("job", s.cfg.Job), slog.String("dsn", RedactDSN(s.cfg.DSN)), slog.Duration("lease_ttl", s.leaseTTL))
 }
 
+// endGrace bounds how long a statement in flight of the sweeper or a watch
+// may run on once Close began, or once the watch's owner ended it, before
+// it is cancelled (one takes about a millisecond on a server that
+// answers).
+const endGrace = time.Second
+
 // Close ends every watch (their Err is nil), waits for the store's
 // goroutines and closes the pool it opened; a pool passed as Config.Pool is
-// left open for its owner to close. Later operations return Fatal "store
-// is closed". Close may be called more than once; it always returns nil.
+// left open for its owner to close. A statement the sweeper or a watch has
+// in flight is let finish, up to a second, before it is cancelled: pgx gives
+// up the connection of a cancelled statement and dials the server to cancel
+// it (a new backend's start, tens of milliseconds), and closing the pool
+// waits for that. Later operations return Fatal "store is closed". Close
+// may be called more than once; it always returns nil.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -187,12 +203,32 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.mu.Unlock()
 	close(s.done)
+	settled := make(chan struct{})
+	go func() { s.busy.Wait(); close(settled) }()
+	t := time.NewTimer(endGrace)
+	select {
+	case <-settled:
+	case <-t.C:
+	}
+	t.Stop()
 	s.cancel()
 	s.wg.Wait()
+	<-settled
 	if s.ownsPool {
 		s.pool.Close()
 	}
 	return nil
+}
+
+// goBusy runs f on a goroutine that Close waits for, and whose statement
+// in flight it lets finish (endGrace) before it cancels life. Call it
+// with mu held and the store not closed, so that Close sees it.
+func (s *Store) goBusy(f func()) {
+	s.busy.Add(1)
+	s.wg.Go(func() {
+		defer s.busy.Done()
+		f()
+	})
 }
 
 // isClosed reports whether Close was called.
@@ -254,7 +290,7 @@ func (s *Store) open(ctx context.Context) (*pgxpool.Pool, error) {
 	s.ready = true
 	if !s.cfg.ExistingOnly && !s.sweeping {
 		s.sweeping = true
-		s.wg.Go(s.sweep)
+		s.goBusy(s.sweep)
 	}
 	return pool, nil
 }

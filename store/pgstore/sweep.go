@@ -28,13 +28,14 @@ func (s *Store) sweepInterval() time.Duration { return min(s.leaseTTL/4, time.Se
 // than the retention. Any number of handles may sweep at once: the lock
 // serializes them, and a key is removed once. A full batch is followed by
 // another pass at once. A role without write privileges stops sweeping
-// with one log line.
+// with one log line. Close stops it between passes (done), or cancels the
+// pass in flight after endGrace.
 func (s *Store) sweep() {
 	tick := time.NewTicker(s.sweepInterval())
 	defer tick.Stop()
 	for pass := 1; ; pass++ {
 		select {
-		case <-s.life.Done():
+		case <-s.done:
 			return
 		case <-tick.C:
 		}

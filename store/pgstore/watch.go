@@ -75,7 +75,7 @@ func (s *Store) startWatch(ctx context.Context, ks store.Keyspace, prefix string
 		sess.leave(w)
 		return nil, errClosed()
 	}
-	s.wg.Go(func() {
+	s.goBusy(func() {
 		defer close(w.done)
 		defer sess.leave(w)
 		err := w.run(ctx, pool, sess, snap, cursor)
@@ -284,13 +284,44 @@ func (w *watcher) pause(ctx context.Context, sess *session) bool {
 }
 
 // poll reads the changes after cursor, bounded by the store's statement
-// bound so that a hung server breaks the watch.
+// bound so that a hung server breaks the watch, and by Close. The owner's
+// ctx aborts it only endGrace after it ended: the watch ends once it
+// returns. pgx gives up a connection whose statement is cancelled and
+// dials the server to cancel it, a new backend's start (tens of
+// milliseconds, which closing the pool then waits for), while a catch-up
+// takes about a millisecond; a coordinator that departs ends its watches
+// with such a catch-up often in flight.
 func (w *watcher) poll(ctx context.Context, pool *pgxpool.Pool, cursor int64) (row, []row, error) {
-	qctx, cancel := context.WithTimeout(ctx, w.s.opBound())
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.s.opBound())
 	defer cancel()
 	stop := context.AfterFunc(w.s.life, cancel)
 	defer stop()
+	defer afterGrace(ctx, cancel)()
 	return query(qctx, pool, w.s.q.poll, int16(w.ks), w.prefix, prefixBound(w.prefix), cursor, pollBatch)
+}
+
+// afterGrace calls cancel endGrace after ctx ends, unless the returned
+// stop is called first.
+func afterGrace(ctx context.Context, cancel context.CancelFunc) (stop func()) {
+	var mu sync.Mutex
+	var late *time.Timer // armed when ctx ends
+	stopped := false
+	unwatch := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			late = time.AfterFunc(endGrace, cancel)
+		}
+	})
+	return func() {
+		unwatch()
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		if late != nil {
+			late.Stop()
+		}
+	}
 }
 
 // ended reports whether the owner ended the watch.

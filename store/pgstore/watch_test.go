@@ -182,3 +182,38 @@ func TestNotifyWakesOnlyWatchesAKeyMayConcern(t *testing.T) {
 		}
 	}
 }
+
+// TestWatchEndedMidCatchUpKeepsItsConnection ends a watch (its context)
+// while a catch-up is in flight: the watch ends once the catch-up returns,
+// and the pool keeps the connection. A cancelled statement would cost it,
+// and a cancel request to the server that closing the pool waits for.
+func TestWatchEndedMidCatchUpKeepsItsConnection(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	ctx, cancel := context.WithCancel(opCtx(t))
+	b := newBlockedCatchUp(t, s, ctx, testTTL)
+	cancel()
+	b.release()
+	if err := endOf(t, b.w, 5*time.Second); err != nil {
+		t.Fatalf("the watch ended with %v, want nil (its context ended)", err)
+	}
+	if n := b.closed.Load(); n != 0 {
+		t.Fatalf("the pool closed %d connections, want 0: the watch's end aborted its catch-up", n)
+	}
+}
+
+// TestWatchEndedMidHungCatchUpEndsAfterAGrace ends a watch whose catch-up
+// hangs (a lock the test never releases): the catch-up is cancelled a
+// grace (endGrace, a second) after the owner ended the watch, not at the
+// statement bound (LeaseTTL/2, 10s here), so a departing coordinator does
+// not wait on a hung server.
+func TestWatchEndedMidHungCatchUpEndsAfterAGrace(t *testing.T) {
+	s := pgtest.Need(t, srv)
+	t.Parallel()
+	ctx, cancel := context.WithCancel(opCtx(t))
+	b := newBlockedCatchUp(t, s, ctx, 20*time.Second)
+	cancel()
+	if err := endOf(t, b.w, 5*time.Second); err != nil {
+		t.Fatalf("the watch ended with %v, want nil (its context ended)", err)
+	}
+}
