@@ -46,15 +46,13 @@ type Store struct {
 	// statements in flight Close lets finish.
 	busy sync.WaitGroup
 
-	// setupSem (capacity 1) serializes the first operation's setup, which
-	// waits for it within its own context.
-	setupSem chan struct{}
-	hub      *hub
+	hub *hub
 
 	mu       sync.Mutex
 	closed   bool
-	ready    bool // the schema is known to exist at this layout
-	sweeping bool // the sweeper runs
+	ready    bool      // the schema is known to exist at this layout
+	setting  *setupRun // the schema setup running now, if any (setup.go)
+	sweeping bool      // the sweeper runs
 }
 
 var (
@@ -78,7 +76,7 @@ func New(cfg Config, leaseTTL time.Duration) (*Store, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{cfg: cfg, leaseTTL: leaseTTL, sc: newSchema(cfg.Job), log: log, setupSem: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Store{cfg: cfg, leaseTTL: leaseTTL, sc: newSchema(cfg.Job), log: log, done: make(chan struct{})}
 	s.q = newQueries(s.sc)
 	s.hub = &hub{s: s, sem: make(chan struct{}, 1)}
 	if cfg.Pool != nil {
@@ -248,51 +246,6 @@ func (s *Store) connect(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, s.ctxErr("", err)
 	}
 	return s.pool, nil
-}
-
-// open returns the pool once the job's schema is ready; the first call
-// sets it up (and starts the sweeper unless ExistingOnly).
-func (s *Store) open(ctx context.Context) (*pgxpool.Pool, error) {
-	pool, err := s.connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	ready := s.ready
-	s.mu.Unlock()
-	if ready {
-		return pool, nil
-	}
-	select {
-	case s.setupSem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, s.ctxErr("waiting for the schema setup", ctx.Err())
-	}
-	defer func() { <-s.setupSem }()
-	s.mu.Lock()
-	ready, closed := s.ready, s.closed
-	s.mu.Unlock()
-	if closed {
-		return nil, errClosed()
-	}
-	if ready {
-		return pool, nil
-	}
-	if err := s.setup(ctx, pool); err != nil {
-		return nil, err
-	}
-	s.checkDurability(ctx, pool)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil, errClosed()
-	}
-	s.ready = true
-	if !s.cfg.ExistingOnly && !s.sweeping {
-		s.sweeping = true
-		s.goBusy(s.sweep)
-	}
-	return pool, nil
 }
 
 // opBound is the longest a statement of the store's own (a watch's
