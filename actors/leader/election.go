@@ -78,7 +78,7 @@ type election struct {
 	// itself and needs no delete to clear it (seesLeader).
 	leaderSeen time.Time
 	electing   bool   // a Create of the leader key is in flight
-	session    string // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionStarted)
+	session    string // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionChanged)
 	lastDemote time.Time
 	term       *term // nil: not leading
 }

@@ -122,7 +122,7 @@ func TestLeaderObservations(t *testing.T) {
 		{"a stale delete is ignored", func(rev uint64) any { return wire.LeaderDeleted{Rev: rev - 1} }, true},
 		{"a newer delete ends the lead", func(rev uint64) any { return wire.LeaderDeleted{Rev: rev + 1} }, false},
 		{"a synthesized delete ends the lead", func(uint64) any { return wire.LeaderDeleted{Synthesized: true} }, false},
-		{"the session's end ends the lead", func(uint64) any { return wire.SessionEnded{} }, false},
+		{"the session's end ends the lead", func(uint64) any { return wire.SessionChanged{} }, false},
 		{"a plan of a newer generation ends the lead", func(uint64) any {
 			return recordmsg.PlanObserved{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
 		}, false},

@@ -114,9 +114,11 @@ func (l *leaderActor) receive(c *actor.Context) {
 	case wire.PresenceObserved, wire.PresenceDeleted, wire.RecordDeleted,
 		recordmsg.AssignmentObserved, wire.AssignmentDeleted:
 		l.observeFleet(c, m)
-	case wire.SessionEnded:
-		l.el.orphan("session ended; stepping down")
-	case wire.SessionStarted:
+	case wire.SessionChanged: // from the lease
+		if !m.Live {
+			l.el.orphan("session ended; stepping down")
+			break
+		}
 		l.el.session = m.Nonce
 		l.tick(c)
 	case wire.VerdictReached, wire.Departing:

@@ -50,8 +50,8 @@ type (
 //
 // It tells, each at the call that sends it: Joined to the watch, the leader
 // and the split writer; HeartbeatTicked to the leader, revoke and the split
-// writer; SessionEnded to the leader and the split writer; SessionStarted
-// (the new nonce) to the leader and the split writer.
+// writer; SessionChanged (the session ended, or a new one started, with
+// its nonce) to the leader and the split writer.
 type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -217,7 +217,7 @@ func (l *leaseActor) retryMoot() {
 // a new session is announced (docs/protocol.md, "Sessions").
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
-	l.v.Tell(wire.SessionEnded{}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
+	l.v.Tell(wire.SessionChanged{}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // renewOutcome classifies a presence renewal.
@@ -412,6 +412,6 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
 	p := l.v.PIDs
-	l.v.Tell(wire.SessionStarted{Nonce: m.nonce}, p.Leader, p.SplitWriter)
+	l.v.Tell(wire.SessionChanged{Live: true, Nonce: m.nonce}, p.Leader, p.SplitWriter)
 	l.payAnswer(c)
 }

@@ -41,7 +41,7 @@ type splitWriterActor struct {
 	log *slog.Logger
 
 	fp        uint64
-	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionStarted)
+	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionChanged)
 	records   map[coordination.SplitID]worker.SplitEntry
 	reg       registry // the tenancy registry: owner (tenancy.go)
 	busy      map[coordination.SplitID]bool
@@ -109,6 +109,24 @@ func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.Record
 	}
 }
 
+// sessionChanged applies the lease's report of this worker's session
+// (docs/protocol.md, "Sessions"): at its end claims pause and every held
+// tenancy ends; a new session's nonce is the one claims write from then on.
+func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChanged) {
+	if !m.Live {
+		sw.claims.session = false
+		sw.tellHealth()
+		if sw.reg.len() > 0 {
+			sw.surrender(c, surrender{tenancies: sw.reg.list(), reason: wire.EndStarved})
+		}
+		return
+	}
+	sw.nonce = m.Nonce
+	sw.claims.sessionStarted()
+	sw.tellHealth()
+	sw.claims.step(c)
+}
+
 // receive handles every message but a run of observed split records.
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
@@ -144,17 +162,8 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.judge()
 		sw.claims.heartbeat()
 		sw.claims.step(c)
-	case wire.SessionEnded: // from the lease
-		sw.claims.session = false
-		sw.tellHealth()
-		if sw.reg.len() > 0 {
-			sw.surrender(c, surrender{tenancies: sw.reg.list(), reason: wire.EndStarved})
-		}
-	case wire.SessionStarted: // from the lease
-		sw.nonce = m.Nonce
-		sw.claims.sessionStarted()
-		sw.tellHealth()
-		sw.claims.step(c)
+	case wire.SessionChanged: // from the lease
+		sw.sessionChanged(c, m)
 	case messages.FailSplit: // from the root (the handle's, or a user's actor's)
 		sw.failSplit(c, m)
 		sw.claims.step(c)

@@ -149,7 +149,7 @@ func TestALeftoverNotAssignedIsReturned(t *testing.T) {
 }
 
 // The split writer claims for the session the lease last told it of: after
-// a new session (SessionStarted), a claim writes the new session's nonce,
+// a new session (a live SessionChanged), a claim writes the new session's nonce,
 // not the first one's (Env.Nonce).
 func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -160,8 +160,8 @@ func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
 		rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(runnable), 0)
 		_, writer, _, _ := spawnLoneSplitWriterOn(t, e, clk, st)
 		for _, m := range []any{
-			wire.SessionEnded{},
-			wire.SessionStarted{Nonce: "n2"},
+			wire.SessionChanged{},
+			wire.SessionChanged{Live: true, Nonce: "n2"},
 			wire.WatchesChanged{Live: true},
 			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
 			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: runnable, Rev: rev}}},

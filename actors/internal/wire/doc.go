@@ -48,8 +48,8 @@
 //
 // The lease actor owns the session: Joined to watch, leader and
 // splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
-// SessionEnded to leader and splitwriter (which ends every held tenancy);
-// SessionStarted, with the new session's nonce, to leader and splitwriter
+// SessionChanged to leader and splitwriter, when the session ended (the
+// split writer ends every held tenancy) or a new one started, with its nonce
 // (each keeps the nonce it was last told; the lease owns it).
 //
 // The assign actor diffs this worker's assignment record and tells the
