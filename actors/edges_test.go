@@ -31,9 +31,10 @@ import (
 // instead of two Env fields the lease and the watch wrote, added one; the
 // commit writer's EndTenancy straight to the split writer, no longer
 // relayed by the root, removed one; the lease's SessionChanged, one fact
-// of the session instead of SessionEnded and SessionStarted, removed two:
-// docs/architecture.md, "Routing").
-const maxEdges = 71
+// of the session instead of SessionEnded and SessionStarted, removed two;
+// AssignmentChanged, one message of an assignment record's put or
+// deletion, removed two: docs/architecture.md, "Routing").
+const maxEdges = 69
 
 // edge is one (message type, sender, receiver) of the routing graph.
 type edge struct{ msg, from, to string }

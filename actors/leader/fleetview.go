@@ -145,14 +145,14 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 		l.pub.changed()
 		l.tick(c)
 		return
-	case recordmsg.AssignmentObserved:
-		if old, ok := f.assigns[m.Instance]; !ok || m.Rev > old.rev {
+	case recordmsg.AssignmentChanged:
+		switch old, ok := f.assigns[m.Instance]; {
+		case m.Deleted:
+			if ok && m.Rev > old.rev {
+				f.uncacheAssign(m.Instance)
+			}
+		case !ok || m.Rev > old.rev:
 			f.cacheAssign(assignCache{inst: m.Instance, rec: m.Assignment, rev: m.Rev})
-		}
-		return
-	case wire.AssignmentDeleted:
-		if old, ok := f.assigns[m.Instance]; ok && m.Rev > old.rev {
-			f.uncacheAssign(m.Instance)
 		}
 		return
 	}

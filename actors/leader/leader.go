@@ -112,7 +112,7 @@ func (l *leaderActor) receive(c *actor.Context) {
 	case wire.PlanDeleted:
 		l.el.planDeleted()
 	case wire.PresenceObserved, wire.PresenceDeleted, wire.RecordDeleted,
-		recordmsg.AssignmentObserved, wire.AssignmentDeleted:
+		recordmsg.AssignmentChanged:
 		l.observeFleet(c, m)
 	case wire.SessionChanged: // from the lease
 		if !m.Live {

@@ -22,7 +22,7 @@ func (lr *leaderRig) observeAssignment(w string) {
 	if !ok {
 		lr.t.Fatalf("no assignment record for %s", w)
 	}
-	lr.send(recordmsg.AssignmentObserved{Instance: w, Assignment: a, Rev: rev})
+	lr.send(recordmsg.AssignmentChanged{Instance: w, Assignment: a, Rev: rev})
 }
 
 func TestLosingLeadershipMidPublishThenTheNextTermPublishes(t *testing.T) {

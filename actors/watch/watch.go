@@ -93,7 +93,7 @@ type keyspaceWatch struct {
 // own presence (PresenceChallenged) to the lease only; the leader key and the plan record
 // (LeaderObserved, LeaderDeleted, PlanObserved, PlanDeleted) to the leader,
 // PlanObserved to the split writer too; assignment records
-// (AssignmentObserved, AssignmentDeleted) to the leader, and this worker's
+// (AssignmentChanged, a put or a deletion) to the leader, and this worker's
 // own to the assign actor too; WatchesChanged to the leader and the split
 // writer (which tells the root what Healthy reports); Reconciled to the
 // leader.
@@ -551,12 +551,7 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 			w.log.Warn("unreadable assignment; ignoring it", "key", key, "err", err)
 			return
 		}
-		m := recordmsg.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev}
-		if suffix == w.v.ID { // the assign actor diffs this worker's own
-			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
-			return
-		}
-		w.observe(m, w.v.PIDs.Leader)
+		w.assignmentChanged(recordmsg.AssignmentChanged{Instance: suffix, Assignment: a, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	case protocol.KeyChallenge:
@@ -566,6 +561,17 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 	default:
 		w.log.Debug("ignoring key of unknown shape", "key", key)
 	}
+}
+
+// assignmentChanged observes a put or a deletion of an assignment record
+// to the leader, and this worker's own to the assign actor too, which
+// diffs it.
+func (w *watchActor) assignmentChanged(m recordmsg.AssignmentChanged) {
+	if m.Instance == w.v.ID {
+		w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
+		return
+	}
+	w.observe(m, w.v.PIDs.Leader)
 }
 
 func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bool) {
@@ -581,12 +587,7 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 		w.log.Error("plan record deleted outside the library", "key", key)
 		w.observe(wire.PlanDeleted{}, w.v.PIDs.Leader)
 	case protocol.KeyAssignment:
-		m := wire.AssignmentDeleted{Instance: suffix, Rev: rev}
-		if suffix == w.v.ID {
-			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
-			return
-		}
-		w.observe(m, w.v.PIDs.Leader)
+		w.assignmentChanged(recordmsg.AssignmentChanged{Instance: suffix, Rev: rev, Deleted: true})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	case protocol.KeyChallenge:

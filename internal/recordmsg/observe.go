@@ -36,9 +36,17 @@ type PlanObserved struct {
 	Rev  uint64
 }
 
-// AssignmentObserved is an assignment record put.
-type AssignmentObserved struct {
-	Instance   string
+// AssignmentChanged is a change of one worker's assignment record, as
+// one watch event or listing shows it: a put of the record, or its
+// deletion.
+type AssignmentChanged struct {
+	// Instance is the worker the record assigns splits to.
+	Instance string
+	// Assignment is the record put; zero when Deleted.
 	Assignment protocol.AssignmentRecord
-	Rev        uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied.
+	Rev uint64
+	// Deleted is true when the record was deleted.
+	Deleted bool
 }

@@ -5,7 +5,7 @@
 // graph is read out of those sends into docs/architecture.md ("Routing",
 // checked by the actors package's tests); this doc is its reading guide. The messages that carry a store
 // record itself (RecordsObserved, LeaderObserved, PlanObserved,
-// AssignmentObserved, ClaimWon) are the module's internal recordmsg package:
+// AssignmentChanged, ClaimWon) are the module's internal recordmsg package:
 // every type here has fields any program can build and read.
 //
 // # What a user's actor sends
@@ -42,8 +42,8 @@
 // its own key; PresenceChallenged to the lease, for its own key only;
 // PresenceDeleted to leader and splitwriter; LeaderObserved and
 // LeaderDeleted to the leader; PlanObserved to leader and splitwriter;
-// PlanDeleted to the leader; AssignmentObserved and AssignmentDeleted to the leader, and to
-// assign for this worker's own record; WatchesChanged to leader and
+// PlanDeleted to the leader; AssignmentChanged (a put or a deletion) to
+// the leader, and to assign for this worker's own record; WatchesChanged to leader and
 // splitwriter; Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to watch, leader and

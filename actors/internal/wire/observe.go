@@ -58,9 +58,3 @@ type LeaderDeleted struct {
 
 // PlanDeleted is a plan record deletion outside the library.
 type PlanDeleted struct{}
-
-// AssignmentDeleted is an assignment record deletion.
-type AssignmentDeleted struct {
-	Instance string
-	Rev      uint64
-}

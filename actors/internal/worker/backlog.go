@@ -93,7 +93,7 @@ func credits(msg any) int {
 		return len(m.Records)
 	case wire.RecordDeleted, wire.PresenceObserved, wire.PresenceDeleted,
 		recordmsg.LeaderObserved, wire.LeaderDeleted, recordmsg.PlanObserved, wire.PlanDeleted,
-		recordmsg.AssignmentObserved, wire.AssignmentDeleted, wire.WatchesChanged, wire.Reconciled:
+		recordmsg.AssignmentChanged, wire.WatchesChanged, wire.Reconciled:
 		return 1
 	}
 	return 0
