@@ -33,8 +33,9 @@ import (
 // relayed by the root, removed one; the lease's SessionChanged, one fact
 // of the session instead of SessionEnded and SessionStarted, removed two;
 // AssignmentChanged, one message of an assignment record's put or
-// deletion, removed two: docs/architecture.md, "Routing").
-const maxEdges = 69
+// deletion, removed two; LeaderChanged, one message of the leader key's
+// put or deletion, removed one: docs/architecture.md, "Routing").
+const maxEdges = 68
 
 // edge is one (message type, sender, receiver) of the routing graph.
 type edge struct{ msg, from, to string }

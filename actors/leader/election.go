@@ -323,7 +323,7 @@ func (e *election) retried(m leaderRetryDue) {
 }
 
 // sighted takes a watched or listed put of the leader key.
-func (e *election) sighted(m recordmsg.LeaderObserved) {
+func (e *election) sighted(m recordmsg.LeaderChanged) {
 	e.sawLeader()
 	t := e.term
 	if t == nil {
@@ -341,7 +341,7 @@ func (e *election) sighted(m recordmsg.LeaderObserved) {
 }
 
 // deleted takes a watched or listed delete of the leader key.
-func (e *election) deleted(m wire.LeaderDeleted) {
+func (e *election) deleted(m recordmsg.LeaderChanged) {
 	e.leaderSeen = time.Time{}
 	if t := e.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
 		e.orphan("leader lease expired; stepping down")

@@ -102,9 +102,11 @@ func (l *leaderActor) receive(c *actor.Context) {
 		l.tick(c)
 	case wire.HeartbeatTicked:
 		l.heartbeat(c)
-	case recordmsg.LeaderObserved:
-		l.el.sighted(m)
-	case wire.LeaderDeleted:
+	case recordmsg.LeaderChanged:
+		if !m.Deleted {
+			l.el.sighted(m)
+			break
+		}
 		l.el.deleted(m)
 		l.tick(c)
 	case recordmsg.PlanObserved:

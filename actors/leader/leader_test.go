@@ -432,7 +432,7 @@ func (lr *leaderRig) takeOver() {
 	if err != nil || !ok {
 		lr.t.Fatalf("create w2's leader key: %v %v", ok, err)
 	}
-	lr.send(recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2", Generation: 2}, Rev: uint64(nrev)})
+	lr.send(recordmsg.LeaderChanged{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2", Generation: 2}, Rev: uint64(nrev)})
 }
 
 // reasonHas reports whether err is set and its reason contains s.

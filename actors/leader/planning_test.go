@@ -10,6 +10,7 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -178,7 +179,7 @@ func TestARunDueForANewTermStartsWhenTheStaleRunEnds(t *testing.T) {
 		lr.goLive()
 		lr.mustLead(1)
 		lr.deleteLeaderKey()
-		lr.send(wire.LeaderDeleted{Synthesized: true})
+		lr.send(recordmsg.LeaderChanged{Deleted: true, Synthesized: true})
 		if lr.leading() {
 			t.Fatal("still leading after the key was deleted")
 		}

@@ -40,7 +40,7 @@ func TestLosingLeadershipMidPublishThenTheNextTermPublishes(t *testing.T) {
 		}
 		lr.observeSplits()
 		lr.deleteLeaderKey()
-		lr.send(wire.LeaderDeleted{Synthesized: true})
+		lr.send(recordmsg.LeaderChanged{Deleted: true, Synthesized: true})
 		lr.beat()
 		lr.mustLead(2)
 		a, _, _ := lr.assignment("w1")

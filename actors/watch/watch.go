@@ -91,7 +91,7 @@ type keyspaceWatch struct {
 // PresenceDeleted) to the leader and the split writer, and this worker's
 // own PresenceObserved to the lease too, and a challenge of this worker's
 // own presence (PresenceChallenged) to the lease only; the leader key and the plan record
-// (LeaderObserved, LeaderDeleted, PlanObserved, PlanDeleted) to the leader,
+// (LeaderChanged, PlanObserved, PlanDeleted) to the leader,
 // PlanObserved to the split writer too; assignment records
 // (AssignmentChanged, a put or a deletion) to the leader, and this worker's
 // own to the assign actor too; WatchesChanged to the leader and the split
@@ -533,7 +533,7 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 			w.v.FatalIf(err)
 			return
 		}
-		w.observe(recordmsg.LeaderObserved{Leader: l, Rev: rev}, w.v.PIDs.Leader)
+		w.observe(recordmsg.LeaderChanged{Leader: l, Rev: rev}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:
 		pl, err := protocol.DecodePlan(key, val)
 		if err != nil {
@@ -582,7 +582,7 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 	case protocol.KeyPresence:
 		w.observe(wire.PresenceDeleted{Instance: suffix, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyLeaderValue:
-		w.observe(wire.LeaderDeleted{Rev: rev, Synthesized: synth}, w.v.PIDs.Leader)
+		w.observe(recordmsg.LeaderChanged{Rev: rev, Deleted: true, Synthesized: synth}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:
 		w.log.Error("plan record deleted outside the library", "key", key)
 		w.observe(wire.PlanDeleted{}, w.v.PIDs.Leader)

@@ -24,10 +24,19 @@ type RecordsObserved struct {
 	Records []RecordObserved
 }
 
-// LeaderObserved is a leader value put.
-type LeaderObserved struct {
+// LeaderChanged is a change of the leader key, as one watch event or
+// listing shows it: a put of the leader value, or its deletion or expiry.
+type LeaderChanged struct {
+	// Leader is the value put; zero when Deleted.
 	Leader protocol.LeaderRecord
-	Rev    uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied (Synthesized).
+	Rev uint64
+	// Deleted is true when the key was deleted or expired.
+	Deleted bool
+	// Synthesized is true for a deletion a snapshot or a listing implied
+	// (the key absent from it), not one a watch event showed.
+	Synthesized bool
 }
 
 // PlanObserved is a plan record put (fingerprint already checked).

@@ -50,11 +50,5 @@ type PresenceDeleted struct {
 	Rev      uint64
 }
 
-// LeaderDeleted is a leader value deletion or expiry.
-type LeaderDeleted struct {
-	Rev         uint64
-	Synthesized bool
-}
-
 // PlanDeleted is a plan record deletion outside the library.
 type PlanDeleted struct{}
