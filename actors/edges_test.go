@@ -34,8 +34,9 @@ import (
 // of the session instead of SessionEnded and SessionStarted, removed two;
 // AssignmentChanged, one message of an assignment record's put or
 // deletion, removed two; LeaderChanged, one message of the leader key's
-// put or deletion, removed one: docs/architecture.md, "Routing").
-const maxEdges = 68
+// put or deletion, removed one; PlanChanged, one message of the plan
+// record's put or deletion, removed one: docs/architecture.md, "Routing").
+const maxEdges = 67
 
 // edge is one (message type, sender, receiver) of the routing graph.
 type edge struct{ msg, from, to string }

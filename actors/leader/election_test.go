@@ -124,7 +124,7 @@ func TestLeaderObservations(t *testing.T) {
 		{"a synthesized delete ends the lead", func(uint64) any { return recordmsg.LeaderChanged{Deleted: true, Synthesized: true} }, false},
 		{"the session's end ends the lead", func(uint64) any { return wire.SessionChanged{} }, false},
 		{"a plan of a newer generation ends the lead", func(uint64) any {
-			return recordmsg.PlanObserved{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
+			return recordmsg.PlanChanged{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
 		}, false},
 		{"our own key is nothing new", func(rev uint64) any {
 			return recordmsg.LeaderChanged{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev}

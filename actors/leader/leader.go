@@ -109,10 +109,12 @@ func (l *leaderActor) receive(c *actor.Context) {
 		}
 		l.el.deleted(m)
 		l.tick(c)
-	case recordmsg.PlanObserved:
+	case recordmsg.PlanChanged:
+		if m.Deleted {
+			l.el.planDeleted()
+			break
+		}
 		l.adoptPlan(c, m.Plan, m.Rev)
-	case wire.PlanDeleted:
-		l.el.planDeleted()
 	case wire.PresenceObserved, wire.PresenceDeleted, wire.RecordDeleted,
 		recordmsg.AssignmentChanged:
 		l.observeFleet(c, m)

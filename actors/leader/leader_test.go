@@ -221,7 +221,7 @@ func (lr *leaderRig) send(msgs ...any) {
 // goLive plays the watch coming up: the plan record, w1's presence, live.
 func (lr *leaderRig) goLive() {
 	pl := lr.plan()
-	lr.send(recordmsg.PlanObserved{Plan: pl, Rev: lr.planRev},
+	lr.send(recordmsg.PlanChanged{Plan: pl, Rev: lr.planRev},
 		wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
 		wire.WatchesChanged{Live: true})
 }

@@ -140,9 +140,11 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 	case wire.RecordDeleted: // from the watch
 		sw.deleted(m.Split)
 		sw.claims.step(c)
-	case recordmsg.PlanObserved: // from the watch
-		sw.plan, sw.hasPlan = m.Plan, true
-		sw.judge()
+	case recordmsg.PlanChanged: // from the watch: puts only (a deletion goes to the leader)
+		if !m.Deleted {
+			sw.plan, sw.hasPlan = m.Plan, true
+			sw.judge()
+		}
 	case wire.PresenceObserved: // from the watch
 		sw.claims.presence(m.Instance, m.Nonce)
 		sw.claims.step(c)

@@ -91,8 +91,8 @@ type keyspaceWatch struct {
 // PresenceDeleted) to the leader and the split writer, and this worker's
 // own PresenceObserved to the lease too, and a challenge of this worker's
 // own presence (PresenceChallenged) to the lease only; the leader key and the plan record
-// (LeaderChanged, PlanObserved, PlanDeleted) to the leader,
-// PlanObserved to the split writer too; assignment records
+// (LeaderChanged, PlanChanged) to the leader, a put of the plan
+// (PlanChanged) to the split writer too; assignment records
 // (AssignmentChanged, a put or a deletion) to the leader, and this worker's
 // own to the assign actor too; WatchesChanged to the leader and the split
 // writer (which tells the root what Healthy reports); Reconciled to the
@@ -544,7 +544,7 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 			w.v.FatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
 			return
 		}
-		w.observe(recordmsg.PlanObserved{Plan: pl, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
+		w.observe(recordmsg.PlanChanged{Plan: pl, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyAssignment:
 		a, err := protocol.DecodeAssignment(key, val)
 		if err != nil {
@@ -585,7 +585,7 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 		w.observe(recordmsg.LeaderChanged{Rev: rev, Deleted: true, Synthesized: synth}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:
 		w.log.Error("plan record deleted outside the library", "key", key)
-		w.observe(wire.PlanDeleted{}, w.v.PIDs.Leader)
+		w.observe(recordmsg.PlanChanged{Rev: rev, Deleted: true}, w.v.PIDs.Leader)
 	case protocol.KeyAssignment:
 		w.assignmentChanged(recordmsg.AssignmentChanged{Instance: suffix, Rev: rev, Deleted: true})
 	case protocol.KeyProbe:

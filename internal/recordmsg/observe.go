@@ -39,10 +39,17 @@ type LeaderChanged struct {
 	Synthesized bool
 }
 
-// PlanObserved is a plan record put (fingerprint already checked).
-type PlanObserved struct {
+// PlanChanged is a change of the plan record, as one watch event or
+// listing shows it: a put (its fingerprint already checked), or its
+// deletion, which only code outside the library makes.
+type PlanChanged struct {
+	// Plan is the record put; zero when Deleted.
 	Plan protocol.PlanRecord
-	Rev  uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied.
+	Rev uint64
+	// Deleted is true when the record was deleted.
+	Deleted bool
 }
 
 // AssignmentChanged is a change of one worker's assignment record, as

@@ -4,7 +4,7 @@
 // tells, and beside each case of its receive switch, who sends it; the
 // graph is read out of those sends into docs/architecture.md ("Routing",
 // checked by the actors package's tests); this doc is its reading guide. The messages that carry a store
-// record itself (RecordsObserved, LeaderChanged, PlanObserved,
+// record itself (RecordsObserved, LeaderChanged, PlanChanged,
 // AssignmentChanged, ClaimWon) are the module's internal recordmsg package:
 // every type here has fields any program can build and read.
 //
@@ -41,8 +41,8 @@
 // leader; PresenceObserved to leader and splitwriter, and to the lease for
 // its own key; PresenceChallenged to the lease, for its own key only;
 // PresenceDeleted to leader and splitwriter; LeaderChanged (a put or a
-// deletion) to the leader; PlanObserved to leader and splitwriter;
-// PlanDeleted to the leader; AssignmentChanged (a put or a deletion) to
+// deletion) to the leader; PlanChanged to leader and splitwriter, a
+// deletion to the leader only; AssignmentChanged (a put or a deletion) to
 // the leader, and to assign for this worker's own record; WatchesChanged to leader and
 // splitwriter; Reconciled to the leader.
 //

@@ -49,6 +49,3 @@ type PresenceDeleted struct {
 	Instance string
 	Rev      uint64
 }
-
-// PlanDeleted is a plan record deletion outside the library.
-type PlanDeleted struct{}

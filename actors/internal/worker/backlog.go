@@ -92,7 +92,7 @@ func credits(msg any) int {
 	case recordmsg.RecordsObserved:
 		return len(m.Records)
 	case wire.RecordDeleted, wire.PresenceObserved, wire.PresenceDeleted,
-		recordmsg.LeaderChanged, recordmsg.PlanObserved, wire.PlanDeleted,
+		recordmsg.LeaderChanged, recordmsg.PlanChanged,
 		recordmsg.AssignmentChanged, wire.WatchesChanged, wire.Reconciled:
 		return 1
 	}
