@@ -35,8 +35,10 @@ import (
 // AssignmentChanged, one message of an assignment record's put or
 // deletion, removed two; LeaderChanged, one message of the leader key's
 // put or deletion, removed one; PlanChanged, one message of the plan
-// record's put or deletion, removed one: docs/architecture.md, "Routing").
-const maxEdges = 67
+// record's put or deletion, removed one; PresenceChanged, one message of a
+// presence's put or deletion, removed two: docs/architecture.md,
+// "Routing").
+const maxEdges = 65
 
 // edge is one (message type, sender, receiver) of the routing graph.
 type edge struct{ msg, from, to string }

@@ -30,7 +30,7 @@ func (lr *leaderRig) held(owner, nonce string, epoch, weight uint64, parent coor
 // estimates plays the watch delivering w1's presence carrying es.
 func (lr *leaderRig) estimates(es ...wire.Estimate) {
 	lr.revs++
-	lr.send(wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 100 + lr.revs, Remaining: es})
+	lr.send(wire.PresenceChanged{Instance: "w1", Nonce: "nonce-w1", Rev: 100 + lr.revs, Remaining: es})
 }
 
 // cutRig is a leader rig of w1 (MaxInFlight lanes, CutInterval interval)
@@ -481,7 +481,7 @@ func pinnedOnW1(t *testing.T) *leaderRig {
 	lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 9}, wire.Estimate{Split: "b", Epoch: 1, Remaining: 8},
 		wire.Estimate{Split: "c", Epoch: 1, Remaining: 7})
 	lr.revs++
-	lr.send(wire.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
+	lr.send(wire.PresenceChanged{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
 	lr.beat()
 	return lr
 }
@@ -556,7 +556,7 @@ func TestAPresenceThatNeverClaimsDoesNotShredASplit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := cutRig(t, 4, time.Second) // w1 holds a and b: two free lanes
 		lr.revs++
-		lr.send(wire.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
+		lr.send(wire.PresenceChanged{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
 		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1_000_000})
 		lr.beat()
 		lr.beat()

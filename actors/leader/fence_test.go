@@ -21,7 +21,7 @@ func TestFenceRebasesOnAConcurrentPlanWrite(t *testing.T) {
 		seenRev := lr.planRev
 		lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.PlannerState = []byte(`"cursor"`) })
 		lr.send(recordmsg.PlanChanged{Plan: seen, Rev: seenRev}, // the watch lags: the leader fences from a stale base
-			wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
+			wire.PresenceChanged{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
 			wire.WatchesChanged{Live: true})
 		lr.mustLead(1)
 		if got := string(p.last().PlannerState); got != `"cursor"` {

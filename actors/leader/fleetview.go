@@ -100,44 +100,14 @@ func newFleetView(startupGrace time.Duration) fleetView {
 func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	f, now := &l.view, l.v.Clock.Now()
 	switch m := msg.(type) {
-	case wire.PresenceObserved:
-		old, ok := f.members[m.Instance]
-		if !ok && m.Instance != l.v.ID {
-			l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
-		}
-		if !ok || old != m.MaxInFlight || !sameReported(f.estimates[m.Instance], m.Remaining) {
-			// A new member, a new budget, or a change of the splits it
-			// reports estimates of, which pins them (pinReported): a split
-			// whose pin ended is balanced at once, not at the next
-			// unrelated change.
-			l.pub.changed()
-		}
-		if f.sessions[m.Instance] != m.Nonce {
-			delete(f.claims, m.Instance) // a new session starts in good standing
-		}
-		f.members[m.Instance] = m.MaxInFlight
-		f.sessions[m.Instance] = m.Nonce
-		f.observeEstimates(m.Instance, m.Remaining, now)
-		f.grace.Join(m.Instance, now)
-		delete(f.departedAt, m.Instance)
-	case wire.PresenceDeleted:
-		if _, ok := f.members[m.Instance]; !ok {
-			return
-		}
-		delete(f.members, m.Instance)
-		delete(f.sessions, m.Instance)
-		delete(f.estimates, m.Instance)
-		delete(f.estimatedAt, m.Instance)
-		delete(f.claimed, m.Instance)
-		delete(f.claims, m.Instance)
-		f.grace.Leave(m.Instance)
-		if m.Instance != l.v.ID {
-			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
-			if _, ok := f.departedAt[m.Instance]; !ok && l.v.Config.RebalanceDelay > 0 {
-				f.departedAt[m.Instance] = now
+	case wire.PresenceChanged:
+		if m.Deleted {
+			if !l.memberLeft(m.Instance, now) {
+				return
 			}
+			break
 		}
-		l.pub.changed()
+		l.memberSeen(m, now)
 	case wire.RecordDeleted:
 		delete(f.records, m.Split)
 		delete(f.residualHeldAt, m.Split)
@@ -158,6 +128,54 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	}
 	l.gauges()
 	l.tick(c)
+}
+
+// memberSeen folds a put of a member's presence into the view.
+func (l *leaderActor) memberSeen(m wire.PresenceChanged, now time.Time) {
+	f := &l.view
+	old, ok := f.members[m.Instance]
+	if !ok && m.Instance != l.v.ID {
+		l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
+	}
+	if !ok || old != m.MaxInFlight || !sameReported(f.estimates[m.Instance], m.Remaining) {
+		// A new member, a new budget, or a change of the splits it
+		// reports estimates of, which pins them (pinReported): a split
+		// whose pin ended is balanced at once, not at the next
+		// unrelated change.
+		l.pub.changed()
+	}
+	if f.sessions[m.Instance] != m.Nonce {
+		delete(f.claims, m.Instance) // a new session starts in good standing
+	}
+	f.members[m.Instance] = m.MaxInFlight
+	f.sessions[m.Instance] = m.Nonce
+	f.observeEstimates(m.Instance, m.Remaining, now)
+	f.grace.Join(m.Instance, now)
+	delete(f.departedAt, m.Instance)
+}
+
+// memberLeft folds the deletion of inst's presence into the view; false
+// when inst was no member.
+func (l *leaderActor) memberLeft(inst string, now time.Time) bool {
+	f := &l.view
+	if _, ok := f.members[inst]; !ok {
+		return false
+	}
+	delete(f.members, inst)
+	delete(f.sessions, inst)
+	delete(f.estimates, inst)
+	delete(f.estimatedAt, inst)
+	delete(f.claimed, inst)
+	delete(f.claims, inst)
+	f.grace.Leave(inst)
+	if inst != l.v.ID {
+		l.log.Info("peer left", "peer", inst, "live", len(f.members))
+		if _, ok := f.departedAt[inst]; !ok && l.v.Config.RebalanceDelay > 0 {
+			f.departedAt[inst] = now
+		}
+	}
+	l.pub.changed()
+	return true
 }
 
 // recordsObserved folds a run of split record puts into the view, and

@@ -115,7 +115,7 @@ func (l *leaderActor) receive(c *actor.Context) {
 			break
 		}
 		l.adoptPlan(c, m.Plan, m.Rev)
-	case wire.PresenceObserved, wire.PresenceDeleted, wire.RecordDeleted,
+	case wire.PresenceChanged, wire.RecordDeleted,
 		recordmsg.AssignmentChanged:
 		l.observeFleet(c, m)
 	case wire.SessionChanged: // from the lease

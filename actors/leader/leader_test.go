@@ -222,7 +222,7 @@ func (lr *leaderRig) send(msgs ...any) {
 func (lr *leaderRig) goLive() {
 	pl := lr.plan()
 	lr.send(recordmsg.PlanChanged{Plan: pl, Rev: lr.planRev},
-		wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
+		wire.PresenceChanged{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
 		wire.WatchesChanged{Live: true})
 }
 

@@ -230,7 +230,7 @@ func TestARenewalDuringSeedingPublishesNothing(t *testing.T) {
 		}
 		before := writes()
 		lr.clk.Add(lr.v.Config.LeaseDuration / 3)
-		lr.send(wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 2}) // a renewal
+		lr.send(wire.PresenceChanged{Instance: "w1", Nonce: "nonce-w1", Rev: 2}) // a renewal
 		if n := writes() - before; n != 0 {
 			t.Fatalf("%d assignment writes after a renewal while seeding, want 0", n)
 		}

@@ -26,7 +26,7 @@ func TestSplitsLeftUnclaimedMoveOffTheirMember(t *testing.T) {
 		lr.mustLead(1)
 		lr.observeSplits()
 		lr.revs++
-		lr.send(wire.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
+		lr.send(wire.PresenceChanged{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
 		lr.held("w1", "nonce-w1", 1, 1, "", "a", "b") // w1's two lanes are full
 		names := func(w string) []coordination.SplitID {
 			a, _, _ := lr.assignment(w)

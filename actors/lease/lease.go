@@ -120,8 +120,8 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		}
 	case presenceRenewed:
 		l.renewed(c, m)
-	case wire.PresenceObserved: // from the watch: this worker's own
-		if m.Instance == l.v.ID {
+	case wire.PresenceChanged: // from the watch: puts of this worker's own
+		if m.Instance == l.v.ID && !m.Deleted {
 			l.observed(m)
 		}
 	case wire.PresenceChallenged: // from the watch
@@ -325,7 +325,7 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 // Another session's nonce there is a live twin that took the key over
 // since this session's last known write: Fatal at once, rather than at the
 // next renewal, so the twins never both act on the split records.
-func (l *leaseActor) observed(m wire.PresenceObserved) {
+func (l *leaseActor) observed(m wire.PresenceChanged) {
 	if l.lapsed || l.departed.Load() || m.Rev <= l.presenceRev {
 		return
 	}

@@ -145,11 +145,12 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 			sw.plan, sw.hasPlan = m.Plan, true
 			sw.judge()
 		}
-	case wire.PresenceObserved: // from the watch
-		sw.claims.presence(m.Instance, m.Nonce)
-		sw.claims.step(c)
-	case wire.PresenceDeleted: // from the watch
-		sw.claims.presence(m.Instance, "")
+	case wire.PresenceChanged: // from the watch
+		nonce := m.Nonce
+		if m.Deleted {
+			nonce = "" // the member left
+		}
+		sw.claims.presence(m.Instance, nonce)
 		sw.claims.step(c)
 	case wire.AssignedSetChanged: // from assign
 		sw.claims.assignment(m)

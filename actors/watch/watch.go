@@ -87,9 +87,9 @@ type keyspaceWatch struct {
 //
 // It takes JobStarted (root) and Joined (lease). It tells, each at the call
 // that sends it: split records (RecordsObserved, RecordDeleted) to the
-// split writer and the leader; presences (PresenceObserved,
-// PresenceDeleted) to the leader and the split writer, and this worker's
-// own PresenceObserved to the lease too, and a challenge of this worker's
+// split writer and the leader; presences (PresenceChanged, a put or a
+// deletion) to the leader and the split writer, and a put of this worker's
+// own to the lease too, and a challenge of this worker's
 // own presence (PresenceChallenged) to the lease only; the leader key and the plan record
 // (LeaderChanged, PlanChanged) to the leader, a put of the plan
 // (PlanChanged) to the split writer too; assignment records
@@ -521,7 +521,7 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 		for _, e := range pr.Remaining {
 			remaining = append(remaining, wire.Estimate{Split: e.Split, Epoch: e.Epoch, Remaining: e.Remaining})
 		}
-		m := wire.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining}
+		m := wire.PresenceChanged{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining}
 		if suffix == w.v.ID { // the lease confirms its landed renewals
 			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.SplitWriter, w.v.PIDs.Lease)
 			return
@@ -580,7 +580,7 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 	case protocol.KeySplitRecord:
 		w.observe(wire.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 	case protocol.KeyPresence:
-		w.observe(wire.PresenceDeleted{Instance: suffix, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
+		w.observe(wire.PresenceChanged{Instance: suffix, Rev: rev, Deleted: true}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyLeaderValue:
 		w.observe(recordmsg.LeaderChanged{Rev: rev, Deleted: true, Synthesized: synth}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:

@@ -38,9 +38,9 @@
 //
 // The watch actor turns watched and listed keys into observations:
 // RecordsObserved and RecordDeleted (split records) to splitwriter and
-// leader; PresenceObserved to leader and splitwriter, and to the lease for
-// its own key; PresenceChallenged to the lease, for its own key only;
-// PresenceDeleted to leader and splitwriter; LeaderChanged (a put or a
+// leader; PresenceChanged (a put or a deletion) to leader and splitwriter,
+// and a put of its own key to the lease too; PresenceChallenged to the
+// lease, for its own key only; LeaderChanged (a put or a
 // deletion) to the leader; PlanChanged to leader and splitwriter, a
 // deletion to the leader only; AssignmentChanged (a put or a deletion) to
 // the leader, and to assign for this worker's own record; WatchesChanged to leader and

@@ -91,7 +91,7 @@ func credits(msg any) int {
 		return m.Events()
 	case recordmsg.RecordsObserved:
 		return len(m.Records)
-	case wire.RecordDeleted, wire.PresenceObserved, wire.PresenceDeleted,
+	case wire.RecordDeleted, wire.PresenceChanged,
 		recordmsg.LeaderChanged, recordmsg.PlanChanged,
 		recordmsg.AssignmentChanged, wire.WatchesChanged, wire.Reconciled:
 		return 1
