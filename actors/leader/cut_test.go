@@ -17,12 +17,12 @@ import (
 // held plays the watch delivering split records of splits runnable at
 // epoch, owned by owner in session nonce ("" for none), with parent.
 func (lr *leaderRig) held(owner, nonce string, epoch, weight uint64, parent coordination.SplitID, ids ...coordination.SplitID) {
-	var run recordmsg.RecordsObserved
+	var run recordmsg.RecordsChanged
 	for _, id := range ids {
 		rec := protocol.SplitRecord{ID: id, FP: protocol.Fingerprint("job:v1"), Weight: weight, Epoch: epoch, Status: protocol.StatusRunnable,
 			Owner: owner, Nonce: nonce, Parent: parent}
 		lr.revs++
-		run.Records = append(run.Records, recordmsg.RecordObserved{Split: id, Record: rec, Rev: 100 + lr.revs})
+		run.Records = append(run.Records, recordmsg.RecordChanged{Split: id, Record: rec, Rev: 100 + lr.revs})
 	}
 	lr.send(run)
 }
@@ -343,7 +343,7 @@ func TestACompletedSplitMakesTheCutterEvaluateAtOnce(t *testing.T) {
 		lr.clk.Add(interval / 4)
 		lr.revs++
 		done := protocol.SplitRecord{ID: "b", FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Status: protocol.StatusCompleted, Owner: "w1", Nonce: "nonce-w1"}
-		lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "b", Record: done, Rev: 100 + lr.revs}}})
+		lr.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "b", Record: done, Rev: 100 + lr.revs}}})
 		if a, _, _ := lr.assignment("w1"); len(a.Cuts) != 1 || a.Cuts[0].Split != "a" {
 			t.Fatalf("assignment %+v once b completed, want a's request without a heartbeat", a)
 		}
@@ -368,7 +368,7 @@ func TestALaneFreedSoonAfterAnEvaluationIsCutForAQuarterLater(t *testing.T) {
 		complete := func(id coordination.SplitID) {
 			lr.revs++
 			done := protocol.SplitRecord{ID: id, FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Status: protocol.StatusCompleted, Owner: "w1", Nonce: "nonce-w1"}
-			lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: id, Record: done, Rev: 100 + lr.revs}}})
+			lr.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: id, Record: done, Rev: 100 + lr.revs}}})
 		}
 		lr.clk.Add(interval / 4) // past the quarter after the evaluation the bound of leading armed
 		complete("c")            // one lane idles: a, the largest, is asked at once

@@ -108,13 +108,6 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 			break
 		}
 		l.memberSeen(m, now)
-	case wire.RecordDeleted:
-		delete(f.records, m.Split)
-		delete(f.residualHeldAt, m.Split)
-		f.grace.Release(m.Split)
-		l.pub.changed()
-		l.tick(c)
-		return
 	case recordmsg.AssignmentChanged:
 		switch old, ok := f.assigns[m.Instance]; {
 		case m.Deleted:
@@ -178,14 +171,19 @@ func (l *leaderActor) memberLeft(inst string, now time.Time) bool {
 	return true
 }
 
-// recordsObserved folds a run of split record puts into the view, and
-// ticks once if any of them changed an input of the assignment. It is the
-// hot message, handled apart from observeFleet's larger frame (see
-// Receive).
-func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObserved) {
+// recordsChanged folds a run of split record changes into the view, and
+// ticks once if any of them changed an input of the assignment (a
+// deletion always does). It is the hot message, handled apart from
+// observeFleet's larger frame (see Receive).
+func (l *leaderActor) recordsChanged(c *actor.Context, m recordmsg.RecordsChanged) {
 	now := l.v.Clock.Now()
 	tick, soon := false, false
 	for i := range m.Records {
+		if r := &m.Records[i]; r.Deleted {
+			l.recordDeleted(r.Split)
+			tick = true
+			continue
+		}
 		t, cut := l.recordObserved(&m.Records[i], now)
 		tick, soon = tick || t, soon || cut
 	}
@@ -197,6 +195,15 @@ func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObser
 	}
 }
 
+// recordDeleted drops a deleted split record from the view.
+func (l *leaderActor) recordDeleted(id coordination.SplitID) {
+	f := &l.view
+	delete(f.records, id)
+	delete(f.residualHeldAt, id)
+	f.grace.Release(id)
+	l.pub.changed()
+}
+
 // recordObserved folds a split record put into the view and reports
 // whether the leader should tick, and whether the cutter should evaluate
 // soon: a split completed (a lane freed, it may idle now) or a residual was
@@ -205,7 +212,7 @@ func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObser
 // (or its end) instead of making the assignment dirty, so that no other
 // trigger (a presence renewal) publishes it in between: seeding n splits
 // costs O(log n) evaluations, not one per trigger.
-func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time) (tick, cutSoon bool) {
+func (l *leaderActor) recordObserved(m *recordmsg.RecordChanged, now time.Time) (tick, cutSoon bool) {
 	f := &l.view
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true,

@@ -68,19 +68,19 @@ func New(v *worker.Env) actor.Producer {
 	}
 }
 
-// Receive handles one message. A run of split record puts, the hot
+// Receive handles one message. A run of split record changes, the hot
 // message, is handled apart from the rest: hollywood runs each burst of an
 // idle actor's inbox on a fresh goroutine, whose stack is copied whenever
 // the path's frames outgrow it.
 func (l *leaderActor) Receive(c *actor.Context) {
-	if m, ok := c.Message().(recordmsg.RecordsObserved); ok {
-		l.recordsObserved(c, m)
+	if m, ok := c.Message().(recordmsg.RecordsChanged); ok {
+		l.recordsChanged(c, m)
 		return
 	}
 	l.receive(c)
 }
 
-// receive handles every message but a run of split record puts.
+// receive handles every message but a run of split record changes.
 func (l *leaderActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
@@ -115,7 +115,7 @@ func (l *leaderActor) receive(c *actor.Context) {
 			break
 		}
 		l.adoptPlan(c, m.Plan, m.Rev)
-	case wire.PresenceChanged, wire.RecordDeleted,
+	case wire.PresenceChanged,
 		recordmsg.AssignmentChanged:
 		l.observeFleet(c, m)
 	case wire.SessionChanged: // from the lease

@@ -299,13 +299,13 @@ func (lr *leaderRig) observeSplits() {
 		lr.t.Fatal(err)
 	}
 	fp := protocol.Fingerprint("job:v1")
-	var run recordmsg.RecordsObserved
+	var run recordmsg.RecordsChanged
 	for _, e := range es {
 		rec, err := protocol.DecodeSplit(e.Key, e.Value, fp)
 		if err != nil {
 			lr.t.Fatal(err)
 		}
-		run.Records = append(run.Records, recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: uint64(e.Revision)})
+		run.Records = append(run.Records, recordmsg.RecordChanged{Split: rec.ID, Record: rec, Rev: uint64(e.Revision)})
 	}
 	lr.send(run)
 }

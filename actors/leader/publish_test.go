@@ -220,7 +220,7 @@ func TestTheStartupHoldKeepsBackOnlyWhatNoLiveMemberOwns(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := newLeaderRig(t, workertest.FinalPlan("a", "b"), withGrace)
 				rec := protocol.SplitRecord{ID: "a", FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Owner: "w1", Nonce: tt.nonce}
-				lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: rec, Rev: 1}}})
+				lr.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: rec, Rev: 1}}})
 				lr.goLive()
 				lr.mustLead(1)
 				lr.observeSplits()

@@ -48,7 +48,7 @@ func TestSplitsLeftUnclaimedMoveOffTheirMember(t *testing.T) {
 			t.Fatalf("w1's assignment %v, want [a b]: a member that claims loses nothing to the rule", got)
 		}
 		lr.revs++ // w1 completes a: its lane takes c
-		lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Rev: 100 + lr.revs, Record: protocol.SplitRecord{ID: "a",
+		lr.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Rev: 100 + lr.revs, Record: protocol.SplitRecord{ID: "a",
 			FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Status: protocol.StatusCompleted, Owner: "w1", Nonce: "nonce-w1"}}}})
 		if got := names("w1"); !slices.Equal(got, []coordination.SplitID{"b", "c"}) {
 			t.Fatalf("w1's assignment %v once a completed, want [b c]", got)

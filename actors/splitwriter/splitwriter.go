@@ -29,7 +29,7 @@ type handBackBatch struct {
 // maybe-landed writes, drops splits whose records moved away, and takes
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
 // It owns the tenancy registry (tenancy.go): a won claim starts a tenancy
-// in the same step, and every end is applied here. Its RecordsObserved come
+// in the same step, and every end is applied here. Its RecordsChanged come
 // from the watch. It tells the root ClaimWon, TenanciesEnded,
 // RevocationRequested (sent on from revoke), BeginSubscription,
 // SplitQuarantined and VerdictReached; revoke FollowAssignment,
@@ -84,24 +84,30 @@ func New(v *worker.Env) actor.Producer {
 	}
 }
 
-// Receive handles one message. A run of observed split records, the hot
+// Receive handles one message. A run of split record changes, the hot
 // message, is handled apart from the rest, whose switch has a large frame:
 // hollywood runs each burst of an idle actor's inbox on a fresh goroutine,
 // whose stack is copied whenever the path's frames outgrow it.
 func (sw *splitWriterActor) Receive(c *actor.Context) {
-	if m, ok := c.Message().(recordmsg.RecordsObserved); ok {
-		sw.recordsObserved(c, m)
+	if m, ok := c.Message().(recordmsg.RecordsChanged); ok {
+		sw.recordsChanged(c, m)
 		return
 	}
 	sw.receive(c)
 }
 
-// recordsObserved folds a run of observed split records into the view and
-// steps the claimer once if any of them gave it something to act on.
-func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObserved) {
+// recordsChanged folds a run of split record changes into the view and
+// steps the claimer once if any of them gave it something to act on (a
+// deletion always does).
+func (sw *splitWriterActor) recordsChanged(c *actor.Context, m recordmsg.RecordsChanged) {
 	act := false
 	for i := range m.Records {
 		r := &m.Records[i]
+		if r.Deleted {
+			sw.deleted(r.Split)
+			act = true
+			continue
+		}
 		act = sw.fold(r.Split, &r.Record, r.Rev) || act
 	}
 	if act {
@@ -127,7 +133,7 @@ func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChang
 	sw.claims.step(c)
 }
 
-// receive handles every message but a run of observed split records.
+// receive handles every message but a run of split record changes.
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
@@ -137,9 +143,6 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
 		sw.joined = true
 		sw.tellHealth()
-	case wire.RecordDeleted: // from the watch
-		sw.deleted(m.Split)
-		sw.claims.step(c)
 	case recordmsg.PlanChanged: // from the watch: puts only (a deletion goes to the leader)
 		if !m.Deleted {
 			sw.plan, sw.hasPlan = m.Plan, true

@@ -136,7 +136,7 @@ func TestALeftoverNotAssignedIsReturned(t *testing.T) {
 		for _, m := range []any{
 			wire.WatchesChanged{Live: true},
 			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
-			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: left, Rev: rev}}},
+			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: left, Rev: rev}}},
 		} {
 			e.Send(writer, m)
 		}
@@ -164,7 +164,7 @@ func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
 			wire.SessionChanged{Live: true, Nonce: "n2"},
 			wire.WatchesChanged{Live: true},
 			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
-			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: runnable, Rev: rev}}},
+			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: runnable, Rev: rev}}},
 		} {
 			e.Send(writer, m)
 		}
@@ -221,7 +221,7 @@ func TestASurrenderedSplitIsNotReturnedAsALeftover(t *testing.T) {
 		for _, m := range []any{
 			wire.WatchesChanged{Live: true},
 			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
-			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: held, Rev: rev}}},
+			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: held, Rev: rev}}},
 			messages.ReleaseSplits{Tenancies: []messages.Tenancy{{Split: "a", Epoch: 1}}},
 		} {
 			e.Send(writer, m)

@@ -56,7 +56,7 @@ type (
 func (m watchEvents) Events() int { return len(m.evs) }
 
 // MaxBurst bounds the events a pump hands the watch actor in one
-// message, and the split record puts in one RecordsObserved, so one
+// message, and the split record puts in one RecordsChanged, so one
 // message's work stays small while a burst costs one message per
 // subscriber rather than one per event.
 const MaxBurst = 256
@@ -86,7 +86,7 @@ type keyspaceWatch struct {
 // typed observations for the actors that act on each key family.
 //
 // It takes JobStarted (root) and Joined (lease). It tells, each at the call
-// that sends it: split records (RecordsObserved, RecordDeleted) to the
+// that sends it: split records (RecordsChanged) to the
 // split writer and the leader; presences (PresenceChanged, a put or a
 // deletion) to the leader and the split writer, and a put of this worker's
 // own to the lease too, and a challenge of this worker's
@@ -113,9 +113,9 @@ type watchActor struct {
 	reconciling bool
 	listStart   time.Time
 	// run is the split record puts applied and not yet routed; observe
-	// sends it as one RecordsObserved before any other observation and at
+	// sends it as one RecordsChanged before any other observation and at
 	// the end of every message (flush).
-	run []recordmsg.RecordObserved
+	run []recordmsg.RecordChanged
 }
 
 // New returns the producer of worker v's watch actor.
@@ -474,7 +474,7 @@ func (w *watchActor) observe(msg any, to ...*actor.PID) {
 // actor (its view of the split records) and the leader (its fleet view).
 func (w *watchActor) flush() {
 	if len(w.run) > 0 {
-		w.tell(recordmsg.RecordsObserved{Records: w.run}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
+		w.tell(recordmsg.RecordsChanged{Records: w.run}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 		w.run = nil
 	}
 }
@@ -503,7 +503,7 @@ func (w *watchActor) splitPut(key string, val []byte, rev uint64) {
 		w.v.FatalIf(err)
 		return
 	}
-	w.run = append(w.run, recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
+	w.run = append(w.run, recordmsg.RecordChanged{Split: rec.ID, Record: rec, Rev: rev})
 	if len(w.run) == MaxBurst {
 		w.flush()
 	}
@@ -578,7 +578,10 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
-		w.observe(wire.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
+		// A deletion, which only code outside the library makes, goes
+		// alone, after the run of puts before it.
+		d := []recordmsg.RecordChanged{{Split: coordination.SplitID(suffix), Rev: rev, Deleted: true}}
+		w.observe(recordmsg.RecordsChanged{Records: d}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 	case protocol.KeyPresence:
 		w.observe(wire.PresenceChanged{Instance: suffix, Rev: rev, Deleted: true}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyLeaderValue:

@@ -5,23 +5,31 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// RecordObserved is a split record put applied to the view: one item of
-// a RecordsObserved.
-type RecordObserved struct {
-	Split  coordination.SplitID
+// RecordChanged is a change of one split record applied to the view: a
+// put, or its deletion. One item of a RecordsChanged.
+type RecordChanged struct {
+	// Split is the split whose record changed.
+	Split coordination.SplitID
+	// Record is the record put; zero when Deleted.
 	Record protocol.SplitRecord
-	Rev    uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied.
+	Rev uint64
+	// Deleted is true when the record was deleted, which only code
+	// outside the library does (docs/protocol.md, "Missing records").
+	Deleted bool
 }
 
-// RecordsObserved is a run of split record puts applied to the view, in
-// the order they were applied: the watch actor sends the puts of a burst of
-// watch events, or of a listing, as one message per subscriber, so that a
-// subscriber handles one message per burst rather than one per record. Any
-// other observation ends the run first, so every subscriber still sees the
-// observations in the order they were applied. Records is shared by the
-// subscribers: a receiver must not modify it.
-type RecordsObserved struct {
-	Records []RecordObserved
+// RecordsChanged is a run of split record changes applied to the view, in
+// the order they were applied: the watch actor sends the puts of a burst
+// of watch events, or of a listing, as one message per subscriber, so that
+// a subscriber handles one message per burst rather than one per record;
+// a deletion goes in a run of its own. Any other observation ends the run
+// first, so every subscriber still sees the observations in the order
+// they were applied. Records is shared by the subscribers: a receiver
+// must not modify it.
+type RecordsChanged struct {
+	Records []RecordChanged
 }
 
 // LeaderChanged is a change of the leader key, as one watch event or

@@ -4,7 +4,7 @@
 // tells, and beside each case of its receive switch, who sends it; the
 // graph is read out of those sends into docs/architecture.md ("Routing",
 // checked by the actors package's tests); this doc is its reading guide. The messages that carry a store
-// record itself (RecordsObserved, LeaderChanged, PlanChanged,
+// record itself (RecordsChanged, LeaderChanged, PlanChanged,
 // AssignmentChanged, ClaimWon) are the module's internal recordmsg package:
 // every type here has fields any program can build and read.
 //
@@ -36,15 +36,16 @@
 // and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
 //
-// The watch actor turns watched and listed keys into observations:
-// RecordsObserved and RecordDeleted (split records) to splitwriter and
-// leader; PresenceChanged (a put or a deletion) to leader and splitwriter,
-// and a put of its own key to the lease too; PresenceChallenged to the
-// lease, for its own key only; LeaderChanged (a put or a
-// deletion) to the leader; PlanChanged to leader and splitwriter, a
-// deletion to the leader only; AssignmentChanged (a put or a deletion) to
-// the leader, and to assign for this worker's own record; WatchesChanged to leader and
-// splitwriter; Reconciled to the leader.
+// The watch actor turns watched and listed keys into observations, one
+// message per key family, each carrying a put or a deletion (Deleted), as
+// a watch event does: RecordsChanged (split records: runs of puts, a
+// deletion alone) to splitwriter and leader; PresenceChanged to leader and
+// splitwriter, and a put of its own key to the lease too;
+// PresenceChallenged to the lease, for its own key only; LeaderChanged to
+// the leader; PlanChanged to leader and splitwriter, a deletion to the
+// leader only; AssignmentChanged to the leader, and to assign for this
+// worker's own record; WatchesChanged to leader and splitwriter;
+// Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to watch, leader and
 // splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;

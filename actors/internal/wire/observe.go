@@ -4,12 +4,6 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// RecordDeleted is a split record deletion (watch or listing).
-type RecordDeleted struct {
-	Split coordination.SplitID
-	Rev   uint64
-}
-
 // PresenceChanged is a change of one worker's presence key, as one watch
 // event or listing shows it: a put, or its deletion or expiry (Deleted).
 type PresenceChanged struct {
