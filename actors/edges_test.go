@@ -30,15 +30,11 @@ import (
 // HealthChanged, which publishes what Healthy reads through the root
 // instead of two Env fields the lease and the watch wrote, added one; the
 // commit writer's EndTenancy straight to the split writer, no longer
-// relayed by the root, removed one; the lease's SessionChanged, one fact
-// of the session instead of SessionEnded and SessionStarted, removed two;
-// AssignmentChanged, one message of an assignment record's put or
-// deletion, removed two; LeaderChanged, one message of the leader key's
-// put or deletion, removed one; PlanChanged, one message of the plan
-// record's put or deletion, removed one; PresenceChanged, one message of a
-// presence's put or deletion, removed two; RecordsChanged, whose runs
-// carry a split record's deletion too (alone), removed two:
-// docs/architecture.md, "Routing").
+// relayed by the root, removed one; one message per change of one fact (a
+// put or a deletion, as a watch event is one; a session's end or start)
+// instead of a type for each, SessionChanged, AssignmentChanged,
+// LeaderChanged, PlanChanged, PresenceChanged and RecordsChanged, removed
+// ten: docs/architecture.md, "Routing").
 const maxEdges = 63
 
 // edge is one (message type, sender, receiver) of the routing graph.

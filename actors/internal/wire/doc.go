@@ -83,7 +83,11 @@
 // by the sender and no message carries a pointer to actor state. Naming
 // follows one scheme: intents are imperative (EndTenancy, FailSplit),
 // facts are past participles (TenancyEnded), replies are the intent's name
-// plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue).
+// plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue). A
+// fact that changes both ways is one message of its change, not a type per
+// direction: a watched key's put or deletion (PresenceChanged, Deleted set
+// for a deletion), as one store watch event is either, and the session's
+// end or start (SessionChanged).
 // Fields use this package's and the public packages' types; epochs here
 // are bare uint64 (the public commands carry coordination.LeaseEpoch).
 //
