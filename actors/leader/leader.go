@@ -115,8 +115,7 @@ func (l *leaderActor) receive(c *actor.Context) {
 			break
 		}
 		l.adoptPlan(c, m.Plan, m.Rev)
-	case wire.PresenceChanged,
-		recordmsg.AssignmentChanged:
+	case wire.PresenceChanged, recordmsg.AssignmentChanged:
 		l.observeFleet(c, m)
 	case wire.SessionChanged: // from the lease
 		if !m.Live {

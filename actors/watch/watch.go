@@ -86,14 +86,14 @@ type keyspaceWatch struct {
 // typed observations for the actors that act on each key family.
 //
 // It takes JobStarted (root) and Joined (lease). It tells, each at the call
-// that sends it: split records (RecordsChanged) to the
-// split writer and the leader; presences (PresenceChanged, a put or a
-// deletion) to the leader and the split writer, and a put of this worker's
-// own to the lease too, and a challenge of this worker's
-// own presence (PresenceChallenged) to the lease only; the leader key and the plan record
-// (LeaderChanged, PlanChanged) to the leader, a put of the plan
-// (PlanChanged) to the split writer too; assignment records
-// (AssignmentChanged, a put or a deletion) to the leader, and this worker's
+// that sends it, one message per key family carrying a put or a deletion
+// (Deleted), as one watch event does: split records (RecordsChanged) to
+// the split writer and the leader; presences (PresenceChanged) to the
+// leader and the split writer, and a put of this worker's own to the lease
+// too, and a challenge of this worker's own presence (PresenceChallenged)
+// to the lease only; the leader key and the plan record (LeaderChanged,
+// PlanChanged) to the leader, a put of the plan to the split writer too;
+// assignment records (AssignmentChanged) to the leader, and this worker's
 // own to the assign actor too; WatchesChanged to the leader and the split
 // writer (which tells the root what Healthy reports); Reconciled to the
 // leader.
