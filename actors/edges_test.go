@@ -30,8 +30,12 @@ import (
 // HealthChanged, which publishes what Healthy reads through the root
 // instead of two Env fields the lease and the watch wrote, added one; the
 // commit writer's EndTenancy straight to the split writer, no longer
-// relayed by the root, removed one: docs/architecture.md, "Routing").
-const maxEdges = 73
+// relayed by the root, removed one; one message per change of one fact (a
+// put or a deletion, as a watch event is one; a session's end or start)
+// instead of a type for each, SessionChanged, AssignmentChanged,
+// LeaderChanged, PlanChanged, PresenceChanged and RecordsChanged, removed
+// ten: docs/architecture.md, "Routing").
+const maxEdges = 63
 
 // edge is one (message type, sender, receiver) of the routing graph.
 type edge struct{ msg, from, to string }

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -25,7 +25,7 @@ func TestASplitRecordDeletionIsConfirmedBeforeItIsFatal(t *testing.T) {
 		ms := []*member{w}
 		r.until("w1 holds both", 10*time.Second, ms, func() bool { return len(w.held) == 2 })
 		// A delete the store never made, as a listing that missed the key.
-		r.e.Send(w.c.v.PIDs.SplitWriter, wire.RecordDeleted{Split: "a"})
+		r.e.Send(w.c.v.PIDs.SplitWriter, recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Deleted: true}}})
 		r.advance(time.Second)
 		w.pump(t)
 		if len(w.held) != 2 {

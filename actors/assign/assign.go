@@ -51,10 +51,12 @@ func (a *assignActor) tell(m wire.AssignedSetChanged) {
 func (a *assignActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case recordmsg.AssignmentObserved: // from the watch: this worker's own
+	case recordmsg.AssignmentChanged: // from the watch: this worker's own
+		if m.Deleted {
+			a.unassigned()
+			return
+		}
 		a.assignment(m)
-	case wire.AssignmentDeleted: // from the watch: this worker's own
-		a.unassigned()
 	default:
 		a.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))
 	}
@@ -69,7 +71,7 @@ func (a *assignActor) unassigned() {
 
 // assignment applies this worker's assignment record unless an applied one
 // is of a newer generation, and tells the diff.
-func (a *assignActor) assignment(m recordmsg.AssignmentObserved) {
+func (a *assignActor) assignment(m recordmsg.AssignmentChanged) {
 	if m.Assignment.Generation < a.appliedGen {
 		return
 	}

@@ -46,7 +46,7 @@ func TestTheAssignActorPostsEachCutRequest(t *testing.T) {
 			{Generation: 1, Splits: ids, Cuts: []protocol.CutRequest{{Split: "b", Epoch: 9, Counter: 1, KeepPPM: 500_000, Parts: 1}}}, // older
 			{Generation: 2, Splits: ids}, // no requests
 		} {
-			e.Send(pid, recordmsg.AssignmentObserved{Instance: "me", Assignment: a})
+			e.Send(pid, recordmsg.AssignmentChanged{Instance: "me", Assignment: a})
 		}
 		synctest.Wait()
 		want := []any{

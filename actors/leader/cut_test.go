@@ -17,12 +17,12 @@ import (
 // held plays the watch delivering split records of splits runnable at
 // epoch, owned by owner in session nonce ("" for none), with parent.
 func (lr *leaderRig) held(owner, nonce string, epoch, weight uint64, parent coordination.SplitID, ids ...coordination.SplitID) {
-	var run recordmsg.RecordsObserved
+	var run recordmsg.RecordsChanged
 	for _, id := range ids {
 		rec := protocol.SplitRecord{ID: id, FP: protocol.Fingerprint("job:v1"), Weight: weight, Epoch: epoch, Status: protocol.StatusRunnable,
 			Owner: owner, Nonce: nonce, Parent: parent}
 		lr.revs++
-		run.Records = append(run.Records, recordmsg.RecordObserved{Split: id, Record: rec, Rev: 100 + lr.revs})
+		run.Records = append(run.Records, recordmsg.RecordChanged{Split: id, Record: rec, Rev: 100 + lr.revs})
 	}
 	lr.send(run)
 }
@@ -30,7 +30,7 @@ func (lr *leaderRig) held(owner, nonce string, epoch, weight uint64, parent coor
 // estimates plays the watch delivering w1's presence carrying es.
 func (lr *leaderRig) estimates(es ...wire.Estimate) {
 	lr.revs++
-	lr.send(wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 100 + lr.revs, Remaining: es})
+	lr.send(wire.PresenceChanged{Instance: "w1", Nonce: "nonce-w1", Rev: 100 + lr.revs, Remaining: es})
 }
 
 // cutRig is a leader rig of w1 (MaxInFlight lanes, CutInterval interval)
@@ -343,7 +343,7 @@ func TestACompletedSplitMakesTheCutterEvaluateAtOnce(t *testing.T) {
 		lr.clk.Add(interval / 4)
 		lr.revs++
 		done := protocol.SplitRecord{ID: "b", FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Status: protocol.StatusCompleted, Owner: "w1", Nonce: "nonce-w1"}
-		lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "b", Record: done, Rev: 100 + lr.revs}}})
+		lr.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "b", Record: done, Rev: 100 + lr.revs}}})
 		if a, _, _ := lr.assignment("w1"); len(a.Cuts) != 1 || a.Cuts[0].Split != "a" {
 			t.Fatalf("assignment %+v once b completed, want a's request without a heartbeat", a)
 		}
@@ -368,7 +368,7 @@ func TestALaneFreedSoonAfterAnEvaluationIsCutForAQuarterLater(t *testing.T) {
 		complete := func(id coordination.SplitID) {
 			lr.revs++
 			done := protocol.SplitRecord{ID: id, FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Status: protocol.StatusCompleted, Owner: "w1", Nonce: "nonce-w1"}
-			lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: id, Record: done, Rev: 100 + lr.revs}}})
+			lr.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: id, Record: done, Rev: 100 + lr.revs}}})
 		}
 		lr.clk.Add(interval / 4) // past the quarter after the evaluation the bound of leading armed
 		complete("c")            // one lane idles: a, the largest, is asked at once
@@ -481,7 +481,7 @@ func pinnedOnW1(t *testing.T) *leaderRig {
 	lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 9}, wire.Estimate{Split: "b", Epoch: 1, Remaining: 8},
 		wire.Estimate{Split: "c", Epoch: 1, Remaining: 7})
 	lr.revs++
-	lr.send(wire.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
+	lr.send(wire.PresenceChanged{Instance: "w2", Nonce: "nonce-w2", Rev: 100 + lr.revs})
 	lr.beat()
 	return lr
 }
@@ -556,7 +556,7 @@ func TestAPresenceThatNeverClaimsDoesNotShredASplit(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lr := cutRig(t, 4, time.Second) // w1 holds a and b: two free lanes
 		lr.revs++
-		lr.send(wire.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
+		lr.send(wire.PresenceChanged{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
 		lr.estimates(wire.Estimate{Split: "a", Epoch: 1, Remaining: 1_000_000})
 		lr.beat()
 		lr.beat()

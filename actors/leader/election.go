@@ -78,7 +78,7 @@ type election struct {
 	// itself and needs no delete to clear it (seesLeader).
 	leaderSeen time.Time
 	electing   bool   // a Create of the leader key is in flight
-	session    string // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionStarted)
+	session    string // this worker's session's nonce, as the lease last told (Env.Nonce, then SessionChanged)
 	lastDemote time.Time
 	term       *term // nil: not leading
 }
@@ -323,7 +323,7 @@ func (e *election) retried(m leaderRetryDue) {
 }
 
 // sighted takes a watched or listed put of the leader key.
-func (e *election) sighted(m recordmsg.LeaderObserved) {
+func (e *election) sighted(m recordmsg.LeaderChanged) {
 	e.sawLeader()
 	t := e.term
 	if t == nil {
@@ -341,7 +341,7 @@ func (e *election) sighted(m recordmsg.LeaderObserved) {
 }
 
 // deleted takes a watched or listed delete of the leader key.
-func (e *election) deleted(m wire.LeaderDeleted) {
+func (e *election) deleted(m recordmsg.LeaderChanged) {
 	e.leaderSeen = time.Time{}
 	if t := e.term; t != nil && judgeLeaderDelete(m.Synthesized, m.Rev, t.rev) {
 		e.orphan("leader lease expired; stepping down")

@@ -117,17 +117,17 @@ func TestLeaderObservations(t *testing.T) {
 		leads bool
 	}{
 		{"another session's key ends the lead", func(rev uint64) any {
-			return recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2"}, Rev: rev + 1}
+			return recordmsg.LeaderChanged{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2"}, Rev: rev + 1}
 		}, false},
-		{"a stale delete is ignored", func(rev uint64) any { return wire.LeaderDeleted{Rev: rev - 1} }, true},
-		{"a newer delete ends the lead", func(rev uint64) any { return wire.LeaderDeleted{Rev: rev + 1} }, false},
-		{"a synthesized delete ends the lead", func(uint64) any { return wire.LeaderDeleted{Synthesized: true} }, false},
-		{"the session's end ends the lead", func(uint64) any { return wire.SessionEnded{} }, false},
+		{"a stale delete is ignored", func(rev uint64) any { return recordmsg.LeaderChanged{Deleted: true, Rev: rev - 1} }, true},
+		{"a newer delete ends the lead", func(rev uint64) any { return recordmsg.LeaderChanged{Deleted: true, Rev: rev + 1} }, false},
+		{"a synthesized delete ends the lead", func(uint64) any { return recordmsg.LeaderChanged{Deleted: true, Synthesized: true} }, false},
+		{"the session's end ends the lead", func(uint64) any { return wire.SessionChanged{} }, false},
 		{"a plan of a newer generation ends the lead", func(uint64) any {
-			return recordmsg.PlanObserved{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
+			return recordmsg.PlanChanged{Plan: protocol.PlanRecord{Fingerprint: "job:v1", Generation: 5}, Rev: 1000}
 		}, false},
 		{"our own key is nothing new", func(rev uint64) any {
-			return recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev}
+			return recordmsg.LeaderChanged{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev}
 		}, true},
 	}
 	for _, tt := range tests {
@@ -158,7 +158,7 @@ func TestWatchedRenewalsKeepTheLeadWhileRepliesFail(t *testing.T) {
 		for range 6 {
 			lr.beat()
 			_, rev, _ := lr.leaderKey()
-			lr.send(recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev})
+			lr.send(recordmsg.LeaderChanged{Leader: protocol.LeaderRecord{Owner: "w1", Nonce: "nonce-w1", Generation: 1}, Rev: rev})
 		}
 		if !lr.leading() {
 			t.Fatal("stepped down although the watch proved every renewal landed")
@@ -181,7 +181,7 @@ func TestStepDown(t *testing.T) {
 			t.Fatalf("%d StepDownReply, want 2 (leading and not)", n)
 		}
 		lr.beat()
-		lr.send(wire.LeaderDeleted{Synthesized: true})
+		lr.send(recordmsg.LeaderChanged{Deleted: true, Synthesized: true})
 		if _, _, ok := lr.leaderKey(); ok {
 			t.Fatal("a departed worker stood for election again")
 		}

@@ -20,8 +20,8 @@ func TestFenceRebasesOnAConcurrentPlanWrite(t *testing.T) {
 		seen := lr.plan()
 		seenRev := lr.planRev
 		lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.PlannerState = []byte(`"cursor"`) })
-		lr.send(recordmsg.PlanObserved{Plan: seen, Rev: seenRev}, // the watch lags: the leader fences from a stale base
-			wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
+		lr.send(recordmsg.PlanChanged{Plan: seen, Rev: seenRev}, // the watch lags: the leader fences from a stale base
+			wire.PresenceChanged{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
 			wire.WatchesChanged{Live: true})
 		lr.mustLead(1)
 		if got := string(p.last().PlannerState); got != `"cursor"` {
@@ -36,7 +36,7 @@ func TestFenceStepsDownOnANewerGeneration(t *testing.T) {
 		lr := newLeaderRig(t, p)
 		seen, seenRev := lr.plan(), lr.planRev
 		lr.rewritePlan(func(pl *protocol.PlanRecord) { pl.Generation = 3 })
-		lr.send(recordmsg.PlanObserved{Plan: seen, Rev: seenRev}, wire.WatchesChanged{Live: true})
+		lr.send(recordmsg.PlanChanged{Plan: seen, Rev: seenRev}, wire.WatchesChanged{Live: true})
 		lr.mustNotLead()
 		if p.calls.Load() != 0 || lr.plan().Generation != 3 {
 			t.Fatalf("planner ran %d times, plan generation %d; want no run and generation 3 kept", p.calls.Load(), lr.plan().Generation)
@@ -75,7 +75,7 @@ func TestFenceFatal(t *testing.T) {
 				lr := newLeaderRig(t, p)
 				seen, seenRev := lr.plan(), lr.planRev
 				tt.break_(lr)
-				lr.send(recordmsg.PlanObserved{Plan: seen, Rev: seenRev}, wire.WatchesChanged{Live: true})
+				lr.send(recordmsg.PlanChanged{Plan: seen, Rev: seenRev}, wire.WatchesChanged{Live: true})
 				if err := lr.failure(); coordination.KindOf(err) != coordination.Fatal || !reasonHas(err, tt.reason) {
 					t.Fatalf("failure %v, want Fatal naming %q", err, tt.reason)
 				}

@@ -100,59 +100,22 @@ func newFleetView(startupGrace time.Duration) fleetView {
 func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	f, now := &l.view, l.v.Clock.Now()
 	switch m := msg.(type) {
-	case wire.PresenceObserved:
-		old, ok := f.members[m.Instance]
-		if !ok && m.Instance != l.v.ID {
-			l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
-		}
-		if !ok || old != m.MaxInFlight || !sameReported(f.estimates[m.Instance], m.Remaining) {
-			// A new member, a new budget, or a change of the splits it
-			// reports estimates of, which pins them (pinReported): a split
-			// whose pin ended is balanced at once, not at the next
-			// unrelated change.
-			l.pub.changed()
-		}
-		if f.sessions[m.Instance] != m.Nonce {
-			delete(f.claims, m.Instance) // a new session starts in good standing
-		}
-		f.members[m.Instance] = m.MaxInFlight
-		f.sessions[m.Instance] = m.Nonce
-		f.observeEstimates(m.Instance, m.Remaining, now)
-		f.grace.Join(m.Instance, now)
-		delete(f.departedAt, m.Instance)
-	case wire.PresenceDeleted:
-		if _, ok := f.members[m.Instance]; !ok {
-			return
-		}
-		delete(f.members, m.Instance)
-		delete(f.sessions, m.Instance)
-		delete(f.estimates, m.Instance)
-		delete(f.estimatedAt, m.Instance)
-		delete(f.claimed, m.Instance)
-		delete(f.claims, m.Instance)
-		f.grace.Leave(m.Instance)
-		if m.Instance != l.v.ID {
-			l.log.Info("peer left", "peer", m.Instance, "live", len(f.members))
-			if _, ok := f.departedAt[m.Instance]; !ok && l.v.Config.RebalanceDelay > 0 {
-				f.departedAt[m.Instance] = now
+	case wire.PresenceChanged:
+		if m.Deleted {
+			if !l.memberLeft(m.Instance, now) {
+				return
 			}
+			break
 		}
-		l.pub.changed()
-	case wire.RecordDeleted:
-		delete(f.records, m.Split)
-		delete(f.residualHeldAt, m.Split)
-		f.grace.Release(m.Split)
-		l.pub.changed()
-		l.tick(c)
-		return
-	case recordmsg.AssignmentObserved:
-		if old, ok := f.assigns[m.Instance]; !ok || m.Rev > old.rev {
+		l.memberSeen(m, now)
+	case recordmsg.AssignmentChanged:
+		switch old, ok := f.assigns[m.Instance]; {
+		case m.Deleted:
+			if ok && m.Rev > old.rev {
+				f.uncacheAssign(m.Instance)
+			}
+		case !ok || m.Rev > old.rev:
 			f.cacheAssign(assignCache{inst: m.Instance, rec: m.Assignment, rev: m.Rev})
-		}
-		return
-	case wire.AssignmentDeleted:
-		if old, ok := f.assigns[m.Instance]; ok && m.Rev > old.rev {
-			f.uncacheAssign(m.Instance)
 		}
 		return
 	}
@@ -160,14 +123,67 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	l.tick(c)
 }
 
-// recordsObserved folds a run of split record puts into the view, and
-// ticks once if any of them changed an input of the assignment. It is the
-// hot message, handled apart from observeFleet's larger frame (see
-// Receive).
-func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObserved) {
+// memberSeen folds a put of a member's presence into the view.
+func (l *leaderActor) memberSeen(m wire.PresenceChanged, now time.Time) {
+	f := &l.view
+	old, ok := f.members[m.Instance]
+	if !ok && m.Instance != l.v.ID {
+		l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
+	}
+	if !ok || old != m.MaxInFlight || !sameReported(f.estimates[m.Instance], m.Remaining) {
+		// A new member, a new budget, or a change of the splits it
+		// reports estimates of, which pins them (pinReported): a split
+		// whose pin ended is balanced at once, not at the next
+		// unrelated change.
+		l.pub.changed()
+	}
+	if f.sessions[m.Instance] != m.Nonce {
+		delete(f.claims, m.Instance) // a new session starts in good standing
+	}
+	f.members[m.Instance] = m.MaxInFlight
+	f.sessions[m.Instance] = m.Nonce
+	f.observeEstimates(m.Instance, m.Remaining, now)
+	f.grace.Join(m.Instance, now)
+	delete(f.departedAt, m.Instance)
+}
+
+// memberLeft folds the deletion of inst's presence into the view; false
+// when inst was no member.
+func (l *leaderActor) memberLeft(inst string, now time.Time) bool {
+	f := &l.view
+	if _, ok := f.members[inst]; !ok {
+		return false
+	}
+	delete(f.members, inst)
+	delete(f.sessions, inst)
+	delete(f.estimates, inst)
+	delete(f.estimatedAt, inst)
+	delete(f.claimed, inst)
+	delete(f.claims, inst)
+	f.grace.Leave(inst)
+	if inst != l.v.ID {
+		l.log.Info("peer left", "peer", inst, "live", len(f.members))
+		if _, ok := f.departedAt[inst]; !ok && l.v.Config.RebalanceDelay > 0 {
+			f.departedAt[inst] = now
+		}
+	}
+	l.pub.changed()
+	return true
+}
+
+// recordsChanged folds a run of split record changes into the view, and
+// ticks once if any of them changed an input of the assignment (a
+// deletion always does). It is the hot message, handled apart from
+// observeFleet's larger frame (see Receive).
+func (l *leaderActor) recordsChanged(c *actor.Context, m recordmsg.RecordsChanged) {
 	now := l.v.Clock.Now()
 	tick, soon := false, false
 	for i := range m.Records {
+		if r := &m.Records[i]; r.Deleted {
+			l.recordDeleted(r.Split)
+			tick = true
+			continue
+		}
 		t, cut := l.recordObserved(&m.Records[i], now)
 		tick, soon = tick || t, soon || cut
 	}
@@ -179,6 +195,15 @@ func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObser
 	}
 }
 
+// recordDeleted drops a deleted split record from the view.
+func (l *leaderActor) recordDeleted(id coordination.SplitID) {
+	f := &l.view
+	delete(f.records, id)
+	delete(f.residualHeldAt, id)
+	f.grace.Release(id)
+	l.pub.changed()
+}
+
 // recordObserved folds a split record put into the view and reports
 // whether the leader should tick, and whether the cutter should evaluate
 // soon: a split completed (a lane freed, it may idle now) or a residual was
@@ -187,7 +212,7 @@ func (l *leaderActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObser
 // (or its end) instead of making the assignment dirty, so that no other
 // trigger (a presence renewal) publishes it in between: seeding n splits
 // costs O(log n) evaluations, not one per trigger.
-func (l *leaderActor) recordObserved(m *recordmsg.RecordObserved, now time.Time) (tick, cutSoon bool) {
+func (l *leaderActor) recordObserved(m *recordmsg.RecordChanged, now time.Time) (tick, cutSoon bool) {
 	f := &l.view
 	old := f.records[m.Split]
 	facts := splitFacts{owner: m.Record.Owner, nonce: m.Record.Nonce, status: m.Record.Status, weight: m.Record.Weight, seen: true,

@@ -68,19 +68,19 @@ func New(v *worker.Env) actor.Producer {
 	}
 }
 
-// Receive handles one message. A run of split record puts, the hot
+// Receive handles one message. A run of split record changes, the hot
 // message, is handled apart from the rest: hollywood runs each burst of an
 // idle actor's inbox on a fresh goroutine, whose stack is copied whenever
 // the path's frames outgrow it.
 func (l *leaderActor) Receive(c *actor.Context) {
-	if m, ok := c.Message().(recordmsg.RecordsObserved); ok {
-		l.recordsObserved(c, m)
+	if m, ok := c.Message().(recordmsg.RecordsChanged); ok {
+		l.recordsChanged(c, m)
 		return
 	}
 	l.receive(c)
 }
 
-// receive handles every message but a run of split record puts.
+// receive handles every message but a run of split record changes.
 func (l *leaderActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started:
@@ -102,21 +102,26 @@ func (l *leaderActor) receive(c *actor.Context) {
 		l.tick(c)
 	case wire.HeartbeatTicked:
 		l.heartbeat(c)
-	case recordmsg.LeaderObserved:
-		l.el.sighted(m)
-	case wire.LeaderDeleted:
+	case recordmsg.LeaderChanged:
+		if !m.Deleted {
+			l.el.sighted(m)
+			break
+		}
 		l.el.deleted(m)
 		l.tick(c)
-	case recordmsg.PlanObserved:
+	case recordmsg.PlanChanged:
+		if m.Deleted {
+			l.el.planDeleted()
+			break
+		}
 		l.adoptPlan(c, m.Plan, m.Rev)
-	case wire.PlanDeleted:
-		l.el.planDeleted()
-	case wire.PresenceObserved, wire.PresenceDeleted, wire.RecordDeleted,
-		recordmsg.AssignmentObserved, wire.AssignmentDeleted:
+	case wire.PresenceChanged, recordmsg.AssignmentChanged:
 		l.observeFleet(c, m)
-	case wire.SessionEnded:
-		l.el.orphan("session ended; stepping down")
-	case wire.SessionStarted:
+	case wire.SessionChanged: // from the lease
+		if !m.Live {
+			l.el.orphan("session ended; stepping down")
+			break
+		}
 		l.el.session = m.Nonce
 		l.tick(c)
 	case wire.VerdictReached, wire.Departing:

@@ -221,8 +221,8 @@ func (lr *leaderRig) send(msgs ...any) {
 // goLive plays the watch coming up: the plan record, w1's presence, live.
 func (lr *leaderRig) goLive() {
 	pl := lr.plan()
-	lr.send(recordmsg.PlanObserved{Plan: pl, Rev: lr.planRev},
-		wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
+	lr.send(recordmsg.PlanChanged{Plan: pl, Rev: lr.planRev},
+		wire.PresenceChanged{Instance: "w1", Nonce: "nonce-w1", Rev: 1},
 		wire.WatchesChanged{Live: true})
 }
 
@@ -299,13 +299,13 @@ func (lr *leaderRig) observeSplits() {
 		lr.t.Fatal(err)
 	}
 	fp := protocol.Fingerprint("job:v1")
-	var run recordmsg.RecordsObserved
+	var run recordmsg.RecordsChanged
 	for _, e := range es {
 		rec, err := protocol.DecodeSplit(e.Key, e.Value, fp)
 		if err != nil {
 			lr.t.Fatal(err)
 		}
-		run.Records = append(run.Records, recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: uint64(e.Revision)})
+		run.Records = append(run.Records, recordmsg.RecordChanged{Split: rec.ID, Record: rec, Rev: uint64(e.Revision)})
 	}
 	lr.send(run)
 }
@@ -432,7 +432,7 @@ func (lr *leaderRig) takeOver() {
 	if err != nil || !ok {
 		lr.t.Fatalf("create w2's leader key: %v %v", ok, err)
 	}
-	lr.send(recordmsg.LeaderObserved{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2", Generation: 2}, Rev: uint64(nrev)})
+	lr.send(recordmsg.LeaderChanged{Leader: protocol.LeaderRecord{Owner: "w2", Nonce: "nonce-w2", Generation: 2}, Rev: uint64(nrev)})
 }
 
 // reasonHas reports whether err is set and its reason contains s.

@@ -10,6 +10,7 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -178,7 +179,7 @@ func TestARunDueForANewTermStartsWhenTheStaleRunEnds(t *testing.T) {
 		lr.goLive()
 		lr.mustLead(1)
 		lr.deleteLeaderKey()
-		lr.send(wire.LeaderDeleted{Synthesized: true})
+		lr.send(recordmsg.LeaderChanged{Deleted: true, Synthesized: true})
 		if lr.leading() {
 			t.Fatal("still leading after the key was deleted")
 		}
@@ -229,7 +230,7 @@ func TestARenewalDuringSeedingPublishesNothing(t *testing.T) {
 		}
 		before := writes()
 		lr.clk.Add(lr.v.Config.LeaseDuration / 3)
-		lr.send(wire.PresenceObserved{Instance: "w1", Nonce: "nonce-w1", Rev: 2}) // a renewal
+		lr.send(wire.PresenceChanged{Instance: "w1", Nonce: "nonce-w1", Rev: 2}) // a renewal
 		if n := writes() - before; n != 0 {
 			t.Fatalf("%d assignment writes after a renewal while seeding, want 0", n)
 		}

@@ -22,7 +22,7 @@ func (lr *leaderRig) observeAssignment(w string) {
 	if !ok {
 		lr.t.Fatalf("no assignment record for %s", w)
 	}
-	lr.send(recordmsg.AssignmentObserved{Instance: w, Assignment: a, Rev: rev})
+	lr.send(recordmsg.AssignmentChanged{Instance: w, Assignment: a, Rev: rev})
 }
 
 func TestLosingLeadershipMidPublishThenTheNextTermPublishes(t *testing.T) {
@@ -40,7 +40,7 @@ func TestLosingLeadershipMidPublishThenTheNextTermPublishes(t *testing.T) {
 		}
 		lr.observeSplits()
 		lr.deleteLeaderKey()
-		lr.send(wire.LeaderDeleted{Synthesized: true})
+		lr.send(recordmsg.LeaderChanged{Deleted: true, Synthesized: true})
 		lr.beat()
 		lr.mustLead(2)
 		a, _, _ := lr.assignment("w1")
@@ -111,13 +111,13 @@ func TestAPeerJoiningSharesTheSplits(t *testing.T) {
 			lr.beat()
 		}
 		lr.observeAssignment("w1")
-		lr.send(wire.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 2})
+		lr.send(wire.PresenceChanged{Instance: "w2", Nonce: "nonce-w2", Rev: 2})
 		a1, _, _ := lr.assignment("w1")
 		a2, _, ok := lr.assignment("w2")
 		if !ok || len(a1.Splits)+len(a2.Splits) != 4 || len(a2.Splits) == 0 {
 			t.Fatalf("w1 %v, w2 %v (present %v); want the 4 splits shared by both", a1.Splits, a2.Splits, ok)
 		}
-		lr.send(wire.PresenceDeleted{Instance: "w2", Rev: 3})
+		lr.send(wire.PresenceChanged{Deleted: true, Instance: "w2", Rev: 3})
 		if _, _, ok := lr.assignment("w2"); ok {
 			t.Fatal("w2's record outlived its departure with no rebalance delay")
 		}
@@ -139,7 +139,7 @@ func TestAHugeAdvertisedBudgetCannotOutgrowTheValueCap(t *testing.T) {
 		const valueCap = 1024
 		lr.v.ValueCap = valueCap
 		lr.goLive()
-		lr.send(wire.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", MaxInFlight: math.MaxUint32, Rev: 2})
+		lr.send(wire.PresenceChanged{Instance: "w2", Nonce: "nonce-w2", MaxInFlight: math.MaxUint32, Rev: 2})
 		lr.mustLead(1)
 		lr.observeSplits()
 		lr.beat()
@@ -188,7 +188,7 @@ func TestAStartingFleetIsPlacedWhenTheStartupHoldEnds(t *testing.T) {
 		}
 		join := 300 * time.Millisecond // before the hold ends at grace/6
 		lr.clk.Add(join)
-		lr.send(wire.PresenceObserved{Instance: "w2", Nonce: "nonce-w2", Rev: 2})
+		lr.send(wire.PresenceChanged{Instance: "w2", Nonce: "nonce-w2", Rev: 2})
 		lr.clk.Add(grace/6 - time.Millisecond) // the join pushed the end to join+grace/6
 		synctest.Wait()
 		if n1, n2 := placed(); n1+n2 != 0 {
@@ -220,7 +220,7 @@ func TestTheStartupHoldKeepsBackOnlyWhatNoLiveMemberOwns(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := newLeaderRig(t, workertest.FinalPlan("a", "b"), withGrace)
 				rec := protocol.SplitRecord{ID: "a", FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Owner: "w1", Nonce: tt.nonce}
-				lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: rec, Rev: 1}}})
+				lr.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: rec, Rev: 1}}})
 				lr.goLive()
 				lr.mustLead(1)
 				lr.observeSplits()

@@ -26,7 +26,7 @@ func TestSplitsLeftUnclaimedMoveOffTheirMember(t *testing.T) {
 		lr.mustLead(1)
 		lr.observeSplits()
 		lr.revs++
-		lr.send(wire.PresenceObserved{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
+		lr.send(wire.PresenceChanged{Instance: "rogue", Nonce: "nonce-rogue", MaxInFlight: 4096, Rev: 100 + lr.revs})
 		lr.held("w1", "nonce-w1", 1, 1, "", "a", "b") // w1's two lanes are full
 		names := func(w string) []coordination.SplitID {
 			a, _, _ := lr.assignment(w)
@@ -48,7 +48,7 @@ func TestSplitsLeftUnclaimedMoveOffTheirMember(t *testing.T) {
 			t.Fatalf("w1's assignment %v, want [a b]: a member that claims loses nothing to the rule", got)
 		}
 		lr.revs++ // w1 completes a: its lane takes c
-		lr.send(recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Rev: 100 + lr.revs, Record: protocol.SplitRecord{ID: "a",
+		lr.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Rev: 100 + lr.revs, Record: protocol.SplitRecord{ID: "a",
 			FP: protocol.Fingerprint("job:v1"), Weight: 1, Epoch: 1, Status: protocol.StatusCompleted, Owner: "w1", Nonce: "nonce-w1"}}}})
 		if got := names("w1"); !slices.Equal(got, []coordination.SplitID{"b", "c"}) {
 			t.Fatalf("w1's assignment %v once a completed, want [b c]", got)

@@ -204,7 +204,7 @@ func TestAPutOfAnotherSessionOnTheOwnKeyIsATwin(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lr := newLeaseRig(t, "n1")
-				lr.v.Engine.Send(lr.v.PIDs.Lease, wire.PresenceObserved{Instance: "w1", Nonce: tt.nonce, Rev: lr.rev + tt.above})
+				lr.v.Engine.Send(lr.v.PIDs.Lease, wire.PresenceChanged{Instance: "w1", Nonce: tt.nonce, Rev: lr.rev + tt.above})
 				synctest.Wait()
 				err := lr.v.Outbox.Failure()
 				if !tt.twin {

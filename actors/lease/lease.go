@@ -50,8 +50,8 @@ type (
 //
 // It tells, each at the call that sends it: Joined to the watch, the leader
 // and the split writer; HeartbeatTicked to the leader, revoke and the split
-// writer; SessionEnded to the leader and the split writer; SessionStarted
-// (the new nonce) to the leader and the split writer.
+// writer; SessionChanged (the session ended, or a new one started, with
+// its nonce) to the leader and the split writer.
 type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -120,8 +120,8 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		}
 	case presenceRenewed:
 		l.renewed(c, m)
-	case wire.PresenceObserved: // from the watch: this worker's own
-		if m.Instance == l.v.ID {
+	case wire.PresenceChanged: // from the watch: puts of this worker's own
+		if m.Instance == l.v.ID && !m.Deleted {
 			l.observed(m)
 		}
 	case wire.PresenceChallenged: // from the watch
@@ -217,7 +217,7 @@ func (l *leaseActor) retryMoot() {
 // a new session is announced (docs/protocol.md, "Sessions").
 func (l *leaseActor) endSession(c *actor.Context) {
 	l.lapsed = true
-	l.v.Tell(wire.SessionEnded{}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
+	l.v.Tell(wire.SessionChanged{}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // renewOutcome classifies a presence renewal.
@@ -325,7 +325,7 @@ func (l *leaseActor) renewed(c *actor.Context, m presenceRenewed) {
 // Another session's nonce there is a live twin that took the key over
 // since this session's last known write: Fatal at once, rather than at the
 // next renewal, so the twins never both act on the split records.
-func (l *leaseActor) observed(m wire.PresenceObserved) {
+func (l *leaseActor) observed(m wire.PresenceChanged) {
 	if l.lapsed || l.departed.Load() || m.Rev <= l.presenceRev {
 		return
 	}
@@ -412,6 +412,6 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
 	p := l.v.PIDs
-	l.v.Tell(wire.SessionStarted{Nonce: m.nonce}, p.Leader, p.SplitWriter)
+	l.v.Tell(wire.SessionChanged{Live: true, Nonce: m.nonce}, p.Leader, p.SplitWriter)
 	l.payAnswer(c)
 }

@@ -64,7 +64,7 @@ type leaseRig struct {
 	st    *outageStore
 	v     *worker.Env
 	rev   uint64       // the presence revision written at the start
-	ended *atomic.Bool // the lease told the root SessionEnded
+	ended *atomic.Bool // the lease told the leader the session ended
 }
 
 func newLeaseRig(t *testing.T, nonce string) *leaseRig {
@@ -79,16 +79,17 @@ func newLeaseRig(t *testing.T, nonce string) *leaseRig {
 // spawnLoneLease runs a lone lease actor of worker w1 (cfg's clock) with
 // session nonce over st on e, joined now: its presence key is written and
 // the first heartbeat is armed. It is stopped at the test's cleanup. The
-// flag it returns is set once the lease tells the root SessionEnded.
+// flag it returns is set once the lease tells the leader (a stand-in) that
+// the session ended.
 func spawnLoneLease(t *testing.T, e *actor.Engine, st store.Store, cfg coordination.Config, nonce string) (*worker.Env, uint64, *atomic.Bool) {
 	t.Helper()
 	v := workertest.ActorEnv(e, st, cfg, nonce, prometheus.NewPedanticRegistry())
 	ended := new(atomic.Bool)
-	v.PIDs.Root = e.SpawnFunc(func(c *actor.Context) {
-		if _, ok := c.Message().(wire.SessionEnded); ok {
+	v.PIDs.Leader = e.SpawnFunc(func(c *actor.Context) {
+		if m, ok := c.Message().(wire.SessionChanged); ok && !m.Live {
 			ended.Store(true)
 		}
-	}, "root")
+	}, "leader")
 	rev, ok, err := st.Create(context.Background(), store.Ephemeral, protocol.WorkerKey("w1"), presenceValue(v, nonce, nil))
 	if err != nil || !ok {
 		t.Fatalf("create the presence key: %v %v", ok, err)

@@ -50,7 +50,7 @@ type claimer struct {
 	named    map[coordination.SplitID]time.Time // first named while not held
 
 	live    bool // the watches are live
-	session bool // a session is established (false between SessionEnded and SessionStarted)
+	session bool // a session is established (false from a SessionChanged that is not Live until one that is)
 }
 
 func newClaimer(sw *splitWriterActor) *claimer {

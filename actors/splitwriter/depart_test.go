@@ -52,7 +52,7 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	}
 	// The session renewed its nonce (a self-fence): the record is an earlier
 	// session's now, a Reclaim candidate, not this session's leftover.
-	sw.nonce = "n2" // as SessionStarted sets it
+	sw.nonce = "n2" // as a live SessionChanged sets it
 	if ops := sw.departLeftovers(nil, 10, deadline); len(ops) != 0 {
 		t.Errorf("after a new session: %d leftovers, want none", len(ops))
 	}

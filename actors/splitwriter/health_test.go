@@ -19,8 +19,8 @@ func TestTheSplitWriterTellsTheRootWhatHealthyReports(t *testing.T) {
 			wire.WatchesChanged{Live: true},
 			wire.Joined{},
 			wire.WatchesChanged{Live: true}, // no change: nothing told
-			wire.SessionEnded{},
-			wire.SessionStarted{Nonce: "n2"},
+			wire.SessionChanged{},
+			wire.SessionChanged{Live: true, Nonce: "n2"},
 			wire.WatchesChanged{Live: false},
 		} {
 			e.Send(writer, m)

@@ -29,7 +29,7 @@ type handBackBatch struct {
 // maybe-landed writes, drops splits whose records moved away, and takes
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
 // It owns the tenancy registry (tenancy.go): a won claim starts a tenancy
-// in the same step, and every end is applied here. Its RecordsObserved come
+// in the same step, and every end is applied here. Its RecordsChanged come
 // from the watch. It tells the root ClaimWon, TenanciesEnded,
 // RevocationRequested (sent on from revoke), BeginSubscription,
 // SplitQuarantined and VerdictReached; revoke FollowAssignment,
@@ -41,7 +41,7 @@ type splitWriterActor struct {
 	log *slog.Logger
 
 	fp        uint64
-	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionStarted)
+	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionChanged)
 	records   map[coordination.SplitID]worker.SplitEntry
 	reg       registry // the tenancy registry: owner (tenancy.go)
 	busy      map[coordination.SplitID]bool
@@ -84,24 +84,30 @@ func New(v *worker.Env) actor.Producer {
 	}
 }
 
-// Receive handles one message. A run of observed split records, the hot
+// Receive handles one message. A run of split record changes, the hot
 // message, is handled apart from the rest, whose switch has a large frame:
 // hollywood runs each burst of an idle actor's inbox on a fresh goroutine,
 // whose stack is copied whenever the path's frames outgrow it.
 func (sw *splitWriterActor) Receive(c *actor.Context) {
-	if m, ok := c.Message().(recordmsg.RecordsObserved); ok {
-		sw.recordsObserved(c, m)
+	if m, ok := c.Message().(recordmsg.RecordsChanged); ok {
+		sw.recordsChanged(c, m)
 		return
 	}
 	sw.receive(c)
 }
 
-// recordsObserved folds a run of observed split records into the view and
-// steps the claimer once if any of them gave it something to act on.
-func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.RecordsObserved) {
+// recordsChanged folds a run of split record changes into the view and
+// steps the claimer once if any of them gave it something to act on (a
+// deletion always does).
+func (sw *splitWriterActor) recordsChanged(c *actor.Context, m recordmsg.RecordsChanged) {
 	act := false
 	for i := range m.Records {
 		r := &m.Records[i]
+		if r.Deleted {
+			sw.deleted(r.Split)
+			act = true
+			continue
+		}
 		act = sw.fold(r.Split, &r.Record, r.Rev) || act
 	}
 	if act {
@@ -109,7 +115,25 @@ func (sw *splitWriterActor) recordsObserved(c *actor.Context, m recordmsg.Record
 	}
 }
 
-// receive handles every message but a run of observed split records.
+// sessionChanged applies the lease's report of this worker's session
+// (docs/protocol.md, "Sessions"): at its end claims pause and every held
+// tenancy ends; a new session's nonce is the one claims write from then on.
+func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChanged) {
+	if !m.Live {
+		sw.claims.session = false
+		sw.tellHealth()
+		if sw.reg.len() > 0 {
+			sw.surrender(c, surrender{tenancies: sw.reg.list(), reason: wire.EndStarved})
+		}
+		return
+	}
+	sw.nonce = m.Nonce
+	sw.claims.sessionStarted()
+	sw.tellHealth()
+	sw.claims.step(c)
+}
+
+// receive handles every message but a run of split record changes.
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
@@ -119,17 +143,17 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
 		sw.joined = true
 		sw.tellHealth()
-	case wire.RecordDeleted: // from the watch
-		sw.deleted(m.Split)
-		sw.claims.step(c)
-	case recordmsg.PlanObserved: // from the watch
-		sw.plan, sw.hasPlan = m.Plan, true
-		sw.judge()
-	case wire.PresenceObserved: // from the watch
-		sw.claims.presence(m.Instance, m.Nonce)
-		sw.claims.step(c)
-	case wire.PresenceDeleted: // from the watch
-		sw.claims.presence(m.Instance, "")
+	case recordmsg.PlanChanged: // from the watch: puts only (a deletion goes to the leader)
+		if !m.Deleted {
+			sw.plan, sw.hasPlan = m.Plan, true
+			sw.judge()
+		}
+	case wire.PresenceChanged: // from the watch
+		nonce := m.Nonce
+		if m.Deleted {
+			nonce = "" // the member left
+		}
+		sw.claims.presence(m.Instance, nonce)
 		sw.claims.step(c)
 	case wire.AssignedSetChanged: // from assign
 		sw.claims.assignment(m)
@@ -144,17 +168,8 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.judge()
 		sw.claims.heartbeat()
 		sw.claims.step(c)
-	case wire.SessionEnded: // from the lease
-		sw.claims.session = false
-		sw.tellHealth()
-		if sw.reg.len() > 0 {
-			sw.surrender(c, surrender{tenancies: sw.reg.list(), reason: wire.EndStarved})
-		}
-	case wire.SessionStarted: // from the lease
-		sw.nonce = m.Nonce
-		sw.claims.sessionStarted()
-		sw.tellHealth()
-		sw.claims.step(c)
+	case wire.SessionChanged: // from the lease
+		sw.sessionChanged(c, m)
 	case messages.FailSplit: // from the root (the handle's, or a user's actor's)
 		sw.failSplit(c, m)
 		sw.claims.step(c)

@@ -136,7 +136,7 @@ func TestALeftoverNotAssignedIsReturned(t *testing.T) {
 		for _, m := range []any{
 			wire.WatchesChanged{Live: true},
 			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
-			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: left, Rev: rev}}},
+			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: left, Rev: rev}}},
 		} {
 			e.Send(writer, m)
 		}
@@ -149,7 +149,7 @@ func TestALeftoverNotAssignedIsReturned(t *testing.T) {
 }
 
 // The split writer claims for the session the lease last told it of: after
-// a new session (SessionStarted), a claim writes the new session's nonce,
+// a new session (a live SessionChanged), a claim writes the new session's nonce,
 // not the first one's (Env.Nonce).
 func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -160,11 +160,11 @@ func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
 		rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(runnable), 0)
 		_, writer, _, _ := spawnLoneSplitWriterOn(t, e, clk, st)
 		for _, m := range []any{
-			wire.SessionEnded{},
-			wire.SessionStarted{Nonce: "n2"},
+			wire.SessionChanged{},
+			wire.SessionChanged{Live: true, Nonce: "n2"},
 			wire.WatchesChanged{Live: true},
 			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
-			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: runnable, Rev: rev}}},
+			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: runnable, Rev: rev}}},
 		} {
 			e.Send(writer, m)
 		}
@@ -221,7 +221,7 @@ func TestASurrenderedSplitIsNotReturnedAsALeftover(t *testing.T) {
 		for _, m := range []any{
 			wire.WatchesChanged{Live: true},
 			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
-			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "a", Record: held, Rev: rev}}},
+			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: held, Rev: rev}}},
 			messages.ReleaseSplits{Tenancies: []messages.Tenancy{{Split: "a", Epoch: 1}}},
 		} {
 			e.Send(writer, m)

@@ -114,7 +114,7 @@ func TestAWonClaimStartsTheTenancyInOneStep(t *testing.T) {
 		for _, m := range []any{
 			won("a", 2),
 			messages.FailSplit{Split: "a", Epoch: 2, Reason: "poison", ReplyTo: rec},
-			recordmsg.RecordsObserved{Records: []recordmsg.RecordObserved{{Split: "b", Record: fenced, Rev: 9}}},
+			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "b", Record: fenced, Rev: 9}}},
 			won("b", 2),
 		} {
 			e.Send(writer, m)

@@ -56,7 +56,7 @@ type (
 func (m watchEvents) Events() int { return len(m.evs) }
 
 // MaxBurst bounds the events a pump hands the watch actor in one
-// message, and the split record puts in one RecordsObserved, so one
+// message, and the split record puts in one RecordsChanged, so one
 // message's work stays small while a burst costs one message per
 // subscriber rather than one per event.
 const MaxBurst = 256
@@ -86,14 +86,14 @@ type keyspaceWatch struct {
 // typed observations for the actors that act on each key family.
 //
 // It takes JobStarted (root) and Joined (lease). It tells, each at the call
-// that sends it: split records (RecordsObserved, RecordDeleted) to the
-// split writer and the leader; presences (PresenceObserved,
-// PresenceDeleted) to the leader and the split writer, and this worker's
-// own PresenceObserved to the lease too, and a challenge of this worker's
-// own presence (PresenceChallenged) to the lease only; the leader key and the plan record
-// (LeaderObserved, LeaderDeleted, PlanObserved, PlanDeleted) to the leader,
-// PlanObserved to the split writer too; assignment records
-// (AssignmentObserved, AssignmentDeleted) to the leader, and this worker's
+// that sends it, one message per key family carrying a put or a deletion
+// (Deleted), as one watch event does: split records (RecordsChanged) to
+// the split writer and the leader; presences (PresenceChanged) to the
+// leader and the split writer, and a put of this worker's own to the lease
+// too, and a challenge of this worker's own presence (PresenceChallenged)
+// to the lease only; the leader key and the plan record (LeaderChanged,
+// PlanChanged) to the leader, a put of the plan to the split writer too;
+// assignment records (AssignmentChanged) to the leader, and this worker's
 // own to the assign actor too; WatchesChanged to the leader and the split
 // writer (which tells the root what Healthy reports); Reconciled to the
 // leader.
@@ -113,9 +113,9 @@ type watchActor struct {
 	reconciling bool
 	listStart   time.Time
 	// run is the split record puts applied and not yet routed; observe
-	// sends it as one RecordsObserved before any other observation and at
+	// sends it as one RecordsChanged before any other observation and at
 	// the end of every message (flush).
-	run []recordmsg.RecordObserved
+	run []recordmsg.RecordChanged
 }
 
 // New returns the producer of worker v's watch actor.
@@ -474,7 +474,7 @@ func (w *watchActor) observe(msg any, to ...*actor.PID) {
 // actor (its view of the split records) and the leader (its fleet view).
 func (w *watchActor) flush() {
 	if len(w.run) > 0 {
-		w.tell(recordmsg.RecordsObserved{Records: w.run}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
+		w.tell(recordmsg.RecordsChanged{Records: w.run}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 		w.run = nil
 	}
 }
@@ -503,7 +503,7 @@ func (w *watchActor) splitPut(key string, val []byte, rev uint64) {
 		w.v.FatalIf(err)
 		return
 	}
-	w.run = append(w.run, recordmsg.RecordObserved{Split: rec.ID, Record: rec, Rev: rev})
+	w.run = append(w.run, recordmsg.RecordChanged{Split: rec.ID, Record: rec, Rev: rev})
 	if len(w.run) == MaxBurst {
 		w.flush()
 	}
@@ -521,7 +521,7 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 		for _, e := range pr.Remaining {
 			remaining = append(remaining, wire.Estimate{Split: e.Split, Epoch: e.Epoch, Remaining: e.Remaining})
 		}
-		m := wire.PresenceObserved{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining}
+		m := wire.PresenceChanged{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining}
 		if suffix == w.v.ID { // the lease confirms its landed renewals
 			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.SplitWriter, w.v.PIDs.Lease)
 			return
@@ -533,7 +533,7 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 			w.v.FatalIf(err)
 			return
 		}
-		w.observe(recordmsg.LeaderObserved{Leader: l, Rev: rev}, w.v.PIDs.Leader)
+		w.observe(recordmsg.LeaderChanged{Leader: l, Rev: rev}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:
 		pl, err := protocol.DecodePlan(key, val)
 		if err != nil {
@@ -544,19 +544,14 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 			w.v.FatalIf(protocol.FingerprintMismatch(pl.Fingerprint, w.fingerprint))
 			return
 		}
-		w.observe(recordmsg.PlanObserved{Plan: pl, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
+		w.observe(recordmsg.PlanChanged{Plan: pl, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyAssignment:
 		a, err := protocol.DecodeAssignment(key, val)
 		if err != nil {
 			w.log.Warn("unreadable assignment; ignoring it", "key", key, "err", err)
 			return
 		}
-		m := recordmsg.AssignmentObserved{Instance: suffix, Assignment: a, Rev: rev}
-		if suffix == w.v.ID { // the assign actor diffs this worker's own
-			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
-			return
-		}
-		w.observe(m, w.v.PIDs.Leader)
+		w.assignmentChanged(recordmsg.AssignmentChanged{Instance: suffix, Assignment: a, Rev: rev})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	case protocol.KeyChallenge:
@@ -568,25 +563,34 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 	}
 }
 
+// assignmentChanged observes a put or a deletion of an assignment record
+// to the leader, and this worker's own to the assign actor too, which
+// diffs it.
+func (w *watchActor) assignmentChanged(m recordmsg.AssignmentChanged) {
+	if m.Instance == w.v.ID {
+		w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
+		return
+	}
+	w.observe(m, w.v.PIDs.Leader)
+}
+
 func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, synth bool) {
 	kind, suffix := protocol.ParseKey(ks, key)
 	switch kind {
 	case protocol.KeySplitRecord:
-		w.observe(wire.RecordDeleted{Split: coordination.SplitID(suffix), Rev: rev}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
+		// A deletion, which only code outside the library makes, goes
+		// alone, after the run of puts before it.
+		d := []recordmsg.RecordChanged{{Split: coordination.SplitID(suffix), Rev: rev, Deleted: true}}
+		w.observe(recordmsg.RecordsChanged{Records: d}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 	case protocol.KeyPresence:
-		w.observe(wire.PresenceDeleted{Instance: suffix, Rev: rev}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
+		w.observe(wire.PresenceChanged{Instance: suffix, Rev: rev, Deleted: true}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyLeaderValue:
-		w.observe(wire.LeaderDeleted{Rev: rev, Synthesized: synth}, w.v.PIDs.Leader)
+		w.observe(recordmsg.LeaderChanged{Rev: rev, Deleted: true, Synthesized: synth}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:
 		w.log.Error("plan record deleted outside the library", "key", key)
-		w.observe(wire.PlanDeleted{}, w.v.PIDs.Leader)
+		w.observe(recordmsg.PlanChanged{Rev: rev, Deleted: true}, w.v.PIDs.Leader)
 	case protocol.KeyAssignment:
-		m := wire.AssignmentDeleted{Instance: suffix, Rev: rev}
-		if suffix == w.v.ID {
-			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
-			return
-		}
-		w.observe(m, w.v.PIDs.Leader)
+		w.assignmentChanged(recordmsg.AssignmentChanged{Instance: suffix, Rev: rev, Deleted: true})
 	case protocol.KeyProbe:
 		w.log.Debug("probe key event", "key", key)
 	case protocol.KeyChallenge:

@@ -5,40 +5,72 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// RecordObserved is a split record put applied to the view: one item of
-// a RecordsObserved.
-type RecordObserved struct {
-	Split  coordination.SplitID
+// RecordChanged is a change of one split record applied to the view: a
+// put, or its deletion. One item of a RecordsChanged.
+type RecordChanged struct {
+	// Split is the split whose record changed.
+	Split coordination.SplitID
+	// Record is the record put; zero when Deleted.
 	Record protocol.SplitRecord
-	Rev    uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied.
+	Rev uint64
+	// Deleted is true when the record was deleted, which only code
+	// outside the library does (docs/protocol.md, "Missing records").
+	Deleted bool
 }
 
-// RecordsObserved is a run of split record puts applied to the view, in
-// the order they were applied: the watch actor sends the puts of a burst of
-// watch events, or of a listing, as one message per subscriber, so that a
-// subscriber handles one message per burst rather than one per record. Any
-// other observation ends the run first, so every subscriber still sees the
-// observations in the order they were applied. Records is shared by the
-// subscribers: a receiver must not modify it.
-type RecordsObserved struct {
-	Records []RecordObserved
+// RecordsChanged is a run of split record changes applied to the view, in
+// the order they were applied: the watch actor sends the puts of a burst
+// of watch events, or of a listing, as one message per subscriber, so that
+// a subscriber handles one message per burst rather than one per record;
+// a deletion goes in a run of its own. Any other observation ends the run
+// first, so every subscriber still sees the observations in the order
+// they were applied. Records is shared by the subscribers: a receiver
+// must not modify it.
+type RecordsChanged struct {
+	Records []RecordChanged
 }
 
-// LeaderObserved is a leader value put.
-type LeaderObserved struct {
+// LeaderChanged is a change of the leader key, as one watch event or
+// listing shows it: a put of the leader value, or its deletion or expiry.
+type LeaderChanged struct {
+	// Leader is the value put; zero when Deleted.
 	Leader protocol.LeaderRecord
-	Rev    uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied (Synthesized).
+	Rev uint64
+	// Deleted is true when the key was deleted or expired.
+	Deleted bool
+	// Synthesized is true for a deletion a snapshot or a listing implied
+	// (the key absent from it), not one a watch event showed.
+	Synthesized bool
 }
 
-// PlanObserved is a plan record put (fingerprint already checked).
-type PlanObserved struct {
+// PlanChanged is a change of the plan record, as one watch event or
+// listing shows it: a put (its fingerprint already checked), or its
+// deletion, which only code outside the library makes.
+type PlanChanged struct {
+	// Plan is the record put; zero when Deleted.
 	Plan protocol.PlanRecord
-	Rev  uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied.
+	Rev uint64
+	// Deleted is true when the record was deleted.
+	Deleted bool
 }
 
-// AssignmentObserved is an assignment record put.
-type AssignmentObserved struct {
-	Instance   string
+// AssignmentChanged is a change of one worker's assignment record, as
+// one watch event or listing shows it: a put of the record, or its
+// deletion.
+type AssignmentChanged struct {
+	// Instance is the worker the record assigns splits to.
+	Instance string
+	// Assignment is the record put; zero when Deleted.
 	Assignment protocol.AssignmentRecord
-	Rev        uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied.
+	Rev uint64
+	// Deleted is true when the record was deleted.
+	Deleted bool
 }

@@ -55,7 +55,7 @@ type DepartJobReply struct {
 	Failed bool
 	Held   []HeldSplit
 	// Session is the nonce of the session the split writer last heard of
-	// (SessionStarted), set with Failed: the direct hand-back writes only
+	// (SessionChanged), set with Failed: the direct hand-back writes only
 	// records and a leader key of that session.
 	Session string
 }

@@ -4,8 +4,8 @@
 // tells, and beside each case of its receive switch, who sends it; the
 // graph is read out of those sends into docs/architecture.md ("Routing",
 // checked by the actors package's tests); this doc is its reading guide. The messages that carry a store
-// record itself (RecordsObserved, LeaderObserved, PlanObserved,
-// AssignmentObserved, ClaimWon) are the module's internal recordmsg package:
+// record itself (RecordsChanged, LeaderChanged, PlanChanged,
+// AssignmentChanged, ClaimWon) are the module's internal recordmsg package:
 // every type here has fields any program can build and read.
 //
 // # What a user's actor sends
@@ -36,20 +36,21 @@
 // and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
 //
-// The watch actor turns watched and listed keys into observations:
-// RecordsObserved and RecordDeleted (split records) to splitwriter and
-// leader; PresenceObserved to leader and splitwriter, and to the lease for
-// its own key; PresenceChallenged to the lease, for its own key only;
-// PresenceDeleted to leader and splitwriter; LeaderObserved and
-// LeaderDeleted to the leader; PlanObserved to leader and splitwriter;
-// PlanDeleted to the leader; AssignmentObserved and AssignmentDeleted to the leader, and to
-// assign for this worker's own record; WatchesChanged to leader and
-// splitwriter; Reconciled to the leader.
+// The watch actor turns watched and listed keys into observations, one
+// message per key family, each carrying a put or a deletion (Deleted), as
+// a watch event does: RecordsChanged (split records: runs of puts, a
+// deletion alone) to splitwriter and leader; PresenceChanged to leader and
+// splitwriter, and a put of its own key to the lease too;
+// PresenceChallenged to the lease, for its own key only; LeaderChanged to
+// the leader; PlanChanged to leader and splitwriter, a deletion to the
+// leader only; AssignmentChanged to the leader, and to assign for this
+// worker's own record; WatchesChanged to leader and splitwriter;
+// Reconciled to the leader.
 //
 // The lease actor owns the session: Joined to watch, leader and
 // splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
-// SessionEnded to leader and splitwriter (which ends every held tenancy);
-// SessionStarted, with the new session's nonce, to leader and splitwriter
+// SessionChanged to leader and splitwriter, when the session ended (the
+// split writer ends every held tenancy) or a new one started, with its nonce
 // (each keeps the nonce it was last told; the lease owns it).
 //
 // The assign actor diffs this worker's assignment record and tells the
@@ -82,7 +83,11 @@
 // by the sender and no message carries a pointer to actor state. Naming
 // follows one scheme: intents are imperative (EndTenancy, FailSplit),
 // facts are past participles (TenancyEnded), replies are the intent's name
-// plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue).
+// plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue). A
+// fact that changes both ways is one message of its change, not a type per
+// direction: a watched key's put or deletion (PresenceChanged, Deleted set
+// for a deletion), as one store watch event is either, and the session's
+// end or start (SessionChanged).
 // Fields use this package's and the public packages' types; epochs here
 // are bare uint64 (the public commands carry coordination.LeaseEpoch).
 //

@@ -23,14 +23,20 @@ type Joined struct {
 	Planned uint64
 }
 
-// SessionEnded reports that this worker's session ended (docs/protocol.md,
-// "Sessions"): every held split is dropped, claims pause, a leader steps
-// down. The lease actor sends it.
-type SessionEnded struct{}
-
-// SessionStarted reports that a new session (Nonce) announced its presence
-// after one ended; claims resume.
-type SessionStarted struct{ Nonce string }
+// SessionChanged reports a change of this worker's session
+// (docs/protocol.md, "Sessions"); the lease actor, the session's owner,
+// sends it. Live false: the session ended: every held split is dropped,
+// claims pause, a leader steps down. Live true: a new session (Nonce)
+// announced its presence after one ended; claims resume. The first
+// session is not reported here: Joined reports it, and its nonce is
+// Env.Nonce.
+type SessionChanged struct {
+	// Live is true when a new session started, false when the session
+	// ended.
+	Live bool
+	// Nonce is the new session's nonce when Live; "" when not.
+	Nonce string
+}
 
 // WatchesChanged reports whether both watches are live (each has delivered
 // its SnapshotDone and not broken since).
@@ -40,9 +46,10 @@ type WatchesChanged struct {
 
 // HealthChanged tells the root what Healthy reports, as the split writer's
 // claim gate sees it: Session once this worker joined and while its session
-// holds (from Joined and SessionStarted until SessionEnded), Watches while
-// both watches are live. The split writer sends it on each change; the
-// root publishes it in the outbox (Outbox.SetLive).
+// holds (from Joined, and from each SessionChanged that is Live, until one
+// that is not), Watches while both watches are live. The split writer
+// sends it on each change; the root publishes it in the outbox
+// (Outbox.SetLive).
 type HealthChanged struct {
 	Session, Watches bool
 }

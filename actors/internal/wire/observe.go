@@ -4,23 +4,26 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// RecordDeleted is a split record deletion (watch or listing).
-type RecordDeleted struct {
-	Split coordination.SplitID
-	Rev   uint64
-}
-
-// PresenceObserved is a worker presence put. MaxInFlight 0 means the
-// value was unreadable or advertised 0: use the leader's default.
-type PresenceObserved struct {
-	Instance    string
-	Nonce       string
+// PresenceChanged is a change of one worker's presence key, as one watch
+// event or listing shows it: a put, or its deletion or expiry (Deleted).
+type PresenceChanged struct {
+	// Instance is the worker whose presence key changed.
+	Instance string
+	// Nonce is the session the put announces; "" when Deleted.
+	Nonce string
+	// MaxInFlight is the budget the put advertises; 0 when the value was
+	// unreadable or advertised 0 (use the leader's default), or Deleted.
 	MaxInFlight uint32
-	Rev         uint64
+	// Rev is the revision of the put or the deletion; 0 for a deletion a
+	// snapshot or a listing implied.
+	Rev uint64
 	// Remaining are the member's remaining-work estimates of splits it
 	// holds, the largest first (docs/protocol.md, "Runtime split"); nil
-	// when it reported none or the value was unreadable.
+	// when it reported none, the value was unreadable, or Deleted.
 	Remaining []Estimate
+	// Deleted is true when the key was deleted or expired: the member
+	// left.
+	Deleted bool
 }
 
 // Estimate is a member's estimate of a held split's remaining work at its
@@ -42,25 +45,4 @@ type PresenceChallenged struct {
 	Instance   string
 	Challenger string
 	Rev        uint64
-}
-
-// PresenceDeleted is a worker presence deletion or expiry.
-type PresenceDeleted struct {
-	Instance string
-	Rev      uint64
-}
-
-// LeaderDeleted is a leader value deletion or expiry.
-type LeaderDeleted struct {
-	Rev         uint64
-	Synthesized bool
-}
-
-// PlanDeleted is a plan record deletion outside the library.
-type PlanDeleted struct{}
-
-// AssignmentDeleted is an assignment record deletion.
-type AssignmentDeleted struct {
-	Instance string
-	Rev      uint64
 }

@@ -81,7 +81,7 @@ func (b *backlog) done(k int) {
 }
 
 // credits returns the credits msg took: one per event of a pump's burst,
-// one per record of a run of split record puts, one for any other
+// one per record of a run of split record changes, one for any other
 // observation the watch actor sends (actors/watch), and none for a
 // message that is not watch-fed. Observe and BacklogMiddleware both count
 // with it, so a credit taken is always returned.
@@ -89,11 +89,11 @@ func credits(msg any) int {
 	switch m := msg.(type) {
 	case eventBurst:
 		return m.Events()
-	case recordmsg.RecordsObserved:
+	case recordmsg.RecordsChanged:
 		return len(m.Records)
-	case wire.RecordDeleted, wire.PresenceObserved, wire.PresenceDeleted,
-		recordmsg.LeaderObserved, wire.LeaderDeleted, recordmsg.PlanObserved, wire.PlanDeleted,
-		recordmsg.AssignmentObserved, wire.AssignmentDeleted, wire.WatchesChanged, wire.Reconciled:
+	case wire.PresenceChanged,
+		recordmsg.LeaderChanged, recordmsg.PlanChanged,
+		recordmsg.AssignmentChanged, wire.WatchesChanged, wire.Reconciled:
 		return 1
 	}
 	return 0

@@ -49,7 +49,7 @@ type Env struct {
 	ID     string
 	// Nonce is the first session's nonce (docs/protocol.md, "Sessions").
 	// The current session's is the lease actor's; the actors that act on
-	// it learn a new one from SessionStarted.
+	// it learn a new one from SessionChanged.
 	Nonce   string
 	Log     *slog.Logger
 	Metrics *Metrics
