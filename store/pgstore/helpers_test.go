@@ -185,6 +185,22 @@ func newBlockedCatchUp(t *testing.T, s *pgtest.Server, ctx context.Context, ttl 
 	t.Cleanup(b.w.Stop)
 	nextEvent(t, b.w, 5*time.Second) // k
 	nextEvent(t, b.w, 5*time.Second) // SnapshotDone
+	b.release = holdInTx(t, s, b.st.sc.sql("LOCK TABLE {s}.changes IN ACCESS EXCLUSIVE MODE"))
+	exec(t, s, "SELECT pg_notify($1, '0')", b.st.sc.name)
+	waitFor(t, 10*time.Second, "the watch's catch-up to wait for the lock", func() bool {
+		var n int64
+		err := pool.QueryRow(opCtx(t), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0",
+			b.st.sc.ident+".changes c), m.pruned_upto").Scan(&n)
+		return err == nil && n == 1
+	})
+	return b
+}
+
+// holdInTx runs query (a lock) in a transaction of a connection of its
+// own and returns the function that commits it, releasing what query took;
+// the test's cleanup calls it too.
+func holdInTx(t *testing.T, s *pgtest.Server, query string) (release func()) {
+	t.Helper()
 	locker, err := pgx.Connect(opCtx(t), s.DSN("postgres"))
 	if err != nil {
 		t.Fatal(err)
@@ -194,17 +210,10 @@ func newBlockedCatchUp(t *testing.T, s *pgtest.Server, ctx context.Context, ttl 
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.release = func() { _ = tx.Commit(context.Background()) }
-	t.Cleanup(b.release)
-	if _, err := tx.Exec(opCtx(t), b.st.sc.sql("LOCK TABLE {s}.changes IN ACCESS EXCLUSIVE MODE")); err != nil {
+	release = func() { _ = tx.Commit(context.Background()) }
+	t.Cleanup(release)
+	if _, err := tx.Exec(opCtx(t), query); err != nil {
 		t.Fatal(err)
 	}
-	exec(t, s, "SELECT pg_notify($1, '0')", b.st.sc.name)
-	waitFor(t, 10*time.Second, "the watch's catch-up to wait for the lock", func() bool {
-		var n int64
-		err := pool.QueryRow(opCtx(t), "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND strpos(query, $1) > 0",
-			b.st.sc.ident+".changes c), m.pruned_upto").Scan(&n)
-		return err == nil && n == 1
-	})
-	return b
+	return release
 }

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/internal/pgtest"
 	"github.com/spate-go/coordination/store"
@@ -21,28 +19,14 @@ func TestASlowSetupOutlivesTheOperationThatStartedIt(t *testing.T) {
 	s := pgtest.Need(t, srv)
 	t.Parallel()
 	st := newStore(t, s, Config{}, 4*time.Second)
-	locker, err := pgx.Connect(opCtx(t), s.DSN("postgres"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = locker.Close(context.Background()) })
-	tx, err := locker.Begin(opCtx(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
-	if _, err := tx.Exec(opCtx(t), st.sc.sql("SELECT pg_catalog.pg_advisory_xact_lock({lock})")); err != nil {
-		t.Fatal(err)
-	}
+	release := holdInTx(t, s, st.sc.sql("SELECT pg_catalog.pg_advisory_xact_lock({lock})"))
 
 	short, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	if _, err := st.List(short, store.Durable, ""); coordination.KindOf(err) != coordination.Retryable {
 		t.Fatalf("List while the setup waits for the lock: %v, want Retryable", err)
 	}
-	if err := tx.Commit(opCtx(t)); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	waitFor(t, 10*time.Second, "the setup to finish with no operation waiting", func() bool {
 		st.mu.Lock()
 		defer st.mu.Unlock()
