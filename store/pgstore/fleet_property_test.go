@@ -163,6 +163,17 @@ type fleetRun struct {
 	sc      fleetSchedule
 	checker *testkit.Checker
 	members []*fleetMember
+	// lease is the LeaseDuration of members started from now on, 0 for
+	// fleetLease; their OpTimeout is a quarter of it.
+	lease time.Duration
+}
+
+// memberLease returns the LeaseDuration of a member started now.
+func (r *fleetRun) memberLease() time.Duration {
+	if r.lease > 0 {
+		return r.lease
+	}
+	return fleetLease
 }
 
 // runFleetSchedule runs sc on a job of its own and returns why it failed,
@@ -400,7 +411,8 @@ type fleetHeld struct {
 
 // start spawns a new incarnation and its pump.
 func (m *fleetMember) start() error {
-	st, err := New(Config{DSN: m.run.dsn(m.id), Job: m.run.job}, fleetLease)
+	lease := m.run.memberLease()
+	st, err := New(Config{DSN: m.run.dsn(m.id), Job: m.run.job}, lease)
 	if err != nil {
 		return err
 	}
@@ -410,11 +422,11 @@ func (m *fleetMember) start() error {
 	}
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = m.id
-	cfg.LeaseDuration = fleetLease
-	cfg.OpTimeout = 250 * time.Millisecond
-	cfg.ReplanInterval = fleetLease
-	cfg.ReconcileInterval = 600 * time.Millisecond
-	cfg.DrainDeadline = fleetLease / 2
+	cfg.LeaseDuration = lease
+	cfg.OpTimeout = lease / 4
+	cfg.ReplanInterval = lease
+	cfg.ReconcileInterval = lease * 3 / 5
+	cfg.DrainDeadline = lease / 2
 	cfg.RebalanceDelay = 0
 	cfg.StartupGrace = 0
 	c, err := actors.Spawn(e, st, cfg)

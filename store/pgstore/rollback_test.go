@@ -36,12 +36,19 @@ func TestARolledBackDatabase(t *testing.T) {
 	}
 	r := &fleetRun{t: t, srv: s, job: job, checker: testkit.NewChecker(),
 		sc:   fleetSchedule{weights: weights, commits: commits, revoke: make([]revokeMode, maxFleetMembers)},
-		plan: testkit.NewTestPlanner("pg-rollback:"+job, testkit.Splits(splits, weights...)...)}
+		plan: testkit.NewTestPlanner("pg-rollback:"+job, testkit.Splits(splits, weights...)...),
+		// A lease longer than the fleet property's: on a loaded machine a
+		// 1 s lease lost sessions in the fresh fleet, whose takeovers then
+		// quarantined splits (Stalled) or, once in CI, left two split
+		// records naming a member's ended session unclaimed for a minute
+		// (the issue note has it); this test checks the rollback's
+		// handling, and the fleet property covers session loss.
+		lease: 3 * time.Second}
 	defer func() { r.stopAll() }()
 	// The observer creates the job's schema first, with a generous
-	// deadline: the members' 250ms OpTimeout may not fit the DDL on a
+	// deadline: the members' short OpTimeout may not fit the DDL on a
 	// loaded machine.
-	obs := newStore(t, s, Config{DSN: s.DSN("postgres"), Job: job}, fleetLease)
+	obs := newStore(t, s, Config{DSN: s.DSN("postgres"), Job: job}, r.memberLease())
 	if _, err := obs.List(opCtx(t), store.Durable, ""); err != nil {
 		t.Fatal(err)
 	}
