@@ -163,8 +163,9 @@ type fleetRun struct {
 	sc      fleetSchedule
 	checker *testkit.Checker
 	members []*fleetMember
-	// lease is the LeaseDuration of members started from now on, 0 for
-	// fleetLease; their OpTimeout is a quarter of it.
+	// lease is the members' LeaseDuration, 0 for fleetLease; their
+	// OpTimeout is a quarter of it. Set it before the job's first store
+	// opens: a job's lease is fixed once it starts.
 	lease time.Duration
 }
 
