@@ -10,7 +10,6 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
-	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
@@ -68,11 +67,6 @@ func (r *rootActor) Receive(c *actor.Context) {
 		if r.departTimer != nil {
 			r.departTimer.Stop()
 		}
-	case wire.StartJob: // from the handle (Start)
-		// The lease comes last: it starts the startup I/O, so every other
-		// actor has JobStarted in its inbox before anything startup causes.
-		p := r.v.PIDs
-		r.v.Tell(wire.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
 	case messages.FailSplit: // from the handle, or a user's actor
 		r.failSplit(c, m)
 	case messages.ReleaseSplits: // from the handle, or a user's actor

@@ -87,10 +87,6 @@ func (l *leaderActor) receive(c *actor.Context) {
 	case actor.Stopped:
 		l.el.stop()
 		l.run.stop()
-	case wire.JobStarted:
-		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
-	case wire.Joined:
-		l.view.records = worker.Sized(l.view.records, worker.SizeHint(m.Planned))
 	case wire.WatchesChanged:
 		l.phase.Observe(m)
 		if m.Live {
@@ -122,6 +118,8 @@ func (l *leaderActor) receive(c *actor.Context) {
 			l.el.orphan("session ended; stepping down")
 			break
 		}
+		l.run.planner, l.fingerprint = m.Job.Planner, m.Job.Fingerprint
+		l.view.records = worker.Sized(l.view.records, worker.SizeHint(m.Planned))
 		l.el.session = m.Nonce
 		l.tick(c)
 	case wire.VerdictReached, wire.Departing:

@@ -41,7 +41,7 @@ type splitWriterActor struct {
 	log *slog.Logger
 
 	fp        uint64
-	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionChanged)
+	nonce     string // this worker's session's, as the lease last told (SessionChanged; Env.Nonce before)
 	records   map[coordination.SplitID]worker.SplitEntry
 	reg       registry // the tenancy registry: owner (tenancy.go)
 	busy      map[coordination.SplitID]bool
@@ -54,7 +54,7 @@ type splitWriterActor struct {
 
 	plan      protocol.PlanRecord
 	hasPlan   bool
-	joined    bool               // the lease's Joined arrived
+	joined    bool               // the lease's first live SessionChanged arrived
 	health    wire.HealthChanged // what the root was last told (health.go)
 	verdict   bool
 	judging   bool
@@ -117,7 +117,8 @@ func (sw *splitWriterActor) recordsChanged(c *actor.Context, m recordmsg.Records
 
 // sessionChanged applies the lease's report of this worker's session
 // (docs/protocol.md, "Sessions"): at its end claims pause and every held
-// tenancy ends; a new session's nonce is the one claims write from then on.
+// tenancy ends; a session's start (the first once this worker joined the
+// job) carries the job and the nonce claims write from then on.
 func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChanged) {
 	if !m.Live {
 		sw.claims.session = false
@@ -127,7 +128,9 @@ func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChang
 		}
 		return
 	}
-	sw.nonce = m.Nonce
+	sw.fp, sw.nonce = m.Job.FP, m.Nonce
+	sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
+	sw.joined = true
 	sw.claims.sessionStarted()
 	sw.tellHealth()
 	sw.claims.step(c)
@@ -137,12 +140,6 @@ func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChang
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case wire.JobStarted: // from the root
-		sw.fp = m.FP
-	case wire.Joined: // from the lease
-		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
-		sw.joined = true
-		sw.tellHealth()
 	case recordmsg.PlanChanged: // from the watch: puts only (a deletion goes to the leader)
 		if !m.Deleted {
 			sw.plan, sw.hasPlan = m.Plan, true

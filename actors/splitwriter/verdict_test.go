@@ -51,7 +51,7 @@ func newVerdictRig(t *testing.T, st store.Store) *verdictRig {
 		<-e.Poison(rec).Done()
 	})
 	vr.v, vr.sw = v, New(v)().(*splitWriterActor)
-	vr.sw.fp = workertest.FP // as JobStarted sets it
+	vr.sw.fp = workertest.FP // as a live SessionChanged sets it
 	// A final plan of one split, completed in the view: the gate passes.
 	vr.sw.plan, vr.sw.hasPlan = protocol.PlanRecord{Finality: coordination.PlanFinal, Planned: 1}, true
 	return vr

@@ -18,16 +18,16 @@
 //
 // # Who sends what to whom
 //
-// The handle (the caller's goroutine) asks the root with StartJob,
-// DepartJob and the public FailSplit and ReleaseSplits, the revoke actor
-// with the public DeclineRevoke, and tells the split writer
+// The handle (the caller's goroutine) tells the lease StartJob, asks the
+// root with DepartJob and the public FailSplit and ReleaseSplits, the
+// revoke actor with the public DeclineRevoke, and tells the split writer
 // RemainingReported; each request is answered by its Reply. Its commits go
 // to the commit writer, which after each one tells the revoke actor
 // CommitLanded, and asks the root EndTenancy when the commit was fenced or
 // completed (the root relays it to the split writer).
 //
-// The root is the outbox's one writer. It tells watch, leader, splitwriter
-// and lease JobStarted, and leader and lease Departing; it sends the
+// The root is the outbox's one writer. It tells leader and lease
+// Departing; it sends the
 // commands naming tenancies on to the split writer, which owns the tenancy
 // registry (FailSplit, ReleaseSplits, a user's actor's Subscribe, and
 // DepartJob, answered by DepartHandedBack, or after a failure by
@@ -47,11 +47,12 @@
 // worker's own record; WatchesChanged to leader and splitwriter;
 // Reconciled to the leader.
 //
-// The lease actor owns the session: Joined to watch, leader and
-// splitwriter once startup finished; HeartbeatTicked to leader, revoke and splitwriter;
-// SessionChanged to leader and splitwriter, when the session ended (the
-// split writer ends every held tenancy) or a new one started, with its nonce
-// (each keeps the nonce it was last told; the lease owns it).
+// The lease actor owns the session and joins the job StartJob names:
+// SessionChanged to leader and splitwriter when a session started, with
+// its nonce and the job (each keeps the nonce it was last told; the lease
+// owns it), the first once startup finished, to the watch too (the
+// watches open), or when the session ended (the split writer ends every
+// held tenancy); HeartbeatTicked to leader, revoke and splitwriter.
 //
 // The assign actor diffs this worker's assignment record and tells the
 // diff, AssignedSetChanged, to the split-writer actor (which claims what
