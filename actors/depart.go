@@ -19,7 +19,8 @@ import (
 func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	r.departing = true
 	p := r.v.PIDs
-	r.v.Tell(wire.Departing{}, p.Leader, p.Lease)
+	r.v.Tell(wire.Retire{}, p.Leader)
+	r.v.Tell(wire.Departing{}, p.Lease)
 	if err := r.v.Outbox.Failure(); err != nil {
 		r.v.Tell(wire.DepartJob{Held: m.Held, ReplyTo: c.Sender(), Failure: err}, p.SplitWriter)
 		return

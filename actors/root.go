@@ -131,7 +131,7 @@ func (r *rootActor) verdictReached(m wire.VerdictReached) {
 	} else {
 		r.emit(coordination.AllComplete{})
 	}
-	r.v.Tell(m, r.v.PIDs.Leader)
+	r.v.Tell(wire.Retire{}, r.v.PIDs.Leader)
 }
 
 // tenanciesEnded emits Lost for each involuntary end the split writer

@@ -26,13 +26,12 @@
 // CommitLanded, and asks the root EndTenancy when the commit was fenced or
 // completed (the root relays it to the split writer).
 //
-// The root is the outbox's one writer. It tells leader and lease
-// Departing; it sends the
-// commands naming tenancies on to the split writer, which owns the tenancy
-// registry (FailSplit, ReleaseSplits, a user's actor's Subscribe, and
-// DepartJob, answered by DepartHandedBack, or after a failure by
-// DepartJobReply to the handle); it rebroadcasts VerdictReached to the
-// leader; it forwards a user's actor's DeclineRevoke to the revoke actor;
+// The root is the outbox's one writer. It tells the leader Retire once it
+// emitted the verdict or Depart began, and the lease Departing; it sends
+// the commands naming tenancies on to the split writer, which owns the
+// tenancy registry (FailSplit, ReleaseSplits, a user's actor's Subscribe,
+// and DepartJob, answered by DepartHandedBack, or after a failure by
+// DepartJobReply to the handle); it forwards a user's actor's DeclineRevoke to the revoke actor;
 // and during Depart it asks the leader StepDown and the lease
 // WithdrawPresence.
 //

@@ -79,6 +79,12 @@ type VerdictReached struct {
 	Quarantined uint64
 }
 
-// Departing tells the actors that Depart was called: stop claiming,
-// electing, publishing and renewing presence.
+// Departing tells the lease actor that Depart was called: it never renews
+// or writes the presence key again but to delete it (WithdrawPresence).
 type Departing struct{}
+
+// Retire asks the leader actor to stop working as leader (no election,
+// planning, publishing or cuts) and to keep the leader key until StepDown
+// or its expiry: the root sends it when it emitted the job's verdict and
+// when Depart began.
+type Retire struct{}
