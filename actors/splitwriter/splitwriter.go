@@ -30,9 +30,9 @@ type handBackBatch struct {
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
 // It owns the tenancy registry (tenancy.go): a won claim starts a tenancy
 // in the same step, and every end is applied here. Its RecordsChanged come
-// from the watch. It tells the root ClaimWon, TenanciesEnded,
-// RevocationRequested (sent on from revoke), BeginSubscription,
-// SplitQuarantined and VerdictReached; revoke FollowAssignment,
+// from the watch. It raises the root seam events (EventsRaised, events.go:
+// Gained, Lost, RevokeRequested of revoke's requests, Quarantined, the
+// verdict) and tells it BeginSubscription and HealthChanged; revoke FollowAssignment,
 // TenancyEnded and HandBackResolved; the commit writer OpenCell and
 // TenancyEnded; the lease RemainingReported; and answers the commands the
 // root sends on (FailSplit, ReleaseSplits, DepartJob) to their ReplyTo.
@@ -238,7 +238,7 @@ func (sw *splitWriterActor) fold(id coordination.SplitID, rec *protocol.SplitRec
 		}
 		sw.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
-			sw.v.Tell(wire.SplitQuarantined{Split: id, Attempts: rec.Attempts}, sw.v.PIDs.Root)
+			sw.raise(coordination.Quarantined{Split: id, Attempts: rec.Attempts})
 		}
 	}
 	sw.judge()

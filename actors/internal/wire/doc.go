@@ -5,7 +5,7 @@
 // graph is read out of those sends into docs/architecture.md ("Routing",
 // checked by the actors package's tests); this doc is its reading guide. The messages that carry a store
 // record itself (RecordsChanged, LeaderChanged, PlanChanged,
-// AssignmentChanged, ClaimWon) are the module's internal recordmsg package:
+// AssignmentChanged) are the module's internal recordmsg package:
 // every type here has fields any program can build and read.
 //
 // # What a user's actor sends
@@ -59,21 +59,23 @@
 //
 // The split-writer actor decides claims on its own view of the split
 // records, writes them and owns the tenancy registry: a claim it won starts
-// a tenancy in the same step. At a start it posts the commit writer
-// OpenCell, tells the root ClaimWon (the root emits Gained) and revoke
+// a tenancy in the same step. It raises the root, in one ordered stream of
+// EventsRaised, the seam events of what it applies: at a start (after
+// posting the commit writer OpenCell) the Gained, then it tells revoke
 // FollowAssignment (also whenever the assigned set or the watches change);
 // at an end (a fence it sees, a command, a forced revocation, the session's
 // end, a commit writer's EndTenancy) it tells revoke and the commit writer
-// TenancyEnded, the lease a 0 RemainingReported, the root TenanciesEnded
-// (Lost for an involuntary end; a decline's reply), and asks the end's
-// write; it tells revoke HandBackResolved once that write resolved (after
-// the TenancyEnded it sent first). It sends revoke's RevocationRequested on
-// to the root while the tenancy is held, answers a Subscribe the root sent
-// on with BeginSubscription, passes a held tenancy's estimate on to the
-// lease, and tells the root SplitQuarantined and VerdictReached.
+// TenancyEnded, the lease a 0 RemainingReported, raises the Lost of an
+// involuntary end (with a decline's reply PID), and asks the end's write;
+// it tells revoke HandBackResolved once that write resolved (after the
+// TenancyEnded it sent first). It raises revoke's RevocationRequested as
+// RevokeRequested while the tenancy is held, a quarantine its view shows
+// and the verdict; answers a Subscribe the root sent on with
+// BeginSubscription, tells the root HealthChanged, and passes a held
+// tenancy's estimate on to the lease.
 //
 // The revoke actor keeps only the drains in progress. It asks the split
-// writer RevocationRequested (the root emits RevokeRequested) and
+// writer RevocationRequested (raised as RevokeRequested) and
 // ForceRevocation (surrender and hand back; for a DeclineRevoke it carries
 // the caller's ReplyTo, answered by the root once the Lost is queued).
 //

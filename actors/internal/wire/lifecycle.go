@@ -72,13 +72,6 @@ type HeartbeatDue struct {
 	Round uint64
 }
 
-// VerdictReached reports the job's verdict; Stalled is false for AllComplete.
-type VerdictReached struct {
-	Stalled     bool
-	Completed   uint64
-	Quarantined uint64
-}
-
 // Departing tells the lease actor that Depart was called: it never renews
 // or writes the presence key again but to delete it (WithdrawPresence).
 type Departing struct{}

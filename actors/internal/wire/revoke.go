@@ -27,8 +27,8 @@ type FollowedTenancy struct {
 }
 
 // RevocationRequested asks for RevokeRequested for a held split: revoke
-// sends it to the split writer, which sends it on to the root (the outbox's
-// one writer) while it holds the tenancy (E6).
+// sends it to the split writer, which raises the event to the root (the
+// outbox's one writer, EventsRaised) while it holds the tenancy (E6).
 type RevocationRequested struct {
 	Split coordination.SplitID
 	Epoch uint64
@@ -38,7 +38,7 @@ type RevocationRequested struct {
 // revocation was forced (deadline, decline, or cancelled-then-silent) and
 // hand it back. For a decline, ReplyTo is the DeclineRevoke's: it is
 // answered messages.DeclineRevokeReply once the tenancy is surrendered (by
-// the root, once the Lost is queued: TenanciesEnded.Decline) or found
+// the root, once the Lost is queued: EventsRaised.Decline) or found
 // already ended (by the split writer), without waiting for the hand-back's
 // write.
 type ForceRevocation struct {
