@@ -52,8 +52,7 @@ type (
 // the call that sends it: SessionChanged (a session started, with its
 // nonce and the job, or the session ended) to the leader and the split
 // writer, and the first session's start to the watch too (the watches
-// open); HeartbeatTicked to the leader, revoke and the split
-// writer.
+// open); HeartbeatTicked to the leader and the split writer.
 type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -184,7 +183,7 @@ func (l *leaseActor) beat(c *actor.Context) {
 	}
 	l.schedule(c)
 	l.keepAlive(c)
-	l.v.Tell(wire.HeartbeatTicked{Round: l.round}, l.v.PIDs.Leader, l.v.PIDs.Revoke, l.v.PIDs.SplitWriter)
+	l.v.Tell(wire.HeartbeatTicked{Round: l.round}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // keepAlive self-fences a starved session and renews the presence, or

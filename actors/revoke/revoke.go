@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
@@ -22,13 +23,20 @@ import (
 // RevocationRequested and ForceRevocation; a DeclineRevoke it forces is
 // answered by the root once the tenancy's Lost is queued, or by the split
 // writer when it ended another way (ForceRevocation.ReplyTo), one it finds
-// nothing to force for here.
+// nothing to force for here. Its deadlines are its own timer's (arm), at
+// the earliest deadline of the drains in progress: a revocation is forced
+// at DrainDeadline, not at a peer's tick.
 type revokeActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
 	entries map[coordination.SplitID]*revocation // the drains in progress
+	timer   *clock.Timer                         // fires deadlineDue at the earliest deadline of entries; nil when none
 }
+
+// deadlineDue is the revoke actor's timer: the earliest drain deadline it
+// was armed for passed.
+type deadlineDue struct{}
 
 // New returns the producer of worker v's revocation-drain actor.
 func New(v *worker.Env) actor.Producer {
@@ -44,15 +52,19 @@ func New(v *worker.Env) actor.Producer {
 // Receive handles one message.
 func (r *revokeActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
-	case actor.Initialized, actor.Started, actor.Stopped:
+	case actor.Initialized, actor.Started:
+	case actor.Stopped:
+		worker.StopTimer(r.timer)
 	case wire.FollowAssignment: // from the split writer
 		now := r.v.Clock.Now()
 		for _, t := range m.Tenancies {
 			r.follow(t, now)
 		}
 		r.deadlines(c)
-	case wire.HeartbeatTicked: // from the lease
-		r.deadlines(c)
+	case deadlineDue:
+		if !r.v.Halted.Load() { // failed or aborted: nothing more is forced
+			r.deadlines(c)
+		}
 	case wire.TenancyEnded: // from the split writer
 		e, ok := r.entries[m.Split]
 		if !ok || e.epoch != m.Epoch {
@@ -103,7 +115,8 @@ func (r *revokeActor) follow(t wire.FollowedTenancy, now time.Time) {
 }
 
 // deadlines forces every revocation whose drain deadline passed, and hands
-// back every cancelled one that stayed silent for a full DrainDeadline.
+// back every cancelled one that stayed silent for a full DrainDeadline;
+// then it arms the timer for the next deadline.
 func (r *revokeActor) deadlines(c *actor.Context) {
 	now := r.v.Clock.Now()
 	for id, e := range r.entries {
@@ -119,6 +132,26 @@ func (r *revokeActor) deadlines(c *actor.Context) {
 		}
 	}
 	r.v.Metrics.Draining(len(r.entries))
+	r.arm(c)
+}
+
+// arm sets the timer to the earliest deadline of the drains in progress,
+// or leaves it stopped when none is left. A deadline only moves later
+// without a call here (a commit landed: the timer fires early and arms
+// again); it moves earlier only at a FollowAssignment, which calls
+// deadlines.
+func (r *revokeActor) arm(c *actor.Context) {
+	worker.StopTimer(r.timer)
+	r.timer = nil
+	var next time.Time
+	for _, e := range r.entries {
+		if at := deadlineAt(*e, r.v.Config.DrainDeadline); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if !next.IsZero() {
+		r.timer = r.v.After(next.Sub(r.v.Clock.Now()), c.PID(), deadlineDue{})
+	}
 }
 
 // settle removes an entry and counts its outcome ("" counts none).

@@ -91,12 +91,12 @@ func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
 		rr.clk.Add(500 * time.Millisecond)
 		rr.send(wire.CommitLanded{Split: "a", Epoch: 1})
 		rr.clk.Add(500 * time.Millisecond)
-		rr.send(wire.HeartbeatTicked{})
+		rr.send() // the deadline timer's turn
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("forced although progress was recent: %v", got)
 		}
 		rr.clk.Add(300 * time.Millisecond)
-		rr.send(wire.HeartbeatTicked{})
+		rr.send() // the deadline timer's turn
 		if got := rr.take(); len(got) != 1 || got[0] != (wire.ForceRevocation{Split: "a", Epoch: 1}) {
 			t.Fatalf("silent: %v", got)
 		}
@@ -203,8 +203,8 @@ func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 			wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndCompleted},
 			wire.FollowAssignment{},
 			wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded})
-		rr.clk.Add(time.Second) // past DrainDeadline (750ms)
-		rr.send(wire.HeartbeatTicked{})
+		rr.clk.Add(time.Second) // past DrainDeadline (750ms): the deadline timer's turn
+		rr.send()
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("revocation of a surrendered tenancy: %v", got)
 		}

@@ -51,7 +51,7 @@
 // its nonce and the job (each keeps the nonce it was last told; the lease
 // owns it), the first once startup finished, to the watch too (the
 // watches open), or when the session ended (the split writer ends every
-// held tenancy); HeartbeatTicked to leader, revoke and splitwriter.
+// held tenancy); HeartbeatTicked to leader and splitwriter.
 //
 // The assign actor diffs this worker's assignment record and tells the
 // diff, AssignedSetChanged, to the split-writer actor (which claims what
