@@ -19,11 +19,11 @@ import (
 // It keeps only the drains in progress: which tenancies are held, whether
 // the assignment names them and whether the rules apply are the split
 // writer's to tell (it owns the held tenancies), in the FollowAssignment
-// that asks it to act on them. It tells the split writer
-// RevocationRequested and ForceRevocation; a DeclineRevoke it forces is
+// that asks it to act on them. It tells the split writer each revocation
+// it requested or forced (RevocationChanged); a DeclineRevoke it forces is
 // answered by the root once the tenancy's Lost is queued, or by the split
-// writer when it ended another way (ForceRevocation.ReplyTo), one it finds
-// nothing to force for here. Its deadlines are its own timer's (arm), at
+// writer when it ended another way (RevocationChanged.ReplyTo), one it
+// finds nothing to force for here. Its deadlines are its own timer's (arm), at
 // the earliest deadline of the drains in progress: a revocation is forced
 // at DrainDeadline, not at a peer's tick.
 type revokeActor struct {
@@ -110,7 +110,7 @@ func (r *revokeActor) follow(t wire.FollowedTenancy, now time.Time) {
 		e.cancelled, e.lastProgress = false, now
 		r.v.Metrics.Revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.Tell(wire.RevocationRequested{Split: id, Epoch: t.Epoch}, r.v.PIDs.SplitWriter)
+		r.v.Tell(wire.RevocationChanged{Split: id, Epoch: t.Epoch}, r.v.PIDs.SplitWriter)
 	}
 }
 
@@ -124,11 +124,11 @@ func (r *revokeActor) deadlines(c *actor.Context) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.SplitWriter)
+			r.v.Tell(wire.RevocationChanged{Split: id, Epoch: e.epoch, Forced: true}, r.v.PIDs.SplitWriter)
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.SplitWriter)
+			r.v.Tell(wire.RevocationChanged{Split: id, Epoch: e.epoch, Forced: true}, r.v.PIDs.SplitWriter)
 		}
 	}
 	r.v.Metrics.Draining(len(r.entries))
@@ -206,5 +206,5 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 		return
 	}
 	r.settle(m.Split, e, "forced")
-	r.v.Tell(wire.ForceRevocation{Split: m.Split, Epoch: e.epoch, ReplyTo: m.ReplyTo}, r.v.PIDs.SplitWriter)
+	r.v.Tell(wire.RevocationChanged{Split: m.Split, Epoch: e.epoch, Forced: true, ReplyTo: m.ReplyTo}, r.v.PIDs.SplitWriter)
 }

@@ -173,7 +173,11 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 	case messages.ReleaseSplits: // from the root (the handle's, or a user's actor's)
 		sw.release(c, m)
 		sw.claims.step(c)
-	case wire.ForceRevocation: // from revoke
+	case wire.RevocationChanged: // from revoke: requested, or forced
+		if !m.Forced {
+			sw.revocationRequested(m)
+			break
+		}
 		sw.forceRevocation(c, m)
 		sw.claims.step(c)
 	case wire.EndTenancy: // from the commit writer
@@ -181,8 +185,6 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.claims.step(c)
 	case wire.DepartJob: // from the root (the handle's Depart)
 		sw.depart(c, m)
-	case wire.RevocationRequested: // from revoke
-		sw.revocationRequested(m)
 	case worker.RemainingReported: // from the handle (ReportRemaining)
 		sw.remainingReported(m)
 	case messages.Subscribe: // from the root (a user's actor's)

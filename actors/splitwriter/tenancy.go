@@ -177,7 +177,7 @@ func (sw *splitWriterActor) endOne(c *actor.Context, id coordination.SplitID, ep
 // forceRevocation surrenders a tenancy whose revocation revoke forced; a
 // decline's reply goes with the end to the root, or, when the tenancy
 // ended another way, is answered here.
-func (sw *splitWriterActor) forceRevocation(c *actor.Context, m wire.ForceRevocation) {
+func (sw *splitWriterActor) forceRevocation(c *actor.Context, m wire.RevocationChanged) {
 	if sw.reg.holds(m.Split, m.Epoch) {
 		sw.surrender(c, surrender{tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, reason: wire.EndRevoked, decline: m.ReplyTo})
 		return
@@ -251,9 +251,10 @@ func (sw *splitWriterActor) remainingReported(m worker.RemainingReported) {
 	}
 }
 
-// revocationRequested raises revoke's request as RevokeRequested while
-// the tenancy is held (E6) and the job is neither decided nor departing.
-func (sw *splitWriterActor) revocationRequested(m wire.RevocationRequested) {
+// revocationRequested raises a revocation revoke requested as
+// RevokeRequested while the tenancy is held (E6) and the job is neither
+// decided nor departing.
+func (sw *splitWriterActor) revocationRequested(m wire.RevocationChanged) {
 	if sw.reg.holds(m.Split, m.Epoch) && !sw.verdict && !sw.departing {
 		sw.raise(coordination.RevokeRequested{Split: m.Split})
 	}

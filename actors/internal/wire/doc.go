@@ -68,16 +68,18 @@
 // TenancyEnded, the lease a 0 RemainingReported, raises the Lost of an
 // involuntary end (with a decline's reply PID), and asks the end's write;
 // it tells revoke HandBackResolved once that write resolved (after the
-// TenancyEnded it sent first). It raises revoke's RevocationRequested as
-// RevokeRequested while the tenancy is held, a quarantine its view shows
+// TenancyEnded it sent first). It raises a revocation revoke requested
+// (RevocationChanged) as RevokeRequested while the tenancy is held, and
+// surrenders one revoke forced; it raises a quarantine its view shows
 // and the verdict; answers a Subscribe the root sent on with
 // BeginSubscription, tells the root HealthChanged, and passes a held
 // tenancy's estimate on to the lease.
 //
-// The revoke actor keeps only the drains in progress. It asks the split
-// writer RevocationRequested (raised as RevokeRequested) and
-// ForceRevocation (surrender and hand back; for a DeclineRevoke it carries
-// the caller's ReplyTo, answered by the root once the Lost is queued).
+// The revoke actor keeps only the drains in progress and its deadline
+// timer. It tells the split writer each change of a revocation the split
+// writer acts on, RevocationChanged: requested (raised as RevokeRequested)
+// or forced (surrender and hand back; for a DeclineRevoke it carries the
+// caller's ReplyTo, answered by the root once the Lost is queued).
 //
 // # Rules
 //
@@ -88,8 +90,9 @@
 // plus Reply and carry Err, and timer ticks end in Due (HeartbeatDue). A
 // fact that changes both ways is one message of its change, not a type per
 // direction: a watched key's put or deletion (PresenceChanged, Deleted set
-// for a deletion), as one store watch event is either, and the session's
-// end or start (SessionChanged).
+// for a deletion), as one store watch event is either, the session's end
+// or start (SessionChanged), a revocation requested or forced
+// (RevocationChanged).
 // Fields use this package's and the public packages' types; epochs here
 // are bare uint64 (the public commands carry coordination.LeaseEpoch).
 //
