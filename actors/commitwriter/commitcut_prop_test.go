@@ -53,8 +53,8 @@ func TestCutCommitsUnderFaultsProperty(t *testing.T) {
 		rev := workertest.Put(t, fs, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 		w := ws.of("a")
 		w.receive(worker.OpenCell{FP: workertest.FP, Split: "a", Epoch: 2, Prog: fence, Rev: rev, Generation: 5})
-		ask := func(p coordination.SplitProgress, cut *coordination.Cut) worker.CommitResult {
-			return w.ask(worker.CommitRequest{Ctx: context.Background(), Split: "a", Epoch: 2, Progress: p, Cut: cut})
+		ask := func(p coordination.SplitProgress, cut *coordination.Cut) CommitResult {
+			return w.ask(CommitRequest{Ctx: context.Background(), Split: "a", Epoch: 2, Progress: p, Cut: cut})
 		}
 
 		var (

@@ -154,8 +154,8 @@ func (l *loneCommitWriter) run(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination.SplitProgress) worker.CommitResult {
-	return l.w.ask(worker.CommitRequest{Ctx: ctx, Split: "a", Epoch: epoch, Progress: p})
+func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination.SplitProgress) CommitResult {
+	return l.w.ask(CommitRequest{Ctx: ctx, Split: "a", Epoch: epoch, Progress: p})
 }
 
 // runWithTheCell starts the shard's goroutine and opens the tenancy's cell.
@@ -168,9 +168,9 @@ func (l *loneCommitWriter) runWithTheCell(t *testing.T) {
 // askBehindTheCell posts the tenancy's cell while the shard's goroutine is
 // not running, then asks a commit of watermark 5 on a goroutine of its own
 // and returns its result channel once the commit is queued behind the cell.
-func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <-chan worker.CommitResult {
+func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <-chan CommitResult {
 	l.w.v.PostCommit(l.fence)
-	res := make(chan worker.CommitResult, 1)
+	res := make(chan CommitResult, 1)
 	go func() { res <- l.ask(ctx, 2, coordination.SplitProgress{Watermark: 5}) }()
 	synctest.Wait()
 	if n := l.queued(); n != 2 {

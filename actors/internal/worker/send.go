@@ -29,12 +29,6 @@ func (v *Env) PostCommit(msg any) {
 	v.Commits.Post(msg)
 }
 
-// AskCommit hands the handle's commit request to the commit writer and
-// waits for the result.
-func (v *Env) AskCommit(req CommitRequest) CommitResult {
-	return v.Commits.Ask(req)
-}
-
 // Reply answers a request: to is its requester, a handle request's sender
 // or a message's ReplyTo. Like every send, one made after the worker shut
 // down is dropped (Send).
