@@ -58,7 +58,7 @@ func newCutRig(t *testing.T) *cutRig {
 	fence := protocol.FreshProgress("a", fpJob, "me", 2, 0)
 	rev := workertest.Put(t, fs, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	w := ws.of("a")
-	w.receive(worker.OpenCell{FP: workertest.FP, Split: "a", Epoch: 2, Prog: fence, Rev: rev, Generation: 5})
+	w.receive(worker.CellChanged{Split: "a", Epoch: 2, FP: workertest.FP, Prog: fence, Rev: rev, Generation: 5})
 	return &cutRig{w: w, fs: fs, v: v, sent: func() []any {
 		synctest.Wait()
 		mu.Lock()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
@@ -46,12 +45,11 @@ type CommitResult struct {
 // commitWriter is one shard of the commit-writing actor (docs/architecture.md,
 // "The commit path"). It owns the progress cells of the tenancies whose
 // split hashes to it: from a tenancy's Gained on, the shard is the only
-// writer of its progress record. It takes four messages, in the order
-// they were posted: OpenCell and TenancyEnded from the split writer,
-// CutAsked from assign, CommitRequest from the handle, which it answers
-// with a CommitResult (commitwrite.go); it tells the revoke actor
-// CommitLanded and asks the split writer EndTenancy for a completed or
-// fenced commit.
+// writer of its progress record. It takes three messages, in the order
+// they were posted: CellChanged from the split writer, CutAsked from
+// assign, CommitRequest from the handle, which it answers with a
+// CommitResult (commitwrite.go); it tells the revoke actor CommitLanded
+// and asks the split writer EndTenancy for a completed or fenced commit.
 type commitWriter struct {
 	v     *worker.Env
 	box   *mailbox
@@ -61,7 +59,7 @@ type commitWriter struct {
 // progressCell is one tenancy's progress record as this worker last wrote
 // it, with the tenancy's runtime-split state (commitcut.go, cutask.go).
 type progressCell struct {
-	fp    uint64 // H(the job's fingerprint), which the records carry (OpenCell)
+	fp    uint64 // H(the job's fingerprint), which the records carry (CellChanged)
 	epoch uint64
 	prog  protocol.ProgressRecord
 	rev   uint64
@@ -97,7 +95,7 @@ func (ws Writers) of(id coordination.SplitID) *commitWriter {
 	return ws.shards[maphash.String(ws.seed, string(id))%commitWriterShards]
 }
 
-// Post queues msg (OpenCell, TenancyEnded, CutAsked) on the shard of the split it
+// Post queues msg (CellChanged, CutAsked) on the shard of the split it
 // concerns, behind what was posted there before (worker.Env.PostCommit).
 func (ws Writers) Post(msg any) { ws.of(splitOf(msg)).box.post(msg) }
 
@@ -118,13 +116,11 @@ func (ws Writers) Start() {
 // splitOf returns the split a message for the commit writer is about.
 func splitOf(msg any) coordination.SplitID {
 	switch m := msg.(type) {
-	case worker.OpenCell:
+	case worker.CellChanged:
 		return m.Split
 	case CommitRequest:
 		return m.Split
 	case worker.CutAsked:
-		return m.Split
-	case wire.TenancyEnded:
 		return m.Split
 	}
 	panic(fmt.Sprintf("actors: %T is not a commit writer's message", msg))
@@ -164,10 +160,8 @@ func (w *commitWriter) run(ctx context.Context) {
 
 func (w *commitWriter) receive(msg any) {
 	switch m := msg.(type) {
-	case worker.OpenCell: // from the split writer, as a tenancy starts
-		w.cells[m.Split] = &progressCell{fp: m.FP, epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
-	case wire.TenancyEnded: // from the split writer, as a tenancy ends
-		w.close(m.Split, m.Epoch)
+	case worker.CellChanged: // from the split writer, as a tenancy starts or ends
+		w.cellChanged(m)
 	case CommitRequest: // from the handle, which found the shard busy (ask)
 		m.reply <- w.commit(m)
 	case worker.CutAsked: // from assign
@@ -175,6 +169,15 @@ func (w *commitWriter) receive(msg any) {
 	default:
 		panic(fmt.Sprintf("actors: the commit writer got %T", msg))
 	}
+}
+
+// cellChanged opens the cell of the tenancy m names, or closes it.
+func (w *commitWriter) cellChanged(m worker.CellChanged) {
+	if m.Closed {
+		w.close(m.Split, m.Epoch)
+		return
+	}
+	w.cells[m.Split] = &progressCell{fp: m.FP, epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
 }
 
 // close ends the cell of tenancy (id, epoch): later commits of it are not

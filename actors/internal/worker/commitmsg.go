@@ -5,14 +5,19 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// OpenCell hands the commit writer a started tenancy's progress record as
-// its claim's fence left it. The root posts it before the tenancy's Gained.
-type OpenCell struct {
-	FP    uint64 // H(the job's fingerprint), which the tenancy's records carry
+// CellChanged opens or closes the commit writer's progress cell of the
+// tenancy (Split, Epoch). The split writer, the tenancy registry's owner,
+// posts it as the tenancy starts, before its Gained, with the progress
+// record as the claim's fence left it, and as the tenancy ends, Closed.
+type CellChanged struct {
 	Split coordination.SplitID
 	Epoch uint64
-	Prog  protocol.ProgressRecord
-	Rev   uint64
+	// Closed: the tenancy ended and its cell closes; the fields below are
+	// unset. Otherwise the tenancy started and its cell opens with them.
+	Closed bool
+	FP     uint64 // H(the job's fingerprint), which the tenancy's records carry
+	Prog   protocol.ProgressRecord
+	Rev    uint64 // Prog's revision
 	// Generation is the split's spec generation, which the spec of a
 	// residual cut from it copies (docs/protocol.md, "Runtime split").
 	Generation uint64
