@@ -33,8 +33,8 @@ type handBackBatch struct {
 // from the watch. It tells the root ClaimWon, TenanciesEnded,
 // RevocationRequested (sent on from revoke), BeginSubscription,
 // SplitQuarantined and VerdictReached; revoke FollowAssignment,
-// TenancyEnded and HandBackResolved; the commit writer OpenCell and
-// TenancyEnded; the lease RemainingReported; and answers the commands the
+// TenancyEnded and HandBackResolved; the commit writer CellChanged (a
+// tenancy's cell opens or closes); the lease RemainingReported; and answers the commands the
 // root sends on (FailSplit, ReleaseSplits, DepartJob) to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env

@@ -60,11 +60,12 @@
 // The split-writer actor decides claims on its own view of the split
 // records, writes them and owns the tenancy registry: a claim it won starts
 // a tenancy in the same step. At a start it posts the commit writer
-// OpenCell, tells the root ClaimWon (the root emits Gained) and revoke
-// FollowAssignment (also whenever the assigned set or the watches change);
-// at an end (a fence it sees, a command, a forced revocation, the session's
-// end, a commit writer's EndTenancy) it tells revoke and the commit writer
-// TenancyEnded, the lease a 0 RemainingReported, the root TenanciesEnded
+// CellChanged (the cell opens), tells the root ClaimWon (the root emits
+// Gained) and revoke FollowAssignment (also whenever the assigned set or
+// the watches change); at an end (a fence it sees, a command, a forced
+// revocation, the session's end, a commit writer's EndTenancy) it tells
+// revoke TenancyEnded, the commit writer CellChanged (the cell closes), the
+// lease a 0 RemainingReported, the root TenanciesEnded
 // (Lost for an involuntary end; a decline's reply), and asks the end's
 // write; it tells revoke HandBackResolved once that write resolved (after
 // the TenancyEnded it sent first). It sends revoke's RevocationRequested on
