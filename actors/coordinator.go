@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -32,7 +33,8 @@ const stopGrace = 50 * time.Millisecond
 // nothing), so a lane of an ended tenancy can never write onto the next one.
 // Depart hands back every owned split, polled or not.
 type Coordinator struct {
-	v *worker.Env
+	v       *worker.Env
+	commits commitwriter.Writers // the commit writer, which the handle asks each commit (handle_commit.go)
 
 	mu       sync.Mutex
 	stop     <-chan struct{}

@@ -6,13 +6,15 @@ import (
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
 // The handle's commits are written by the commit writer
-// (commitwriter.go; docs/architecture.md, "The commit path"): the handle
-// sends a CommitRequest for the tenancy whose Gained Poll last handed out
-// and waits for the CommitResult.
+// (actors/commitwriter; docs/architecture.md, "The commit path"): the
+// handle asks it (Writers.Ask) a CommitRequest for the tenancy whose Gained
+// Poll last handed out and waits for the CommitResult, taking the shard's
+// turn on its own goroutine when the shard is idle.
 
 // Commit durably writes a held split's progress through a fenced CAS on
 // its progress record (docs/protocol.md, "Commits"): nil is durable, Fenced
@@ -90,13 +92,13 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 
 // commit asks the commit writer for one commit of split on the tenancy
 // whose Gained Poll last handed out.
-func (c *Coordinator) commit(ctx context.Context, split coordination.SplitID, progress coordination.SplitProgress) worker.CommitResult {
+func (c *Coordinator) commit(ctx context.Context, split coordination.SplitID, progress coordination.SplitProgress) commitwriter.CommitResult {
 	epoch := c.v.Outbox.PolledEpoch(split)
 	if epoch == 0 {
-		return worker.CommitResult{Err: worker.NotHeld(split)}
+		return commitwriter.CommitResult{Err: worker.NotHeld(split)}
 	}
 	progress.State = cloneBytes(progress.State)
-	return c.v.AskCommit(worker.CommitRequest{Ctx: ctx, Split: split, Epoch: epoch, Progress: progress})
+	return c.commits.Ask(commitwriter.CommitRequest{Ctx: ctx, Split: split, Epoch: epoch, Progress: progress})
 }
 
 // stopContext returns a context that ends stopGrace after the stop channel

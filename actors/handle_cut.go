@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
@@ -49,7 +50,7 @@ func (c *Coordinator) CommitCut(split coordination.SplitID, progress coordinatio
 	}
 	progress.State = cloneBytes(progress.State)
 	cut.Primary, cut.Residual = cloneBytes(cut.Primary), cloneBytes(cut.Residual)
-	res := c.v.AskCommit(worker.CommitRequest{Ctx: ctx, Split: split, Epoch: epoch, Progress: progress, Cut: &cut})
+	res := c.commits.Ask(commitwriter.CommitRequest{Ctx: ctx, Split: split, Epoch: epoch, Progress: progress, Cut: &cut})
 	if res.Residual == "" && res.Err != nil && stopped() {
 		return "", worker.StoppedBeforeDone("cut commit")
 	}

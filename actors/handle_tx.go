@@ -2,6 +2,7 @@ package actors
 
 import (
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/store"
 )
@@ -34,7 +35,7 @@ func (c *Coordinator) CommitTx(split coordination.SplitID, epoch coordination.Le
 	ctx, cancel := c.v.OpCtx(ctx)
 	defer cancel()
 	progress.State = cloneBytes(progress.State)
-	res := c.v.AskCommit(worker.CommitRequest{Ctx: ctx, Split: split, Epoch: uint64(epoch), Progress: progress, Payload: fn})
+	res := c.commits.Ask(commitwriter.CommitRequest{Ctx: ctx, Split: split, Epoch: uint64(epoch), Progress: progress, Payload: fn})
 	if !res.Landed && stopped() {
 		return worker.StoppedBeforeDone("exactly-once commit")
 	}

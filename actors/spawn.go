@@ -91,5 +91,5 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 			return nil, coordination.Errorf(coordination.Fatal, "the %s actor was spawned as %s, not as %s, the PID its peers were given; worker.NewPIDs no longer matches hollywood's naming", a.kind, got, a.pid)
 		}
 	}
-	return &Coordinator{v: v}, nil
+	return &Coordinator{v: v, commits: commits}, nil
 }

@@ -38,6 +38,12 @@ func (d *Driver) Commit(ws []Watermark) error {
 	return nil
 }
 
+// committable reports whether the tenancy still takes commits: not retired,
+// not fenced, not completed.
+func (t *tenancy) committable() bool {
+	return t.phase != retired && !t.fenced && !t.completed
+}
+
 // mergeWatermarks keeps one watermark per partition, at its highest value,
 // in the order of each partition's first appearance.
 func mergeWatermarks(ws []Watermark) []Watermark {

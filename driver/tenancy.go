@@ -39,12 +39,6 @@ type tenancy struct {
 // id returns the tenancy's split id.
 func (t *tenancy) id() coordination.SplitID { return t.spec.ID }
 
-// committable reports whether the tenancy still takes commits: not retired,
-// not fenced, not completed.
-func (t *tenancy) committable() bool {
-	return t.phase != retired && !t.fenced && !t.completed
-}
-
 // gain creates a live tenancy for a gained split with a fresh partition and
 // stages it for opening.
 func (d *Driver) gain(g coordination.Gained) *tenancy {

@@ -23,7 +23,7 @@ import (
 // both are confirmed; a Retryable error leaves the cut either not made or
 // durable and unconfirmed (the caller retries with the same cut); Fenced
 // writes and creates nothing.
-func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) worker.CommitResult {
+func (w *commitWriter) commitCut(req CommitRequest, cell *progressCell) CommitResult {
 	id, epoch, cut := req.Split, req.Epoch, *req.Cut
 	cell.cutting = true
 	prev := cell.prog.Cut
@@ -38,7 +38,7 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 		if w.landed(id, epoch, cell, d) {
 			// An earlier completing Commit of the tenancy landed unseen (the
 			// read-back found it): the split is done, the cut was not made.
-			return worker.CommitResult{Err: worker.CompletedBeforeCut(id)}
+			return CommitResult{Err: worker.CompletedBeforeCut(id)}
 		}
 		if c := cell.prog.Cut; c != nil && (prev == nil || c.ID != prev.ID) {
 			w.v.Metrics.CutLanded()
@@ -47,36 +47,36 @@ func (w *commitWriter) commitCut(req worker.CommitRequest, cell *progressCell) w
 	c := cell.ownCut(cell.prog)
 	if c == nil || !sameCut(cell.prog, c, cut) {
 		// Not reachable: a landed cut commit carries its cut.
-		return worker.CommitResult{Landed: true, Err: coordination.Errorf(coordination.Retryable, "split %s: the cut commit landed without its cut; retry", id)}
+		return CommitResult{Landed: true, Err: coordination.Errorf(coordination.Retryable, "split %s: the cut commit landed without its cut; retry", id)}
 	}
 	if cell.pendingIn(cell.prog) != nil {
 		if err := cell.confirm(req.Ctx, w.v, id, *c); err != nil {
 			w.v.FatalIf(err)
-			return worker.CommitResult{Landed: true, Err: err}
+			return CommitResult{Landed: true, Err: err}
 		}
 	}
 	cell.cutting = false
-	return worker.CommitResult{Landed: true, Residual: c.ID}
+	return CommitResult{Landed: true, Residual: c.ID}
 }
 
-// nextProgress returns the record a commit of p (a cut commit of cut, when
-// set) writes over base, a record of this tenancy (docs/protocol.md,
-// "Runtime split", "The steps"). A cut commit of the cut base already
-// carries as this tenancy's latest (a retry, whatever its first attempt's
-// reply said) only commits p: it never makes a second residual of one cut.
-// While base carries this tenancy's cut whose residual is not confirmed, a
-// cut commit of another cut is refused (Retryable), and a completing
-// commit first confirms the pending cut (step 3; I/O). Every other commit
-// copies base's descriptor and cut unchanged.
-func (c *progressCell) nextProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, base protocol.ProgressRecord, p coordination.SplitProgress, cut *coordination.Cut, now int64) (protocol.ProgressRecord, error) {
+// cutProgress returns the record a cut commit of cut (nil: a completing
+// commit of a tenancy whose cut is pending) writes over base, a record of
+// this tenancy (docs/protocol.md, "Runtime split", "The steps");
+// casProgress asks it for those two and writes every other commit as
+// base.Commit. A completing commit first confirms the pending cut (step 3;
+// I/O). A cut commit of the cut base already carries as this tenancy's
+// latest (a retry, whatever its first attempt's reply said) only commits
+// p: it never makes a second residual of one cut. While base carries this
+// tenancy's cut whose residual is not confirmed, a cut commit of another
+// cut is refused (Retryable).
+func (c *progressCell) cutProgress(ctx context.Context, v *worker.Env, id coordination.SplitID, base protocol.ProgressRecord, p coordination.SplitProgress, cut *coordination.Cut, now int64) (protocol.ProgressRecord, error) {
 	pending := c.pendingIn(base)
-	switch {
-	case cut == nil && p.Completed && pending != nil:
-		if err := c.confirm(ctx, v, id, *pending); err != nil {
-			return base, err
+	if cut == nil {
+		if pending != nil {
+			if err := c.confirm(ctx, v, id, *pending); err != nil {
+				return base, err
+			}
 		}
-		return base.Commit(p, now), nil
-	case cut == nil:
 		return base.Commit(p, now), nil
 	}
 	if own := c.ownCut(base); own != nil && sameCut(base, own, *cut) {

@@ -52,9 +52,9 @@ func TestCutCommitsUnderFaultsProperty(t *testing.T) {
 		fence := protocol.FreshProgress("a", fpJob, "me", 2, 0)
 		rev := workertest.Put(t, fs, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 		w := ws.of("a")
-		w.receive(worker.OpenCell{FP: workertest.FP, Split: "a", Epoch: 2, Prog: fence, Rev: rev, Generation: 5})
-		ask := func(p coordination.SplitProgress, cut *coordination.Cut) worker.CommitResult {
-			return w.ask(worker.CommitRequest{Ctx: context.Background(), Split: "a", Epoch: 2, Progress: p, Cut: cut})
+		w.receive(worker.CellChanged{Split: "a", Epoch: 2, FP: workertest.FP, Prog: fence, Rev: rev, Generation: 5})
+		ask := func(p coordination.SplitProgress, cut *coordination.Cut) CommitResult {
+			return w.ask(CommitRequest{Ctx: context.Background(), Split: "a", Epoch: 2, Progress: p, Cut: cut})
 		}
 
 		var (

@@ -58,7 +58,7 @@ func newCutRig(t *testing.T) *cutRig {
 	fence := protocol.FreshProgress("a", fpJob, "me", 2, 0)
 	rev := workertest.Put(t, fs, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	w := ws.of("a")
-	w.receive(worker.OpenCell{FP: workertest.FP, Split: "a", Epoch: 2, Prog: fence, Rev: rev, Generation: 5})
+	w.receive(worker.CellChanged{Split: "a", Epoch: 2, FP: workertest.FP, Prog: fence, Rev: rev, Generation: 5})
 	return &cutRig{w: w, fs: fs, v: v, sent: func() []any {
 		synctest.Wait()
 		mu.Lock()
@@ -67,13 +67,13 @@ func newCutRig(t *testing.T) *cutRig {
 	}}
 }
 
-func (r *cutRig) cut(wm int64, primary, residual string, weight uint64) worker.CommitResult {
+func (r *cutRig) cut(wm int64, primary, residual string, weight uint64) CommitResult {
 	c := coordination.Cut{Primary: []byte(primary), Residual: []byte(residual), ResidualWeight: weight}
-	return r.w.ask(worker.CommitRequest{Ctx: context.Background(), Split: "a", Epoch: 2, Progress: coordination.SplitProgress{Watermark: wm}, Cut: &c})
+	return r.w.ask(CommitRequest{Ctx: context.Background(), Split: "a", Epoch: 2, Progress: coordination.SplitProgress{Watermark: wm}, Cut: &c})
 }
 
-func (r *cutRig) commit(p coordination.SplitProgress) worker.CommitResult {
-	return r.w.ask(worker.CommitRequest{Ctx: context.Background(), Split: "a", Epoch: 2, Progress: p})
+func (r *cutRig) commit(p coordination.SplitProgress) CommitResult {
+	return r.w.ask(CommitRequest{Ctx: context.Background(), Split: "a", Epoch: 2, Progress: p})
 }
 
 func (r *cutRig) progress(t *testing.T) protocol.ProgressRecord {

@@ -32,10 +32,10 @@ import (
 
 // commitPayload runs a commit of a tenancy that commits with statements:
 // the exactly-once commit req carries, or an ordinary commit after one.
-func (w *commitWriter) commitPayload(req worker.CommitRequest, cell *progressCell) worker.CommitResult {
+func (w *commitWriter) commitPayload(req CommitRequest, cell *progressCell) CommitResult {
 	id, epoch := req.Split, req.Epoch
 	if req.Payload == nil && !req.Progress.Completed {
-		return worker.CommitResult{Landed: true} // superseded by the exactly-once commits
+		return CommitResult{Landed: true} // superseded by the exactly-once commits
 	}
 	cell.payloads = true
 	wr := payloadWrite(req.Ctx, w.v, id, cell, req.Progress, req.Payload)
@@ -46,9 +46,9 @@ func (w *commitWriter) commitPayload(req worker.CommitRequest, cell *progressCel
 	if w.landed(id, epoch, cell, d) && req.Payload != nil && !req.Progress.Completed {
 		// A completing commit of the tenancy landed unseen before this one:
 		// its statements did not run.
-		return worker.CommitResult{Err: worker.FencedErr(id)}
+		return CommitResult{Err: worker.FencedErr(id)}
 	}
-	return worker.CommitResult{Landed: true}
+	return CommitResult{Landed: true}
 }
 
 // payloadWrite is commitPayload's part in the CAS loop: casProgress's,
@@ -88,7 +88,8 @@ func covers(base protocol.ProgressRecord, me string, epoch uint64, p coordinatio
 // raise returns the progress a commit of p over the record base writes: p,
 // except for a tenancy that commits with statements, whose non-completing
 // commit below base's watermark keeps base's progress (an ordinary commit
-// or a cut commit whose watermark an exactly-once commit overtook).
+// or a cut commit whose watermark an exactly-once commit overtook);
+// casProgress asks it only for such a tenancy.
 func (c *progressCell) raise(base protocol.ProgressRecord, p coordination.SplitProgress) coordination.SplitProgress {
 	if !c.payloads || p.Completed || base.Watermark == nil || p.Watermark >= *base.Watermark {
 		return p

@@ -4,26 +4,52 @@ import (
 	"context"
 	"fmt"
 	"hash/maphash"
+	"sync"
 	"time"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
 )
 
 // commitWriterShards is how many shards the commit writer has: commits of
 // splits in different shards never queue behind one another.
 const commitWriterShards = 16
 
+// CommitRequest asks for one commit of progress on the tenancy (split,
+// epoch) whose Gained Poll handed out (the handle's Commit, CommitFinal,
+// CommitCut and CommitTx). Cut, when set, makes it a cut commit (CommitCut;
+// docs/protocol.md, "Runtime split", "The steps").
+type CommitRequest struct {
+	Ctx      context.Context // bounds the write (OpTimeout, the stop)
+	Split    coordination.SplitID
+	Epoch    uint64
+	Progress coordination.SplitProgress
+	Cut      *coordination.Cut
+	// Payload, when set, makes it an exactly-once commit (CommitTx;
+	// commitpayload.go): the statements run in the write's transaction.
+	Payload store.TxFunc
+	// reply (capacity 1), set by ask when it posts the request to a busy
+	// shard, gets the result.
+	reply chan CommitResult
+}
+
+// CommitResult is a commit's outcome.
+type CommitResult struct {
+	Err      error                // Commit's (or CommitCut's, CommitTx's) result
+	Landed   bool                 // the write is durable
+	Residual coordination.SplitID // a cut commit's residual, once it is confirmed
+}
+
 // commitWriter is one shard of the commit-writing actor (docs/architecture.md,
 // "The commit path"). It owns the progress cells of the tenancies whose
 // split hashes to it: from a tenancy's Gained on, the shard is the only
-// writer of its progress record. It takes four messages, in the order they
-// were posted: OpenCell and TenancyEnded from the split writer, CutAsked
-// from assign, CommitRequest from the handle, which it answers with a
-// CommitResult; it tells the revoke actor CommitLanded and asks the split
-// writer EndTenancy for a completed or fenced commit (endTenancy).
+// writer of its progress record. It takes three messages, in the order
+// they were posted: CellChanged from the split writer, CutAsked from
+// assign, CommitRequest from the handle, which it answers with a
+// CommitResult (commitwrite.go); it tells the revoke actor CommitLanded
+// and asks the split writer EndTenancy for a completed or fenced commit.
 type commitWriter struct {
 	v     *worker.Env
 	box   *mailbox
@@ -33,7 +59,7 @@ type commitWriter struct {
 // progressCell is one tenancy's progress record as this worker last wrote
 // it, with the tenancy's runtime-split state (commitcut.go, cutask.go).
 type progressCell struct {
-	fp    uint64 // H(the job's fingerprint), which the records carry (OpenCell)
+	fp    uint64 // H(the job's fingerprint), which the records carry (CellChanged)
 	epoch uint64
 	prog  protocol.ProgressRecord
 	rev   uint64
@@ -47,7 +73,8 @@ type progressCell struct {
 }
 
 // Writers are the commit writer's shards; a split's shard is picked by a
-// hash of its id under seed. The routing reaches them as worker.Env.Commits.
+// hash of its id under seed. The handle asks them its commits (Ask); the
+// actors post to them through worker.Env.Commits (Post).
 type Writers struct {
 	seed   maphash.Seed
 	shards []*commitWriter
@@ -68,11 +95,14 @@ func (ws Writers) of(id coordination.SplitID) *commitWriter {
 	return ws.shards[maphash.String(ws.seed, string(id))%commitWriterShards]
 }
 
-// Post queues msg on the shard of the split it concerns (commitDesk).
+// Post queues msg (CellChanged, CutAsked) on the shard of the split it
+// concerns, behind what was posted there before (worker.Env.PostCommit).
 func (ws Writers) Post(msg any) { ws.of(splitOf(msg)).box.post(msg) }
 
-// Ask runs req on its split's shard (commitDesk).
-func (ws Writers) Ask(req worker.CommitRequest) worker.CommitResult {
+// Ask runs req on its split's shard and returns its result: on the
+// caller's goroutine when the shard is idle with nothing queued, else
+// through the shard's mailbox, in order, giving up when req.Ctx ends.
+func (ws Writers) Ask(req CommitRequest) CommitResult {
 	return ws.of(req.Split).ask(req)
 }
 
@@ -86,16 +116,32 @@ func (ws Writers) Start() {
 // splitOf returns the split a message for the commit writer is about.
 func splitOf(msg any) coordination.SplitID {
 	switch m := msg.(type) {
-	case worker.OpenCell:
+	case worker.CellChanged:
 		return m.Split
-	case worker.CommitRequest:
+	case CommitRequest:
 		return m.Split
 	case worker.CutAsked:
 		return m.Split
-	case wire.TenancyEnded:
-		return m.Split
 	}
 	panic(fmt.Sprintf("actors: %T is not a commit writer's message", msg))
+}
+
+// ask is Ask on this shard: the caller takes the turn when the shard is
+// idle and nothing is queued, so nothing posted before is overtaken and
+// the common commit costs no hand-off between goroutines.
+func (w *commitWriter) ask(req CommitRequest) CommitResult {
+	if w.box.tryTurn() {
+		defer w.box.endTurn()
+		return w.commit(req) // commitwrite.go
+	}
+	req.reply = make(chan CommitResult, 1)
+	w.box.post(req)
+	select {
+	case res := <-req.reply:
+		return res
+	case <-req.Ctx.Done():
+		return CommitResult{Err: worker.StoreErr(fmt.Sprintf("committing split %s", req.Split), req.Ctx.Err())}
+	}
 }
 
 // run processes what is posted to the shard until the worker shuts down.
@@ -114,35 +160,24 @@ func (w *commitWriter) run(ctx context.Context) {
 
 func (w *commitWriter) receive(msg any) {
 	switch m := msg.(type) {
-	case worker.OpenCell:
-		w.cells[m.Split] = &progressCell{fp: m.FP, epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
-	case wire.TenancyEnded:
-		w.close(m.Split, m.Epoch)
-	case worker.CommitRequest:
-		m.Reply <- w.commit(m)
-	case worker.CutAsked:
+	case worker.CellChanged: // from the split writer, as a tenancy starts or ends
+		w.cellChanged(m)
+	case CommitRequest: // from the handle, which found the shard busy (ask)
+		m.reply <- w.commit(m)
+	case worker.CutAsked: // from assign
 		w.cutAsked(m)
 	default:
 		panic(fmt.Sprintf("actors: the commit writer got %T", msg))
 	}
 }
 
-// ask runs req and returns its result: on the caller's goroutine when the
-// shard is idle with nothing queued, else through the shard's mailbox, in
-// order, giving up when req.ctx ends.
-func (w *commitWriter) ask(req worker.CommitRequest) worker.CommitResult {
-	if w.box.tryTurn() {
-		defer w.box.endTurn()
-		return w.commit(req)
+// cellChanged opens the cell of the tenancy m names, or closes it.
+func (w *commitWriter) cellChanged(m worker.CellChanged) {
+	if m.Closed {
+		w.close(m.Split, m.Epoch)
+		return
 	}
-	req.Reply = make(chan worker.CommitResult, 1)
-	w.v.PostCommit(req)
-	select {
-	case res := <-req.Reply:
-		return res
-	case <-req.Ctx.Done():
-		return worker.CommitResult{Err: worker.StoreErr(fmt.Sprintf("committing split %s", req.Split), req.Ctx.Err())}
-	}
+	w.cells[m.Split] = &progressCell{fp: m.FP, epoch: m.Epoch, prog: m.Prog, rev: m.Rev, gen: m.Generation}
 }
 
 // close ends the cell of tenancy (id, epoch): later commits of it are not
@@ -153,72 +188,88 @@ func (w *commitWriter) close(id coordination.SplitID, epoch uint64) {
 	}
 }
 
-// commit writes one commit and tells the actors its outcome: CommitLanded
-// to revoke, EndTenancy to the root when it completed the split or found
-// the tenancy fenced.
-func (w *commitWriter) commit(req worker.CommitRequest) worker.CommitResult {
-	id, epoch := req.Split, req.Epoch
-	cell := w.cells[id]
-	if cell == nil || cell.epoch != epoch {
-		return worker.CommitResult{Err: worker.NotHeld(id)}
-	}
-	if req.Cut != nil {
-		return w.commitCut(req, cell)
-	}
-	if req.Payload != nil || cell.payloads {
-		return w.commitPayload(req, cell) // commitpayload.go
-	}
-	d := casProgress(req.Ctx, w.v, id, cell, req.Progress, nil)
-	switch d.Outcome {
-	case worker.CASLanded:
-		w.landed(id, epoch, cell, d)
-		return worker.CommitResult{Landed: true}
-	}
-	return w.notLanded(id, epoch, d)
-}
-
-// notLanded settles a commit of tenancy (id, epoch) that did not land (d):
-// a fenced one ends the tenancy, a Fatal one latches.
-func (w *commitWriter) notLanded(id coordination.SplitID, epoch uint64, d worker.CASResult[protocol.ProgressRecord]) worker.CommitResult {
-	switch d.Outcome {
-	case worker.CASFenced:
-		w.close(id, epoch)
-		w.endTenancy(id, epoch, wire.EndFenced)
-	case worker.CASFatal:
-		w.v.FailNow(d.Err)
-	default:
-		w.v.FatalIf(d.Err)
-	}
-	return worker.CommitResult{Err: d.Err}
-}
-
-// landed records a commit of the cell's tenancy that landed (d) and tells
-// the revoke actor, unless it was an earlier attempt found landed. When the
-// record landed completed (this commit's, or an earlier completing one
-// found by the read-back), it closes the cell, asks the root to end the
-// tenancy and reports completed.
-func (w *commitWriter) landed(id coordination.SplitID, epoch uint64, cell *progressCell, d worker.CASResult[protocol.ProgressRecord]) (completed bool) {
-	cell.advance(d.Rec, d.Rev)
-	if !d.Adopted {
-		w.v.Tell(wire.CommitLanded{Split: id, Epoch: epoch}, w.v.PIDs.Revoke)
-	}
-	if d.Rec.Completed {
-		w.close(id, epoch)
-		w.endTenancy(id, epoch, wire.EndCompleted)
-	}
-	return d.Rec.Completed
-}
-
-// endTenancy asks the split writer, the tenancy registry's owner, to end
-// tenancy (id, epoch) for reason (a completed or fenced commit).
-func (w *commitWriter) endTenancy(id coordination.SplitID, epoch uint64, reason wire.EndReason) {
-	w.v.Tell(wire.EndTenancy{Split: id, Epoch: epoch, Reason: reason}, w.v.PIDs.SplitWriter)
-}
-
 // advance records a write of the cell's tenancy that landed at rev, unless
 // a newer one is already recorded.
 func (c *progressCell) advance(prog protocol.ProgressRecord, rev uint64) {
 	if rev > c.rev {
 		c.prog, c.rev = prog, rev
+	}
+}
+
+// mailbox is a shard's inbox (the shard runs outside the hollywood
+// engine). Messages are processed one at a time, in the order they were
+// posted, by whoever holds the turn: the shard's own goroutine, or a
+// sender that found the mailbox idle and empty and processes its one
+// message on its own goroutine (tryTurn). The second way is why the commit
+// writer is not a hollywood actor: a hop to another goroutine and back
+// costs two thread wake-ups on every commit (docs/architecture.md, "The
+// commit path").
+type mailbox struct {
+	mu    sync.Mutex
+	queue []any
+	busy  bool          // someone holds the turn
+	bell  chan struct{} // capacity 1: wakes the shard's goroutine
+}
+
+func newMailbox() *mailbox { return &mailbox{bell: make(chan struct{}, 1)} }
+
+// post appends msg for the shard's goroutine.
+func (m *mailbox) post(msg any) {
+	m.mu.Lock()
+	m.queue = append(m.queue, msg)
+	m.mu.Unlock()
+	m.ring()
+}
+
+func (m *mailbox) ring() {
+	select {
+	case m.bell <- struct{}{}:
+	default:
+	}
+}
+
+// tryTurn takes the turn if the mailbox is idle and empty, so that nothing
+// posted earlier is overtaken. The caller then processes one message and
+// calls endTurn.
+func (m *mailbox) tryTurn() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.busy || len(m.queue) > 0 {
+		return false
+	}
+	m.busy = true
+	return true
+}
+
+// endTurn gives the turn back; what was posted meanwhile goes to the
+// shard's goroutine.
+func (m *mailbox) endTurn() {
+	m.mu.Lock()
+	m.busy = false
+	more := len(m.queue) > 0
+	m.mu.Unlock()
+	if more {
+		m.ring()
+	}
+}
+
+// next waits until it holds the turn with messages to process and returns
+// them, oldest first; the caller calls endTurn once it processed them. It
+// returns nil when ctx ends.
+func (m *mailbox) next(ctx context.Context) []any {
+	for {
+		m.mu.Lock()
+		if !m.busy && len(m.queue) > 0 {
+			batch := m.queue
+			m.queue, m.busy = nil, true
+			m.mu.Unlock()
+			return batch
+		}
+		m.mu.Unlock()
+		select {
+		case <-m.bell:
+		case <-ctx.Done():
+			return nil
+		}
 	}
 }

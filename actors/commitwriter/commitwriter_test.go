@@ -111,7 +111,7 @@ func TestMailboxTurnIsRefusedWhileBusyOrQueued(t *testing.T) {
 type loneCommitWriter struct {
 	w     *commitWriter
 	st    *memstore.Store
-	fence worker.OpenCell
+	fence worker.CellChanged
 	sent  func() []any
 }
 
@@ -138,7 +138,7 @@ func newLoneCommitWriter(t *testing.T) *loneCommitWriter {
 	rev := workertest.Put(t, st, protocol.ProgressKey("a"), protocol.EncodeProgress(fence), 0)
 	return &loneCommitWriter{
 		w: ws.of("a"), st: st,
-		fence: worker.OpenCell{FP: workertest.FP, Split: "a", Epoch: 2, Prog: fence, Rev: rev},
+		fence: worker.CellChanged{Split: "a", Epoch: 2, FP: workertest.FP, Prog: fence, Rev: rev},
 		sent: func() []any {
 			mu.Lock()
 			defer mu.Unlock()
@@ -154,8 +154,8 @@ func (l *loneCommitWriter) run(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination.SplitProgress) worker.CommitResult {
-	return l.w.ask(worker.CommitRequest{Ctx: ctx, Split: "a", Epoch: epoch, Progress: p})
+func (l *loneCommitWriter) ask(ctx context.Context, epoch uint64, p coordination.SplitProgress) CommitResult {
+	return l.w.ask(CommitRequest{Ctx: ctx, Split: "a", Epoch: epoch, Progress: p})
 }
 
 // runWithTheCell starts the shard's goroutine and opens the tenancy's cell.
@@ -168,9 +168,9 @@ func (l *loneCommitWriter) runWithTheCell(t *testing.T) {
 // askBehindTheCell posts the tenancy's cell while the shard's goroutine is
 // not running, then asks a commit of watermark 5 on a goroutine of its own
 // and returns its result channel once the commit is queued behind the cell.
-func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <-chan worker.CommitResult {
+func (l *loneCommitWriter) askBehindTheCell(t *testing.T, ctx context.Context) <-chan CommitResult {
 	l.w.v.PostCommit(l.fence)
-	res := make(chan worker.CommitResult, 1)
+	res := make(chan CommitResult, 1)
 	go func() { res <- l.ask(ctx, 2, coordination.SplitProgress{Watermark: 5}) }()
 	synctest.Wait()
 	if n := l.queued(); n != 2 {
@@ -202,7 +202,7 @@ func (l *loneCommitWriter) watermark(t *testing.T) int64 {
 }
 
 // TestACommitWaitsForTheCellPostedBeforeIt: a commit asked while the
-// tenancy's OpenCell is still queued runs after it, through the shard's
+// tenancy's opening CellChanged is still queued runs after it, through the shard's
 // goroutine, and lands; taking the turn at once would have found no cell.
 func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -223,8 +223,9 @@ func TestACommitWaitsForTheCellPostedBeforeIt(t *testing.T) {
 }
 
 // TestACommitOfAnEndedOrOtherTenancyWritesNothing: for an epoch other than
-// the cell's, or once the root's TenancyEnded closed the cell, a commit is
-// Fenced (not held) and the record keeps its last commit.
+// the cell's, or once the split writer's CellChanged closed the cell, a
+// commit is Fenced (not held) and the record keeps its last commit; the
+// close of an earlier tenancy leaves the cell open.
 func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLoneCommitWriter(t)
@@ -235,13 +236,18 @@ func TestACommitOfAnEndedOrOtherTenancyWritesNothing(t *testing.T) {
 		if r := l.ask(context.Background(), 1, coordination.SplitProgress{Watermark: 6}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
 			t.Fatalf("commit of epoch 1 under the cell of epoch 2: landed %v, %v", r.Landed, r.Err)
 		}
-		l.w.v.PostCommit(wire.TenancyEnded{Split: "a", Epoch: 2, Reason: wire.EndReleased})
+		l.w.v.PostCommit(worker.CellChanged{Split: "a", Epoch: 1, Closed: true})
+		synctest.Wait()
+		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 6}); !r.Landed {
+			t.Fatalf("commit after the close of epoch 1: %v", r.Err)
+		}
+		l.w.v.PostCommit(worker.CellChanged{Split: "a", Epoch: 2, Closed: true})
 		synctest.Wait()
 		if r := l.ask(context.Background(), 2, coordination.SplitProgress{Watermark: 7}); r.Landed || coordination.KindOf(r.Err) != coordination.Fenced {
-			t.Fatalf("commit after TenancyEnded: landed %v, %v", r.Landed, r.Err)
+			t.Fatalf("commit after its cell closed: landed %v, %v", r.Landed, r.Err)
 		}
-		if got := l.watermark(t); got != 5 {
-			t.Fatalf("watermark %d, want 5 (nothing written after the end)", got)
+		if got := l.watermark(t); got != 6 {
+			t.Fatalf("watermark %d, want 6 (nothing written after the end)", got)
 		}
 	})
 }

@@ -78,11 +78,20 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 		d.prog, d.progRev = prog, progRev
 	case fenceCompleted:
 		// The previous tenancy completed the split after all: complete its
-		// record instead of delivering it.
+		// record instead of delivering it. A completion that errs is
+		// retried at the next heartbeat: the record now names this live
+		// session, so no newer revision of it comes (peers and the leader
+		// take it as held) and only this worker can complete it
+		// (docs/protocol.md, "Claim protocol").
 		d.done = true
 		done := want.Complete(now)
-		if r2, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(done), store.Revision(r)); err == nil && ok {
+		r2, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(done), store.Revision(r))
+		if err == nil && ok {
 			d.rec, d.rev = done, uint64(r2)
+		}
+		d.retry = err != nil
+		if d.retry && !v.FatalIf(err) {
+			v.Log.Warn("completing a split whose progress record is completed did not confirm; retrying at the next heartbeat", "split", cand.ID, "epoch", want.Epoch, "err", err)
 		}
 	case fenceSuperseded:
 		// The progress record is at or above the epoch this claim wrote:

@@ -32,9 +32,10 @@ type handBackBatch struct {
 // in the same step, and every end is applied here. Its RecordsChanged come
 // from the watch. It raises the root seam events (EventsRaised, events.go:
 // Gained, Lost, RevokeRequested of revoke's requests, Quarantined, the
-// verdict) and tells it BeginSubscription and HealthChanged; revoke FollowAssignment,
-// TenancyEnded and HandBackResolved; the commit writer OpenCell and
-// TenancyEnded; the lease RemainingReported; and answers the commands the
+// verdict) and tells it BeginSubscription and HealthChanged; revoke
+// FollowAssignment, TenancyEnded and HandBackResolved; the commit writer
+// CellChanged (a tenancy's cell opens or closes); the lease
+// RemainingReported; and answers the commands the
 // root sends on (FailSplit, ReleaseSplits, DepartJob) to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env

@@ -136,5 +136,5 @@ type claimed struct {
 	prog    protocol.ProgressRecord // the progress fence
 	progRev uint64
 	retry   bool // gave up on a store error
-	done    bool // the progress was found completed: the split record was completed instead
+	done    bool // the progress was found completed: the split record was completed instead (with retry: that write erred)
 }

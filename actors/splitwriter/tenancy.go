@@ -117,7 +117,7 @@ func (sw *splitWriterActor) claimWon(c *actor.Context, d claimed) {
 		sw.surrender(c, surrender{tenancies: []wire.HeldSplit{{Split: id, Epoch: t.Epoch}}, reason: wire.EndDeparted})
 		return
 	}
-	sw.v.PostCommit(worker.OpenCell{FP: sw.fp, Split: id, Epoch: t.Epoch, Prog: d.prog, Rev: d.progRev, Generation: d.gen})
+	sw.v.PostCommit(worker.CellChanged{Split: id, Epoch: t.Epoch, FP: sw.fp, Prog: d.prog, Rev: d.progRev, Generation: d.gen})
 	sw.raise(gained(d, t.Epoch))
 	sw.follow(id)
 	sw.fenceSeen(id)
@@ -160,7 +160,7 @@ func (sw *splitWriterActor) end(h wire.HeldSplit, reason wire.EndReason) {
 	// Revoke first: every write made for this end is asked after this send
 	// (surrender), so its HandBackResolved reaches revoke after the end.
 	sw.v.Tell(ended, sw.v.PIDs.Revoke)
-	sw.v.PostCommit(ended) // the commit writer closes the tenancy's progress cell
+	sw.v.PostCommit(worker.CellChanged{Split: h.Split, Epoch: h.Epoch, Closed: true})
 	// The lease drops the tenancy's estimate, if it has one: it keeps only
 	// what the split writer passed on, and no copy of the registry.
 	sw.v.Tell(worker.RemainingReported{Split: h.Split, Epoch: h.Epoch}, sw.v.PIDs.Lease)

@@ -99,7 +99,7 @@ func TestRegistryFiltersStaleEnds(t *testing.T) {
 
 // A won claim starts its tenancy in the split writer's own step, with no
 // relay through the root: the commit writer is posted the tenancy's
-// OpenCell, the root is raised its Gained, and the tenancy is held at
+// opening CellChanged, the root is raised its Gained, and the tenancy is held at
 // once (a Fail of it is applied, not refused as not held). A split record
 // that already shows the tenancy fenced ends it only after its Gained was
 // raised, so the root emits the Gained before the Lost (E1).
@@ -144,13 +144,24 @@ func TestAWonClaimStartsTheTenancyInOneStep(t *testing.T) {
 		if gained < 0 || lost < 0 || lost < gained {
 			t.Fatalf("sent %v: b's Gained at %d, its Lost at %d; want both, the Lost after", msgs, gained, lost)
 		}
-		desk.Mu.Lock()
-		defer desk.Mu.Unlock()
-		if len(desk.Posted) == 0 {
-			t.Fatal("no OpenCell posted to the commit writer")
+		// Each tenancy's cell opens at its start and closes at its end (a's
+		// Fail, b's fence), in the order the registry applied them.
+		type cell struct {
+			split  coordination.SplitID
+			epoch  uint64
+			closed bool
 		}
-		if o, ok := desk.Posted[0].(worker.OpenCell); !ok || o.Split != "a" || o.Epoch != 2 {
-			t.Fatalf("first post %#v, want a's OpenCell", desk.Posted[0])
+		var cells []cell
+		for _, m := range desk.Posts() {
+			c, ok := m.(worker.CellChanged)
+			if !ok {
+				t.Fatalf("posted %#v to the commit writer, want only CellChanged", m)
+			}
+			cells = append(cells, cell{c.Split, c.Epoch, c.Closed})
+		}
+		want := []cell{{"a", 2, false}, {"a", 2, true}, {"b", 2, false}, {"b", 2, true}}
+		if !slices.Equal(cells, want) {
+			t.Fatalf("posted cells %v, want %v", cells, want)
 		}
 	})
 }

@@ -61,19 +61,19 @@
 // records, writes them and owns the tenancy registry: a claim it won starts
 // a tenancy in the same step. It raises the root, in one ordered stream of
 // EventsRaised, the seam events of what it applies: at a start (after
-// posting the commit writer OpenCell) the Gained, then it tells revoke
-// FollowAssignment (also whenever the assigned set or the watches change);
-// at an end (a fence it sees, a command, a forced revocation, the session's
-// end, a commit writer's EndTenancy) it tells revoke and the commit writer
-// TenancyEnded, the lease a 0 RemainingReported, raises the Lost of an
-// involuntary end (with a decline's reply PID), and asks the end's write;
-// it tells revoke HandBackResolved once that write resolved (after the
-// TenancyEnded it sent first). It raises a revocation revoke requested
-// (RevocationChanged) as RevokeRequested while the tenancy is held, and
-// surrenders one revoke forced; it raises a quarantine its view shows
-// and the verdict; answers a Subscribe the root sent on with
-// BeginSubscription, tells the root HealthChanged, and passes a held
-// tenancy's estimate on to the lease.
+// posting the commit writer CellChanged, the cell opens) the Gained, then
+// it tells revoke FollowAssignment (also whenever the assigned set or the
+// watches change); at an end (a fence it sees, a command, a forced
+// revocation, the session's end, a commit writer's EndTenancy) it tells
+// revoke TenancyEnded, the commit writer CellChanged (the cell closes), the
+// lease a 0 RemainingReported, raises the Lost of an involuntary end (with
+// a decline's reply PID), and asks the end's write; it tells revoke
+// HandBackResolved once that write resolved (after the TenancyEnded it sent
+// first). It raises a revocation revoke requested (RevocationChanged) as
+// RevokeRequested while the tenancy is held, and surrenders one revoke
+// forced; it raises a quarantine its view shows and the verdict; answers a
+// Subscribe the root sent on with BeginSubscription, tells the root
+// HealthChanged, and passes a held tenancy's estimate on to the lease.
 //
 // The revoke actor keeps only the drains in progress and its deadline
 // timer. It tells the split writer each change of a revocation the split

@@ -59,8 +59,8 @@ func (r EndReason) String() string {
 }
 
 // EndTenancy asks the split writer, the owner of the tenancy registry, to
-// end tenancy Epoch of Split: the commit writer sends it (through the root)
-// when a commit was fenced or completed. The split writer ignores it unless
+// end tenancy Epoch of Split: the commit writer sends it when a commit was
+// fenced or completed. The split writer ignores it unless
 // that tenancy is held.
 type EndTenancy struct {
 	Split  coordination.SplitID
@@ -68,10 +68,10 @@ type EndTenancy struct {
 	Reason EndReason
 }
 
-// TenancyEnded is the split writer's broadcast that a held tenancy ended,
-// to revoke (first: every write the end calls for is asked after it) and
-// the commit writer (which closes the tenancy's progress cell). It is sent
-// once per tenancy, after the tenancy's Gained was raised.
+// TenancyEnded tells revoke that a held tenancy ended; the split writer
+// sends it before every write the end calls for (the commit writer learns
+// the end as its cell closes, worker.CellChanged). It is sent once per
+// tenancy, after the tenancy's Gained was raised.
 type TenancyEnded struct {
 	Split  coordination.SplitID
 	Epoch  uint64

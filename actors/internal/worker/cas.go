@@ -52,7 +52,7 @@ type CASWrite[R any] struct {
 	// gives up after its retry.
 	Rebased func(got R, rev uint64)
 	// Payload, when set, runs in the transaction of each update attempt
-	// (store.TxUpdater; txupdate.go): it lands exactly when the update does.
+	// (store.TxUpdater; update): it lands exactly when the update does.
 	Payload store.TxFunc
 }
 
@@ -117,6 +117,21 @@ func CASAdopt[R any](ctx context.Context, v *Env, w CASWrite[R], base R, rev uin
 			return CASResult[R]{Outcome: CASUnconfirmed, Err: keptMoving(w.what()), Rec: got, Rev: rev}
 		}
 	}
+}
+
+// update runs one compare-and-swap of a fenced write: a plain Update, or,
+// with a payload, the store's UpdateTx, whose transaction holds both
+// (docs/protocol.md, "Commits"). A store without transactions refuses a
+// payload as Fatal before any write.
+func update(ctx context.Context, v *Env, key string, b []byte, rev store.Revision, payload store.TxFunc) (store.Revision, bool, error) {
+	if payload == nil {
+		return v.Store.Update(ctx, store.Durable, key, b, rev)
+	}
+	tu, ok := v.Store.(store.TxUpdater)
+	if !ok {
+		return 0, false, noTx(v.Store)
+	}
+	return tu.UpdateTx(ctx, store.Durable, key, b, rev, payload)
 }
 
 // ConflictClass is how a lost CAS on a record this worker writes is judged

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/store"
 )
 
@@ -59,4 +60,24 @@ func (g *GuardedStore) List(ctx context.Context, ks store.Keyspace, prefix strin
 func (g *GuardedStore) Watch(ctx context.Context, ks store.Keyspace, prefix string) (store.Watcher, error) {
 	defer g.timed("watch")()
 	return g.Store.Watch(ctx, ks, prefix)
+}
+
+// UpdateTx is the guarded store's store.TxUpdater: refused once the worker
+// halted, and Fatal when the store it wraps runs no transactions.
+func (g *GuardedStore) UpdateTx(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision, fn store.TxFunc) (store.Revision, bool, error) {
+	if g.Halted.Load() {
+		return 0, false, errHalted
+	}
+	tu, ok := g.Store.(store.TxUpdater)
+	if !ok {
+		return 0, false, noTx(g.Store)
+	}
+	defer g.timed("put")()
+	return tu.UpdateTx(ctx, ks, key, value, expected, fn)
+}
+
+// noTx is the Fatal error of an exactly-once commit on a store that runs no
+// transactions.
+func noTx(st store.Store) error {
+	return coordination.Errorf(coordination.Fatal, "exactly-once commits need a store that runs transactions (pgstore); this store (%T) does not", st)
 }

@@ -18,7 +18,7 @@ func (v *Env) Tell(msg any, to ...*actor.PID) {
 	}
 }
 
-// PostCommit queues msg (OpenCell, TenancyEnded, CutAsked) on the commit
+// PostCommit queues msg (CellChanged, CutAsked) on the commit
 // writer's shard of the split it concerns, behind what was posted there
 // before; nothing is posted after the worker shut down, nor to a commit
 // writer a test did not give (nil Commits), as to a nil PID.
@@ -27,12 +27,6 @@ func (v *Env) PostCommit(msg any) {
 		return
 	}
 	v.Commits.Post(msg)
-}
-
-// AskCommit hands the handle's commit request to the commit writer and
-// waits for the result.
-func (v *Env) AskCommit(req CommitRequest) CommitResult {
-	return v.Commits.Ask(req)
 }
 
 // Reply answers a request: to is its requester, a handle request's sender

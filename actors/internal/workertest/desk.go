@@ -2,16 +2,13 @@ package workertest
 
 import (
 	"sync"
-
-	"github.com/spate-go/coordination/actors/internal/worker"
 )
 
 // Desk stands in for the commit writer (worker.Env.Commits): it records
-// what is posted to it and answers every commit with Result.
+// what is posted to it.
 type Desk struct {
 	Mu     sync.Mutex
 	Posted []any
-	Result worker.CommitResult
 }
 
 // Post records msg.
@@ -19,13 +16,6 @@ func (d *Desk) Post(msg any) {
 	d.Mu.Lock()
 	defer d.Mu.Unlock()
 	d.Posted = append(d.Posted, msg)
-}
-
-// Ask answers req with d.Result.
-func (d *Desk) Ask(req worker.CommitRequest) worker.CommitResult {
-	d.Mu.Lock()
-	defer d.Mu.Unlock()
-	return d.Result
 }
 
 // Posts returns a copy of what was posted so far.
