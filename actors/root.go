@@ -20,12 +20,11 @@ import (
 // raises the seam events of each start (Gained) and involuntary end (Lost),
 // the revocation requests of held tenancies (RevokeRequested), the
 // quarantines and the verdict in the order it applied them
-// (EventsRaised), so the root keeps no copy of them. It sends the handle's and a user's actor's
-// commands on to the actor that acts on them (Fail, Release, Depart and
-// Subscribe to the split writer, which answers the original requester;
-// DeclineRevoke to revoke; commits go to the commit writer, see
-// commitwriter.go), relays the commit writer's EndTenancy to the split
-// writer, and never does store I/O.
+// (EventsRaised), so the root keeps no copy of them. It sends the
+// handle's and a user's actor's commands on to the actor that acts on them
+// (Fail, Release, Depart and Subscribe to the split writer, which answers
+// the original requester; DeclineRevoke to revoke; commits go to the
+// commit writer), and never does store I/O.
 type rootActor struct {
 	v   *worker.Env
 	log *slog.Logger

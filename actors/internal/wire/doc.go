@@ -23,8 +23,8 @@
 // revoke actor with the public DeclineRevoke, and tells the split writer
 // RemainingReported; each request is answered by its Reply. Its commits go
 // to the commit writer, which after each one tells the revoke actor
-// CommitLanded, and asks the root EndTenancy when the commit was fenced or
-// completed (the root relays it to the split writer).
+// CommitLanded, and asks the split writer EndTenancy when the commit was
+// fenced or completed.
 //
 // The root is the outbox's one writer. It tells the leader Retire once it
 // emitted the verdict or Depart began, and the lease Departing; it sends
