@@ -573,6 +573,9 @@ func (sw *splitWriterActor) claimResult(c *actor.Context, op claimOp, d claimed)
 		sw.log.Warn("split quarantined after exhausting its attempts", "split", id, "attempts", d.rec.Attempts)
 		abandon()
 	case d.done:
+		if d.retry {
+			sw.claims.completionErred(id, d.rev)
+		}
 		abandon()
 	default:
 		sw.v.Metrics.Acquired(d.kind.AcquisitionReason())
