@@ -197,6 +197,31 @@ func (cl *claimer) completionErred(id coordination.SplitID, rev uint64) {
 	}
 }
 
+// outlived reports whether a landed claim that wrote session nonce
+// returned after that session ended (this worker's session is not live,
+// or is another): it must not begin a tenancy (docs/protocol.md, "Claim
+// protocol", step 4). After the verdict or once Depart began it is not
+// taken as outlived: claimWon hands the split back at once, as for any
+// claim that returns then.
+func (cl *claimer) outlived(nonce string) bool {
+	sw := cl.sw
+	return !sw.verdict && !sw.departing && (!cl.session || nonce != sw.nonce)
+}
+
+// claimOutlived frees the slot of split id's claim, landed at record
+// revision rev under a session that ended while it was in flight (outlived).
+// No tenancy began, so nothing ran under it and the record is taken as a
+// leftover of this worker's current session while the view shows it at
+// rev: claimed again without charge if assigned here, else handed back,
+// once a session is live (docs/protocol.md, "Claim protocol", step 4).
+func (cl *claimer) claimOutlived(id coordination.SplitID, rev uint64) {
+	cl.release(id)
+	if cl.sw.records[id].Rev == rev {
+		cl.stranded[id] = strandedClaim{rev: rev}
+	}
+	cl.index(id)
+}
+
 // assignment applies the assign actor's diff of this worker's assignment.
 func (cl *claimer) assignment(m wire.AssignedSetChanged) {
 	cl.decided = m.Decided
@@ -389,7 +414,7 @@ type strandedClaim struct {
 	rev uint64
 	// complete: the fence found the progress record completed and the
 	// completion of the split record erred, so the completion alone is
-	// retried.
+	// retried. Otherwise the claim's session ended while it was in flight.
 	complete bool
 }
 

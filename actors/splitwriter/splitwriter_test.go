@@ -217,6 +217,13 @@ type gatedUpdate struct {
 	held bool // the first update of key came
 }
 
+// waiting reports whether the first update of the key came.
+func (s *gatedUpdate) waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
 func (s *gatedUpdate) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
 	if ks == store.Durable && key == s.key {
 		s.mu.Lock()
