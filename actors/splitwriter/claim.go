@@ -21,6 +21,9 @@ const fenceTries = 8
 // (docs/protocol.md, "Runtime split", "Roll-forward"). It runs on its own
 // goroutine.
 func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) claimed {
+	if m.Complete {
+		return completeClaim(ctx, v, m, now)
+	}
 	cand, base, rev := m.Candidate, m.Record, m.RecordRev
 	if cand.Confirm {
 		live, err := sessionLive(ctx, v, base.Owner, base.Nonce)
@@ -79,10 +82,10 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 	case fenceCompleted:
 		// The previous tenancy completed the split after all: complete its
 		// record instead of delivering it. A completion that errs is
-		// retried at the next heartbeat: the record now names this live
-		// session, so no newer revision of it comes (peers and the leader
-		// take it as held) and only this worker can complete it
-		// (docs/protocol.md, "Claim protocol").
+		// retried alone at the next heartbeat (completeClaim): the record
+		// now names this live session, so no newer revision of it comes
+		// (peers and the leader take it as held) and only this worker can
+		// complete it (docs/protocol.md, "Claim protocol").
 		d.done = true
 		done := want.Complete(now)
 		r2, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(done), store.Revision(r))
@@ -121,6 +124,31 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 		}
 		if r2, ok, err := v.Store.Update(ctx, store.Durable, key, protocol.EncodeSplit(back), store.Revision(r)); err == nil && ok {
 			d.rec, d.rev = back, uint64(r2)
+		}
+	}
+	return d
+}
+
+// completeClaim retries the completion of the split record m.Record, a
+// claim of this worker whose fence found the progress record completed and
+// whose completion erred (docs/protocol.md, "Claim protocol", step 3). The
+// record names this worker at the claim's epoch, so the completion is
+// written over it as it stands: no new epoch, no attempt, no second fence.
+// A record that moved meanwhile fences the write, and the usual rules
+// apply to the newer revision.
+func completeClaim(ctx context.Context, v *worker.Env, m claimRequest, now int64) claimed {
+	id := m.Candidate.ID
+	res := casSplit(ctx, v, m.FP, id, m.Record.Epoch, "completing", worker.SplitEntry{Rec: m.Record, Rev: m.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
+		return r.Complete(now)
+	})
+	d := claimed{outcome: res.Outcome, rec: res.Rec, rev: res.Rev, kind: m.Candidate.Kind, done: true}
+	switch res.Outcome {
+	case worker.CASFatal:
+		v.FailNow(res.Err)
+	case worker.CASUnconfirmed:
+		d.retry = true
+		if !v.FatalIf(res.Err) {
+			v.Log.Warn("completing a split whose progress record is completed did not confirm; retrying at the next heartbeat", "split", id, "epoch", m.Record.Epoch, "err", res.Err)
 		}
 	}
 	return d

@@ -135,3 +135,66 @@ func TestClaimSplit(t *testing.T) {
 		})
 	}
 }
+
+// A claim's completion retried alone (docs/protocol.md, "Claim protocol",
+// step 3) completes the claim's record as it stands: at the claim's epoch,
+// no attempt charged, the progress record untouched. A record that moved
+// meanwhile is not written (the usual rules apply to it); an erred write
+// is retried, and a retry of one that landed anyway is taken as landed.
+func TestARetriedCompletionWritesOnlyTheCompletion(t *testing.T) {
+	fp := protocol.Fingerprint("job:v1")
+	claim := protocol.SplitRecord{ID: "a", FP: fp, Weight: 1, Epoch: 3, Owner: "me", Nonce: "n", Attempts: 1, Status: protocol.StatusRunnable}
+	peer := claim.Claim("peer", "p1", 4, true, 0)
+	earlier := claim.Complete(5) // the erred completion, landed
+	tests := []struct {
+		name      string
+		moved     *protocol.SplitRecord // a split record write after the claim's
+		cancelled bool                  // the write errs without landing
+		wantOut   worker.CASOutcome
+		wantRetry bool
+		wantSplit protocol.SplitRecord
+	}{
+		{name: "completed at the claim's epoch", wantOut: worker.CASLanded, wantSplit: claim.Complete(0)},
+		{name: "a record that moved is not written", moved: &peer, wantOut: worker.CASFenced, wantSplit: peer},
+		{name: "a retry of an erred write that landed is landed", moved: &earlier, wantOut: worker.CASLanded, wantSplit: earlier},
+		{name: "an erred write is retried", cancelled: true, wantOut: worker.CASUnconfirmed, wantRetry: true, wantSplit: claim},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := &workertest.FaultyStore{Store: memstore.New(30 * time.Second)}
+			st := &gatedUpdate{Store: fs, key: protocol.SplitKey("a"), gate: make(chan struct{})}
+			if !tt.cancelled {
+				close(st.gate)
+			}
+			v := workertest.NewEnv(t, st)
+			key, pkey := protocol.SplitKey("a"), protocol.ProgressKey("a")
+			rev := workertest.Put(t, fs, key, protocol.EncodeSplit(claim), 0)
+			done := protocol.FreshProgress("a", fp, "dead", 2, 0).Commit(coordination.SplitProgress{Watermark: 9, Completed: true}, 0)
+			prev := workertest.Put(t, fs, pkey, protocol.EncodeProgress(done), 0)
+			if tt.moved != nil {
+				workertest.Put(t, fs, key, protocol.EncodeSplit(*tt.moved), rev)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if tt.cancelled {
+				cancel()
+			}
+			defer cancel()
+			cand := protocol.Candidate{ID: "a", Kind: protocol.KindReleased, Leftover: true}
+			d := claimSplit(ctx, v, claimRequest{Candidate: cand, Record: claim, RecordRev: rev, Nonce: "n2", FP: workertest.FP, Complete: true}, 0)
+			if d.outcome != tt.wantOut || !d.done || d.retry != tt.wantRetry {
+				t.Fatalf("outcome %v done %v retry %v, want %v done retry %v", d.outcome, d.done, d.retry, tt.wantOut, tt.wantRetry)
+			}
+			e, _, _ := fs.Get(context.Background(), store.Durable, key)
+			got, err := protocol.DecodeSplit(key, e.Value, fp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.wantSplit) {
+				t.Fatalf("split record %+v\nwant         %+v", got, tt.wantSplit)
+			}
+			if e, _, _ := fs.Get(context.Background(), store.Durable, pkey); uint64(e.Revision) != prev {
+				t.Fatalf("progress record at revision %d, want untouched at %d", e.Revision, prev)
+			}
+		})
+	}
+}

@@ -45,6 +45,11 @@ type claimer struct {
 	queue    candidateQueue                  // claim candidates among assigned splits (lazily validated)
 	queued   map[coordination.SplitID]protocol.ClaimKind
 
+	// stranded holds the landed claims of this worker that began no
+	// tenancy, while the view shows the record they wrote (at its
+	// revision): acted on without charge, whatever session it names.
+	stranded map[coordination.SplitID]strandedClaim
+
 	decided  bool                               // an assignment record is known
 	assigned map[coordination.SplitID]bool      // the assign actor's last AssignedSetChanged
 	named    map[coordination.SplitID]time.Time // first named while not held
@@ -62,6 +67,7 @@ func newClaimer(sw *splitWriterActor) *claimer {
 		inflight: map[coordination.SplitID]bool{},
 		handing:  map[coordination.SplitID]uint64{},
 		lostAt:   map[coordination.SplitID]uint64{},
+		stranded: map[coordination.SplitID]strandedClaim{},
 		cooldown: map[coordination.SplitID]bool{},
 		extra:    map[coordination.SplitID]bool{},
 		queued:   map[coordination.SplitID]protocol.ClaimKind{},
@@ -82,6 +88,9 @@ func (cl *claimer) recordChanged(id coordination.SplitID, had bool, oldOwner, ow
 	if r, ok := cl.lostAt[id]; ok && rev > r {
 		delete(cl.lostAt, id)
 	}
+	if u, ok := cl.stranded[id]; ok && rev > u.rev {
+		delete(cl.stranded, id) // the record moved: the usual rules apply
+	}
 	return cl.reindex(id)
 }
 
@@ -89,6 +98,7 @@ func (cl *claimer) recordChanged(id coordination.SplitID, had bool, oldOwner, ow
 // oldOwner.
 func (cl *claimer) recordDeleted(id coordination.SplitID, oldOwner string) {
 	cl.unindexOwner(id, oldOwner)
+	delete(cl.stranded, id)
 	cl.index(id)
 }
 
@@ -175,6 +185,43 @@ func (cl *claimer) abandoned(id coordination.SplitID, rev uint64, retry bool) {
 	cl.index(id)
 }
 
+// completionErred follows a claim of split id, landed at record revision
+// rev, whose fence found the progress record completed and whose
+// completion of the split record erred: the completion alone is retried
+// at the next heartbeat, regardless of the assignment, while the view
+// shows the record at rev (docs/protocol.md, "Claim protocol", step 3).
+// The caller abandons the claim for the heartbeat (abandoned, retry).
+func (cl *claimer) completionErred(id coordination.SplitID, rev uint64) {
+	if cl.sw.records[id].Rev == rev {
+		cl.stranded[id] = strandedClaim{rev: rev, complete: true}
+	}
+}
+
+// outlived reports whether a landed claim that wrote session nonce
+// returned after that session ended (this worker's session is not live,
+// or is another): it must not begin a tenancy (docs/protocol.md, "Claim
+// protocol", step 4). After the verdict or once Depart began it is not
+// taken as outlived: claimWon hands the split back at once, as for any
+// claim that returns then.
+func (cl *claimer) outlived(nonce string) bool {
+	sw := cl.sw
+	return !sw.verdict && !sw.departing && (!cl.session || nonce != sw.nonce)
+}
+
+// claimOutlived frees the slot of split id's claim, landed at record
+// revision rev under a session that ended while it was in flight (outlived).
+// No tenancy began, so nothing ran under it and the record is taken as a
+// leftover of this worker's current session while the view shows it at
+// rev: claimed again without charge if assigned here, else handed back,
+// once a session is live (docs/protocol.md, "Claim protocol", step 4).
+func (cl *claimer) claimOutlived(id coordination.SplitID, rev uint64) {
+	cl.release(id)
+	if cl.sw.records[id].Rev == rev {
+		cl.stranded[id] = strandedClaim{rev: rev}
+	}
+	cl.index(id)
+}
+
 // assignment applies the assign actor's diff of this worker's assignment.
 func (cl *claimer) assignment(m wire.AssignedSetChanged) {
 	cl.decided = m.Decided
@@ -250,6 +297,11 @@ func (cl *claimer) classify(id coordination.SplitID) (protocol.Candidate, bool) 
 	if !ok {
 		return protocol.Candidate{}, false
 	}
+	if _, ok := cl.stranded[id]; ok && !in.Held {
+		// This worker's own claim, under whatever session it wrote: nothing
+		// ran under it, so it is a leftover, never charged.
+		return protocol.Candidate{ID: id, Kind: protocol.KindReleased, Leftover: true}, true
+	}
 	return protocol.Classify(in)
 }
 
@@ -273,10 +325,11 @@ func (cl *claimer) index(id coordination.SplitID) {
 }
 
 // actsRegardless reports whether cand is acted on whatever the assignment
-// and the lane budget: a quarantine on takeover, or the return of a
-// leftover that a decided assignment does not name here.
+// and the lane budget: a quarantine on takeover, a claim's completion to
+// retry, or the return of a leftover that a decided assignment does not
+// name here.
 func (cl *claimer) actsRegardless(cand protocol.Candidate) bool {
-	return cand.Quarantine || (cand.Leftover && cl.decided && !cl.assigned[cand.ID])
+	return cand.Quarantine || cl.stranded[cand.ID].complete || (cand.Leftover && cl.decided && !cl.assigned[cand.ID])
 }
 
 // reindex re-indexes split id and reports whether it is one to act on: a
@@ -336,6 +389,11 @@ func (cl *claimer) step(c *actor.Context) {
 // writes never queue behind another on their split.
 func (cl *claimer) launch(c *actor.Context, id coordination.SplitID, cand protocol.Candidate) {
 	r := cl.sw.records[id]
+	if cl.stranded[id].complete {
+		cl.inflight[id] = false
+		cl.enqueue(c, claimOp{claim: claimRequest{Candidate: cand, Record: r.Rec, RecordRev: r.Rev, Nonce: cl.sw.nonce, FP: cl.sw.fp, Complete: true}})
+		return
+	}
 	if cand.Leftover && !cl.assigned[id] {
 		cl.inflight[id] = false
 		cl.enqueue(c, leftoverOp{leftover: leftoverReturn{Split: id, Record: r.Rec, RecordRev: r.Rev}})
@@ -346,6 +404,18 @@ func (cl *claimer) launch(c *actor.Context, id coordination.SplitID, cand protoc
 		cl.claims++
 	}
 	cl.enqueue(c, claimOp{claim: claimRequest{Candidate: cand, Record: r.Rec, RecordRev: r.Rev, Nonce: cl.sw.nonce, FP: cl.sw.fp}})
+}
+
+// strandedClaim is a claim of this worker that landed but began no
+// tenancy, by the split record revision it wrote (docs/protocol.md, "Claim
+// protocol"): the record names this worker at the claim's epoch and
+// nothing ran under it.
+type strandedClaim struct {
+	rev uint64
+	// complete: the fence found the progress record completed and the
+	// completion of the split record erred, so the completion alone is
+	// retried. Otherwise the claim's session ended while it was in flight.
+	complete bool
 }
 
 // queuedCandidate is one entry of the claim queue.

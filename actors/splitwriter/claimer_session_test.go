@@ -3,13 +3,18 @@ package splitwriter
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 // A split record naming an ended session is claimed whatever the order in
@@ -159,4 +164,75 @@ func keepsChains(order []int, chains [][]int) bool {
 		}
 	}
 	return true
+}
+
+// A claim whose session ends while it is in flight begins no tenancy
+// (docs/protocol.md, "Claim protocol", step 4): no ClaimWon carries the
+// ended session's nonce. Nothing ran under the claim, so its record is a
+// leftover of this worker: claimed again under the new session, one epoch
+// up and with no attempt charged, whether that session was announced
+// before the claim returned or after; handed back if the split is no
+// longer assigned here. (The tenancy used to begin with the ended
+// session's nonce, to be fenced about a lease later by a claim charged an
+// attempt.)
+func TestAClaimThatOutlivesItsSessionBeginsNoTenancy(t *testing.T) {
+	ended, renewed := wire.SessionChanged{}, wire.SessionChanged{Live: true, Nonce: "n2"}
+	tests := []struct {
+		name          string
+		during, after []any // sent while the claim is in flight, and after it returned
+		wantWon       []string
+		wantOwner     string // of the final record, which has epoch wantEpoch, no attempt charged
+		wantEpoch     uint64
+	}{
+		{name: "the new session announced while it is in flight", during: []any{ended, renewed},
+			wantWon: []string{"a epoch 2 session n2"}, wantOwner: "w1", wantEpoch: 2},
+		{name: "the new session announced after it returned", during: []any{ended}, after: []any{renewed},
+			wantWon: []string{"a epoch 2 session n2"}, wantOwner: "w1", wantEpoch: 2},
+		{name: "no longer assigned here", wantOwner: "", wantEpoch: 1, during: []any{ended, renewed,
+			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}, Removed: []coordination.SplitID{"a"}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e, clk := workertest.NewEngine(t)
+				st := &gatedUpdate{Store: memstore.New(1500*time.Millisecond, memstore.WithClock(clk)), key: protocol.SplitKey("a"), gate: make(chan struct{})}
+				workertest.Put(t, st, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, 0, 1)), 0)
+				fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
+				rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(fresh), 0)
+				_, writer, _, sent := spawnLoneSplitWriterOn(t, e, clk, st)
+				send := func(msgs ...any) {
+					for _, m := range msgs {
+						e.Send(writer, m)
+					}
+					synctest.Wait()
+				}
+				send(wire.WatchesChanged{Live: true},
+					wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
+					recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: fresh, Rev: rev}}})
+				if !st.waiting() {
+					t.Fatal("no claim of a in flight")
+				}
+				send(tt.during...)
+				close(st.gate)
+				synctest.Wait()
+				send(tt.after...)
+				var won []string
+				for _, m := range sent() {
+					if w, ok := m.(recordmsg.ClaimWon); ok {
+						won = append(won, fmt.Sprintf("%s epoch %d session %s", w.Spec.ID, w.Epoch, w.Nonce))
+					}
+				}
+				if !slices.Equal(won, tt.wantWon) {
+					t.Fatalf("claims won %q, want %q (none under the ended session n)", won, tt.wantWon)
+				}
+				r, _ := readSplit(t, st, "a")
+				if r.Owner != tt.wantOwner || r.Epoch != tt.wantEpoch || r.Attempts != 0 {
+					t.Fatalf("record %+v, want owner %q at epoch %d, no attempt charged", r, tt.wantOwner, tt.wantEpoch)
+				}
+				if r.Owner != "" && r.Nonce != "n2" {
+					t.Fatalf("record %+v, want the new session n2", r)
+				}
+			})
+		})
+	}
 }

@@ -45,14 +45,19 @@ func (r *claimerRig) assign(ids ...coordination.SplitID) {
 }
 
 // step runs the claimer and returns what it asked for since the last step:
-// "claim <id>" or "return <id>".
+// "claim <id>", "complete <id>" (a claim's completion retried alone) or
+// "return <id>".
 func (r *claimerRig) step() []string {
 	r.sw.claims.step(nil)
 	var got []string
 	for _, op := range r.asked {
 		switch op := op.(type) {
 		case claimOp:
-			got = append(got, "claim "+string(op.claim.Candidate.ID))
+			if op.claim.Complete {
+				got = append(got, "complete "+string(op.claim.Candidate.ID))
+			} else {
+				got = append(got, "claim "+string(op.claim.Candidate.ID))
+			}
 		case leftoverOp:
 			got = append(got, "return "+string(op.leftover.Split))
 		}
@@ -131,6 +136,34 @@ func TestTheClaimerClaimsFromTheSplitWritersView(t *testing.T) {
 		r.sw.claims.heartbeat()
 		if got := r.step(); !slices.Equal(got, []string{"claim a"}) {
 			t.Fatalf("asked %v after the heartbeat, want the claim of a again", got)
+		}
+	})
+	t.Run("a claim's erred completion is retried alone at each heartbeat, assigned or not, until the record moves", func(t *testing.T) {
+		r := newClaimerRig(t, 4)
+		r.record("a", 1, "", "")
+		r.assign("a")
+		if got := r.step(); !slices.Equal(got, []string{"claim a"}) {
+			t.Fatalf("asked %v, want the claim of a", got)
+		}
+		r.record("a", 2, "me", "n") // the claim's write, learnt from its result
+		r.sw.claims.completionErred("a", 2)
+		r.sw.claims.abandoned("a", 2, true)
+		if got := r.step(); len(got) != 0 {
+			t.Fatalf("asked %v before the heartbeat", got)
+		}
+		r.sw.claims.assignment(wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}, Removed: []coordination.SplitID{"a"}})
+		for range 2 { // the retry errs too: retried again
+			r.sw.claims.heartbeat()
+			if got := r.step(); !slices.Equal(got, []string{"complete a"}) {
+				t.Fatalf("asked %v after the heartbeat, want the completion of a alone", got)
+			}
+			r.sw.claims.abandoned("a", 2, true)
+		}
+		r.sw.claims.presence("w2", "s2")
+		r.record("a", 3, "w2", "s2") // a peer's live session took it
+		r.sw.claims.heartbeat()
+		if got := r.step(); len(got) != 0 {
+			t.Fatalf("asked %v for a record a live peer holds", got)
 		}
 	})
 	t.Run("an owner's session ending makes its split a takeover", func(t *testing.T) {

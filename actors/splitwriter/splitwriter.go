@@ -555,7 +555,7 @@ func (sw *splitWriterActor) settleBatch(batch uint64, id coordination.SplitID, r
 }
 
 // claimResult starts the tenancy of a won claim, or frees the claimer's slot
-// of an abandoned one.
+// of an abandoned one or of one that outlived its session.
 func (sw *splitWriterActor) claimResult(c *actor.Context, op claimOp, d claimed) {
 	cl := op.claim
 	id := op.target()
@@ -573,7 +573,13 @@ func (sw *splitWriterActor) claimResult(c *actor.Context, op claimOp, d claimed)
 		sw.log.Warn("split quarantined after exhausting its attempts", "split", id, "attempts", d.rec.Attempts)
 		abandon()
 	case d.done:
+		if d.retry {
+			sw.claims.completionErred(id, d.rev)
+		}
 		abandon()
+	case sw.claims.outlived(d.rec.Nonce):
+		sw.log.Info("claim outlived its session; no tenancy began, its record is a leftover of this worker", "split", id, "epoch", d.rec.Epoch)
+		sw.claims.claimOutlived(id, d.rev)
 	default:
 		sw.v.Metrics.Acquired(d.kind.AcquisitionReason())
 		sw.log.Debug("split claimed", "split", id, "epoch", d.rec.Epoch, "kind", d.kind.String())

@@ -61,6 +61,10 @@ type claimRequest struct {
 	RecordRev uint64
 	Nonce     string // this worker's session, which the claim writes
 	FP        uint64 // H(the job's fingerprint), which the records carry
+	// Complete retries the completion alone: Record is this worker's
+	// claim, whose fence found the progress record completed and whose
+	// completion of the split record erred (claimer.stranded).
+	Complete bool
 }
 
 // leftoverOp returns a leftover of this session the claimer found.

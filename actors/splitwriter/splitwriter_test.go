@@ -212,6 +212,40 @@ func (s *splitUpdates) Update(ctx context.Context, ks store.Keyspace, key string
 	return s.Store.Update(ctx, ks, key, v, rev)
 }
 
+// gatedUpdate is a store whose first update of one record waits until
+// gate is closed (or the caller's context ends): a claim held in flight.
+type gatedUpdate struct {
+	store.Store
+	key  string
+	gate chan struct{} // closed by the test
+	mu   sync.Mutex
+	held bool // the first update of key came
+}
+
+// waiting reports whether the first update of the key came.
+func (s *gatedUpdate) waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+func (s *gatedUpdate) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
+	if ks == store.Durable && key == s.key {
+		s.mu.Lock()
+		first := !s.held
+		s.held = true
+		s.mu.Unlock()
+		if first {
+			select {
+			case <-s.gate:
+			case <-ctx.Done():
+				return 0, false, ctx.Err()
+			}
+		}
+	}
+	return s.Store.Update(ctx, ks, key, v, rev)
+}
+
 // The split writer asks the write a tenancy's end calls for in the step
 // that applies the end (a Release here): the surrendered split, whose record still names this session
 // and which is not assigned, is never taken for a leftover to return while
