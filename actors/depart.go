@@ -20,7 +20,7 @@ func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	r.departing = true
 	p := r.v.PIDs
 	r.v.Tell(wire.Departing{}, p.Leader, p.Lease)
-	if err := r.v.Outbox.Failure(); err != nil {
+	if err := r.v.Failure(); err != nil {
 		r.v.Tell(wire.DepartJob{Held: m.Held, ReplyTo: c.Sender(), Failure: err}, p.SplitWriter)
 		return
 	}

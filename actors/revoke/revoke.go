@@ -148,7 +148,7 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 	if m.ReplyTo == nil {
 		m.ReplyTo = c.Sender() // the handle's request
 	}
-	if err := r.v.Outbox.Failure(); err != nil {
+	if err := r.v.Failure(); err != nil {
 		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split, Err: err})
 		return
 	}
