@@ -155,8 +155,10 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 	c.started = true
 	c.out.Start()
 	c.fp = protocol.Fingerprint(fp)
-	msg := wire.StartJob{Planner: p, Fingerprint: fp}
-	c.v.Send(c.v.PIDs.Root, msg)
+	// The lease joins the job and tells the others the job with the
+	// session's start (SessionChanged).
+	msg := wire.StartJob{Job: wire.Job{Planner: p, Fingerprint: fp, FP: c.fp}}
+	c.v.Send(c.v.PIDs.Lease, msg)
 	return nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store/memstore"
 )
 
@@ -94,7 +93,7 @@ func TestACutRequestReachesTheDriverOnlyForAPolledTenancy(t *testing.T) {
 			}
 			return evs
 		}
-		gained := recordmsg.ClaimWon{Spec: coordination.SplitSpec{ID: "a"}, Epoch: 2}
+		gained := wire.EventsRaised{Events: []coordination.Event{coordination.Gained{Split: coordination.SplitSpec{ID: "a"}, Epoch: 2}}}
 		if evs := polled(wire.CutRequested{Event: cut(2)}); len(evs) != 0 {
 			t.Fatalf("before any Gained: %v, want nothing", evs)
 		}

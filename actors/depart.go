@@ -19,7 +19,8 @@ import (
 func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	r.departing = true
 	p := r.v.PIDs
-	r.v.Tell(wire.Departing{}, p.Leader, p.Lease)
+	r.v.Tell(wire.Retire{}, p.Leader)
+	r.v.Tell(wire.Departing{}, p.Lease)
 	if err := r.v.Failure(); err != nil {
 		r.v.Tell(wire.DepartJob{Held: m.Held, ReplyTo: c.Sender(), Failure: err}, p.SplitWriter)
 		return
@@ -28,7 +29,7 @@ func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	v, pid := r.v, c.PID()
 	r.departTimer = time.AfterFunc(2*r.v.Config.OpTimeout, func() { v.Send(pid, departDeadline{}) })
 	// The split writer tells the root the ends it hands back
-	// (TenanciesEnded.Depart) and answers DepartHandedBack after the
+	// (EventsRaised.Departed) and answers DepartHandedBack after the
 	// batch, then the root demotes and withdraws presence (docs/protocol.md,
 	// "Departure").
 	r.v.Tell(wire.DepartJob{ReplyTo: c.PID()}, p.SplitWriter)

@@ -35,7 +35,7 @@ var facts = []fact{
 // knownCopies are the fields that still keep a copy of a fact outside its
 // owner, as "dir.Type.field", with the fact they copy.
 var knownCopies = map[string]string{
-	"leader.leaderActor.phase": "the job's phase", // copies fed by WatchesChanged, VerdictReached, Departing
+	"leader.leaderActor.phase": "the job's phase", // copies fed by WatchesChanged and Retire
 }
 
 // factFields returns every struct field of a fact's type in the non-test

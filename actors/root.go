@@ -10,8 +10,6 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
-	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -19,15 +17,14 @@ import (
 // the outbox, where it enforces the event ordering rules (and copies each
 // event to the user's actors that subscribed, subscribe.go). The held
 // tenancies are the split writer's (actors/splitwriter/tenancy.go): it
-// tells the root each start (ClaimWon: Gained) and end (TenanciesEnded:
-// Lost for an involuntary one) in the order it applied them, and the
-// revocation requests of held tenancies (RevocationRequested), so the root
-// keeps no copy of them. It sends the handle's and a user's actor's
-// commands on to the actor that acts on them (Fail, Release, Depart and
-// Subscribe to the split writer, which answers the original requester;
-// DeclineRevoke to revoke; commits go to the commit writer, see
-// commitwriter.go), relays the commit writer's EndTenancy to the split
-// writer, and never does store I/O.
+// raises the seam events of each start (Gained) and involuntary end (Lost),
+// the revocation requests of held tenancies (RevokeRequested), the
+// quarantines and the verdict in the order it applied them
+// (EventsRaised), so the root keeps no copy of them. It sends the
+// handle's and a user's actor's commands on to the actor that acts on them
+// (Fail, Release, Depart and Subscribe to the split writer, which answers
+// the original requester; DeclineRevoke to revoke; commits go to the
+// commit writer), and never does store I/O.
 type rootActor struct {
 	v   *worker.Env
 	out *worker.Outbox // the driver's hand-off, given at spawn: the root is its one writer of events
@@ -42,7 +39,7 @@ type rootActor struct {
 	departReply   *actor.PID
 	departErr     error
 	departPending int
-	departSplits  []coordination.SplitID // being handed back (TenanciesEnded.Depart)
+	departSplits  []coordination.SplitID // being handed back (EventsRaised.Departed)
 	departHanded  bool                   // the hand-backs answered
 	departTimer   *time.Timer
 }
@@ -70,11 +67,6 @@ func (r *rootActor) Receive(c *actor.Context) {
 		if r.departTimer != nil {
 			r.departTimer.Stop()
 		}
-	case wire.StartJob: // from the handle (Start)
-		// The lease comes last: it starts the startup I/O, so every other
-		// actor has JobStarted in its inbox before anything startup causes.
-		p := r.v.PIDs
-		r.v.Tell(wire.JobStarted{Planner: m.Planner, Fingerprint: m.Fingerprint, FP: protocol.Fingerprint(m.Fingerprint)}, p.Watch, p.Leader, p.SplitWriter, p.Lease)
 	case messages.FailSplit: // from the handle, or a user's actor
 		r.failSplit(c, m)
 	case messages.ReleaseSplits: // from the handle, or a user's actor
@@ -86,24 +78,14 @@ func (r *rootActor) Receive(c *actor.Context) {
 	case messages.DeclineRevoke: // from a user's actor (Coordinator.PID)
 		m.ReplyTo = replyTo(c, m.ReplyTo)
 		r.v.Tell(m, r.v.PIDs.Revoke)
-	case recordmsg.ClaimWon: // from the split writer, which started the tenancy
-		r.claimWon(m)
-	case wire.TenanciesEnded: // from the split writer
-		r.tenanciesEnded(m)
+	case wire.EventsRaised: // from the split writer
+		r.eventsRaised(m)
 	case wire.BeginSubscription: // from the split writer (Subscribe)
 		r.beginSubscription(m)
 	case wire.HealthChanged: // from the split writer
 		r.out.SetLive(m.Session, m.Watches)
-	case wire.SplitQuarantined: // from the split writer
-		r.splitQuarantined(m)
-	case wire.RevocationRequested: // from the split writer (revoke's, of a held tenancy: E6)
-		if !r.verdict && !r.departing {
-			r.emit(coordination.RevokeRequested{Split: m.Split})
-		}
 	case wire.CutRequested: // from the commit writer
 		r.cutRequested(m)
-	case wire.VerdictReached: // from the split writer
-		r.verdictReached(m)
 	case wire.DepartJob: // from the handle
 		r.depart(c, m)
 	case departDeadline:
@@ -117,73 +99,61 @@ func (r *rootActor) Receive(c *actor.Context) {
 	}
 }
 
-// splitQuarantined emits Quarantined once per split, unless the verdict
-// came first.
-func (r *rootActor) splitQuarantined(m wire.SplitQuarantined) {
-	if !r.quarantined[m.Split] && !r.verdict {
-		r.quarantined[m.Split] = true
-		r.v.Metrics.Quarantined()
-		r.emit(coordination.Quarantined{Split: m.Split, Attempts: m.Attempts})
-	}
-}
-
-// verdictReached emits the job's verdict once and tells the actors that
-// stop at it.
-func (r *rootActor) verdictReached(m wire.VerdictReached) {
-	if r.verdict || r.departing {
-		return
-	}
-	r.verdict = true
-	if m.Stalled {
-		r.emit(coordination.Stalled{Completed: m.Completed, Quarantined: m.Quarantined})
-	} else {
-		r.emit(coordination.AllComplete{})
-	}
-	r.v.Tell(m, r.v.PIDs.Leader)
-}
-
-// tenanciesEnded emits Lost for each involuntary end the split writer
-// applied (E1, E3), unless the verdict came first, then answers a
-// DeclineRevoke whose forced revocation ended them; Depart's own ends are
-// the splits its answer waits for.
-func (r *rootActor) tenanciesEnded(m wire.TenanciesEnded) {
-	if m.Reason.Involuntary() && !r.verdict {
-		for _, h := range m.Tenancies {
-			r.emit(coordination.Lost{Split: h.Split})
+// eventsRaised queues the seam events the split writer raised, in its
+// order, under the root's own rules (E5, E7: after the verdict only a
+// Gained; once Depart began no RevokeRequested and no verdict), then answers a DeclineRevoke whose forced revocation
+// ended a tenancy; Depart's own ends are the splits its answer waits for.
+func (r *rootActor) eventsRaised(m wire.EventsRaised) {
+	for _, ev := range m.Events {
+		switch ev := ev.(type) {
+		case coordination.Lost: // an involuntary end (E1, E3)
+			if !r.verdict {
+				r.emit(ev)
+			}
+		case coordination.RevokeRequested: // revoke's, of a held tenancy (E6)
+			if !r.verdict && !r.departing {
+				r.emit(ev)
+			}
+		case coordination.Quarantined:
+			r.splitQuarantined(ev)
+		case coordination.Stalled, coordination.AllComplete:
+			r.verdictReached(ev)
+		default: // Gained: the split writer opened its progress cell first
+			r.emit(ev)
 		}
 	}
-	if m.Depart {
-		for _, h := range m.Tenancies {
-			r.departSplits = append(r.departSplits, h.Split)
-		}
-	}
+	r.departSplits = append(r.departSplits, m.Departed...)
 	if m.Decline != nil {
 		// A decline: the tenancy is surrendered (its Lost is in the
 		// outbox); the hand-back settles the revocation in the revoke
 		// actor (docs/architecture.md, "Hops").
-		for _, h := range m.Tenancies {
-			r.v.Reply(m.Decline, messages.DeclineRevokeReply{Split: h.Split})
+		for _, ev := range m.Events {
+			if l, ok := ev.(coordination.Lost); ok {
+				r.v.Reply(m.Decline, messages.DeclineRevokeReply{Split: l.Split})
+			}
 		}
 	}
 }
 
-// claimWon emits the Gained of a tenancy the split writer started, which
-// opened its progress cell first.
-func (r *rootActor) claimWon(m recordmsg.ClaimWon) {
-	// A cut split is read from its primary's descriptor (docs/protocol.md,
-	// "Runtime split").
-	spec := m.Spec
-	spec.Descriptor = gainedDescriptor(m.Fence.DescriptorOr(spec.Descriptor))
-	r.emit(coordination.Gained{Split: spec, Epoch: coordination.LeaseEpoch(m.Epoch), Progress: m.Fence.Progress()})
+// splitQuarantined emits Quarantined once per split (E5), unless the
+// verdict came first.
+func (r *rootActor) splitQuarantined(q coordination.Quarantined) {
+	if !r.quarantined[q.Split] && !r.verdict {
+		r.quarantined[q.Split] = true
+		r.v.Metrics.Quarantined()
+		r.emit(q)
+	}
 }
 
-// gainedDescriptor is the descriptor a Gained carries: d copied, an empty
-// one as nil (coordination.SplitSpec).
-func gainedDescriptor(d []byte) []byte {
-	if len(d) == 0 {
-		return nil
+// verdictReached emits the job's verdict once, unless Depart began, and
+// tells the leader to retire.
+func (r *rootActor) verdictReached(verdict coordination.Event) {
+	if r.verdict || r.departing {
+		return
 	}
-	return append([]byte{}, d...)
+	r.verdict = true
+	r.emit(verdict)
+	r.v.Tell(wire.Retire{}, r.v.PIDs.Leader)
 }
 
 // replyTo is where a command's reply goes: its ReplyTo, or else its

@@ -1,13 +1,21 @@
 package actors
 
 import (
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/anthdm/hollywood/actor"
+
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
+	"github.com/spate-go/coordination/messages"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 func TestReleaseLetsAPeerClaimWithinALease(t *testing.T) {
@@ -86,5 +94,69 @@ func TestFailWithAStaleEpochIsFenced(t *testing.T) {
 			t.Fatalf("Poll after a regressing commit: %v", err)
 		}
 		w.c.Abort()
+	})
+}
+
+// TestTheRootQueuesRaisedEventsUnderItsRules: the root queues the seam
+// events the split writer raises (wire.EventsRaised) in their order and
+// applies only its own rules: one Quarantined per split (E5), after the
+// verdict only a Gained (E7), one verdict, which tells the leader Retire;
+// a decline is answered once its Lost is queued.
+func TestTheRootQueuesRaisedEventsUnderItsRules(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		cfg := workertest.Config(t, clk, "w1")
+		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
+		var mu sync.Mutex
+		var toLeader, toUser []any
+		v.PIDs.Leader = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toLeader} }, "leader")
+		user := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toUser} }, "user")
+		out := worker.NewOutbox(v.Latch)
+		v.PIDs.Root = e.Spawn(newRoot(v, out), "root")
+		t.Cleanup(func() {
+			<-e.Poison(v.PIDs.Root).Done()
+			<-e.Poison(v.PIDs.Leader).Done()
+			<-e.Poison(user).Done()
+			v.Cancel()
+		})
+		gained := func(id coordination.SplitID) coordination.Event {
+			return coordination.Gained{Split: coordination.SplitSpec{ID: id}, Epoch: 1}
+		}
+		raise := func(evs ...coordination.Event) wire.EventsRaised { return wire.EventsRaised{Events: evs} }
+		for _, m := range []wire.EventsRaised{
+			raise(gained("a"), gained("b")),
+			raise(coordination.Quarantined{Split: "q", Attempts: 2}),
+			raise(coordination.Quarantined{Split: "q", Attempts: 2}),
+			raise(coordination.RevokeRequested{Split: "a"}),
+			{Events: []coordination.Event{coordination.Lost{Split: "a"}}, Decline: user},
+			raise(coordination.AllComplete{}),
+			raise(coordination.Lost{Split: "b"}, coordination.RevokeRequested{Split: "b"}),
+			raise(coordination.Quarantined{Split: "r", Attempts: 2}),
+			raise(coordination.Stalled{Completed: 1, Quarantined: 1}),
+			raise(gained("c")),
+		} {
+			e.Send(v.PIDs.Root, m)
+		}
+		synctest.Wait()
+		got, err := out.Take()
+		want := []coordination.Event{
+			gained("a"), gained("b"),
+			coordination.Quarantined{Split: "q", Attempts: 2},
+			coordination.RevokeRequested{Split: "a"},
+			coordination.Lost{Split: "a"},
+			coordination.AllComplete{},
+			gained("c"),
+		}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Fatalf("queued %v (%v), want %v", got, err, want)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !reflect.DeepEqual(toUser, []any{messages.DeclineRevokeReply{Split: "a"}}) {
+			t.Fatalf("the decline's caller was told %v, want one DeclineRevokeReply for a", toUser)
+		}
+		if !reflect.DeepEqual(toLeader, []any{wire.Retire{}}) {
+			t.Fatalf("the leader was told %v, want one Retire", toLeader)
+		}
 	})
 }

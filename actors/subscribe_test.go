@@ -13,7 +13,6 @@ import (
 	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -113,7 +112,7 @@ func TestAnUnsubscribeWaitsForTheSubscribeBeforeIt(t *testing.T) {
 		}
 		mu.Unlock()
 		e.Send(v.PIDs.Root, wire.BeginSubscription{ReplyTo: user, Held: []wire.HeldSplit{{Split: "a", Epoch: 2}}})
-		e.Send(v.PIDs.Root, recordmsg.ClaimWon{Spec: coordination.SplitSpec{ID: "b"}, Epoch: 1})
+		e.Send(v.PIDs.Root, wire.EventsRaised{Events: []coordination.Event{coordination.Gained{Split: coordination.SplitSpec{ID: "b"}, Epoch: 1}}})
 		synctest.Wait()
 		mu.Lock()
 		defer mu.Unlock()

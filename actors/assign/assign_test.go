@@ -82,7 +82,7 @@ func TestTheAssignActorTellsOneDiffPerRecord(t *testing.T) {
 		record := func(gen uint64, ids ...coordination.SplitID) recordmsg.AssignmentChanged {
 			return recordmsg.AssignmentChanged{Instance: "me", Assignment: protocol.AssignmentRecord{Generation: gen, Splits: ids}}
 		}
-		for _, m := range []any{wire.JobStarted{}, record(2, "a", "b"), record(1, "z"), record(3, "b", "c"), recordmsg.AssignmentChanged{Instance: "me", Deleted: true}, wire.Departing{}} {
+		for _, m := range []any{record(2, "a", "b"), record(1, "z"), record(3, "b", "c"), recordmsg.AssignmentChanged{Instance: "me", Deleted: true}} {
 			e.Send(pid, m)
 		}
 		synctest.Wait()

@@ -194,7 +194,7 @@ func TestAWinAfterDepartGivesTheKeyBack(t *testing.T) {
 		gate := make(chan struct{})
 		lr.st.on("Create", protocol.KeyLeader, reaction{gate: gate})
 		lr.goLive()
-		lr.send(wire.Departing{})
+		lr.send(wire.Retire{})
 		close(gate)
 		synctest.Wait()
 		if _, _, ok := lr.leaderKey(); ok || lr.leading() {
@@ -209,7 +209,7 @@ func TestVerdictKeepsTheKeyButStopsTheWork(t *testing.T) {
 		lr := newLeaderRig(t, p)
 		lr.goLive()
 		lr.mustLead(1)
-		lr.send(wire.VerdictReached{})
+		lr.send(wire.Retire{})
 		_, rev, _ := lr.leaderKey()
 		for range 6 { // two replan intervals
 			lr.beat()

@@ -46,8 +46,8 @@ type leaderActor struct {
 	log *slog.Logger
 
 	fingerprint string
-	// phase: the watches are live, the verdict, Depart began (StepDown
-	// marks it departed too).
+	// phase: the watches are live, the work is over (Retire; StepDown
+	// marks it retired too).
 	phase worker.JobPhase
 
 	el   election
@@ -87,10 +87,6 @@ func (l *leaderActor) receive(c *actor.Context) {
 	case actor.Stopped:
 		l.el.stop()
 		l.run.stop()
-	case wire.JobStarted:
-		l.run.planner, l.fingerprint = m.Planner, m.Fingerprint
-	case wire.Joined:
-		l.view.records = worker.Sized(l.view.records, worker.SizeHint(m.Planned))
 	case wire.WatchesChanged:
 		l.phase.Observe(m)
 		if m.Live {
@@ -122,13 +118,15 @@ func (l *leaderActor) receive(c *actor.Context) {
 			l.el.orphan("session ended; stepping down")
 			break
 		}
+		l.run.planner, l.fingerprint = m.Job.Planner, m.Job.Fingerprint
+		l.view.records = worker.Sized(l.view.records, worker.SizeHint(m.Planned))
 		l.el.session = m.Nonce
 		l.tick(c)
-	case wire.VerdictReached, wire.Departing:
+	case wire.Retire: // from the root: the verdict, or Depart began
 		l.phase.Observe(m)
 		l.el.retire()
-	case wire.StepDown:
-		l.phase.Departed = true
+	case wire.StepDown: // from the root (Depart)
+		l.phase.Retired = true
 		l.el.stepDown(m)
 	case electDone:
 		if l.el.acquired(m, l.fingerprint, l.phase.Over()) {

@@ -206,7 +206,7 @@ func newLeaderRig(t *testing.T, p coordination.Planner, mut ...func(*coordinatio
 		v.WG.Wait()
 	})
 	lr.planRev = workertest.Put(t, mem, protocol.KeyPlan, protocol.EncodePlan(protocol.PlanRecord{Fingerprint: p.Fingerprint()}), 0)
-	lr.send(wire.JobStarted{Planner: p, Fingerprint: p.Fingerprint(), FP: protocol.Fingerprint(p.Fingerprint())})
+	lr.send(wire.SessionChanged{Live: true, Nonce: "nonce-w1", Job: wire.Job{Planner: p, Fingerprint: p.Fingerprint(), FP: protocol.Fingerprint(p.Fingerprint())}})
 	return lr
 }
 

@@ -159,7 +159,7 @@ func TestVerdictMidPlanCancelsTheRun(t *testing.T) {
 		p := &gatedPlanner{Planner: workertest.FinalPlan("a"), gate: gate}
 		lr := newLeaderRig(t, p)
 		lr.goLive()
-		lr.send(wire.VerdictReached{})
+		lr.send(wire.Retire{})
 		close(gate)
 		synctest.Wait()
 		if n := lr.splits(); n != 0 || lr.replans() != 0 {

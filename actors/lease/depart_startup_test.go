@@ -46,7 +46,7 @@ func TestDepartingStopsTheStartupAnnounce(t *testing.T) {
 			<-e.Poison(rec).Done()
 			v.WG.Wait()
 		})
-		e.Send(pid, wire.JobStarted{Fingerprint: "job:v1"})
+		e.Send(pid, wire.StartJob{Job: wire.Job{Fingerprint: "job:v1"}})
 		synctest.Wait()
 		if c, ok, _ := mem.Get(context.Background(), store.Ephemeral, protocol.ChallengeKey("w1")); !ok || string(c.Value) != "n1" {
 			t.Fatalf("the startup is not waiting out the twin window: challenge key %q (found %v)", c.Value, ok)
@@ -66,8 +66,8 @@ func TestDepartingStopsTheStartupAnnounce(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		for _, m := range msgs {
-			if _, ok := m.(wire.Joined); ok {
-				t.Fatal("the lease told Joined after Departing")
+			if _, ok := m.(wire.SessionChanged); ok {
+				t.Fatal("the lease told a session's start after Departing")
 			}
 		}
 	})

@@ -14,7 +14,7 @@ import (
 )
 
 // TestJoinReturnsThePlannedCount checks that joining a job reads the plan
-// record's planned count (the size hint Joined carries) and that a worker
+// record's planned count (the size hint the first SessionChanged carries) and that a worker
 // creating the plan record reports 0.
 func TestJoinReturnsThePlannedCount(t *testing.T) {
 	e, clk := workertest.NewEngine(t)

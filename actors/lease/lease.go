@@ -48,14 +48,16 @@ type (
 // LeaseDuration or the key vanished, starts a new session with a new
 // nonce, and detects live twins.
 //
-// It tells, each at the call that sends it: Joined to the watch, the leader
-// and the split writer; HeartbeatTicked to the leader, revoke and the split
-// writer; SessionChanged (the session ended, or a new one started, with
-// its nonce) to the leader and the split writer.
+// It takes StartJob from the handle and joins the job. It tells, each at
+// the call that sends it: SessionChanged (a session started, with its
+// nonce and the job, or the session ended) to the leader and the split
+// writer, and the first session's start to the watch too (the watches
+// open); HeartbeatTicked to the leader and the split writer.
 type leaseActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
+	job    wire.Job // the job Start named (StartJob), told with each session's start
 	joined bool
 	// departed: Depart began (Departing or WithdrawPresence, from the
 	// root). Written by this actor only; read by it and by its startup
@@ -92,10 +94,11 @@ func (l *leaseActor) Receive(c *actor.Context) {
 	case actor.Stopped:
 		worker.StopTimer(l.hb)
 		worker.StopTimer(l.retry)
-	case wire.JobStarted: // from the root
+	case wire.StartJob: // from the handle (Start)
+		l.job = m.Job
 		v, pid, gone := l.v, c.PID(), &l.departed
 		v.Go(func(ctx context.Context) {
-			rev, planned, err := startup(ctx, v, m.Fingerprint, gone)
+			rev, planned, err := startup(ctx, v, m.Job.Fingerprint, gone)
 			v.Send(pid, startupDone{rev: rev, planned: planned, err: err})
 		})
 	case startupDone:
@@ -107,8 +110,11 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		}
 		l.joined, l.presenceRev = true, m.rev
 		l.renewals.Restart(l.v.Clock.Now())
-		p := l.v.PIDs // the watches open; the views are sized for the plan's splits
-		l.v.Tell(wire.Joined{Planned: m.planned}, p.Watch, p.Leader, p.SplitWriter)
+		// The views are sized for the plan's splits and the watches open.
+		// The watch comes last: the leader and the split writer have the job
+		// in their inboxes before any observation the watches cause.
+		p := l.v.PIDs
+		l.v.Tell(wire.SessionChanged{Live: true, Nonce: l.session, Job: l.job, Planned: m.planned}, p.Leader, p.SplitWriter, p.Watch)
 		l.schedule(c)
 	case wire.HeartbeatDue:
 		if m.Round == l.round {
@@ -177,7 +183,7 @@ func (l *leaseActor) beat(c *actor.Context) {
 	}
 	l.schedule(c)
 	l.keepAlive(c)
-	l.v.Tell(wire.HeartbeatTicked{Round: l.round}, l.v.PIDs.Leader, l.v.PIDs.Revoke, l.v.PIDs.SplitWriter)
+	l.v.Tell(wire.HeartbeatTicked{Round: l.round}, l.v.PIDs.Leader, l.v.PIDs.SplitWriter)
 }
 
 // keepAlive self-fences a starved session and renews the presence, or
@@ -412,6 +418,6 @@ func (l *leaseActor) announced(c *actor.Context, m sessionAnnounced) {
 	l.renewals.Restart(m.at)
 	l.log.Info("new session announced")
 	p := l.v.PIDs
-	l.v.Tell(wire.SessionChanged{Live: true, Nonce: m.nonce}, p.Leader, p.SplitWriter)
+	l.v.Tell(wire.SessionChanged{Live: true, Nonce: m.nonce, Job: l.job}, p.Leader, p.SplitWriter)
 	l.payAnswer(c)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
+	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
@@ -18,17 +19,24 @@ import (
 // It keeps only the drains in progress: which tenancies are held, whether
 // the assignment names them and whether the rules apply are the split
 // writer's to tell (it owns the held tenancies), in the FollowAssignment
-// that asks it to act on them. It tells the split writer
-// RevocationRequested and ForceRevocation; a DeclineRevoke it forces is
+// that asks it to act on them. It tells the split writer each revocation
+// it requested or forced (RevocationChanged); a DeclineRevoke it forces is
 // answered by the root once the tenancy's Lost is queued, or by the split
-// writer when it ended another way (ForceRevocation.ReplyTo), one it finds
-// nothing to force for here.
+// writer when it ended another way (RevocationChanged.ReplyTo), one it
+// finds nothing to force for here. Its deadlines are its own timer's (arm), at
+// the earliest deadline of the drains in progress: a revocation is forced
+// at DrainDeadline, not at a peer's tick.
 type revokeActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
 	entries map[coordination.SplitID]*revocation // the drains in progress
+	timer   *clock.Timer                         // fires deadlineDue at the earliest deadline of entries; nil when none
 }
+
+// deadlineDue is the revoke actor's timer: the earliest drain deadline it
+// was armed for passed.
+type deadlineDue struct{}
 
 // New returns the producer of worker v's revocation-drain actor.
 func New(v *worker.Env) actor.Producer {
@@ -44,15 +52,19 @@ func New(v *worker.Env) actor.Producer {
 // Receive handles one message.
 func (r *revokeActor) Receive(c *actor.Context) {
 	switch m := c.Message().(type) {
-	case actor.Initialized, actor.Started, actor.Stopped:
+	case actor.Initialized, actor.Started:
+	case actor.Stopped:
+		worker.StopTimer(r.timer)
 	case wire.FollowAssignment: // from the split writer
 		now := r.v.Clock.Now()
 		for _, t := range m.Tenancies {
 			r.follow(t, now)
 		}
 		r.deadlines(c)
-	case wire.HeartbeatTicked: // from the lease
-		r.deadlines(c)
+	case deadlineDue:
+		if !r.v.Halted() { // failed or aborted: nothing more is forced
+			r.deadlines(c)
+		}
 	case wire.TenancyEnded: // from the split writer
 		e, ok := r.entries[m.Split]
 		if !ok || e.epoch != m.Epoch {
@@ -98,12 +110,13 @@ func (r *revokeActor) follow(t wire.FollowedTenancy, now time.Time) {
 		e.cancelled, e.lastProgress = false, now
 		r.v.Metrics.Revocation("requested")
 		r.log.Debug("drain started", "split", id)
-		r.v.Tell(wire.RevocationRequested{Split: id, Epoch: t.Epoch}, r.v.PIDs.SplitWriter)
+		r.v.Tell(wire.RevocationChanged{Split: id, Epoch: t.Epoch}, r.v.PIDs.SplitWriter)
 	}
 }
 
 // deadlines forces every revocation whose drain deadline passed, and hands
-// back every cancelled one that stayed silent for a full DrainDeadline.
+// back every cancelled one that stayed silent for a full DrainDeadline;
+// then it arms the timer for the next deadline.
 func (r *revokeActor) deadlines(c *actor.Context) {
 	now := r.v.Clock.Now()
 	for id, e := range r.entries {
@@ -111,14 +124,34 @@ func (r *revokeActor) deadlines(c *actor.Context) {
 		case deadlineForced:
 			r.log.Warn("drain deadline passed; forcing hand-back (uncommitted records will replay)", "split", id)
 			r.settle(id, e, "forced")
-			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.SplitWriter)
+			r.v.Tell(wire.RevocationChanged{Split: id, Epoch: e.epoch, Forced: true}, r.v.PIDs.SplitWriter)
 		case deadlineSilent:
 			r.log.Warn("cancelled revocation silent for a full DrainDeadline; handing split back", "split", id)
 			r.settle(id, e, "")
-			r.v.Tell(wire.ForceRevocation{Split: id, Epoch: e.epoch}, r.v.PIDs.SplitWriter)
+			r.v.Tell(wire.RevocationChanged{Split: id, Epoch: e.epoch, Forced: true}, r.v.PIDs.SplitWriter)
 		}
 	}
 	r.v.Metrics.Draining(len(r.entries))
+	r.arm(c)
+}
+
+// arm sets the timer to the earliest deadline of the drains in progress,
+// or leaves it stopped when none is left. A deadline only moves later
+// without a call here (a commit landed: the timer fires early and arms
+// again); it moves earlier only at a FollowAssignment, which calls
+// deadlines.
+func (r *revokeActor) arm(c *actor.Context) {
+	worker.StopTimer(r.timer)
+	r.timer = nil
+	var next time.Time
+	for _, e := range r.entries {
+		if at := deadlineAt(*e, r.v.Config.DrainDeadline); next.IsZero() || at.Before(next) {
+			next = at
+		}
+	}
+	if !next.IsZero() {
+		r.timer = r.v.After(next.Sub(r.v.Clock.Now()), c.PID(), deadlineDue{})
+	}
 }
 
 // settle removes an entry and counts its outcome ("" counts none).
@@ -173,5 +206,5 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 		return
 	}
 	r.settle(m.Split, e, "forced")
-	r.v.Tell(wire.ForceRevocation{Split: m.Split, Epoch: e.epoch, ReplyTo: m.ReplyTo}, r.v.PIDs.SplitWriter)
+	r.v.Tell(wire.RevocationChanged{Split: m.Split, Epoch: e.epoch, Forced: true, ReplyTo: m.ReplyTo}, r.v.PIDs.SplitWriter)
 }

@@ -55,6 +55,15 @@ func judgeDeadline(e revocation, now time.Time, drain time.Duration) revokeDeadl
 	return deadlineNone
 }
 
+// deadlineAt is when judgeDeadline first finds e due: a live entry's drain
+// deadline, or when a cancelled one will have been silent for drain.
+func deadlineAt(e revocation, drain time.Duration) time.Time {
+	if e.cancelled {
+		return e.lastProgress.Add(drain)
+	}
+	return e.started.Add(drain)
+}
+
 // judgeResolution settles a revocation from how its tenancy's end resolved
 // (docs/protocol.md, "Revocation"): drained when a voluntary hand-back or a
 // completion landed, forced otherwise (a Fail, a fence, a hand-back that

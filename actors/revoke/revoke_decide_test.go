@@ -4,6 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"pgregory.net/rapid"
+
 	"github.com/spate-go/coordination/actors/internal/wire"
 )
 
@@ -79,4 +81,27 @@ func TestJudgeResolution(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDeadlineAtIsWhenJudgeDeadlineFiresFirst: the revoke actor arms its
+// timer at deadlineAt, so judgeDeadline finds an entry due exactly from
+// that instant on, and not an instant before.
+func TestDeadlineAtIsWhenJudgeDeadlineFiresFirst(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		base := time.Unix(1_000_000, 0)
+		ms := func(label string) time.Duration {
+			return time.Duration(rapid.Int64Range(0, 100_000).Draw(t, label)) * time.Millisecond
+		}
+		e := revocation{
+			started:      base.Add(ms("started")),
+			lastProgress: base.Add(ms("lastProgress")),
+			cancelled:    rapid.Bool().Draw(t, "cancelled"),
+		}
+		drain := ms("drain") + time.Millisecond
+		now := base.Add(ms("now"))
+		due := judgeDeadline(e, now, drain) != deadlineNone
+		if at := deadlineAt(e, drain); due != !now.Before(at) {
+			t.Fatalf("at %v: judged due %v, deadlineAt %v", now.Sub(base), due, at.Sub(base))
+		}
+	})
 }

@@ -80,7 +80,7 @@ func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
 			t.Fatalf("assigned and held: %v", got)
 		}
 		rr.send(follow("a", 1, false))
-		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 1}) {
+		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationChanged{Split: "a", Epoch: 1}) {
 			t.Fatalf("request: %v", got)
 		}
 		rr.send(follow("a", 1, true))
@@ -91,13 +91,13 @@ func TestRevocationCancelledThenSilentIsHandedBack(t *testing.T) {
 		rr.clk.Add(500 * time.Millisecond)
 		rr.send(wire.CommitLanded{Split: "a", Epoch: 1})
 		rr.clk.Add(500 * time.Millisecond)
-		rr.send(wire.HeartbeatTicked{})
+		rr.send() // the deadline timer's turn
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("forced although progress was recent: %v", got)
 		}
 		rr.clk.Add(300 * time.Millisecond)
-		rr.send(wire.HeartbeatTicked{})
-		if got := rr.take(); len(got) != 1 || got[0] != (wire.ForceRevocation{Split: "a", Epoch: 1}) {
+		rr.send() // the deadline timer's turn
+		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationChanged{Split: "a", Epoch: 1, Forced: true}) {
 			t.Fatalf("silent: %v", got)
 		}
 		if rr.counter("requested") != 1 || rr.counter("cancelled") != 1 || rr.counter("forced") != 0 || rr.counter("drained") != 0 {
@@ -119,7 +119,7 @@ func TestRevocationReRequestKeepsStarted(t *testing.T) {
 		// (750ms), so it is forced in the same step.
 		rr.send(follow("a", 1, false))
 		got := rr.take()
-		if len(got) != 2 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 1}) || got[1] != (wire.ForceRevocation{Split: "a", Epoch: 1}) {
+		if len(got) != 2 || got[0] != (wire.RevocationChanged{Split: "a", Epoch: 1}) || got[1] != (wire.RevocationChanged{Split: "a", Epoch: 1, Forced: true}) {
 			t.Fatalf("re-request: %v", got)
 		}
 		if rr.counter("requested") != 2 || rr.counter("cancelled") != 1 || rr.counter("forced") != 1 {
@@ -203,8 +203,8 @@ func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 			wire.TenancyEnded{Split: "a", Epoch: 1, Reason: wire.EndCompleted},
 			wire.FollowAssignment{},
 			wire.HandBackResolved{Split: "a", Epoch: 1, Reason: wire.EndCompleted, Outcome: wire.HandBackLanded})
-		rr.clk.Add(time.Second) // past DrainDeadline (750ms)
-		rr.send(wire.HeartbeatTicked{})
+		rr.clk.Add(time.Second) // past DrainDeadline (750ms): the deadline timer's turn
+		rr.send()
 		if got := rr.take(); len(got) != 0 {
 			t.Fatalf("revocation of a surrendered tenancy: %v", got)
 		}
@@ -213,14 +213,14 @@ func TestRevocationNotBegunForATenancyAlreadySurrendered(t *testing.T) {
 		}
 		// A later tenancy of the split is revoked as usual.
 		rr.send(follow("a", 2, false))
-		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationRequested{Split: "a", Epoch: 2}) {
+		if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationChanged{Split: "a", Epoch: 2}) {
 			t.Fatalf("next tenancy: %v", got)
 		}
 	})
 }
 
 // A DeclineRevoke of a live revocation is forced in one message: the
-// revoke actor tells the split writer ForceRevocation carrying the caller's
+// revoke actor tells the split writer a forced RevocationChanged carrying the caller's
 // ReplyTo and answers nothing itself, whatever ends the tenancy next (the
 // root answers once the surrender's Lost is queued, 4 hops:
 // docs/architecture.md, "Hops").
@@ -241,8 +241,8 @@ func TestDeclineIsAnsweredByTheRoot(t *testing.T) {
 				rr.send(follow("a", 1, false))
 				rr.take()
 				rr.send(messages.DeclineRevoke{Split: "a", Epoch: 1, ReplyTo: rr.root})
-				if got := rr.take(); len(got) != 1 || got[0] != (wire.ForceRevocation{Split: "a", Epoch: 1, ReplyTo: rr.root}) {
-					t.Fatalf("decline: %v, want one ForceRevocation carrying the ReplyTo", got)
+				if got := rr.take(); len(got) != 1 || got[0] != (wire.RevocationChanged{Split: "a", Epoch: 1, Forced: true, ReplyTo: rr.root}) {
+					t.Fatalf("decline: %v, want one forced RevocationChanged carrying the ReplyTo", got)
 				}
 				rr.send(tc.end...)
 				if got := rr.take(); len(got) != 0 {

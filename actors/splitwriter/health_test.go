@@ -17,7 +17,7 @@ func TestTheSplitWriterTellsTheRootWhatHealthyReports(t *testing.T) {
 		e, writer, _, sent := spawnLoneSplitWriter(t)
 		for _, m := range []any{
 			wire.WatchesChanged{Live: true},
-			wire.Joined{},
+			wire.SessionChanged{Live: true, Nonce: "n1"},
 			wire.WatchesChanged{Live: true}, // no change: nothing told
 			wire.SessionChanged{},
 			wire.SessionChanged{Live: true, Nonce: "n2"},

@@ -30,18 +30,19 @@ type handBackBatch struct {
 // the verdict. Commits are written by the commit writer (actors/commitwriter).
 // It owns the tenancy registry (tenancy.go): a won claim starts a tenancy
 // in the same step, and every end is applied here. Its RecordsChanged come
-// from the watch. It tells the root ClaimWon, TenanciesEnded,
-// RevocationRequested (sent on from revoke), BeginSubscription,
-// SplitQuarantined and VerdictReached; revoke FollowAssignment,
-// TenancyEnded and HandBackResolved; the commit writer CellChanged (a
-// tenancy's cell opens or closes); the lease RemainingReported; and answers the commands the
+// from the watch. It raises the root seam events (EventsRaised, events.go:
+// Gained, Lost, RevokeRequested of revoke's requests, Quarantined, the
+// verdict) and tells it BeginSubscription and HealthChanged; revoke
+// FollowAssignment, TenancyEnded and HandBackResolved; the commit writer
+// CellChanged (a tenancy's cell opens or closes); the lease
+// RemainingReported; and answers the commands the
 // root sends on (FailSplit, ReleaseSplits, DepartJob) to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env
 	log *slog.Logger
 
 	fp        uint64
-	nonce     string // this worker's session's, as the lease last told (Env.Nonce, then SessionChanged)
+	nonce     string // this worker's session's, as the lease last told (SessionChanged; Env.Nonce before)
 	records   map[coordination.SplitID]worker.SplitEntry
 	reg       registry // the tenancy registry: owner (tenancy.go)
 	busy      map[coordination.SplitID]bool
@@ -54,7 +55,7 @@ type splitWriterActor struct {
 
 	plan      protocol.PlanRecord
 	hasPlan   bool
-	joined    bool               // the lease's Joined arrived
+	joined    bool               // the lease's first live SessionChanged arrived
 	health    wire.HealthChanged // what the root was last told (health.go)
 	verdict   bool
 	judging   bool
@@ -117,7 +118,8 @@ func (sw *splitWriterActor) recordsChanged(c *actor.Context, m recordmsg.Records
 
 // sessionChanged applies the lease's report of this worker's session
 // (docs/protocol.md, "Sessions"): at its end claims pause and every held
-// tenancy ends; a new session's nonce is the one claims write from then on.
+// tenancy ends; a session's start (the first once this worker joined the
+// job) carries the job and the nonce claims write from then on.
 func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChanged) {
 	if !m.Live {
 		sw.claims.session = false
@@ -127,7 +129,9 @@ func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChang
 		}
 		return
 	}
-	sw.nonce = m.Nonce
+	sw.fp, sw.nonce = m.Job.FP, m.Nonce
+	sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
+	sw.joined = true
 	sw.claims.sessionStarted()
 	sw.tellHealth()
 	sw.claims.step(c)
@@ -137,12 +141,6 @@ func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChang
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
 	case actor.Initialized, actor.Started, actor.Stopped:
-	case wire.JobStarted: // from the root
-		sw.fp = m.FP
-	case wire.Joined: // from the lease
-		sw.records = worker.Sized(sw.records, worker.SizeHint(m.Planned))
-		sw.joined = true
-		sw.tellHealth()
 	case recordmsg.PlanChanged: // from the watch: puts only (a deletion goes to the leader)
 		if !m.Deleted {
 			sw.plan, sw.hasPlan = m.Plan, true
@@ -176,7 +174,11 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 	case messages.ReleaseSplits: // from the root (the handle's, or a user's actor's)
 		sw.release(c, m)
 		sw.claims.step(c)
-	case wire.ForceRevocation: // from revoke
+	case wire.RevocationChanged: // from revoke: requested, or forced
+		if !m.Forced {
+			sw.revocationRequested(m)
+			break
+		}
 		sw.forceRevocation(c, m)
 		sw.claims.step(c)
 	case wire.EndTenancy: // from the commit writer
@@ -184,8 +186,6 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		sw.claims.step(c)
 	case wire.DepartJob: // from the root (the handle's Depart)
 		sw.depart(c, m)
-	case wire.RevocationRequested: // from revoke
-		sw.revocationRequested(m)
 	case worker.RemainingReported: // from the handle (ReportRemaining)
 		sw.remainingReported(m)
 	case messages.Subscribe: // from the root (a user's actor's)
@@ -241,7 +241,7 @@ func (sw *splitWriterActor) fold(id coordination.SplitID, rec *protocol.SplitRec
 		}
 		sw.tally(rec, 1)
 		if rec.Status == protocol.StatusQuarantined {
-			sw.v.Tell(wire.SplitQuarantined{Split: id, Attempts: rec.Attempts}, sw.v.PIDs.Root)
+			sw.raise(coordination.Quarantined{Split: id, Attempts: rec.Attempts})
 		}
 	}
 	sw.judge()

@@ -85,6 +85,11 @@ func spawnLoneSplitWriter(t *testing.T, held ...wire.HeldSplit) (e *actor.Engine
 	return spawnLoneSplitWriterOn(t, e, clk, memstore.New(1500*time.Millisecond, memstore.WithClock(clk)), held...)
 }
 
+// raised is the message the split writer tells the root raising evs.
+func raised(evs ...coordination.Event) wire.EventsRaised {
+	return wire.EventsRaised{Events: evs}
+}
+
 // spawnLoneSplitWriterOn is spawnLoneSplitWriter on e, clk and st, for
 // worker w1 in session n, holding the tenancies held (as won claims of
 // session n would have started them).

@@ -9,7 +9,6 @@ import (
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/messages"
 )
 
@@ -22,9 +21,9 @@ import (
 // ReleaseDrained, Depart), a forced revocation, the session's end, or an
 // EndTenancy of the commit writer (a fenced or completed commit). The
 // split writer announces each change once, in the order it applied them:
-// the root is told ClaimWon (it emits Gained) and TenanciesEnded (it emits
-// Lost for an involuntary end), revoke and the commit writer TenancyEnded,
-// the lease a 0 estimate.
+// the root is raised its Gained and, for an involuntary end, its Lost
+// (events.go), revoke and the commit writer are told TenancyEnded, the
+// lease a 0 estimate.
 
 // registry is the tenancy registry: split → the tenancy held. Owner: the
 // split-writer actor.
@@ -99,7 +98,7 @@ type surrender struct {
 
 // claimWon starts the tenancy a won claim d established: the claim's slot
 // is freed, the commit writer opens the tenancy's progress cell before the
-// root is told ClaimWon (its Gained), revoke is told the tenancy to follow,
+// root is raised its Gained, revoke is told the tenancy to follow,
 // and a split record already showing it fenced ends it after its Gained.
 // After the verdict or once Depart began, the tenancy is handed back at
 // once and no Gained is emitted.
@@ -119,13 +118,13 @@ func (sw *splitWriterActor) claimWon(c *actor.Context, d claimed) {
 		return
 	}
 	sw.v.PostCommit(worker.CellChanged{Split: id, Epoch: t.Epoch, FP: sw.fp, Prog: d.prog, Rev: d.progRev, Generation: d.gen})
-	sw.v.Tell(recordmsg.ClaimWon{Spec: d.spec, Generation: d.gen, Epoch: t.Epoch, Nonce: t.Nonce, Fence: d.prog, FenceRev: d.progRev}, sw.v.PIDs.Root)
+	sw.raise(gained(d, t.Epoch))
 	sw.follow(id)
 	sw.fenceSeen(id)
 }
 
-// surrender ends the tenancies s lists, tells the root the ends
-// (TenanciesEnded), and asks in the same step for the write each end calls
+// surrender ends the tenancies s lists, tells the root what it acts on of
+// the ends (raiseEnds: Lost for an involuntary one), and asks in the same step for the write each end calls
 // for, so the claimer's handing splits are the surrender writes asked and
 // not resolved yet. c may be nil for an end with no write (a fence, the
 // session's end).
@@ -133,9 +132,7 @@ func (sw *splitWriterActor) surrender(c *actor.Context, s surrender) {
 	for _, h := range s.tenancies {
 		sw.end(h, s.reason)
 	}
-	if len(s.tenancies) > 0 {
-		sw.v.Tell(wire.TenanciesEnded{Tenancies: s.tenancies, Reason: s.reason, Decline: s.decline, Depart: s.leftovers}, sw.v.PIDs.Root)
-	}
+	sw.raiseEnds(s)
 	for _, h := range s.tenancies {
 		switch s.reason {
 		case wire.EndCompleted: // a completing commit landed: complete the split record
@@ -180,7 +177,7 @@ func (sw *splitWriterActor) endOne(c *actor.Context, id coordination.SplitID, ep
 // forceRevocation surrenders a tenancy whose revocation revoke forced; a
 // decline's reply goes with the end to the root, or, when the tenancy
 // ended another way, is answered here.
-func (sw *splitWriterActor) forceRevocation(c *actor.Context, m wire.ForceRevocation) {
+func (sw *splitWriterActor) forceRevocation(c *actor.Context, m wire.RevocationChanged) {
 	if sw.reg.holds(m.Split, m.Epoch) {
 		sw.surrender(c, surrender{tenancies: []wire.HeldSplit{{Split: m.Split, Epoch: m.Epoch}}, reason: wire.EndRevoked, decline: m.ReplyTo})
 		return
@@ -254,12 +251,12 @@ func (sw *splitWriterActor) remainingReported(m worker.RemainingReported) {
 	}
 }
 
-// revocationRequested sends revoke's request on to the root, which emits
-// RevokeRequested, while the tenancy is held (E6) and the job is neither
+// revocationRequested raises a revocation revoke requested as
+// RevokeRequested while the tenancy is held (E6) and the job is neither
 // decided nor departing.
-func (sw *splitWriterActor) revocationRequested(m wire.RevocationRequested) {
+func (sw *splitWriterActor) revocationRequested(m wire.RevocationChanged) {
 	if sw.reg.holds(m.Split, m.Epoch) && !sw.verdict && !sw.departing {
-		sw.v.Tell(m, sw.v.PIDs.Root)
+		sw.raise(coordination.RevokeRequested{Split: m.Split})
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -100,10 +99,10 @@ func TestRegistryFiltersStaleEnds(t *testing.T) {
 
 // A won claim starts its tenancy in the split writer's own step, with no
 // relay through the root: the commit writer is posted the tenancy's
-// opening CellChanged, the root told ClaimWon (its Gained), and the tenancy is held at
+// opening CellChanged, the root is raised its Gained, and the tenancy is held at
 // once (a Fail of it is applied, not refused as not held). A split record
-// that already shows the tenancy fenced ends it only after its ClaimWon,
-// so the root emits the Gained before the Lost (E1).
+// that already shows the tenancy fenced ends it only after its Gained was
+// raised, so the root emits the Gained before the Lost (E1).
 func TestAWonClaimStartsTheTenancyInOneStep(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, clk := workertest.NewEngine(t)
@@ -124,8 +123,8 @@ func TestAWonClaimStartsTheTenancyInOneStep(t *testing.T) {
 		at := func(want any) int {
 			return slices.IndexFunc(msgs, func(m any) bool { return reflect.DeepEqual(m, want) })
 		}
-		if at(recordmsg.ClaimWon{Spec: coordination.SplitSpec{ID: "a"}, Epoch: 2, Nonce: "n"}) < 0 {
-			t.Fatalf("sent %v, want a's ClaimWon", msgs)
+		if at(raised(coordination.Gained{Split: coordination.SplitSpec{ID: "a"}, Epoch: 2})) < 0 {
+			t.Fatalf("sent %v, want a's Gained raised", msgs)
 		}
 		if i := slices.IndexFunc(msgs, func(m any) bool {
 			r, ok := m.(messages.FailSplitReply)
@@ -140,10 +139,10 @@ func TestAWonClaimStartsTheTenancyInOneStep(t *testing.T) {
 		}); r >= 0 {
 			t.Fatalf("sent %v: the Fail was refused as not held", msgs)
 		}
-		gained := at(recordmsg.ClaimWon{Spec: coordination.SplitSpec{ID: "b"}, Epoch: 2, Nonce: "n"})
-		lost := at(wire.TenanciesEnded{Tenancies: []wire.HeldSplit{{Split: "b", Epoch: 2}}, Reason: wire.EndFenced})
+		gained := at(raised(coordination.Gained{Split: coordination.SplitSpec{ID: "b"}, Epoch: 2}))
+		lost := at(raised(coordination.Lost{Split: "b"}))
 		if gained < 0 || lost < 0 || lost < gained {
-			t.Fatalf("sent %v: b's ClaimWon at %d, its fenced end at %d; want both, the end after", msgs, gained, lost)
+			t.Fatalf("sent %v: b's Gained at %d, its Lost at %d; want both, the Lost after", msgs, gained, lost)
 		}
 		// Each tenancy's cell opens at its start and closes at its end (a's
 		// Fail, b's fence), in the order the registry applied them.

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
 )
@@ -90,7 +89,7 @@ func (sw *splitWriterActor) listed(m verdictListed) {
 		return
 	}
 	sw.verdict = true
-	sw.v.Tell(wire.VerdictReached{Stalled: stalled, Completed: completed, Quarantined: quarantined}, sw.v.PIDs.Root)
+	sw.raise(verdictEvent(stalled, completed, quarantined))
 }
 
 // listedFromView reports whether every record of a verdict's listing was in

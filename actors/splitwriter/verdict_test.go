@@ -51,7 +51,7 @@ func newVerdictRig(t *testing.T, st store.Store) *verdictRig {
 		<-e.Poison(rec).Done()
 	})
 	vr.v, vr.sw = v, New(v)().(*splitWriterActor)
-	vr.sw.fp = workertest.FP // as JobStarted sets it
+	vr.sw.fp = workertest.FP // as a live SessionChanged sets it
 	// A final plan of one split, completed in the view: the gate passes.
 	vr.sw.plan, vr.sw.hasPlan = protocol.PlanRecord{Finality: coordination.PlanFinal, Planned: 1}, true
 	return vr
@@ -73,7 +73,7 @@ func TestVerdictListing(t *testing.T) {
 		name    string
 		listErr error
 		stored  []byte // the listed split record's value
-		verdict bool   // VerdictReached reaches the root
+		verdict bool   // the verdict is raised to the root
 		fatal   bool
 	}{
 		{name: "a completed listing is AllComplete", stored: protocol.EncodeSplit(done), verdict: true},
@@ -108,7 +108,12 @@ func TestVerdictListing(t *testing.T) {
 				}
 				var reached bool
 				for _, msg := range vr.take() {
-					_, reached = msg.(wire.VerdictReached)
+					if r, ok := msg.(wire.EventsRaised); ok && len(r.Events) == 1 {
+						switch r.Events[0].(type) {
+						case coordination.AllComplete, coordination.Stalled:
+							reached = true
+						}
+					}
 				}
 				if reached != tt.verdict || vr.sw.verdict != tt.verdict {
 					t.Fatalf("verdict sent %v, taken %v, want %v", reached, vr.sw.verdict, tt.verdict)

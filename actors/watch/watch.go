@@ -85,7 +85,8 @@ type keyspaceWatch struct {
 // watchActor bridges the store's two watches and the reconcile listing into
 // typed observations for the actors that act on each key family.
 //
-// It takes JobStarted (root) and Joined (lease). It tells, each at the call
+// It takes the first session's start (the lease's SessionChanged): the
+// watches open. It tells, each at the call
 // that sends it, one message per key family carrying a put or a deletion
 // (Deleted), as one watch event does: split records (RecordsChanged) to
 // the split writer and the leader; presences (PresenceChanged) to the
@@ -168,11 +169,10 @@ func (w *watchActor) receive(c *actor.Context) {
 			}
 		}
 		worker.StopTimer(w.reconcile)
-	case wire.JobStarted: // from the root
-		w.fp, w.fingerprint = m.FP, m.Fingerprint
-	case wire.Joined: // from the lease
-		if !w.joined {
+	case wire.SessionChanged: // from the lease: the first session's start
+		if m.Live && !w.joined {
 			w.joined = true
+			w.fp, w.fingerprint = m.Job.FP, m.Job.Fingerprint
 			k := w.ks[store.Durable]
 			k.keys = worker.Sized(k.keys, worker.SizeHint(m.Planned))
 			w.open(store.Durable)

@@ -1,7 +1,7 @@
 // Package recordmsg holds the messages of one coordinator worker's actors
 // that carry a store record itself: an observed split, leader, plan or
 // assignment record (RecordsChanged, LeaderChanged, PlanChanged,
-// AssignmentChanged) and the progress record a claim fenced (ClaimWon). Those records are internal/protocol's types, which no
+// AssignmentChanged). Those records are internal/protocol's types, which no
 // code outside this module can name, so these messages are internal too;
 // every other message is in actors/internal/wire, whose doc says who
 // sends what to whom (the commands a user's actor sends are the public

@@ -6,12 +6,6 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// StartJob is the handle's Start, sent to the root.
-type StartJob struct {
-	Planner     coordination.Planner
-	Fingerprint string
-}
-
 // HeldSplit names a split and its tenancy epoch.
 type HeldSplit struct {
 	Split coordination.SplitID

@@ -4,38 +4,43 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// JobStarted tells every actor that Start was called: the planner, its
-// fingerprint and the hash of that fingerprint.
-type JobStarted struct {
+// Job is the job a worker was started on: the planner Start was called
+// with, its fingerprint and the hash of that fingerprint
+// (protocol.Fingerprint). The handle sets it once, at Start.
+type Job struct {
 	Planner     coordination.Planner
 	Fingerprint string
 	FP          uint64
 }
 
-// Joined reports that the startup phases finished and the presence key
-// exists. The lease actor sends it to the watch actor, so that the watches
-// open, and to the leader and split-writer actors, so that they size their
-// views of the split records before the snapshot fills them.
-type Joined struct {
-	// Planned is the plan record's planned count (a lower bound on the
-	// number of split records) when this worker joined; 0 when it created
-	// the plan record. A size hint only (worker.SizeHint bounds it).
-	Planned uint64
+// StartJob is the handle's Start, sent to the lease actor, which joins the
+// job (docs/protocol.md, "Joining") and tells the others the job with the
+// session's start (SessionChanged).
+type StartJob struct {
+	Job Job
 }
 
 // SessionChanged reports a change of this worker's session
 // (docs/protocol.md, "Sessions"); the lease actor, the session's owner,
 // sends it. Live false: the session ended: every held split is dropped,
-// claims pause, a leader steps down. Live true: a new session (Nonce)
-// announced its presence after one ended; claims resume. The first
-// session is not reported here: Joined reports it, and its nonce is
-// Env.Nonce.
+// claims pause, a leader steps down. Live true: a session started: the
+// first once startup joined the job and the presence key exists (the
+// watches open; its nonce is Env.Nonce), or a new one announced after one
+// ended; claims resume.
 type SessionChanged struct {
-	// Live is true when a new session started, false when the session
-	// ended.
+	// Live is true when a session started, false when the session ended.
 	Live bool
-	// Nonce is the new session's nonce when Live; "" when not.
+	// Nonce is the started session's nonce when Live; "" when not.
 	Nonce string
+	// Job is the job the session is a member of, set when Live: the
+	// receivers act on nothing of the job before this worker joined it.
+	Job Job
+	// Planned is, at the first session's start, the plan record's planned
+	// count (a lower bound on the number of split records) when this worker
+	// joined; 0 when it created the plan record, and at any later start. A
+	// size hint only (worker.SizeHint bounds it): the receivers size their
+	// views of the split records before the snapshot fills them.
+	Planned uint64
 }
 
 // WatchesChanged reports whether both watches are live (each has delivered
@@ -46,8 +51,7 @@ type WatchesChanged struct {
 
 // HealthChanged tells the root what Healthy reports, as the split writer's
 // claim gate sees it: Session once this worker joined and while its session
-// holds (from Joined, and from each SessionChanged that is Live, until one
-// that is not), Watches while both watches are live. The split writer
+// holds (from each SessionChanged that is Live until one that is not), Watches while both watches are live. The split writer
 // sends it on each change; the root publishes it in the outbox
 // (Outbox.SetLive).
 type HealthChanged struct {
@@ -68,13 +72,12 @@ type HeartbeatDue struct {
 	Round uint64
 }
 
-// VerdictReached reports the job's verdict; Stalled is false for AllComplete.
-type VerdictReached struct {
-	Stalled     bool
-	Completed   uint64
-	Quarantined uint64
-}
-
-// Departing tells the actors that Depart was called: stop claiming,
-// electing, publishing and renewing presence.
+// Departing tells the lease actor that Depart was called: it never renews
+// or writes the presence key again but to delete it (WithdrawPresence).
 type Departing struct{}
+
+// Retire asks the leader actor to stop working as leader (no election,
+// planning, publishing or cuts) and to keep the leader key until StepDown
+// or its expiry: the root sends it when it emitted the job's verdict and
+// when Depart began.
+type Retire struct{}

@@ -26,25 +26,24 @@ type FollowedTenancy struct {
 	Assigned bool
 }
 
-// RevocationRequested asks for RevokeRequested for a held split: revoke
-// sends it to the split writer, which sends it on to the root (the outbox's
-// one writer) while it holds the tenancy (E6).
-type RevocationRequested struct {
-	Split coordination.SplitID
-	Epoch uint64
-}
-
-// ForceRevocation asks the split writer to surrender a split whose
-// revocation was forced (deadline, decline, or cancelled-then-silent) and
-// hand it back. For a decline, ReplyTo is the DeclineRevoke's: it is
-// answered messages.DeclineRevokeReply once the tenancy is surrendered (by
-// the root, once the Lost is queued: TenanciesEnded.Decline) or found
-// already ended (by the split writer), without waiting for the hand-back's
-// write.
-type ForceRevocation struct {
+// RevocationChanged reports a change of the revocation of a held tenancy
+// (docs/protocol.md, "Revocation"): revoke, which drives each revocation,
+// sends it to the split writer, which acts on it only while it holds the
+// tenancy. Forced false: the revocation was requested (begun, or requested
+// again after a cancel): the split writer raises RevokeRequested to the
+// root (E6) unless the verdict is in or Depart began. Forced true: it was
+// forced (deadline, decline, or cancelled-then-silent): the split writer
+// surrenders the tenancy and hands it back. For a decline, ReplyTo is the
+// DeclineRevoke's: it is answered messages.DeclineRevokeReply once the
+// tenancy is surrendered (by the root, once the Lost is queued:
+// EventsRaised.Decline) or found already ended (by the split writer),
+// without waiting for the hand-back's write. A revocation's other changes
+// (cancelled, drained) are revoke's own and told to nobody.
+type RevocationChanged struct {
 	Split   coordination.SplitID
 	Epoch   uint64
-	ReplyTo *actor.PID
+	Forced  bool
+	ReplyTo *actor.PID // a DeclineRevoke's, with Forced; nil otherwise
 }
 
 // CommitLanded reports a winning commit CAS of a held split (refreshes a

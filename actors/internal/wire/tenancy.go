@@ -71,25 +71,32 @@ type EndTenancy struct {
 // TenancyEnded tells revoke that a held tenancy ended; the split writer
 // sends it before every write the end calls for (the commit writer learns
 // the end as its cell closes, worker.CellChanged). It is sent once per
-// tenancy, after the tenancy's ClaimWon.
+// tenancy, after the tenancy's Gained was raised.
 type TenancyEnded struct {
 	Split  coordination.SplitID
 	Epoch  uint64
 	Reason EndReason
 }
 
-// TenanciesEnded tells the root, the outbox's one writer, that the split
-// writer ended the listed tenancies for Reason, in the order it applied its
-// starts (ClaimWon) and ends: the root emits Lost for each involuntary end
-// (E1, E3). With Decline set (a DeclineRevoke's forced revocation) the root
-// answers it messages.DeclineRevokeReply once the Lost is queued. Depart
-// marks the ends of Depart's own hand-back batch, which the root reports
-// as not confirmed if Depart's bound passes before the batch's answer.
-type TenanciesEnded struct {
-	Tenancies []HeldSplit
-	Reason    EndReason
-	Decline   *actor.PID
-	Depart    bool
+// EventsRaised carries to the root, the outbox's one writer, the seam
+// events the split writer raised, in the order it applied what raised
+// them: a tenancy's start (Gained, after its progress cell was opened) and
+// involuntary end (Lost: E1, E3), revoke's request for a held tenancy
+// (RevokeRequested, E6), a split record's transition to quarantined
+// (Quarantined) and the verdict (Stalled or AllComplete). The root queues
+// them in this order under the rules that are its own: nothing but a
+// Gained after the verdict, no RevokeRequested or verdict once Depart
+// began, one Quarantined per split (E5), one verdict.
+type EventsRaised struct {
+	Events []coordination.Event
+	// Decline, set with the Lost of a DeclineRevoke's forced revocation, is
+	// the DeclineRevoke's reply PID: the root answers it
+	// messages.DeclineRevokeReply once the Lost is queued.
+	Decline *actor.PID
+	// Departed lists the tenancies Depart's own hand-back batch ended (no
+	// event): the root reports them as not confirmed if Depart's bound
+	// passes before the batch's answer (DepartHandedBack).
+	Departed []coordination.SplitID
 }
 
 // HandBackOutcome is how an owner-clearing write resolved.
@@ -113,12 +120,6 @@ type HandBackResolved struct {
 	Epoch   uint64
 	Reason  EndReason
 	Outcome HandBackOutcome
-}
-
-// SplitQuarantined reports an observed transition to quarantined.
-type SplitQuarantined struct {
-	Split    coordination.SplitID
-	Attempts uint32
 }
 
 // CutRequested is a cut the commit writer judged due for a held tenancy

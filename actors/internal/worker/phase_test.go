@@ -6,7 +6,7 @@ import (
 	"github.com/spate-go/coordination/actors/internal/wire"
 )
 
-// TestJobPhase: only the three phase messages change a jobPhase.
+// TestJobPhase: only the two phase messages change a jobPhase.
 func TestJobPhase(t *testing.T) {
 	var p JobPhase
 	if p.Observe(wire.HeartbeatTicked{}) || p != (JobPhase{}) {
@@ -15,11 +15,7 @@ func TestJobPhase(t *testing.T) {
 	if !p.Observe(wire.WatchesChanged{Live: true}) || !p.Live || p.Over() {
 		t.Fatalf("after live watches: %+v", p)
 	}
-	if !p.Observe(wire.VerdictReached{}) || !p.Over() {
-		t.Fatalf("after the verdict: %+v", p)
-	}
-	p = JobPhase{}
-	if !p.Observe(wire.Departing{}) || !p.Departed || !p.Over() {
-		t.Fatalf("after Departing: %+v", p)
+	if !p.Observe(wire.Retire{}) || !p.Retired || !p.Over() {
+		t.Fatalf("after Retire: %+v", p)
 	}
 }
