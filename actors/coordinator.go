@@ -34,6 +34,7 @@ const stopGrace = 50 * time.Millisecond
 // Depart hands back every owned split, polled or not.
 type Coordinator struct {
 	v       *worker.Env
+	out     *worker.Outbox       // the driver's hand-off, given at spawn: the root writes the events, Poll takes them
 	commits commitwriter.Writers // the commit writer, which the handle asks each commit (handle_commit.go)
 
 	mu       sync.Mutex
@@ -82,7 +83,7 @@ func (c *Coordinator) gate() error {
 	if !c.started {
 		return worker.ErrBeforeStart
 	}
-	return c.v.Outbox.Failure()
+	return c.v.Failure()
 }
 
 // SetWaker installs the Waker signalled after events are enqueued or a
@@ -95,7 +96,7 @@ func (c *Coordinator) SetWaker(w *coordination.Waker) {
 	if gone {
 		return
 	}
-	if !c.v.Outbox.SetWaker(w) {
+	if !c.out.SetWaker(w) {
 		c.v.Log.Warn("SetWaker after Start is ignored")
 	}
 }
@@ -152,7 +153,7 @@ func (c *Coordinator) Start(p coordination.Planner) error {
 		return &coordination.Error{Kind: coordination.Fatal, Reason: "the planner fingerprint must not be empty"}
 	}
 	c.started = true
-	c.v.Outbox.Start()
+	c.out.Start()
 	c.fp = protocol.Fingerprint(fp)
 	// The lease joins the job and tells the others the job with the
 	// session's start (SessionChanged).
@@ -176,7 +177,7 @@ func (c *Coordinator) Poll() ([]coordination.Event, error) {
 	case !started:
 		return nil, &coordination.Error{Kind: coordination.Fatal, Reason: "Poll called before Start"}
 	}
-	return c.v.Outbox.Take()
+	return c.out.Take()
 }
 
 // call sends msg to actor to (the root, or revoke for DeclineRevoke) and
@@ -253,7 +254,7 @@ func (c *Coordinator) release(op string, splits []coordination.SplitID, drained 
 	}
 	ts := make([]messages.Tenancy, len(splits))
 	for i, id := range splits {
-		ts[i] = messages.Tenancy{Split: id, Epoch: coordination.LeaseEpoch(c.v.Outbox.PolledEpoch(id))}
+		ts[i] = messages.Tenancy{Split: id, Epoch: coordination.LeaseEpoch(c.out.PolledEpoch(id))}
 	}
 	r, err := c.call(op, c.v.PIDs.Root, messages.ReleaseSplits{Tenancies: ts, Drained: drained}, c.callBound(), true)
 	if err != nil {
@@ -269,7 +270,7 @@ func (c *Coordinator) DeclineRevoke(split coordination.SplitID) error {
 	if err := c.gate(); err != nil {
 		return err
 	}
-	r, err := c.call("decline revoke", c.v.PIDs.Revoke, messages.DeclineRevoke{Split: split, Epoch: coordination.LeaseEpoch(c.v.Outbox.PolledEpoch(split))}, c.callBound(), true)
+	r, err := c.call("decline revoke", c.v.PIDs.Revoke, messages.DeclineRevoke{Split: split, Epoch: coordination.LeaseEpoch(c.out.PolledEpoch(split))}, c.callBound(), true)
 	if err != nil {
 		return err
 	}
@@ -358,7 +359,7 @@ func (c *Coordinator) Abort() {
 	}
 	c.aborted = true
 	c.mu.Unlock()
-	c.v.Halted.Store(true)
+	c.v.Latch.Fire(worker.ErrAborted) // halts writes; Fail's own failure if one came first
 	c.shutdown()
 }
 
@@ -367,7 +368,7 @@ func (c *Coordinator) Abort() {
 func (c *Coordinator) shutdown() {
 	c.shutOnce.Do(func() {
 		v := c.v
-		v.Outbox.Close()
+		c.out.Close()
 		v.Cancel()
 		bound := 2*v.Config.OpTimeout + time.Second
 		t := time.NewTimer(bound)

@@ -1,13 +1,17 @@
 package actors
 
 import (
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store/memstore"
 )
 
 // TestAnIdleLaneMakesTheLeaderAskTheOwnerToCut runs the decision path of
@@ -54,6 +58,54 @@ func TestAnIdleLaneMakesTheLeaderAskTheOwnerToCut(t *testing.T) {
 		}
 		if err := w.c.Depart(); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestACutRequestReachesTheDriverOnlyForAPolledTenancy: the root, the
+// outbox's owner, hands the commit writer's CutRequested to the driver only
+// for the tenancy whose Gained Poll handed out last: not before that Gained
+// is polled, not for an earlier tenancy of the split (docs/protocol.md,
+// "Runtime split", "Who decides").
+func TestACutRequestReachesTheDriverOnlyForAPolledTenancy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		cfg := workertest.Config(t, clk, "w1")
+		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
+		out := worker.NewOutbox(v.Latch)
+		v.PIDs.Root = e.Spawn(newRoot(v, out), "root")
+		t.Cleanup(func() {
+			<-e.Poison(v.PIDs.Root).Done()
+			v.Cancel()
+		})
+		cut := func(epoch coordination.LeaseEpoch) coordination.CutRequested {
+			return coordination.CutRequested{Split: "a", Epoch: epoch, Keep: 0.5, Parts: 1}
+		}
+		// polled sends msgs to the root and returns what Poll hands out.
+		polled := func(msgs ...any) []coordination.Event {
+			for _, m := range msgs {
+				e.Send(v.PIDs.Root, m)
+			}
+			synctest.Wait()
+			evs, err := out.Take()
+			if err != nil {
+				t.Fatal(err)
+			}
+			return evs
+		}
+		gained := wire.EventsRaised{Events: []coordination.Event{coordination.Gained{Split: coordination.SplitSpec{ID: "a"}, Epoch: 2}}}
+		if evs := polled(wire.CutRequested{Event: cut(2)}); len(evs) != 0 {
+			t.Fatalf("before any Gained: %v, want nothing", evs)
+		}
+		evs := polled(gained, wire.CutRequested{Event: cut(2)})
+		if len(evs) != 1 {
+			t.Fatalf("Gained unpolled: %v, want the Gained alone", evs)
+		}
+		if evs := polled(wire.CutRequested{Event: cut(1)}); len(evs) != 0 {
+			t.Fatalf("an earlier tenancy's request: %v, want nothing", evs)
+		}
+		if evs := polled(wire.CutRequested{Event: cut(2)}); !slices.Equal(evs, []coordination.Event{cut(2)}) {
+			t.Fatalf("Gained polled: %v, want the request", evs)
 		}
 	})
 }

@@ -21,7 +21,7 @@ func (r *rootActor) depart(c *actor.Context, m wire.DepartJob) {
 	p := r.v.PIDs
 	r.v.Tell(wire.Retire{}, p.Leader)
 	r.v.Tell(wire.Departing{}, p.Lease)
-	if err := r.v.Outbox.Failure(); err != nil {
+	if err := r.v.Failure(); err != nil {
 		r.v.Tell(wire.DepartJob{Held: m.Held, ReplyTo: c.Sender(), Failure: err}, p.SplitWriter)
 		return
 	}

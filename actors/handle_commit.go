@@ -93,7 +93,7 @@ func (c *Coordinator) CommitFinal(commits []coordination.Commit) []error {
 // commit asks the commit writer for one commit of split on the tenancy
 // whose Gained Poll last handed out.
 func (c *Coordinator) commit(ctx context.Context, split coordination.SplitID, progress coordination.SplitProgress) commitwriter.CommitResult {
-	epoch := c.v.Outbox.PolledEpoch(split)
+	epoch := c.out.PolledEpoch(split)
 	if epoch == 0 {
 		return commitwriter.CommitResult{Err: worker.NotHeld(split)}
 	}

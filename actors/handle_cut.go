@@ -44,7 +44,7 @@ func (c *Coordinator) CommitCut(split coordination.SplitID, progress coordinatio
 	ctx, stopped := c.stopContext()
 	ctx, cancel := c.v.OpCtx(ctx)
 	defer cancel()
-	epoch := c.v.Outbox.PolledEpoch(split)
+	epoch := c.out.PolledEpoch(split)
 	if epoch == 0 {
 		return "", worker.NotHeld(split)
 	}

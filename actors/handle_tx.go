@@ -28,7 +28,7 @@ func (c *Coordinator) CommitTx(split coordination.SplitID, epoch coordination.Le
 	if fn == nil {
 		return coordination.Errorf(coordination.Fatal, "CommitTx of split %s: fn is nil; use Commit for a commit without statements", split)
 	}
-	if uint64(epoch) != c.v.Outbox.PolledEpoch(split) {
+	if uint64(epoch) != c.out.PolledEpoch(split) {
 		return worker.NotHeld(split)
 	}
 	ctx, stopped := c.stopContext()

@@ -29,10 +29,10 @@ func (c *Coordinator) Healthy() error {
 	case !started:
 		return worker.ErrBeforeStart
 	}
-	if err := c.v.Outbox.Failure(); err != nil {
+	if err := c.v.Failure(); err != nil {
 		return err
 	}
-	session, watches := c.v.Outbox.Live()
+	session, watches := c.out.Live()
 	switch {
 	case !session:
 		return coordination.Errorf(coordination.Retryable, "worker %s holds no session: joining the job, or announcing a new session after presence renewals did not land for LeaseDuration (%s)", c.v.ID, c.v.Config.LeaseDuration)

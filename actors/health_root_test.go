@@ -5,6 +5,7 @@ import (
 	"testing/synctest"
 
 	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -16,7 +17,8 @@ func TestRootPublishesSessionAndWatchesForHealthy(t *testing.T) {
 		e, clk := workertest.NewEngine(t)
 		cfg := workertest.Config(t, clk, "w1")
 		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
-		v.PIDs.Root = e.Spawn(newRoot(v), "root")
+		out := worker.NewOutbox(v.Latch)
+		v.PIDs.Root = e.Spawn(newRoot(v, out), "root")
 		t.Cleanup(func() {
 			<-e.Poison(v.PIDs.Root).Done()
 			v.Cancel()
@@ -33,7 +35,7 @@ func TestRootPublishesSessionAndWatchesForHealthy(t *testing.T) {
 			e.Send(v.PIDs.Root, step.send)
 			synctest.Wait()
 			var got live
-			got.session, got.watches = v.Outbox.Live()
+			got.session, got.watches = out.Live()
 			if got != step.want {
 				t.Fatalf("after %T%+v: published %+v, want %+v", step.send, step.send, got, step.want)
 			}

@@ -27,6 +27,7 @@ import (
 // commit writer), and never does store I/O.
 type rootActor struct {
 	v   *worker.Env
+	out *worker.Outbox // the driver's hand-off, given at spawn: the root is its one writer of events
 	log *slog.Logger
 
 	quarantined map[coordination.SplitID]bool // Quarantined emitted (E5)
@@ -46,10 +47,11 @@ type rootActor struct {
 // departDeadline fires when Depart's own bound is about to pass.
 type departDeadline struct{}
 
-func newRoot(v *worker.Env) actor.Producer {
+func newRoot(v *worker.Env, out *worker.Outbox) actor.Producer {
 	return func() actor.Receiver {
 		return &rootActor{
 			v:           v,
+			out:         out,
 			log:         v.Log.With("actor", "coordinator"),
 			quarantined: map[coordination.SplitID]bool{},
 			subs:        newSubscribers(),
@@ -81,9 +83,9 @@ func (r *rootActor) Receive(c *actor.Context) {
 	case wire.BeginSubscription: // from the split writer (Subscribe)
 		r.beginSubscription(m)
 	case wire.HealthChanged: // from the split writer
-		r.v.Outbox.SetLive(m.Session, m.Watches)
+		r.out.SetLive(m.Session, m.Watches)
 	case wire.CutRequested: // from the commit writer
-		r.emit(m.Event)
+		r.cutRequested(m)
 	case wire.DepartJob: // from the handle
 		r.depart(c, m)
 	case departDeadline:
@@ -167,7 +169,7 @@ func replyTo(c *actor.Context, pid *actor.PID) *actor.PID {
 // the coordinator failed.
 func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {
 	m.ReplyTo = replyTo(c, m.ReplyTo)
-	if err := r.v.Outbox.Failure(); err != nil {
+	if err := r.v.Failure(); err != nil {
 		r.v.Reply(m.ReplyTo, messages.FailSplitReply{Split: m.Split, Err: err})
 		return
 	}
@@ -178,9 +180,22 @@ func (r *rootActor) failSplit(c *actor.Context, m messages.FailSplit) {
 // answers it, unless the coordinator failed.
 func (r *rootActor) release(c *actor.Context, m messages.ReleaseSplits) {
 	m.ReplyTo = replyTo(c, m.ReplyTo)
-	if err := r.v.Outbox.Failure(); err != nil {
+	if err := r.v.Failure(); err != nil {
 		r.v.Reply(m.ReplyTo, messages.ReleaseSplitsReply{Err: err})
 		return
 	}
 	r.v.Tell(m, r.v.PIDs.SplitWriter)
+}
+
+// cutRequested emits the commit writer's cut request only when the driver
+// holds the tenancy it names: Poll handed out that tenancy's Gained and no
+// later one (the outbox's polled epoch, which the root reads as the
+// outbox's owner). A request for a tenancy whose Gained is still unpolled
+// is dropped; the leader asks again at its next CutInterval
+// (docs/protocol.md, "Runtime split", "Who decides").
+func (r *rootActor) cutRequested(m wire.CutRequested) {
+	if r.out.PolledEpoch(m.Event.Split) != uint64(m.Event.Epoch) {
+		return
+	}
+	r.emit(m.Event)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
@@ -110,7 +111,8 @@ func TestTheRootQueuesRaisedEventsUnderItsRules(t *testing.T) {
 		var toLeader, toUser []any
 		v.PIDs.Leader = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toLeader} }, "leader")
 		user := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toUser} }, "user")
-		v.PIDs.Root = e.Spawn(newRoot(v), "root")
+		out := worker.NewOutbox(v.Latch)
+		v.PIDs.Root = e.Spawn(newRoot(v, out), "root")
 		t.Cleanup(func() {
 			<-e.Poison(v.PIDs.Root).Done()
 			<-e.Poison(v.PIDs.Leader).Done()
@@ -136,7 +138,7 @@ func TestTheRootQueuesRaisedEventsUnderItsRules(t *testing.T) {
 			e.Send(v.PIDs.Root, m)
 		}
 		synctest.Wait()
-		got, err := v.Outbox.Take()
+		got, err := out.Take()
 		want := []coordination.Event{
 			gained("a"), gained("b"),
 			coordination.Quarantined{Split: "q", Attempts: 2},

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/anthdm/hollywood/actor"
 	"github.com/benbjohnson/clock"
@@ -51,27 +52,40 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 		logger = slog.Default()
 	}
 	log := logger.With("instance", id)
-	v := &worker.Env{
-		Engine:  e,
-		Raw:     st,
-		Config:  cfg,
-		Clock:   cfg.Clock,
-		ID:      id,
-		Nonce:   worker.RandomHex(),
-		Log:     log,
-		Metrics: worker.NewMetrics(cfg.Metrics, id, log),
-		Outbox:  &worker.Outbox{},
-	}
-	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
-	v.ValueCap, _ = store.MaxValueSize(st) // sees through decorators (store.Wrapper)
-	v.Ctx, v.Cancel = context.WithCancel(context.Background())
-	commits := commitwriter.New(v)
-	v.Commits = commits
-	commits.Start()
+	// Every field of the Env is set here, before any actor or goroutine
+	// of the worker runs, and never written after (docs/architecture.md,
+	// "What `worker.Env` holds").
+	nonce := worker.RandomHex()
+	metrics := worker.NewMetrics(cfg.Metrics, id, log)
+	latch := worker.NewLatch()
+	ctx, cancel := context.WithCancel(context.Background())
+	valueCap, _ := store.MaxValueSize(st) // sees through decorators (store.Wrapper)
 	// Every actor's PID is known before any is spawned: each is given its
-	// peers' PIDs at spawn (worker.PIDs), and nothing writes them after.
-	name := id + "." + v.Nonce[:12]
-	v.PIDs = worker.NewPIDs(e, name)
+	// peers' PIDs at spawn (worker.PIDs).
+	name := id + "." + nonce[:12]
+	v := &worker.Env{
+		Engine:   e,
+		Raw:      st,
+		Store:    &worker.GuardedStore{Store: st, Latch: latch, Metrics: metrics},
+		Config:   cfg,
+		Clock:    cfg.Clock,
+		ID:       id,
+		Nonce:    nonce,
+		Log:      log,
+		Metrics:  metrics,
+		PIDs:     worker.NewPIDs(e, name),
+		ValueCap: valueCap,
+		Latch:    latch,
+		Backlog:  &worker.Backlog{},
+		Ctx:      ctx,
+		Cancel:   cancel,
+		WG:       &sync.WaitGroup{},
+	}
+	// The outbox is the root's and the handle's alone (not in Env).
+	out := worker.NewOutbox(latch)
+	commits := commitwriter.New(v)
+	v.Commits = commits // the commit writer needs the Env it is part of
+	commits.Start()
 	for _, a := range []struct {
 		p    actor.Producer
 		kind string
@@ -83,7 +97,7 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 		{assign.New(v), "assign", v.PIDs.Assign},
 		{splitwriter.New(v), "splitwriter", v.PIDs.SplitWriter},
 		{revoke.New(v), "revoke", v.PIDs.Revoke},
-		{newRoot(v), "coordinator", v.PIDs.Root},
+		{newRoot(v, out), "coordinator", v.PIDs.Root},
 	} {
 		got := e.Spawn(a.p, worker.Kind(a.kind), actor.WithID(name), actor.WithMiddleware(recoverMiddleware(v, a.kind), worker.BacklogMiddleware(v)), actor.WithMaxRestarts(0))
 		if !got.Equals(a.pid) { // hollywood names a process kind/id (worker.NewPIDs)
@@ -91,5 +105,5 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 			return nil, coordination.Errorf(coordination.Fatal, "the %s actor was spawned as %s, not as %s, the PID its peers were given; worker.NewPIDs no longer matches hollywood's naming", a.kind, got, a.pid)
 		}
 	}
-	return &Coordinator{v: v, commits: commits}, nil
+	return &Coordinator{v: v, out: out, commits: commits}, nil
 }

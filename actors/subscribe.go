@@ -27,8 +27,8 @@ func newSubscribers() subscribers {
 // same order. The root is the one emitter (docs/architecture.md): after a
 // latched failure Poll hands out no further event, and nor does emit.
 func (r *rootActor) emit(evs ...coordination.Event) {
-	r.v.Outbox.Push(evs...)
-	if len(r.subs.active) == 0 || r.v.Outbox.Failure() != nil {
+	r.out.Push(evs...)
+	if len(r.subs.active) == 0 || r.v.Failure() != nil {
 		return
 	}
 	for _, ev := range evs {
@@ -48,7 +48,7 @@ func (r *rootActor) subscribe(c *actor.Context, m messages.Subscribe) {
 		r.subs.waiting[key] = append(q, m)
 		return
 	}
-	if err := r.v.Outbox.Failure(); err != nil {
+	if err := r.v.Failure(); err != nil {
 		r.v.Reply(m.ReplyTo, messages.SubscribeReply{Err: err})
 		return
 	}
@@ -61,7 +61,7 @@ func (r *rootActor) subscribe(c *actor.Context, m messages.Subscribe) {
 // actor's commands that waited for it.
 func (r *rootActor) beginSubscription(m wire.BeginSubscription) {
 	key := m.ReplyTo.String()
-	if err := r.v.Outbox.Failure(); err != nil {
+	if err := r.v.Failure(); err != nil {
 		r.v.Reply(m.ReplyTo, messages.SubscribeReply{Err: err})
 	} else {
 		held := make([]messages.Tenancy, 0, len(m.Held))

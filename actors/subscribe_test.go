@@ -11,6 +11,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/messages"
 	"github.com/spate-go/coordination/store/memstore"
@@ -95,7 +96,7 @@ func TestAnUnsubscribeWaitsForTheSubscribeBeforeIt(t *testing.T) {
 		var toSW, toUser []any
 		v.PIDs.SplitWriter = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toSW} }, "splitwriter")
 		user := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toUser} }, "user")
-		v.PIDs.Root = e.Spawn(newRoot(v), "root")
+		v.PIDs.Root = e.Spawn(newRoot(v, worker.NewOutbox(v.Latch)), "root")
 		t.Cleanup(func() {
 			<-e.Poison(v.PIDs.Root).Done()
 			<-e.Poison(v.PIDs.SplitWriter).Done()

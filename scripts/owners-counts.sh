@@ -34,12 +34,20 @@ awk '
 fi
 
 echo "== worker.Env fields that are not configuration: files touching them, writes after Spawn"
-for f in Outbox Halted FPHash Gone SessionLive WatchesLive Session Commits PIDs; do
+# Since issue #40's step "Env holds only immutable things" (actors/env_test.go)
+# Outbox is not in Env (the root and the handle hold it) and Halted is the
+# failure latch's read (v.Halted(), Env.Latch); the old names stay listed so
+# that counts before and after compare. A write is an assignment or a call
+# that changes what the field holds (Fire is the latch's one write).
+for f in Outbox Halted FPHash Gone SessionLive WatchesLive Session Commits PIDs Latch Backlog; do
   files=$(grep -rlE "\bv\.$f\b" --include=*.go actors | grep -v _test.go | grep -v internal/workertest | wc -l || true)
-  writes=$(grep -rnE "\bv\.$f(\.[A-Za-z]+)? *=[^=]|\bv\.$f\.(Store|Swap|CompareAndSwap|Push|Take|Start|Close|SetWaker|SetLive|fail)\(" --include=*.go actors \
+  writes=$(grep -rnE "\bv\.$f(\.[A-Za-z]+)? *=[^=]|\bv\.$f\.(Store|Swap|CompareAndSwap|Push|Take|Start|Close|SetWaker|SetLive|fail|Fire)\(" --include=*.go actors \
     | grep -v _test.go | grep -v internal/workertest | grep -v "actors/spawn.go" | wc -l || true)
   printf "%-12s files %2d  writes after Spawn %2d\n" "$f" "$files" "$writes"
 done
+failers=$(grep -rlE "\bv\.(Fail|FailNow|FatalIf)\(|\.Latch\.Fire\(" --include=*.go actors | grep -v _test.go | grep -v internal/workertest | wc -l || true)
+outbox=$(grep -rlE "\b(r|c)\.out\.|\*worker\.Outbox" --include=*.go actors | grep -v _test.go | grep -v internal/workertest | grep -v internal/worker/outbox.go | wc -l || true)
+printf "latch fired (Fail, FailNow, FatalIf, Fire) in %d files; the outbox held in %d files\n" "$failers" "$outbox"
 
 echo "== places keeping a fact (declarations, non-test)"
 fact() { # name, pattern

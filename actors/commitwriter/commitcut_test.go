@@ -259,7 +259,7 @@ func TestAForeignRecordUnderTheResidualsKeyIsFatal(t *testing.T) {
 		if coordination.KindOf(res.Err) != coordination.Fatal || !strings.Contains(res.Err.Error(), protocol.SpecKey("_a_2_1")) {
 			t.Fatalf("collision: %v; want Fatal naming %s", res.Err, protocol.SpecKey("_a_2_1"))
 		}
-		if f := r.v.Outbox.Failure(); coordination.KindOf(f) != coordination.Fatal {
+		if f := r.v.Failure(); coordination.KindOf(f) != coordination.Fatal {
 			t.Fatalf("latched %v, want the Fatal", f)
 		}
 		if r.exists(t, protocol.SplitKey("_a_2_1")) {
@@ -323,26 +323,24 @@ func TestCutAskedGate(t *testing.T) {
 		name     string
 		m        worker.CutAsked
 		cell     *progressCell
-		polled   uint64
 		interval time.Duration
 		want     bool
 	}{
-		{"held, first request", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 2, iv, true},
-		{"not held", ask, nil, 2, iv, false},
-		{"another epoch", worker.CutAsked{Split: "a", Epoch: 1, Counter: 1}, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 2, iv, false},
-		{"Gained not polled yet", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 0, iv, false},
-		{"counter mismatch", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 2, iv, false},
-		{"the cut was made: void", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut, confirmed: 1}, 2, iv, false},
-		{"the next cut after a confirmed one", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut, confirmed: 1}, 2, iv, true},
-		{"a cut unconfirmed", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut}, 2, iv, false},
-		{"a cut in flight", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, cutting: true}, 2, iv, false},
-		{"within half the interval", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, askedAt: now.Add(-iv/2 + time.Millisecond)}, 2, iv, false},
-		{"half the interval after", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, askedAt: now.Add(-iv / 2)}, 2, iv, true},
-		{"never cut (interval 0)", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 2, 0, false},
+		{"held, first request", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, iv, true},
+		{"not held", ask, nil, iv, false},
+		{"another epoch", worker.CutAsked{Split: "a", Epoch: 1, Counter: 1}, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, iv, false},
+		{"counter mismatch", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, iv, false},
+		{"the cut was made: void", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut, confirmed: 1}, iv, false},
+		{"the next cut after a confirmed one", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut, confirmed: 1}, iv, true},
+		{"a cut unconfirmed", worker.CutAsked{Split: "a", Epoch: 2, Counter: 2}, &progressCell{fp: workertest.FP, epoch: 2, prog: oneCut}, iv, false},
+		{"a cut in flight", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, cutting: true}, iv, false},
+		{"within half the interval", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, askedAt: now.Add(-iv/2 + time.Millisecond)}, iv, false},
+		{"half the interval after", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence, askedAt: now.Add(-iv / 2)}, iv, true},
+		{"never cut (interval 0)", ask, &progressCell{fp: workertest.FP, epoch: 2, prog: fence}, 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := judgeCutAsk(tt.m, tt.cell, tt.polled, tt.interval, now); got != tt.want {
+			if got := judgeCutAsk(tt.m, tt.cell, tt.interval, now); got != tt.want {
 				t.Fatalf("got %v, want %v", got, tt.want)
 			}
 		})
@@ -358,10 +356,6 @@ func TestACutAskedPostedIsEmittedOncePerHalfInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		r := newCutRig(t)
 		r.v.Config.CutInterval = 10 * time.Second
-		r.v.Outbox.Push(coordination.Gained{Split: coordination.SplitSpec{ID: "a"}, Epoch: 2})
-		if _, err := r.v.Outbox.Take(); err != nil {
-			t.Fatal(err)
-		}
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { defer close(done); r.w.run(ctx) }()
@@ -369,16 +363,13 @@ func TestACutAskedPostedIsEmittedOncePerHalfInterval(t *testing.T) {
 		ask := worker.CutAsked{Split: "a", Epoch: 2, Counter: 1, KeepPPM: 750000}
 		seen := 0
 		// told returns the CutRequested told to the root since the last
-		// call, and fails when the commit writer wrote to the outbox.
+		// call.
 		told := func() []any {
 			var out []any
 			for _, m := range r.sent() {
 				if _, ok := m.(wire.CutRequested); ok {
 					out = append(out, m)
 				}
-			}
-			if evs, err := r.v.Outbox.Take(); err != nil || len(evs) != 0 {
-				t.Fatalf("the commit writer wrote to the outbox: %v, %v", evs, err)
 			}
 			out, seen = out[seen:], len(out)
 			return out
@@ -460,7 +451,7 @@ func TestACutThatCanNeverBeMadeIsRefusedNotFatal(t *testing.T) {
 						t.Errorf("refusal %q does not say %q", res.Err, w)
 					}
 				}
-				if f := r.v.Outbox.Failure(); f != nil {
+				if f := r.v.Failure(); f != nil {
 					t.Fatalf("a refused cut latched %v", f)
 				}
 				if rec := r.progress(t); rec.Cut != nil || rec.Descriptor != nil || rec.Watermark != before.Watermark {

@@ -11,11 +11,12 @@ import (
 // cutAsked acts on one of the leader's cut requests addressed to this
 // worker (docs/protocol.md, "Runtime split", "Who decides"): it emits
 // coordination.CutRequested to the driver when judgeCutAsk lets it, by
-// telling the root, the outbox's one writer.
+// telling the root, the outbox's one writer, which hands it on only when the
+// driver polled the tenancy's Gained (rootActor.cutRequested).
 func (w *commitWriter) cutAsked(m worker.CutAsked) {
 	cell := w.cells[m.Split]
 	now := w.v.Clock.Now()
-	if !judgeCutAsk(m, cell, w.v.Outbox.PolledEpoch(m.Split), w.v.Config.EffectiveCutInterval(), now) {
+	if !judgeCutAsk(m, cell, w.v.Config.EffectiveCutInterval(), now) {
 		return
 	}
 	cell.askedAt = now
@@ -23,18 +24,19 @@ func (w *commitWriter) cutAsked(m worker.CutAsked) {
 	w.v.Tell(wire.CutRequested{Event: coordination.CutRequested{Split: m.Split, Epoch: m.Epoch, Keep: float64(m.KeepPPM) / 1e6, Parts: int(max(m.Parts, 1))}}, w.v.PIDs.Root)
 }
 
-// judgeCutAsk decides whether request m is handed to the driver now: only
-// while the worker holds m.Split at m.Epoch (cell, nil when not held) and
-// the driver was handed that tenancy's Gained (polled), with no cut of it
-// in flight or unconfirmed, its next cut numbered m.Counter (from the
-// durable record: a request whose cut was made is void), and at most once
-// per half interval (interval 0: never) per tenancy, so a request the
-// leader publishes again is not handed over twice, while the leader's next
-// request of the split, an interval after its last by the leader's clock,
-// is never refused for arriving a little early by this one's.
-func judgeCutAsk(m worker.CutAsked, cell *progressCell, polled uint64, interval time.Duration, now time.Time) bool {
-	epoch := uint64(m.Epoch)
-	if cell == nil || cell.epoch != epoch || polled != epoch || interval <= 0 {
+// judgeCutAsk decides whether request m is handed to the root now: only
+// while the worker holds m.Split at m.Epoch (cell, nil when not held), with
+// no cut of it in flight or unconfirmed, its next cut numbered m.Counter
+// (from the durable record: a request whose cut was made is void), and at
+// most once per half interval (interval 0: never) per tenancy, so a request
+// the leader publishes again is not handed over twice, while the leader's
+// next request of the split, an interval after its last by the leader's
+// clock, is never refused for arriving a little early by this one's. Whether
+// the driver polled the tenancy's Gained is the root's check, as the
+// outbox's owner; a request it drops for that still counts here, so the
+// driver sees the leader's next one.
+func judgeCutAsk(m worker.CutAsked, cell *progressCell, interval time.Duration, now time.Time) bool {
+	if cell == nil || cell.epoch != uint64(m.Epoch) || interval <= 0 {
 		return false
 	}
 	if cell.cutting || cell.pendingIn(cell.prog) != nil {

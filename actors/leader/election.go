@@ -317,7 +317,7 @@ func (e *election) renewed(m renewDone) {
 // (docs/protocol.md, "Leadership"), or steps down when it went unrenewed
 // for a LeaseDuration; a retry made moot by a later outcome does nothing.
 func (e *election) retried(m leaderRetryDue) {
-	if t := e.term; t != nil && m.round == t.retries && !e.v.Halted.Load() {
+	if t := e.term; t != nil && m.round == t.retries && !e.v.Halted() {
 		e.renew(e.v.Clock.Now())
 	}
 }

@@ -240,7 +240,7 @@ func (l *leaderActor) evaluateCutsSoon(now time.Time) {
 
 // tick stands for election or publishes when due.
 func (l *leaderActor) tick(c *actor.Context) {
-	if l.v.Halted.Load() {
+	if l.v.Halted() {
 		return
 	}
 	if l.phase.Live && !l.phase.Over() && l.el.canCampaign() {

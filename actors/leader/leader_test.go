@@ -327,7 +327,7 @@ func (lr *leaderRig) leading() bool {
 }
 
 // failure is the latched Fatal, or nil.
-func (lr *leaderRig) failure() error { return lr.v.Outbox.Failure() }
+func (lr *leaderRig) failure() error { return lr.v.Failure() }
 
 // replied counts the StepDownReply messages received.
 func (lr *leaderRig) replied() int {

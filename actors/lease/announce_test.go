@@ -206,7 +206,7 @@ func TestAPutOfAnotherSessionOnTheOwnKeyIsATwin(t *testing.T) {
 				lr := newLeaseRig(t, "n1")
 				lr.v.Engine.Send(lr.v.PIDs.Lease, wire.PresenceChanged{Instance: "w1", Nonce: tt.nonce, Rev: lr.rev + tt.above})
 				synctest.Wait()
-				err := lr.v.Outbox.Failure()
+				err := lr.v.Failure()
 				if !tt.twin {
 					if err != nil {
 						t.Fatalf("failed with %v", err)
@@ -248,7 +248,7 @@ func TestALiveSessionAnswersAChallengeAtOnce(t *testing.T) {
 				if moved := rev != lr.rev; moved != tt.answered || p.Nonce != "n1" {
 					t.Fatalf("presence %q at %d after the challenge (written at %d); want answered %v", p.Nonce, rev, lr.rev, tt.answered)
 				}
-				if err := lr.v.Outbox.Failure(); err != nil {
+				if err := lr.v.Failure(); err != nil {
 					t.Fatalf("failed with %v", err)
 				}
 			})

@@ -60,7 +60,7 @@ func TestDepartingStopsTheStartupAnnounce(t *testing.T) {
 		if got, ok, err := mem.Get(context.Background(), store.Ephemeral, key); err != nil || !ok || string(got.Value) != string(stale) {
 			t.Fatalf("after Departing the presence key holds %q (found %v, err %v), want the crashed session's value untouched", got.Value, ok, err)
 		}
-		if err := v.Outbox.Failure(); err != nil {
+		if err := v.Failure(); err != nil {
 			t.Fatalf("a startup stopped by Departing failed the worker: %v", err)
 		}
 		mu.Lock()

@@ -121,7 +121,7 @@ func (l *leaseActor) Receive(c *actor.Context) {
 			l.beat(c)
 		}
 	case renewRetryDue:
-		if m.round == l.retryRound && !l.v.Halted.Load() {
+		if m.round == l.retryRound && !l.v.Halted() {
 			l.keepAlive(c)
 		}
 	case presenceRenewed:
@@ -178,7 +178,7 @@ func (l *leaseActor) schedule(c *actor.Context) {
 // beat is one heartbeat: renew the session, self-fence a starved one, and
 // tick the actors that act at every heartbeat.
 func (l *leaseActor) beat(c *actor.Context) {
-	if l.v.Halted.Load() {
+	if l.v.Halted() {
 		return // failed or aborted: no further writes, no more beats
 	}
 	l.schedule(c)
@@ -353,7 +353,7 @@ func (l *leaseActor) observed(m wire.PresenceChanged) {
 // over. A renewal or announce in flight answers when it lands, but one may
 // have landed before the challenger read the key: renew again after it.
 func (l *leaseActor) challenged(c *actor.Context) {
-	if !l.joined || l.departed.Load() || l.v.Halted.Load() {
+	if !l.joined || l.departed.Load() || l.v.Halted() {
 		return
 	}
 	l.log.Warn("a process starting with this InstanceID challenged the presence key; renewing at once so it fails as a twin", "key", protocol.ChallengeKey(l.v.ID))
@@ -367,7 +367,7 @@ func (l *leaseActor) challenged(c *actor.Context) {
 // payAnswer renews the presence once more when a challenge came while the
 // write that just returned was in flight.
 func (l *leaseActor) payAnswer(c *actor.Context) {
-	if l.answerOwed && !l.presenceBusy && !l.v.Halted.Load() {
+	if l.answerOwed && !l.presenceBusy && !l.v.Halted() {
 		l.answerOwed = false
 		l.keepAlive(c)
 	}

@@ -62,7 +62,7 @@ func (r *revokeActor) Receive(c *actor.Context) {
 		}
 		r.deadlines(c)
 	case deadlineDue:
-		if !r.v.Halted.Load() { // failed or aborted: nothing more is forced
+		if !r.v.Halted() { // failed or aborted: nothing more is forced
 			r.deadlines(c)
 		}
 	case wire.TenancyEnded: // from the split writer
@@ -181,7 +181,7 @@ func (r *revokeActor) decline(c *actor.Context, m messages.DeclineRevoke) {
 	if m.ReplyTo == nil {
 		m.ReplyTo = c.Sender() // the handle's request
 	}
-	if err := r.v.Outbox.Failure(); err != nil {
+	if err := r.v.Failure(); err != nil {
 		r.v.Reply(m.ReplyTo, messages.DeclineRevokeReply{Split: m.Split, Err: err})
 		return
 	}

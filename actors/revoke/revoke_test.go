@@ -34,7 +34,7 @@ func newRevokeRig(t *testing.T) *revokeRig {
 	e, clk := workertest.NewEngine(t)
 	rr := &revokeRig{t: t, e: e, clk: clk, reg: prometheus.NewPedanticRegistry()}
 	cfg := workertest.Config(t, clk, "w1")
-	v := &worker.Env{Engine: e, Config: cfg, Clock: clk, ID: "w1", Log: workertest.DiscardLogger(), Outbox: &worker.Outbox{}, Metrics: worker.NewMetrics(rr.reg, "w1", workertest.DiscardLogger())}
+	v := &worker.Env{Engine: e, Config: cfg, Clock: clk, ID: "w1", Log: workertest.DiscardLogger(), Latch: worker.NewLatch(), Backlog: &worker.Backlog{}, WG: &sync.WaitGroup{}, Metrics: worker.NewMetrics(rr.reg, "w1", workertest.DiscardLogger())}
 	v.Ctx, v.Cancel = context.WithCancel(context.Background())
 	v.PIDs.Root = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &rr.mu, Msgs: &rr.msgs} }, "root")
 	rr.pid = e.Spawn(New(v), "revoke")

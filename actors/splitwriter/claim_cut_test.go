@@ -78,7 +78,7 @@ func TestClaimRollsTheFencedCutForward(t *testing.T) {
 			if d.outcome != tt.wantOut || d.done != tt.wantDone {
 				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
 			}
-			f := v.Outbox.Failure()
+			f := v.Failure()
 			if (coordination.KindOf(f) == coordination.Fatal) != tt.wantFatal {
 				t.Fatalf("failure %v, want Fatal %v", f, tt.wantFatal)
 			}

@@ -108,7 +108,7 @@ func TestClaimSplit(t *testing.T) {
 			if d.outcome != tt.wantOut || d.done != tt.wantDone {
 				t.Fatalf("outcome %v done %v, want %v done %v", d.outcome, d.done, tt.wantOut, tt.wantDone)
 			}
-			if f := v.Outbox.Failure(); (coordination.KindOf(f) == coordination.Fatal) != tt.wantFatal {
+			if f := v.Failure(); (coordination.KindOf(f) == coordination.Fatal) != tt.wantFatal {
 				t.Fatalf("failure %v, want Fatal %v", f, tt.wantFatal)
 			}
 			e, _, _ := fs.Get(context.Background(), store.Durable, key)

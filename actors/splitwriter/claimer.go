@@ -354,7 +354,7 @@ func (cl *claimer) release(id coordination.SplitID) {
 // first, then claims while the lanes allow.
 func (cl *claimer) step(c *actor.Context) {
 	sw := cl.sw
-	if !cl.live || !cl.session || sw.verdict || sw.departing || sw.v.Halted.Load() {
+	if !cl.live || !cl.session || sw.verdict || sw.departing || sw.v.Halted() {
 		return
 	}
 	for id := range cl.extra {

@@ -118,7 +118,7 @@ func TestVerdictListing(t *testing.T) {
 				if reached != tt.verdict || vr.sw.verdict != tt.verdict {
 					t.Fatalf("verdict sent %v, taken %v, want %v", reached, vr.sw.verdict, tt.verdict)
 				}
-				if f := vr.v.Outbox.Failure(); (f != nil) != tt.fatal {
+				if f := vr.v.Failure(); (f != nil) != tt.fatal {
 					t.Fatalf("failure %v, want fatal %v", f, tt.fatal)
 				}
 			})

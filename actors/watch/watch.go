@@ -148,7 +148,7 @@ func (w *watchActor) Receive(c *actor.Context) {
 // events applies a burst of one watch's events.
 func (w *watchActor) events(m watchEvents) {
 	for _, ev := range m.evs {
-		if m.gen != w.ks[m.ks].gen || w.v.Halted.Load() {
+		if m.gen != w.ks[m.ks].gen || w.v.Halted() {
 			break // a rollback ended the watch, or the worker failed
 		}
 		w.event(m.ks, ev)

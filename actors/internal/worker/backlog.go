@@ -20,16 +20,19 @@ import (
 // they do not (plus the burst each pump holds while it waits).
 const WatchBacklog = 4096
 
-// backlog is the credit of the watch hand-off (docs/protocol.md, "Watches
+// Backlog is the credit of the watch hand-off (docs/protocol.md, "Watches
 // and reconcile"). A watch's pump takes one credit per event before it sends
 // a burst to the watch actor and waits while none is left, so a watcher
 // whose consumer falls behind buffers in the store, whose own lag limit
 // then breaks the watch (the watch actor re-watches and the new snapshot
 // catches up) instead of the actors' inboxes growing with the event rate.
 // The watch actor adds the credits of each observation per recipient
-// (Observe); backlogMiddleware returns them whenever an actor has handled
-// a watch-fed message. Safe for concurrent use.
-type backlog struct {
+// (Observe); BacklogMiddleware returns them whenever an actor has handled
+// a watch-fed message. Spawn makes one per worker and hands the pointer to
+// every part in Env: flow control, not a fact any actor decides
+// (docs/architecture.md, "What `worker.Env` holds"). The zero Backlog has
+// no credit out. Safe for concurrent use.
+type Backlog struct {
 	mu    sync.Mutex
 	n     int           // credits out
 	freed chan struct{} // made by a waiting take, closed by the done that frees a credit
@@ -37,7 +40,7 @@ type backlog struct {
 
 // Take takes k credits (at most watchBacklog) for a pump's burst, waiting
 // until that many are left; false when ctx ended first.
-func (b *backlog) Take(ctx context.Context, k int) bool {
+func (b *Backlog) Take(ctx context.Context, k int) bool {
 	b.mu.Lock()
 	for b.n+k > WatchBacklog {
 		if b.freed == nil {
@@ -60,17 +63,17 @@ func (b *backlog) Take(ctx context.Context, k int) bool {
 // Observe takes the credits of observation msg for each of n recipients
 // without waiting (the watch actor must never block), before the watch
 // actor sends it to them.
-func (b *backlog) Observe(msg any, n int) { b.add(n * credits(msg)) }
+func (b *Backlog) Observe(msg any, n int) { b.add(n * credits(msg)) }
 
 // add takes k credits without waiting.
-func (b *backlog) add(k int) {
+func (b *Backlog) add(k int) {
 	b.mu.Lock()
 	b.n += k
 	b.mu.Unlock()
 }
 
 // done returns k credits and wakes the waiting pumps once one is free.
-func (b *backlog) done(k int) {
+func (b *Backlog) done(k int) {
 	b.mu.Lock()
 	b.n -= k
 	if b.n < WatchBacklog && b.freed != nil {
@@ -117,7 +120,7 @@ func BacklogMiddleware(v *Env) actor.MiddlewareFunc {
 }
 
 // Pending is how many credits are out: watch-fed items not yet handled.
-func (b *backlog) Pending() int {
+func (b *Backlog) Pending() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.n

@@ -9,7 +9,7 @@ import (
 // pump's taken credits and a route's added ones are out until an actor
 // handled them.
 func TestBacklogPendingCountsCreditsOut(t *testing.T) {
-	var b backlog
+	var b Backlog
 	if !b.Take(context.Background(), 3) {
 		t.Fatal("Take refused with every credit free")
 	}

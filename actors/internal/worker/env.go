@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -37,45 +36,56 @@ func NewPIDs(e *actor.Engine, name string) PIDs {
 // Kind is the engine kind of the actor named kind ("lease").
 func Kind(kind string) string { return "coordination-" + kind }
 
-// Env is what every actor of one worker shares: immutable configuration,
-// the engine, the store, and the goroutine group. Nothing mutable except the
-// WaitGroup and the atomics, which are safe for concurrent use.
+// Env is what every part of one worker is given at spawn, and only
+// immutable things (docs/architecture.md, "What `worker.Env` holds"):
+// configuration, the engine, the store handles, clock, logger, metrics, the
+// PIDs of its peers, the commit writer's inbox, the failure latch (a handle
+// whose state only ever goes from not fired to fired) and the worker's
+// lifetime (Ctx, Cancel, WG). Spawn (and a test's constructor) sets every
+// field before any actor runs; nothing writes one after. What an actor
+// decides is its own, told to the others by message; the one structure
+// the root shares with the handle, the outbox, is given to those two alone.
+// TestEnvHoldsOnlyImmutableThings (actors/env_test.go) checks it.
 type Env struct {
-	Engine *actor.Engine
-	Raw    store.Store // the store as given (direct hand-back after failure)
-	Store  store.Store // raw wrapped: refuses writes once halted
-	Config coordination.Config
-	Clock  clock.Clock
-	ID     string
+	Engine *actor.Engine       // the engine the worker's actors run on
+	Raw    store.Store         // the store as given (direct hand-back after failure)
+	Store  store.Store         // Raw wrapped (GuardedStore): refuses writes once Latch fired
+	Config coordination.Config // validated, InstanceID and Clock resolved
+	Clock  clock.Clock         // Config.Clock
+	ID     string              // the instance id (Config.InstanceID, or generated)
 	// Nonce is the first session's nonce (docs/protocol.md, "Sessions").
 	// The current session's is the lease actor's; the actors that act on
 	// it learn a new one from SessionChanged.
-	Nonce   string
-	Log     *slog.Logger
-	Metrics *Metrics
-	// Outbox is the seam events for the driver: the root alone pushes them
-	// (the commit writer's cut requests reach it as wire.CutRequested), the
-	// handle takes them; Fail latches its failure from any goroutine (the
-	// failure is a latch, like Halted, not an event).
-	Outbox   *Outbox
-	PIDs     PIDs // given to every actor at spawn (NewPIDs); never written after
-	ValueCap int  // the store's value cap, 0 = none
+	Nonce    string
+	Log      *slog.Logger // Config.Logger with the instance id
+	Metrics  *Metrics     // the worker's metrics on Config.Metrics
+	PIDs     PIDs         // given to every actor at spawn (NewPIDs); never written after
+	ValueCap int          // the store's value cap, 0 = none
 
-	Backlog backlog // the credit of the watch hand-off (backlog.go)
+	// Latch latches the worker's failure (Fail) or its Abort: once fired
+	// the guarded store refuses every write and every loop stops (latch.go).
+	Latch Latch
 
-	Commits commitDesk // the commit writer (actors/commitwriter), set by Spawn before any actor
+	// Backlog is the credit of the watch hand-off (backlog.go): flow
+	// control shared by the watch's pumps and every receiving actor's
+	// middleware, not a fact any actor decides.
+	Backlog *Backlog
 
-	Ctx    context.Context // cancelled at Depart's end or Abort
+	Commits commitDesk // the commit writer's inbox (actors/commitwriter), set by Spawn before any actor
+
+	// Ctx, Cancel and WG are the worker's lifetime: Ctx ends at Depart's
+	// end or Abort (Cancel), and WG counts the goroutines Go started.
+	Ctx    context.Context
 	Cancel context.CancelFunc
-	WG     sync.WaitGroup
-	// Halted latches "no further writes" (failed or aborted), only ever
-	// false to true: Fail (any goroutine: a failure anywhere halts the
-	// worker) and the handle's Abort set it, and the guarded store and
-	// every loop read it, so a write cannot slip out after a failure while
-	// a message is in flight. A latch, not a message: a message would
-	// arrive behind the writes already queued.
-	Halted atomic.Bool
+	WG     *sync.WaitGroup
 }
+
+// Halted reports whether the worker halted (failed or aborted): no
+// further writes.
+func (v *Env) Halted() bool { return v.Latch.Halted() }
+
+// Failure returns the latched failure (ErrAborted after Abort), or nil.
+func (v *Env) Failure() error { return v.Latch.Failure() }
 
 // Go runs f on a goroutine owned by the worker: registered with the
 // WaitGroup, recovering a panic into a Fatal failure.
@@ -94,19 +104,16 @@ func (v *Env) recoverPanic() {
 	}
 }
 
-// Fail latches err (the first Fatal wins) and halts writes. Safe from any
-// goroutine.
-func (v *Env) Fail(err error) {
-	v.Halted.Store(true)
-	v.Outbox.fail(err)
-}
+// Fail latches err (the first failure wins) and halts writes. Safe from
+// any goroutine.
+func (v *Env) Fail(err error) { v.Latch.Fire(err) }
 
 // FailNow latches a Fatal condition at once, so that a call answered
 // after it already sees the failure, and logs that the coordinator failed
 // without the reason: every later call returns the error, and its caller
 // (driver.Run) reports it, so the text is printed once.
 func (v *Env) FailNow(err error) {
-	if v.Outbox.Failure() == nil {
+	if v.Failure() == nil {
 		v.Log.Error("coordinator failed; every later call returns the failure (driver.Run returns it)")
 		v.Log.Debug("coordinator failure", "err", err)
 	}

@@ -2,19 +2,18 @@ package worker
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/store"
 )
 
-// GuardedStore refuses every write once the worker halted (failed or
-// aborted), so no actor can write after a Fatal or an Abort,
-// and times every call for store_op_duration_seconds.
+// GuardedStore refuses every write once the worker halted (its Latch
+// fired: failed or aborted), so no actor can write after a Fatal or an
+// Abort, and times every call for store_op_duration_seconds.
 type GuardedStore struct {
 	store.Store
-	Halted  *atomic.Bool
+	Latch   Latch // the worker's (Env.Latch), checked before each write
 	Metrics *Metrics
 }
 
@@ -24,7 +23,7 @@ func (g *GuardedStore) timed(op string) func() {
 }
 
 func (g *GuardedStore) Create(ctx context.Context, ks store.Keyspace, key string, value []byte) (store.Revision, bool, error) {
-	if g.Halted.Load() {
+	if g.Latch.Halted() {
 		return 0, false, errHalted
 	}
 	defer g.timed("put")()
@@ -32,7 +31,7 @@ func (g *GuardedStore) Create(ctx context.Context, ks store.Keyspace, key string
 }
 
 func (g *GuardedStore) Update(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision) (store.Revision, bool, error) {
-	if g.Halted.Load() {
+	if g.Latch.Halted() {
 		return 0, false, errHalted
 	}
 	defer g.timed("put")()
@@ -40,7 +39,7 @@ func (g *GuardedStore) Update(ctx context.Context, ks store.Keyspace, key string
 }
 
 func (g *GuardedStore) Delete(ctx context.Context, ks store.Keyspace, key string, expected store.Revision) (bool, error) {
-	if g.Halted.Load() {
+	if g.Latch.Halted() {
 		return false, errHalted
 	}
 	defer g.timed("delete")()
@@ -65,7 +64,7 @@ func (g *GuardedStore) Watch(ctx context.Context, ks store.Keyspace, prefix stri
 // UpdateTx is the guarded store's store.TxUpdater: refused once the worker
 // halted, and Fatal when the store it wraps runs no transactions.
 func (g *GuardedStore) UpdateTx(ctx context.Context, ks store.Keyspace, key string, value []byte, expected store.Revision, fn store.TxFunc) (store.Revision, bool, error) {
-	if g.Halted.Load() {
+	if g.Latch.Halted() {
 		return 0, false, errHalted
 	}
 	tu, ok := g.Store.(store.TxUpdater)

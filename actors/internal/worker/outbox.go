@@ -6,15 +6,16 @@ import (
 	"github.com/spate-go/coordination"
 )
 
-// Outbox is the one structure shared between the handle and the root actor:
-// the events Poll returns, the latched failure and the Waker. The root is
-// its writer of events, but for the commit writer's CutRequested (of a
-// tenancy whose Gained Poll already handed out); Poll is its only reader. Safe for concurrent
-// use; the mutex is held only to copy in or out.
+// Outbox is the one structure shared between the handle and the root actor,
+// the driver's hand-off: the events Poll returns and the Waker. Spawn gives
+// it to those two alone (it is not in Env). The root is its one writer of
+// events; Poll is their only reader. Safe for concurrent use; the mutex is
+// held only to copy in or out.
 type Outbox struct {
+	latch Latch // the worker's failure latch: no event after it fired; Take reports it
+
 	mu      sync.Mutex
 	events  []coordination.Event
-	err     error // latched failure, first wins
 	waker   *coordination.Waker
 	closed  bool // departed or aborted: events are discarded
 	started bool // Start happened: setWaker refuses
@@ -25,6 +26,15 @@ type Outbox struct {
 	// published them (SetLive): the handle is not an actor, so it is not
 	// told by message.
 	sessionLive, watchesLive bool
+}
+
+// NewOutbox returns an empty outbox whose Take reports latch's failure once
+// the events queued before it are drained, and which wakes the driver when
+// latch fires.
+func NewOutbox(latch Latch) *Outbox {
+	o := &Outbox{latch: latch}
+	latch.AfterFire(o.wake)
+	return o
 }
 
 // SetLive publishes whether this worker holds a live session and whether
@@ -43,42 +53,29 @@ func (o *Outbox) Live() (session, watches bool) {
 	return o.sessionLive, o.watchesLive
 }
 
-// Push enqueues events and wakes the driver. Events after a latched failure
-// are dropped (E8: the failure is reported after every earlier event).
+// Push enqueues events and wakes the driver. Events after the latch fired
+// are dropped (E8: the failure is reported after every earlier event). The
+// latch is read under the mutex Take holds, so an event is either queued
+// before Take reports the failure or dropped.
 func (o *Outbox) Push(evs ...coordination.Event) {
 	o.mu.Lock()
-	if o.closed || o.err != nil {
+	if o.closed || o.latch.Halted() {
 		o.mu.Unlock()
 		return
 	}
 	o.events = append(o.events, evs...)
+	o.mu.Unlock()
+	o.wake()
+}
+
+// wake signals the Waker, if one is set.
+func (o *Outbox) wake() {
+	o.mu.Lock()
 	w := o.waker
 	o.mu.Unlock()
 	if w != nil {
 		w.Wake()
 	}
-}
-
-// fail latches err unless a failure is already latched, and wakes.
-func (o *Outbox) fail(err error) {
-	o.mu.Lock()
-	if o.err != nil {
-		o.mu.Unlock()
-		return
-	}
-	o.err = err
-	w := o.waker
-	o.mu.Unlock()
-	if w != nil {
-		w.Wake()
-	}
-}
-
-// Failure returns the latched failure, or nil.
-func (o *Outbox) Failure() error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.err
 }
 
 // Take returns the queued events, or the latched failure once they are
@@ -102,7 +99,7 @@ func (o *Outbox) Take() ([]coordination.Event, error) {
 		}
 		return evs, nil
 	}
-	return nil, o.err
+	return nil, o.latch.Failure()
 }
 
 // PolledEpoch returns the epoch of the tenancy whose Gained Poll last handed

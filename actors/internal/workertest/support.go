@@ -83,9 +83,8 @@ func NewEnv(tb testing.TB, st store.Store) *worker.Env {
 	tb.Helper()
 	cfg := coordination.DefaultConfig()
 	cfg.InstanceID = "me"
-	v := &worker.Env{Raw: st, Config: cfg, Clock: clock.NewMock(), ID: "me", Nonce: "n", Log: DiscardLogger(), Outbox: &worker.Outbox{}}
-	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted}
-	return v
+	latch := worker.NewLatch()
+	return &worker.Env{Raw: st, Store: &worker.GuardedStore{Store: st, Latch: latch}, Config: cfg, Clock: clock.NewMock(), ID: "me", Nonce: "n", Log: DiscardLogger(), Latch: latch, Backlog: &worker.Backlog{}, WG: &sync.WaitGroup{}}
 }
 
 // ActorEnv is the environment of worker cfg.InstanceID in session nonce on
@@ -94,11 +93,14 @@ func NewEnv(tb testing.TB, st store.Store) *worker.Env {
 // before it waits for the worker's goroutines (WG).
 func ActorEnv(e *actor.Engine, st store.Store, cfg coordination.Config, nonce string, reg prometheus.Registerer) *worker.Env {
 	id := cfg.InstanceID
-	v := &worker.Env{Engine: e, Raw: st, Config: cfg, Clock: cfg.Clock, ID: id, Nonce: nonce, Log: cfg.Logger, Outbox: &worker.Outbox{}}
-	v.Metrics = worker.NewMetrics(reg, id, DiscardLogger())
-	v.Store = &worker.GuardedStore{Store: st, Halted: &v.Halted, Metrics: v.Metrics}
-	v.Ctx, v.Cancel = context.WithCancel(context.Background())
-	return v
+	latch := worker.NewLatch()
+	metrics := worker.NewMetrics(reg, id, DiscardLogger())
+	ctx, cancel := context.WithCancel(context.Background())
+	return &worker.Env{
+		Engine: e, Raw: st, Store: &worker.GuardedStore{Store: st, Latch: latch, Metrics: metrics},
+		Config: cfg, Clock: cfg.Clock, ID: id, Nonce: nonce, Log: cfg.Logger, Metrics: metrics,
+		Latch: latch, Backlog: &worker.Backlog{}, Ctx: ctx, Cancel: cancel, WG: &sync.WaitGroup{},
+	}
 }
 
 // Put writes value at key (create when rev is 0, else update at rev) and
