@@ -3,7 +3,7 @@
 // store, failure latch, goroutine group: env.go, latch.go), the outbox the
 // root and the handle share (outbox.go), the sends between actors
 // (send.go), metrics, error builders, the adopt-and-retry CAS loop, the
-// derived views fed by messages (held tenancies, the job's phase) and the
-// messages only the actors exchange among themselves (the commit writer's).
+// types of the facts the actors own (a tenancy, a split entry, the job's
+// phase) and the messages only the actors exchange among themselves (the commit writer's).
 // It imports no actor's package.
 package worker
