@@ -4,7 +4,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -53,15 +52,7 @@ func TestCommitPathOpensAtMostTenFiles(t *testing.T) {
 			}
 		}
 	}
-	b, err := os.ReadFile("../docs/architecture.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## The commit path\n")
-	if !ok {
-		t.Fatal(`docs/architecture.md has no "## The commit path" section`)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
+	sec := architectureSection(t, "The commit path")
 	var listed []string
 	for line := range strings.SplitSeq(sec, "\n") {
 		cols := strings.Split(line, "|")

@@ -8,10 +8,8 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
-	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/store/memstore"
 )
 
 // TestAnIdleLaneMakesTheLeaderAskTheOwnerToCut runs the decision path of
@@ -69,15 +67,9 @@ func TestAnIdleLaneMakesTheLeaderAskTheOwnerToCut(t *testing.T) {
 // "Runtime split", "Who decides").
 func TestACutRequestReachesTheDriverOnlyForAPolledTenancy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, clk := workertest.NewEngine(t)
-		cfg := workertest.Config(t, clk, "w1")
-		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
-		out := worker.NewOutbox(v.Latch)
-		v.PIDs.Root = e.Spawn(newRoot(v, out), "root")
-		t.Cleanup(func() {
-			<-e.Poison(v.PIDs.Root).Done()
-			v.Cancel()
-		})
+		rig := newRootRig(t)
+		rig.start(t)
+		e, v, out := rig.e, rig.v, rig.out
 		cut := func(epoch coordination.LeaseEpoch) coordination.CutRequested {
 			return coordination.CutRequested{Split: "a", Epoch: epoch, Keep: 0.5, Parts: 1}
 		}

@@ -256,15 +256,7 @@ func TestRoutingEdgesWithinBudget(t *testing.T) {
 // TestRoutingDocMatchesSends checks that docs/architecture.md's routing
 // table is the graph the sources send, row for row.
 func TestRoutingDocMatchesSends(t *testing.T) {
-	b, err := os.ReadFile("../docs/architecture.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sec, ok := strings.Cut(string(b), "\n## Routing\n")
-	if !ok {
-		t.Fatal(`docs/architecture.md has no "## Routing" section`)
-	}
-	sec, _, _ = strings.Cut(sec, "\n## ")
+	sec := architectureSection(t, "Routing")
 	var rows []string
 	for line := range strings.SplitSeq(sec, "\n") {
 		if strings.HasPrefix(line, "|") {
@@ -312,4 +304,20 @@ func TestEverySendIsHandled(t *testing.T) {
 			t.Errorf("%s sends %s to %s, whose receive switch has no case for it", e.from, e.msg, e.to)
 		}
 	}
+}
+
+// architectureSection is the text of docs/architecture.md's "## heading"
+// section, up to the next "## ".
+func architectureSection(t *testing.T, heading string) string {
+	t.Helper()
+	b, err := os.ReadFile("../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## "+heading+"\n")
+	if !ok {
+		t.Fatalf("docs/architecture.md has no %q section", "## "+heading)
+	}
+	sec, _, _ = strings.Cut(sec, "\n## ")
+	return sec
 }

@@ -5,24 +5,15 @@ import (
 	"testing/synctest"
 
 	"github.com/spate-go/coordination/actors/internal/wire"
-	"github.com/spate-go/coordination/actors/internal/worker"
-	"github.com/spate-go/coordination/actors/internal/workertest"
-	"github.com/spate-go/coordination/store/memstore"
 )
 
 // The root publishes what Healthy reads (Outbox.SetLive) from the split
 // writer's HealthChanged, each change at once.
 func TestRootPublishesSessionAndWatchesForHealthy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, clk := workertest.NewEngine(t)
-		cfg := workertest.Config(t, clk, "w1")
-		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
-		out := worker.NewOutbox(v.Latch)
-		v.PIDs.Root = e.Spawn(newRoot(v, out), "root")
-		t.Cleanup(func() {
-			<-e.Poison(v.PIDs.Root).Done()
-			v.Cancel()
-		})
+		rig := newRootRig(t)
+		rig.start(t)
+		e, v, out := rig.e, rig.v, rig.out
 		type live struct{ session, watches bool }
 		for _, step := range []struct {
 			send any

@@ -3,19 +3,14 @@ package actors
 import (
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/anthdm/hollywood/actor"
-
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
-	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/messages"
-	"github.com/spate-go/coordination/store/memstore"
 )
 
 func TestReleaseLetsAPeerClaimWithinALease(t *testing.T) {
@@ -104,21 +99,12 @@ func TestFailWithAStaleEpochIsFenced(t *testing.T) {
 // a decline is answered once its Lost is queued.
 func TestTheRootQueuesRaisedEventsUnderItsRules(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, clk := workertest.NewEngine(t)
-		cfg := workertest.Config(t, clk, "w1")
-		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
-		var mu sync.Mutex
+		rig := newRootRig(t)
 		var toLeader, toUser []any
-		v.PIDs.Leader = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toLeader} }, "leader")
-		user := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toUser} }, "user")
-		out := worker.NewOutbox(v.Latch)
-		v.PIDs.Root = e.Spawn(newRoot(v, out), "root")
-		t.Cleanup(func() {
-			<-e.Poison(v.PIDs.Root).Done()
-			<-e.Poison(v.PIDs.Leader).Done()
-			<-e.Poison(user).Done()
-			v.Cancel()
-		})
+		rig.v.PIDs.Leader = rig.record(t, "leader", &toLeader)
+		user := rig.record(t, "user", &toUser)
+		rig.start(t)
+		e, v, out, mu := rig.e, rig.v, rig.out, &rig.mu
 		gained := func(id coordination.SplitID) coordination.Event {
 			return coordination.Gained{Split: coordination.SplitSpec{ID: id}, Epoch: 1}
 		}

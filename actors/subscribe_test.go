@@ -2,7 +2,6 @@ package actors
 
 import (
 	"reflect"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,10 +10,8 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
-	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/messages"
-	"github.com/spate-go/coordination/store/memstore"
 )
 
 // TestAUsersActorSubscribesToTheEvents: a subscribed actor of the user's
@@ -89,20 +86,12 @@ func TestAUsersActorSubscribesToTheEvents(t *testing.T) {
 // unsubscribed last, receives no event after.
 func TestAnUnsubscribeWaitsForTheSubscribeBeforeIt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, clk := workertest.NewEngine(t)
-		cfg := workertest.Config(t, clk, "w1")
-		v := workertest.ActorEnv(e, memstore.New(cfg.LeaseDuration, memstore.WithClock(clk)), cfg, "n", nil)
-		var mu sync.Mutex
+		rig := newRootRig(t)
 		var toSW, toUser []any
-		v.PIDs.SplitWriter = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toSW} }, "splitwriter")
-		user := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &toUser} }, "user")
-		v.PIDs.Root = e.Spawn(newRoot(v, worker.NewOutbox(v.Latch)), "root")
-		t.Cleanup(func() {
-			<-e.Poison(v.PIDs.Root).Done()
-			<-e.Poison(v.PIDs.SplitWriter).Done()
-			<-e.Poison(user).Done()
-			v.Cancel()
-		})
+		rig.v.PIDs.SplitWriter = rig.record(t, "splitwriter", &toSW)
+		user := rig.record(t, "user", &toUser)
+		rig.start(t)
+		e, v, mu := rig.e, rig.v, &rig.mu
 		e.Send(v.PIDs.Root, messages.Subscribe{ReplyTo: user})
 		e.Send(v.PIDs.Root, messages.Unsubscribe{ReplyTo: user})
 		synctest.Wait()
