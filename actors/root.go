@@ -135,6 +135,21 @@ func (r *rootActor) eventsRaised(m wire.EventsRaised) {
 	}
 }
 
+// emit queues events for Poll and sends each subscriber a copy, in the
+// same order. The root is the one emitter (docs/architecture.md): after a
+// latched failure Poll hands out no further event, and nor does emit.
+func (r *rootActor) emit(evs ...coordination.Event) {
+	r.out.Push(evs...)
+	if len(r.subs.active) == 0 || r.v.Failure() != nil {
+		return
+	}
+	for _, ev := range evs {
+		for _, pid := range r.subs.active {
+			r.v.Reply(pid, ev)
+		}
+	}
+}
+
 // splitQuarantined emits Quarantined once per split (E5), unless the
 // verdict came first.
 func (r *rootActor) splitQuarantined(q coordination.Quarantined) {

@@ -23,21 +23,6 @@ func newSubscribers() subscribers {
 	return subscribers{active: map[string]*actor.PID{}, waiting: map[string][]any{}}
 }
 
-// emit queues events for Poll and sends each subscriber a copy, in the
-// same order. The root is the one emitter (docs/architecture.md): after a
-// latched failure Poll hands out no further event, and nor does emit.
-func (r *rootActor) emit(evs ...coordination.Event) {
-	r.out.Push(evs...)
-	if len(r.subs.active) == 0 || r.v.Failure() != nil {
-		return
-	}
-	for _, ev := range evs {
-		for _, pid := range r.subs.active {
-			r.v.Reply(pid, ev)
-		}
-	}
-}
-
 // subscribe begins m's subscription: the split writer, the owner of the
 // held tenancies, lists them (BeginSubscription), and the root answers
 // with that list and copies every event from there on.
