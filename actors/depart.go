@@ -11,7 +11,7 @@ import (
 
 // Depart (docs/protocol.md, "Departure"): the root sends it on to the
 // split writer, which ends every held tenancy, hands them back and returns
-// this session's leftovers; then the root demotes and withdraws the
+// this worker's leftovers; then the root demotes and withdraws the
 // presence key, answering the handle once both confirmed or Depart's own
 // bound is about to pass. After a failure the split writer answers the
 // handle itself, for the direct hand-back.

@@ -222,6 +222,13 @@ func (cl *claimer) claimOutlived(id coordination.SplitID, rev uint64) {
 	cl.index(id)
 }
 
+// strandedAt returns the claim of this worker that began no tenancy and
+// wrote split id's record at revision rev, if there is one (stranded).
+func (cl *claimer) strandedAt(id coordination.SplitID, rev uint64) (strandedClaim, bool) {
+	s, ok := cl.stranded[id]
+	return s, ok && s.rev == rev
+}
+
 // assignment applies the assign actor's diff of this worker's assignment.
 func (cl *claimer) assignment(m wire.AssignedSetChanged) {
 	cl.decided = m.Decided

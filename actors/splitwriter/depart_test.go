@@ -1,8 +1,11 @@
 package splitwriter
 
 import (
+	"context"
 	"slices"
+	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/spate-go/coordination"
@@ -10,14 +13,18 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
+	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
 
-// Depart returns exactly the leftovers of this session (docs/protocol.md,
-// "Departure"): runnable records naming this worker and its current
-// session that it does not hold and does not hand back in the same batch.
-// A record of an earlier session of this instance, of another worker, a
-// terminal one or an unowned one is left alone.
+// Depart returns exactly the leftovers of this worker (docs/protocol.md,
+// "Departure"): runnable records naming this worker that it does not hold
+// and does not hand back in the same batch, naming its current session or
+// written by a claim of it that began no tenancy (whatever session they
+// name, while unchanged). Another record of an earlier session of this
+// instance, of another worker, a terminal one or an unowned one is left
+// alone.
 func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	v := workertest.NewEnv(t, memstore.New(time.Second)) // id "me", session "n"
 	sw := New(v)().(*splitWriterActor)
@@ -33,9 +40,15 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 		"completed":       rec("me", "n", protocol.StatusCompleted),
 		"quarantined":     rec("me", "", protocol.StatusQuarantined),
 		"unowned":         rec("", "", protocol.StatusRunnable),
+		"outlived":        rec("me", "old", protocol.StatusRunnable),
+		"erred":           rec("me", "old", protocol.StatusRunnable),
+		"stranded-moved":  rec("me", "old", protocol.StatusRunnable),
 	} {
 		sw.records[id] = worker.SplitEntry{Rec: r, Rev: 7}
 	}
+	sw.claims.stranded["outlived"] = strandedClaim{rev: 7}
+	sw.claims.stranded["erred"] = strandedClaim{rev: 7, complete: true}
+	sw.claims.stranded["stranded-moved"] = strandedClaim{rev: 6} // the view shows a newer revision
 	sw.reg.start("held", worker.Tenancy{Epoch: 3, Nonce: "n"})
 	deadline := time.Unix(100, 0)
 	ops := sw.departLeftovers([]wire.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
@@ -47,13 +60,129 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 		}
 		got = append(got, o.target())
 	}
-	if !slices.Equal(got, []coordination.SplitID{"leftover"}) {
-		t.Errorf("leftovers returned on Depart: %v, want [leftover]", got)
+	slices.Sort(got)
+	if !slices.Equal(got, []coordination.SplitID{"erred", "leftover", "outlived"}) {
+		t.Errorf("leftovers returned on Depart: %v, want [erred leftover outlived]", got)
+	}
+	for id, want := range map[coordination.SplitID]bool{"erred": true, "leftover": false, "outlived": false} {
+		if complete, _ := sw.departReturn(id, sw.records[id]); complete != want {
+			t.Errorf("%s: returned by its completion %v, want %v", id, complete, want)
+		}
 	}
 	// The session renewed its nonce (a self-fence): the record is an earlier
-	// session's now, a Reclaim candidate, not this session's leftover.
+	// session's now, a Reclaim candidate, not this session's leftover; the
+	// stranded claims' records still are this worker's.
 	sw.nonce = "n2" // as a live SessionChanged sets it
-	if ops := sw.departLeftovers(nil, 10, deadline); len(ops) != 0 {
-		t.Errorf("after a new session: %d leftovers, want none", len(ops))
+	if ops := sw.departLeftovers(nil, 10, deadline); len(ops) != 2 {
+		t.Errorf("after a new session: %d leftovers, want 2 (outlived, erred)", len(ops))
 	}
+}
+
+// Depart hands back every leftover of this worker, including the records
+// of its claims that began no tenancy whatever session they name
+// (docs/protocol.md, "Departure"): a claim that outlived its session is
+// handed back, no attempt charged, so its next claimant takes it as
+// Released rather than as an ended session's Expired; a claim whose
+// completion erred is completed at its epoch. (Depart used to return only
+// records naming the current session: an outlived claim's record was left
+// when another session had been announced, and an erred completion was
+// handed back, or left, instead of written.)
+func TestDepartHandsBackTheClaimsThatBeganNoTenancy(t *testing.T) {
+	ended, renewed := wire.SessionChanged{}, wire.SessionChanged{Live: true, Nonce: "n2"}
+	tests := []struct {
+		name          string
+		completed     bool  // the progress record is completed and the claim's completion errs
+		during, after []any // sent while the claim is in flight, and after it returned
+		wantStatus    protocol.Status
+		wantEpoch     uint64 // the final record's, no attempt charged
+		wantOwner     string // and its owner, in session n if any
+	}{
+		{name: "outlived, no session since", during: []any{ended},
+			wantStatus: protocol.StatusRunnable, wantEpoch: 1},
+		{name: "outlived, a new session began and ended while it was in flight", during: []any{ended, renewed, ended},
+			wantStatus: protocol.StatusRunnable, wantEpoch: 1},
+		{name: "outlived, a new session is live but the watches are not", during: []any{ended, renewed, wire.WatchesChanged{}},
+			wantStatus: protocol.StatusRunnable, wantEpoch: 1},
+		{name: "its completion erred", completed: true,
+			wantStatus: protocol.StatusCompleted, wantEpoch: 2, wantOwner: "w1"},
+		{name: "its completion erred, then a new session began", completed: true, after: []any{ended, renewed},
+			wantStatus: protocol.StatusCompleted, wantEpoch: 2, wantOwner: "w1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e, clk := workertest.NewEngine(t)
+				mem := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+				key := protocol.SplitKey("a")
+				var under store.Store = mem
+				if tt.completed {
+					under = &failedUpdate{Store: mem, key: key, nth: 2} // the claim's completion
+				}
+				st := &gatedUpdate{Store: under, key: key, gate: make(chan struct{})}
+				workertest.Put(t, mem, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, 0, 1)), 0)
+				fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
+				if tt.completed {
+					fresh.Epoch = 1 // handed back; its progress record completed at epoch 1
+					done := protocol.FreshProgress("a", 0, "dead", 1, 0).Commit(coordination.SplitProgress{Watermark: 9, Completed: true}, 0)
+					workertest.Put(t, mem, protocol.ProgressKey("a"), protocol.EncodeProgress(done), 0)
+				}
+				rev := workertest.Put(t, mem, key, protocol.EncodeSplit(fresh), 0)
+				_, writer, rec, sent := spawnLoneSplitWriterOn(t, e, clk, st)
+				send := func(msgs ...any) {
+					for _, m := range msgs {
+						e.Send(writer, m)
+					}
+					synctest.Wait()
+				}
+				send(wire.WatchesChanged{Live: true},
+					wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
+					recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: fresh, Rev: rev}}})
+				if !st.waiting() {
+					t.Fatal("no claim of a in flight")
+				}
+				send(tt.during...)
+				close(st.gate)
+				synctest.Wait()
+				send(tt.after...)
+				send(wire.DepartJob{ReplyTo: rec})
+				r, _ := readSplit(t, mem, "a")
+				wantNonce := map[string]string{"": "", "w1": "n"}[tt.wantOwner]
+				if r.Owner != tt.wantOwner || r.Nonce != wantNonce || r.Status != tt.wantStatus || r.Epoch != tt.wantEpoch || r.Attempts != 0 {
+					t.Fatalf("record %+v after Depart, want %v at epoch %d, owner %q, no attempt charged", r, tt.wantStatus, tt.wantEpoch, tt.wantOwner)
+				}
+				var replies []wire.DepartHandedBack
+				for _, m := range sent() {
+					if d, ok := m.(wire.DepartHandedBack); ok {
+						replies = append(replies, d)
+					}
+				}
+				if len(replies) != 1 || replies[0].Err != nil {
+					t.Fatalf("Depart answered %+v, want one answer, no error", replies)
+				}
+			})
+		})
+	}
+}
+
+// failedUpdate is a store whose nth update of one record fails, without
+// writing, with a Retryable error.
+type failedUpdate struct {
+	store.Store
+	key string
+	nth int
+	mu  sync.Mutex
+	n   int // the updates of key so far
+}
+
+func (s *failedUpdate) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
+	if ks == store.Durable && key == s.key {
+		s.mu.Lock()
+		s.n++
+		fail := s.n == s.nth
+		s.mu.Unlock()
+		if fail {
+			return 0, false, coordination.Errorf(coordination.Retryable, "injected: update of %s failed", key)
+		}
+	}
+	return s.Store.Update(ctx, ks, key, v, rev)
 }

@@ -9,33 +9,45 @@ import (
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
-// departLeftovers returns the writes that hand back, in Depart's batch,
-// every split record the split-writer actor's view shows naming this session
-// that this worker does not hold: a claim whose reply was lost (or a
-// hand-back that did not confirm) left it (docs/protocol.md, "Departure").
-// Without them the next claimant would find a record of an ended session
-// and take it over as Expired, charging an attempt. held are the splits
-// the batch hands back anyway. Each write re-checks the view when it
-// starts, after any earlier write on its split.
+// departLeftovers returns the writes that return, in Depart's batch, every
+// leftover of this worker the split-writer actor's view shows (departReturn,
+// docs/protocol.md, "Departure"): a claim whose reply was lost or a
+// hand-back that did not confirm, and a claim that began no tenancy (it
+// outlived its session, or its completion erred) whatever session it
+// names. Without them the next claimant would find a record of an ended
+// session and take it over as Expired, charging an attempt. held are the
+// splits the batch hands back anyway. Each write re-checks the view when
+// it starts, after any earlier write on its split.
 func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64, deadline time.Time) []splitOp {
 	skip := make(map[coordination.SplitID]bool, len(held))
 	for _, h := range held {
 		skip[h.Split] = true
 	}
 	var ops []splitOp
-	for id, r := range sw.records {
-		if !skip[id] && sw.isLeftover(id, r.Rec) {
+	for id, e := range sw.records {
+		if _, ok := sw.departReturn(id, e); ok && !skip[id] {
 			ops = append(ops, departLeftoverOp{split: id, batch: batch, deadline: deadline})
 		}
 	}
 	return ops
 }
 
-// isLeftover reports whether rec, split id's record, is a leftover of this
-// session: runnable, naming this worker and its current session, not held.
-func (sw *splitWriterActor) isLeftover(id coordination.SplitID, rec protocol.SplitRecord) bool {
-	_, held := sw.reg.held[id]
-	return !held && rec.Status == protocol.StatusRunnable && rec.Owner == sw.v.ID && rec.Nonce == sw.nonce
+// departReturn reports whether e, split id's record in the view, is a
+// leftover of this worker that Depart returns, and whether its return is
+// the completion rather than a hand-back (docs/protocol.md, "Departure"):
+// runnable, naming this worker, not held, and either naming its current
+// session or written by a claim of this worker that began no tenancy and
+// unchanged since (claimer.stranded), whatever session it names. Such a
+// claim's record is completed when the claim's completion erred (its
+// progress record is completed), else handed back.
+func (sw *splitWriterActor) departReturn(id coordination.SplitID, e worker.SplitEntry) (complete, ok bool) {
+	if _, held := sw.reg.held[id]; held || e.Rec.Status != protocol.StatusRunnable || e.Rec.Owner != sw.v.ID {
+		return false, false
+	}
+	if s, stranded := sw.claims.strandedAt(id, e.Rev); stranded {
+		return s.complete, true
+	}
+	return false, e.Rec.Nonce == sw.nonce
 }
 
 // departLeftoverResult applies the outcome of a leftover's return. A
@@ -45,11 +57,19 @@ func (sw *splitWriterActor) isLeftover(id coordination.SplitID, rec protocol.Spl
 func (sw *splitWriterActor) departLeftoverResult(op departLeftoverOp, d splitWritten) {
 	switch d.Outcome {
 	case worker.CASLanded:
-		sw.log.Debug("leftover of this session handed back on departure", "split", op.split, "epoch", op.epoch)
+		if op.complete {
+			sw.log.Debug("completion of a claim of this worker written on departure", "split", op.split, "epoch", op.epoch)
+		} else {
+			sw.log.Debug("leftover of this worker handed back on departure", "split", op.split, "epoch", op.epoch)
+		}
 	case worker.CASFatal:
 		sw.v.FailNow(d.Err)
 	case worker.CASUnconfirmed:
-		sw.log.Warn("leftover of this session was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.Err)
+		if op.complete {
+			sw.log.Warn("completion of a claim of this worker was not written on departure; its next claimant is charged an attempt, then completes it", "split", op.split, "err", d.Err)
+		} else {
+			sw.log.Warn("leftover of this worker was not handed back on departure; its next claimant is charged an attempt", "split", op.split, "err", d.Err)
+		}
 	}
 	sw.settleBatch(op.batch, op.split, wire.EndDeparted, false)
 }

@@ -407,14 +407,19 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			})}
 		})
 	case departLeftoverOp:
+		var ok bool
 		op.epoch = base.Rec.Epoch
-		if !have || !sw.isLeftover(id, base.Rec) {
+		if op.complete, ok = sw.departReturn(id, base); !have || !ok {
 			v.Send(pid, departLeftoverDone{op: op, res: refused})
 			return
 		}
+		doing, build := "handing back", protocol.SplitRecord.HandBack
+		if op.complete {
+			doing, build = "completing", protocol.SplitRecord.Complete
+		}
 		sw.launch(c, op.deadline, func(ctx context.Context) any {
-			return departLeftoverDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
-				return r.HandBack(now)
+			return departLeftoverDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, doing, base, func(r protocol.SplitRecord) protocol.SplitRecord {
+				return build(r, now)
 			})}
 		})
 	}

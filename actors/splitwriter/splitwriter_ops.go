@@ -79,12 +79,14 @@ type leftoverReturn struct {
 	RecordRev uint64
 }
 
-// departLeftoverOp returns a leftover of this session on Depart, in the
-// departure's hand-back batch (actors/depart.go); epoch is the record's, set when
-// the write starts.
+// departLeftoverOp returns a leftover of this worker on Depart, in the
+// departure's hand-back batch (actors/depart.go, departReturn); epoch is
+// the record's and complete whether the return is a completion, both set
+// when the write starts.
 type departLeftoverOp struct {
 	split    coordination.SplitID
 	epoch    uint64
+	complete bool
 	batch    uint64
 	deadline time.Time
 }

@@ -83,8 +83,8 @@ func (g *registry) list() []wire.HeldSplit {
 // EndDrained, EndRevoked, EndDeparted; answered once for the batch to
 // replyTo, messages.ReleaseSplitsReply or, for EndDeparted,
 // wire.DepartHandedBack), none for a fence or a session's end. With
-// leftovers (Depart) the batch also returns every split record the view
-// shows naming this session that the worker does not hold. decline is a
+// leftovers (Depart) the batch also returns every leftover of this worker
+// the view shows (departReturn, departleftover.go). decline is a
 // DeclineRevoke's reply PID (EndRevoked), answered by the root once the
 // Lost is queued.
 type surrender struct {
@@ -226,7 +226,7 @@ func (sw *splitWriterActor) release(c *actor.Context, m messages.ReleaseSplits) 
 // depart applies the Depart the root sent on (docs/protocol.md,
 // "Departure"): after a failure it answers the handle the named held
 // tenancies and the session for the direct hand-back; otherwise it hands
-// back every held tenancy and this session's leftovers, answering the root
+// back every held tenancy and this worker's leftovers, answering the root
 // DepartHandedBack after the batch's last write.
 func (sw *splitWriterActor) depart(c *actor.Context, m wire.DepartJob) {
 	sw.departing = true

@@ -21,7 +21,7 @@ type DepartHandedBack struct {
 
 // DepartJob is a handle Depart, sent to the root, which sends it on to the
 // split writer (the owner of the held tenancies) with ReplyTo and Failure
-// set: the split writer hands back every held tenancy and this session's
+// set: the split writer hands back every held tenancy and this worker's
 // leftovers and answers DepartHandedBack to ReplyTo (the root); when
 // the coordinator had failed (Failure) it writes nothing and answers
 // DepartJobReply to ReplyTo (the handle) for the direct hand-back.
