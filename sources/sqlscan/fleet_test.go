@@ -42,7 +42,8 @@ const fleetLease = time.Second
 // its own faults. The default 4 quarantined two splits of a schedule on a
 // machine at a load of 13; 16 stays well above a schedule's charges (its
 // own steps, at most 4, and the other fleet's restarts while it runs) and
-// still ends, Stalled, a run that charges without end.
+// still ends a run that charges without end as Stalled, with its reason,
+// before copyDeadline when its takeovers come a lease or two apart.
 const fleetMaxAttempts = 16
 
 // copyJob is one copy: src into dst, on server s, by job.
