@@ -33,6 +33,19 @@ import (
 // worker's splits move within a second or two.
 const fleetLease = time.Second
 
+// fleetMaxAttempts is the workers' MaxAttempts. No split of these tests is
+// poison, but each lost session charges every split its worker held one
+// attempt at the split's takeover (docs/protocol.md, "Sessions"), and at
+// fleetLease every server restart ends every session: a restart takes 2 to
+// 3 s, more on a loaded machine, and the property's two fleets share the
+// server, so a schedule lives through the other fleet's restarts as well as
+// its own faults. The default 4 quarantined two splits of a schedule on a
+// machine at a load of 13; 16 stays well above a schedule's charges (its
+// own steps, at most 4, and the other fleet's restarts while it runs) and
+// still ends a run that charges without end as Stalled, with its reason,
+// before copyDeadline when its takeovers come a lease or two apart.
+const fleetMaxAttempts = 16
+
 // copyJob is one copy: src into dst, on server s, by job.
 type copyJob struct {
 	s         *pgtest.Server
@@ -88,6 +101,7 @@ func (j *copyJob) start(t testing.TB, id string) *copyWorker {
 	cfg.InstanceID = id
 	cfg.LeaseDuration = lease
 	cfg.OpTimeout = cmp.Or(j.opTimeout, 300*time.Millisecond)
+	cfg.MaxAttempts = fleetMaxAttempts
 	cfg.ReplanInterval = lease
 	cfg.ReconcileInterval = max(600*time.Millisecond, 2*cfg.OpTimeout)
 	cfg.DrainDeadline = cmp.Or(j.drain, lease/2)
