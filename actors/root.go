@@ -100,7 +100,8 @@ func (r *rootActor) Receive(c *actor.Context) {
 }
 
 // eventsRaised queues the seam events the split writer raised, in its
-// order, under the root's own rules (E5, E7: after the verdict only a
+// order, under the root's own rules of the event order (docs/protocol.md,
+// "Events and their order": E5, E7; after the verdict only a
 // Gained; once Depart began no RevokeRequested and no verdict), then answers a DeclineRevoke whose forced revocation
 // ended a tenancy; Depart's own ends are the splits its answer waits for.
 func (r *rootActor) eventsRaised(m wire.EventsRaised) {
@@ -125,8 +126,8 @@ func (r *rootActor) eventsRaised(m wire.EventsRaised) {
 	r.departSplits = append(r.departSplits, m.Departed...)
 	if m.Decline != nil {
 		// A decline: the tenancy is surrendered (its Lost is in the
-		// outbox); the hand-back settles the revocation in the revoke
-		// actor (docs/architecture.md, "Hops").
+		// outbox); revoke settled the revocation as forced when it
+		// forced it (docs/architecture.md, "Hops on the main paths").
 		for _, ev := range m.Events {
 			if l, ok := ev.(coordination.Lost); ok {
 				r.v.Reply(m.Decline, messages.DeclineRevokeReply{Split: l.Split})
