@@ -142,7 +142,7 @@ func (l *leaseActor) Receive(c *actor.Context) {
 		l.departed.Store(true)
 		l.withdraw = m.ReplyTo
 		l.maybeWithdraw()
-	case worker.RemainingReported: // from the root: a held tenancy's (Remaining 0 when it ended)
+	case worker.RemainingReported: // from the split writer: a held tenancy's (Remaining 0 when it ended)
 		l.est.report(m)
 	default:
 		l.log.Warn("unknown message", "type", fmt.Sprintf("%T", m))

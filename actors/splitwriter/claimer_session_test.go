@@ -167,7 +167,7 @@ func keepsChains(order []int, chains [][]int) bool {
 }
 
 // A claim whose session ends while it is in flight begins no tenancy
-// (docs/protocol.md, "Claim protocol", step 4): no ClaimWon carries the
+// (docs/protocol.md, "Claim protocol", step 4): no tenancy starts under the
 // ended session's nonce. Nothing ran under the claim, so its record is a
 // leftover of this worker: claimed again under the new session, one epoch
 // up and with no attempt charged, whether that session was announced

@@ -22,8 +22,8 @@ import (
 // EndTenancy of the commit writer (a fenced or completed commit). The
 // split writer announces each change once, in the order it applied them:
 // the root is raised its Gained and, for an involuntary end, its Lost
-// (events.go), revoke and the commit writer are told TenancyEnded, the
-// lease a 0 estimate.
+// (events.go), revoke is told TenancyEnded, the commit writer
+// CellChanged (the cell closes), the lease a 0 estimate.
 
 // registry is the tenancy registry: split → the tenancy held. Owner: the
 // split-writer actor.

@@ -5,7 +5,7 @@ import (
 )
 
 // AssignedSetChanged is the assign actor's diff of this worker's
-// assignment, to the root and the split-writer actor. Decided is false while
+// assignment, to the split-writer actor. Decided is false while
 // no assignment record is known (then the rest is empty). Splits is the
 // assigned set; Added the splits it names that the previous set did not (every
 // split of the first set after an undecided one), Removed those the previous

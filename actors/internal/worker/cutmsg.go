@@ -7,8 +7,8 @@ import "github.com/spate-go/coordination"
 // "Who decides"). The assign actor posts it to the commit writer
 // (Env.Commits), which knows the tenancy's durable record: it acts on the
 // request only while it holds Split at Epoch with no cut in flight, its
-// next cut of the tenancy is numbered Counter, and at most once per cut
-// interval per split, by emitting coordination.CutRequested.
+// next cut of the tenancy is numbered Counter, and at most once per half
+// cut interval per tenancy, by emitting coordination.CutRequested.
 type CutAsked struct {
 	Split   coordination.SplitID
 	Epoch   coordination.LeaseEpoch

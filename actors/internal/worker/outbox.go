@@ -38,8 +38,8 @@ func NewOutbox(latch Latch) *Outbox {
 }
 
 // SetLive publishes whether this worker holds a live session and whether
-// both its watches are live; the root alone calls it, as the lease and the
-// watch tell it (docs/architecture.md, "The worker's environment").
+// both its watches are live; the root alone calls it, as the split writer's
+// HealthChanged tells it (docs/architecture.md, "What `worker.Env` holds").
 func (o *Outbox) SetLive(session, watches bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
