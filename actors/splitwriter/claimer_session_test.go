@@ -200,22 +200,7 @@ func TestAClaimThatOutlivesItsSessionBeginsNoTenancy(t *testing.T) {
 				fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
 				rev := workertest.Put(t, st, protocol.SplitKey("a"), protocol.EncodeSplit(fresh), 0)
 				_, writer, _, sent := spawnLoneSplitWriterOn(t, e, clk, st)
-				send := func(msgs ...any) {
-					for _, m := range msgs {
-						e.Send(writer, m)
-					}
-					synctest.Wait()
-				}
-				send(wire.WatchesChanged{Live: true},
-					wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
-					recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: fresh, Rev: rev}}})
-				if !st.waiting() {
-					t.Fatal("no claim of a in flight")
-				}
-				send(tt.during...)
-				close(st.gate)
-				synctest.Wait()
-				send(tt.after...)
+				holdClaim(t, e, writer, st, fresh, rev, tt.during, tt.after)
 				var won []string
 				for _, m := range sent() {
 					if r, ok := m.(wire.EventsRaised); ok {

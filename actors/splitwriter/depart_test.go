@@ -13,7 +13,6 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
-	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -128,23 +127,9 @@ func TestDepartHandsBackTheClaimsThatBeganNoTenancy(t *testing.T) {
 				}
 				rev := workertest.Put(t, mem, key, protocol.EncodeSplit(fresh), 0)
 				_, writer, rec, sent := spawnLoneSplitWriterOn(t, e, clk, st)
-				send := func(msgs ...any) {
-					for _, m := range msgs {
-						e.Send(writer, m)
-					}
-					synctest.Wait()
-				}
-				send(wire.WatchesChanged{Live: true},
-					wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
-					recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: fresh, Rev: rev}}})
-				if !st.waiting() {
-					t.Fatal("no claim of a in flight")
-				}
-				send(tt.during...)
-				close(st.gate)
+				holdClaim(t, e, writer, st, fresh, rev, tt.during, tt.after)
+				e.Send(writer, wire.DepartJob{ReplyTo: rec})
 				synctest.Wait()
-				send(tt.after...)
-				send(wire.DepartJob{ReplyTo: rec})
 				r, _ := readSplit(t, mem, "a")
 				wantNonce := map[string]string{"": "", "w1": "n"}[tt.wantOwner]
 				if r.Owner != tt.wantOwner || r.Nonce != wantNonce || r.Status != tt.wantStatus || r.Epoch != tt.wantEpoch || r.Attempts != 0 {
