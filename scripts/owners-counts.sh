@@ -56,7 +56,7 @@ fact() { # name, pattern
   echo
 }
 fact "held splits"   'held +(map|worker\.HeldView|heldView)|registry\b.*struct|\bpolled +map|byOwner +map|handing +map|cells +map'
-fact "assigned set"  '\bassigned +(map|\[\])|assigns +map'
+fact "assigned set"  '\bassigned +(map|\[\]|worker\.AssignedSet)|assigns +map'
 fact "split records" '\brecords +(map|\[\])|splitRecords|records +worker\.'
-fact "live members"  'members +map|sessions +map|live +map'
+fact "live members"  'members +map|sessions +(map|worker\.LiveSessions)|live +map'
 fact "phase"         'worker\.JobPhase|\b(verdict|departing|departed|gone|over) +bool'

@@ -27,7 +27,7 @@ type assignActor struct {
 	log *slog.Logger
 
 	appliedGen uint64
-	assigned   map[coordination.SplitID]bool // the last record's set, empty while none is known
+	assigned   worker.AssignedSet // the last record's set, empty while none is known
 }
 
 // New returns the producer of worker v's assignment-diffing actor.
@@ -36,7 +36,7 @@ func New(v *worker.Env) actor.Producer {
 		return &assignActor{
 			v:        v,
 			log:      v.Log.With("actor", "assign"),
-			assigned: map[coordination.SplitID]bool{},
+			assigned: worker.AssignedSet{},
 		}
 	}
 }
@@ -65,7 +65,7 @@ func (a *assignActor) Receive(c *actor.Context) {
 // unassigned applies the deletion of this worker's assignment record:
 // nothing is decided until a new one appears.
 func (a *assignActor) unassigned() {
-	a.assigned = map[coordination.SplitID]bool{}
+	a.assigned = worker.AssignedSet{}
 	a.tell(wire.AssignedSetChanged{})
 }
 
@@ -96,8 +96,8 @@ func (a *assignActor) assignment(m recordmsg.AssignmentChanged) {
 // diffAssigned is the one place the assignment is diffed: the set next
 // names, what it names that old does not (added, in next's order) and what
 // old names that it does not (removed, sorted).
-func diffAssigned(old map[coordination.SplitID]bool, next []coordination.SplitID) (set map[coordination.SplitID]bool, added, removed []coordination.SplitID) {
-	set = make(map[coordination.SplitID]bool, len(next))
+func diffAssigned(old worker.AssignedSet, next []coordination.SplitID) (set worker.AssignedSet, added, removed []coordination.SplitID) {
+	set = make(worker.AssignedSet, len(next))
 	for _, id := range next {
 		set[id] = true
 		if !old[id] {

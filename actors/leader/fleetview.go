@@ -8,6 +8,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 )
@@ -36,8 +37,8 @@ type splitFacts struct {
 // function's input (docs/protocol.md, "Assignment and the rebalance delay"),
 // kept whether or not this worker leads. Written by the leader actor only.
 type fleetView struct {
-	members    map[string]uint32 // live member → its MaxInFlight (0: the default)
-	sessions   map[string]string // live member → its session nonce
+	members    map[string]uint32   // live member → its MaxInFlight (0: the default)
+	sessions   worker.LiveSessions // live member → its session nonce
 	departedAt map[string]time.Time
 	records    map[coordination.SplitID]splitFacts
 	assigns    map[string]assignCache
@@ -78,7 +79,7 @@ type fleetView struct {
 func newFleetView(startupGrace time.Duration) fleetView {
 	return fleetView{
 		members:    map[string]uint32{},
-		sessions:   map[string]string{},
+		sessions:   worker.LiveSessions{},
 		departedAt: map[string]time.Time{},
 		records:    map[coordination.SplitID]splitFacts{},
 		assigns:    map[string]assignCache{},

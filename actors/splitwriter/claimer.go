@@ -8,6 +8,7 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
+	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 )
 
@@ -33,7 +34,7 @@ type claimer struct {
 	sw      *splitWriterActor
 	enqueue func(c *actor.Context, op splitOp) // the actor's write queue (a test's recorder)
 
-	sessions map[string]string                        // instance → live session nonce
+	sessions worker.LiveSessions                      // instance → live session nonce
 	byOwner  map[string]map[coordination.SplitID]bool // instance → splits its records name
 
 	inflight map[coordination.SplitID]bool   // every write in flight (bounded by MaxClaimsInFlight); value: it counts as a claim against MaxInFlight (quarantines and leftover returns do not)
@@ -51,7 +52,7 @@ type claimer struct {
 	stranded map[coordination.SplitID]strandedClaim
 
 	decided  bool                               // an assignment record is known
-	assigned map[coordination.SplitID]bool      // the assign actor's last AssignedSetChanged
+	assigned worker.AssignedSet                 // the assign actor's last AssignedSetChanged
 	named    map[coordination.SplitID]time.Time // first named while not held
 
 	live    bool // the watches are live
@@ -62,7 +63,7 @@ func newClaimer(sw *splitWriterActor) *claimer {
 	return &claimer{
 		sw:       sw,
 		enqueue:  sw.enqueue,
-		sessions: map[string]string{},
+		sessions: worker.LiveSessions{},
 		byOwner:  map[string]map[coordination.SplitID]bool{},
 		inflight: map[coordination.SplitID]bool{},
 		handing:  map[coordination.SplitID]uint64{},
@@ -71,7 +72,7 @@ func newClaimer(sw *splitWriterActor) *claimer {
 		cooldown: map[coordination.SplitID]bool{},
 		extra:    map[coordination.SplitID]bool{},
 		queued:   map[coordination.SplitID]protocol.ClaimKind{},
-		assigned: map[coordination.SplitID]bool{},
+		assigned: worker.AssignedSet{},
 		named:    map[coordination.SplitID]time.Time{},
 		session:  true,
 	}
@@ -232,7 +233,7 @@ func (cl *claimer) strandedAt(id coordination.SplitID, rev uint64) (strandedClai
 // assignment applies the assign actor's diff of this worker's assignment.
 func (cl *claimer) assignment(m wire.AssignedSetChanged) {
 	cl.decided = m.Decided
-	set := make(map[coordination.SplitID]bool, len(m.Splits))
+	set := make(worker.AssignedSet, len(m.Splits))
 	for _, id := range m.Splits {
 		set[id] = true
 	}

@@ -4,6 +4,6 @@
 // root and the handle share (outbox.go), the sends between actors
 // (send.go), metrics, error builders, the adopt-and-retry CAS loop, the
 // types of the facts the actors own (a tenancy, a split entry, the job's
-// phase) and the messages only the actors exchange among themselves (the commit writer's).
+// phase, the assigned set, the live members' sessions: facts.go) and the messages only the actors exchange among themselves (the commit writer's).
 // It imports no actor's package.
 package worker
