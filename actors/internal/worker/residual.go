@@ -15,7 +15,8 @@ import (
 // lost create reads the record and accepts it only if it is the one this
 // cut makes (an earlier attempt, or a roll-forward). generation is the
 // parent spec's (a residual's spec copies it, so every writer writes the
-// same bytes).
+// same bytes). A create whose reply was lost is decided by reading the
+// key back, as a lost create is.
 //
 // nil means the residual is confirmed (both records exist). A store error
 // is Retryable (the caller retries while the tenancy lasts); a foreign
@@ -45,20 +46,25 @@ func CreateResidual(ctx context.Context, v *Env, fp uint64, parent coordination.
 
 // createOrRead creates key (durable) with b, or, when the create loses,
 // reads the record and judges it with same: found reports that the key
-// holds this cut's record (created or found). A record same rejects is a
-// Fatal collision; a decode error is returned as is (Fatal).
+// holds this cut's record (created or found). A create that errs
+// Retryable (its reply lost: it may have landed) is decided the same way,
+// by reading the key back: the record this cut makes is found, an absent
+// one returns the create's error. A record same rejects is a Fatal
+// collision; a decode error is returned as is (Fatal).
 func createOrRead(ctx context.Context, v *Env, key string, b []byte, same func([]byte) (bool, error)) (found bool, err error) {
-	_, ok, err := v.Store.Create(ctx, store.Durable, key, b)
+	_, ok, createErr := v.Store.Create(ctx, store.Durable, key, b)
 	switch {
-	case err != nil:
-		return false, StoreErr("creating "+key, err)
-	case ok:
+	case createErr != nil && coordination.KindOf(createErr) == coordination.Fatal:
+		return false, StoreErr("creating "+key, createErr)
+	case createErr == nil && ok:
 		return true, nil
 	}
 	e, found, err := v.Store.Get(ctx, store.Durable, key)
 	switch {
 	case err != nil:
 		return false, StoreErr("reading "+key, err)
+	case !found && createErr != nil:
+		return false, StoreErr("creating "+key, createErr) // it did not land
 	case !found:
 		return false, nil // deleted between the create and the read: try again
 	}
