@@ -13,6 +13,7 @@ import (
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/internal/recordmsg"
 	"github.com/spate-go/coordination/store"
 	"github.com/spate-go/coordination/store/memstore"
 )
@@ -49,13 +50,12 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	sw.claims.stranded["erred"] = strandedClaim{rev: 7, complete: true}
 	sw.claims.stranded["stranded-moved"] = strandedClaim{rev: 6} // the view shows a newer revision
 	sw.reg.start("held", worker.Tenancy{Epoch: 3, Nonce: "n"})
-	deadline := time.Unix(100, 0)
-	ops := sw.departLeftovers([]wire.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9, deadline)
+	ops := sw.departLeftovers([]wire.HeldSplit{{Split: "handed-back", Epoch: 3}}, 9)
 	var got []coordination.SplitID
 	for _, o := range ops {
 		op, ok := o.(departLeftoverOp)
-		if !ok || op.batch != 9 || !op.deadline.Equal(deadline) {
-			t.Errorf("op %+v, want a departure leftover return in batch 9 with the batch's deadline", o)
+		if !ok || op.batch != 9 {
+			t.Errorf("op %+v, want a departure leftover return in batch 9", o)
 		}
 		got = append(got, o.target())
 	}
@@ -72,7 +72,7 @@ func TestDepartLeftoversAreThisSessionsUnheldRecords(t *testing.T) {
 	// session's now, a Reclaim candidate, not this session's leftover; the
 	// stranded claims' records still are this worker's.
 	sw.nonce = "n2" // as a live SessionChanged sets it
-	if ops := sw.departLeftovers(nil, 10, deadline); len(ops) != 2 {
+	if ops := sw.departLeftovers(nil, 10); len(ops) != 2 {
 		t.Errorf("after a new session: %d leftovers, want 2 (outlived, erred)", len(ops))
 	}
 }
@@ -170,4 +170,95 @@ func (s *failedUpdate) Update(ctx context.Context, ks store.Keyspace, key string
 		}
 	}
 	return s.Store.Update(ctx, ks, key, v, rev)
+}
+
+// A leftover's return in Depart's batch that waits behind a write in flight
+// on its split still has OpTimeout of its own once it starts: here the
+// claim's progress fence lands only after its caller's timeout, so its
+// split record names this session while the claim fails, and the return
+// queued behind it must still hand the record back, uncharged
+// (docs/protocol.md, "Departure"). With one deadline for the whole batch
+// (Depart's start plus OpTimeout, as before) the fence used it up: the
+// return failed "context deadline exceeded" and the split's next claimant
+// was charged an attempt (TestFleetSystemProperty, L2).
+func TestDepartReturnsALeftoverQueuedBehindASlowWrite(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, clk := workertest.NewEngine(t)
+		mem := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+		st := &lateWrite{Store: mem, key: protocol.ProgressKey("a")}
+		workertest.Put(t, mem, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, 0, 1)), 0)
+		fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
+		rev := workertest.Put(t, mem, protocol.SplitKey("a"), protocol.EncodeSplit(fresh), 0)
+		_, writer, rec, _ := spawnLoneSplitWriterOn(t, e, clk, st)
+		send := func(msgs ...any) {
+			for _, m := range msgs {
+				e.Send(writer, m)
+			}
+			synctest.Wait()
+		}
+		send(wire.WatchesChanged{Live: true},
+			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
+			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: fresh, Rev: rev}}})
+		claimed, claimRev := readSplit(t, mem, "a")
+		if claimed.Owner != "w1" || !st.waiting() {
+			t.Fatalf("the claim's record names %q (fence waiting: %v), want w1 with its fence in flight", claimed.Owner, st.waiting())
+		}
+		// The watch shows the claim's record; Depart begins while the fence
+		// waits out its timeout.
+		e.Send(writer, recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: claimed, Rev: claimRev}}})
+		e.Send(writer, wire.DepartJob{ReplyTo: rec})
+		synctest.Wait()
+		time.Sleep(3 * workertest.Config(t, clk, "w1").OpTimeout) // the fence's timeout, then the return's write (fake time)
+		synctest.Wait()
+		if r, _ := readSplit(t, mem, "a"); r.Owner != "" || r.Attempts != 0 {
+			t.Fatalf("after Depart the record names %q with %d attempts, want it handed back uncharged", r.Owner, r.Attempts)
+		}
+	})
+}
+
+// lateWrite is a store whose first write (create or update) of one record
+// waits for its caller's timeout, then lands and reports the timeout.
+type lateWrite struct {
+	store.Store
+	key  string
+	mu   sync.Mutex
+	held bool // the first write of key came
+}
+
+// waiting reports whether the first write of the key came.
+func (s *lateWrite) waiting() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+// late reports whether this write of key is the one to land late.
+func (s *lateWrite) late(ks store.Keyspace, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	first := ks == store.Durable && key == s.key && !s.held
+	s.held = s.held || first
+	return first
+}
+
+func (s *lateWrite) Create(ctx context.Context, ks store.Keyspace, key string, v []byte) (store.Revision, bool, error) {
+	if !s.late(ks, key) {
+		return s.Store.Create(ctx, ks, key, v)
+	}
+	<-ctx.Done()
+	if _, _, err := s.Store.Create(context.WithoutCancel(ctx), ks, key, v); err != nil {
+		return 0, false, err
+	}
+	return 0, false, coordination.Errorf(coordination.Retryable, "injected: write landed after the caller's timeout: %v", ctx.Err())
+}
+
+func (s *lateWrite) Update(ctx context.Context, ks store.Keyspace, key string, v []byte, rev store.Revision) (store.Revision, bool, error) {
+	if !s.late(ks, key) {
+		return s.Store.Update(ctx, ks, key, v, rev)
+	}
+	<-ctx.Done()
+	if _, _, err := s.Store.Update(context.WithoutCancel(ctx), ks, key, v, rev); err != nil {
+		return 0, false, err
+	}
+	return 0, false, coordination.Errorf(coordination.Retryable, "injected: write landed after the caller's timeout: %v", ctx.Err())
 }

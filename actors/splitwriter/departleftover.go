@@ -1,8 +1,6 @@
 package splitwriter
 
 import (
-	"time"
-
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
@@ -18,7 +16,7 @@ import (
 // session and take it over as Expired, charging an attempt. held are the
 // splits the batch hands back anyway. Each write re-checks the view when
 // it starts, after any earlier write on its split.
-func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64, deadline time.Time) []splitOp {
+func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64) []splitOp {
 	skip := make(map[coordination.SplitID]bool, len(held))
 	for _, h := range held {
 		skip[h.Split] = true
@@ -26,7 +24,7 @@ func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64,
 	var ops []splitOp
 	for id, e := range sw.records {
 		if _, ok := sw.departReturn(id, e); ok && !skip[id] {
-			ops = append(ops, departLeftoverOp{split: id, batch: batch, deadline: deadline})
+			ops = append(ops, departLeftoverOp{split: id, batch: batch})
 		}
 	}
 	return ops

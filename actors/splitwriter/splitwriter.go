@@ -380,7 +380,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			v.Send(pid, handBackDone{op: op, res: refused})
 			return
 		}
-		sw.launch(c, op.deadline, func(ctx context.Context) any {
+		sw.launch(c, time.Time{}, func(ctx context.Context) any {
 			return handBackDone{op: op, res: endTenancy(ctx, v, fp, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
@@ -417,7 +417,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 		if op.complete {
 			doing, build = "completing", protocol.SplitRecord.Complete
 		}
-		sw.launch(c, op.deadline, func(ctx context.Context) any {
+		sw.launch(c, time.Time{}, func(ctx context.Context) any {
 			return departLeftoverDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, doing, base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return build(r, now)
 			})}
@@ -481,13 +481,12 @@ func (sw *splitWriterActor) failResult(op failOp, d splitWritten) {
 func (sw *splitWriterActor) handBack(c *actor.Context, s surrender) {
 	sw.nextBatch++
 	id := sw.nextBatch
-	deadline := time.Now().Add(sw.v.Config.OpTimeout)
 	ops := make([]splitOp, 0, len(s.tenancies))
 	for _, h := range s.tenancies {
-		ops = append(ops, handBackOp{split: h.Split, epoch: h.Epoch, batch: id, reason: s.reason, deadline: deadline})
+		ops = append(ops, handBackOp{split: h.Split, epoch: h.Epoch, batch: id, reason: s.reason})
 	}
 	if s.leftovers {
-		ops = append(ops, sw.departLeftovers(s.tenancies, id, deadline)...)
+		ops = append(ops, sw.departLeftovers(s.tenancies, id)...)
 	}
 	if len(ops) == 0 {
 		if s.replyTo != nil {

@@ -1,8 +1,6 @@
 package splitwriter
 
 import (
-	"time"
-
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
@@ -35,11 +33,10 @@ type failOp struct {
 // ReleaseDrained, a forced revocation, Depart), as one write of a batch
 // answered when its last write resolves.
 type handBackOp struct {
-	split    coordination.SplitID
-	epoch    uint64
-	batch    uint64
-	reason   wire.EndReason
-	deadline time.Time
+	split  coordination.SplitID
+	epoch  uint64
+	batch  uint64
+	reason wire.EndReason
 }
 
 // completeOp completes the split record of a tenancy whose completed
@@ -88,7 +85,6 @@ type departLeftoverOp struct {
 	epoch    uint64
 	complete bool
 	batch    uint64
-	deadline time.Time
 }
 
 func (o failOp) target() coordination.SplitID           { return o.split }
