@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/anthdm/hollywood/actor"
 
@@ -370,7 +369,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			v.Send(pid, failDone{op: op, res: splitWritten{Outcome: worker.CASFenced, Err: worker.FencedErr(id)}})
 			return
 		}
-		sw.launch(c, time.Time{}, func(ctx context.Context) any {
+		sw.launch(c, func(ctx context.Context) any {
 			return failDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, "failing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.Fail(v.Config.MaxAttempts, now)
 			})}
@@ -380,7 +379,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			v.Send(pid, handBackDone{op: op, res: refused})
 			return
 		}
-		sw.launch(c, time.Time{}, func(ctx context.Context) any {
+		sw.launch(c, func(ctx context.Context) any {
 			return handBackDone{op: op, res: endTenancy(ctx, v, fp, id, op.epoch, "handing back", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
@@ -390,18 +389,18 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 			v.Send(pid, completeDone{op: op, res: refused})
 			return
 		}
-		sw.launch(c, time.Time{}, func(ctx context.Context) any {
+		sw.launch(c, func(ctx context.Context) any {
 			return completeDone{op: op, res: endTenancy(ctx, v, fp, id, op.epoch, "completing", base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.Complete(now)
 			})}
 		})
 	case claimOp: // the claimer's step checked the phase (claimer.launch)
-		sw.launch(c, time.Time{}, func(ctx context.Context) any {
+		sw.launch(c, func(ctx context.Context) any {
 			return claimDone{op: op, res: claimSplit(ctx, v, op.claim, now)}
 		})
 	case leftoverOp: // as claimOp
 		lo := op.leftover
-		sw.launch(c, time.Time{}, func(ctx context.Context) any {
+		sw.launch(c, func(ctx context.Context) any {
 			return leftoverDone{op: op, res: casSplit(ctx, v, fp, id, lo.Record.Epoch, "handing back", worker.SplitEntry{Rec: lo.Record, Rev: lo.RecordRev}, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return r.HandBack(now)
 			})}
@@ -417,7 +416,7 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 		if op.complete {
 			doing, build = "completing", protocol.SplitRecord.Complete
 		}
-		sw.launch(c, time.Time{}, func(ctx context.Context) any {
+		sw.launch(c, func(ctx context.Context) any {
 			return departLeftoverDone{op: op, res: casSplit(ctx, v, fp, id, op.epoch, doing, base, func(r protocol.SplitRecord) protocol.SplitRecord {
 				return build(r, now)
 			})}
@@ -425,17 +424,12 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 	}
 }
 
-// launch runs write on a goroutine of the worker, bounded by deadline (zero:
-// OpTimeout from now), and sends its result to the split-writer actor.
-func (sw *splitWriterActor) launch(c *actor.Context, deadline time.Time, write func(ctx context.Context) any) {
+// launch runs write on a goroutine of the worker, bounded by OpTimeout
+// from now, and sends its result to the split-writer actor.
+func (sw *splitWriterActor) launch(c *actor.Context, write func(ctx context.Context) any) {
 	v, pid := sw.v, c.PID()
 	v.Go(func(ctx context.Context) {
-		var cancel context.CancelFunc
-		if deadline.IsZero() {
-			ctx, cancel = v.OpCtx(ctx)
-		} else {
-			ctx, cancel = context.WithDeadline(ctx, deadline)
-		}
+		ctx, cancel := v.OpCtx(ctx)
 		defer cancel()
 		v.Send(pid, write(ctx))
 	})
