@@ -190,24 +190,15 @@ func TestDepartReturnsALeftoverQueuedBehindASlowWrite(t *testing.T) {
 		fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
 		rev := workertest.Put(t, mem, protocol.SplitKey("a"), protocol.EncodeSplit(fresh), 0)
 		_, writer, rec, _ := spawnLoneSplitWriterOn(t, e, clk, st)
-		send := func(msgs ...any) {
-			for _, m := range msgs {
-				e.Send(writer, m)
-			}
-			synctest.Wait()
-		}
-		send(wire.WatchesChanged{Live: true},
-			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
-			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: fresh, Rev: rev}}})
+		send := claimA(e, writer, fresh, rev)
 		claimed, claimRev := readSplit(t, mem, "a")
 		if claimed.Owner != "w1" || !st.waiting() {
 			t.Fatalf("the claim's record names %q (fence waiting: %v), want w1 with its fence in flight", claimed.Owner, st.waiting())
 		}
 		// The watch shows the claim's record; Depart begins while the fence
 		// waits out its timeout.
-		e.Send(writer, recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: claimed, Rev: claimRev}}})
-		e.Send(writer, wire.DepartJob{ReplyTo: rec})
-		synctest.Wait()
+		send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: claimed, Rev: claimRev}}},
+			wire.DepartJob{ReplyTo: rec})
 		time.Sleep(3 * workertest.Config(t, clk, "w1").OpTimeout) // the fence's timeout, then the return's write (fake time)
 		synctest.Wait()
 		if r, _ := readSplit(t, mem, "a"); r.Owner != "" || r.Attempts != 0 {

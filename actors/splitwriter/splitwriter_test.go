@@ -222,13 +222,11 @@ type gatedUpdate struct {
 	held bool // the first update of key came
 }
 
-// holdClaim makes writer claim split a, whose record is fresh at rev (the
-// watches live, a assigned), with the claim's write held by st: it sends
-// during while the claim is in flight, lets the write through, then sends
-// after, waiting for the writer to settle after each message.
-func holdClaim(t *testing.T, e *actor.Engine, writer *actor.PID, st *gatedUpdate, fresh protocol.SplitRecord, rev uint64, during, after []any) {
-	t.Helper()
-	send := func(msgs ...any) {
+// claimA makes writer claim split a, whose record is fresh at rev (the
+// watches live, a assigned), and returns send, which sends writer messages
+// and waits for it to settle.
+func claimA(e *actor.Engine, writer *actor.PID, fresh protocol.SplitRecord, rev uint64) (send func(msgs ...any)) {
+	send = func(msgs ...any) {
 		for _, m := range msgs {
 			e.Send(writer, m)
 		}
@@ -237,6 +235,14 @@ func holdClaim(t *testing.T, e *actor.Engine, writer *actor.PID, st *gatedUpdate
 	send(wire.WatchesChanged{Live: true},
 		wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
 		recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: fresh, Rev: rev}}})
+	return send
+}
+
+// holdClaim is claimA with the claim's write held by st: it sends during
+// while the claim is in flight, lets the write through, then sends after.
+func holdClaim(t *testing.T, e *actor.Engine, writer *actor.PID, st *gatedUpdate, fresh protocol.SplitRecord, rev uint64, during, after []any) {
+	t.Helper()
+	send := claimA(e, writer, fresh, rev)
 	if !st.waiting() {
 		t.Fatal("no claim of a in flight")
 	}
