@@ -92,9 +92,8 @@ func claimSplit(ctx context.Context, v *worker.Env, m claimRequest, now int64) c
 		if err == nil && ok {
 			d.rec, d.rev = done, uint64(r2)
 		}
-		d.retry = err != nil
-		if d.retry && !v.FatalIf(err) {
-			v.Log.Warn("completing a split whose progress record is completed did not confirm; retrying at the next heartbeat", "split", cand.ID, "epoch", want.Epoch, "err", err)
+		if d.retry = err != nil; d.retry {
+			warnCompletionRetry(v, cand.ID, want.Epoch, err)
 		}
 	case fenceSuperseded:
 		// The progress record is at or above the epoch this claim wrote:
@@ -147,9 +146,7 @@ func completeClaim(ctx context.Context, v *worker.Env, m claimRequest, now int64
 		v.FailNow(res.Err)
 	case worker.CASUnconfirmed:
 		d.retry = true
-		if !v.FatalIf(res.Err) {
-			v.Log.Warn("completing a split whose progress record is completed did not confirm; retrying at the next heartbeat", "split", id, "epoch", m.Record.Epoch, "err", res.Err)
-		}
+		warnCompletionRetry(v, id, m.Record.Epoch, res.Err)
 	}
 	return d
 }
@@ -234,4 +231,13 @@ func fenceProgress(ctx context.Context, v *worker.Env, fp uint64, id coordinatio
 		}
 	}
 	return protocol.ProgressRecord{}, 0, fenceFailed
+}
+
+// warnCompletionRetry fails the worker on a Fatal err of a claim's
+// completion, or logs that the completion is retried at the next
+// heartbeat.
+func warnCompletionRetry(v *worker.Env, id coordination.SplitID, epoch uint64, err error) {
+	if !v.FatalIf(err) {
+		v.Log.Warn("completing a split whose progress record is completed did not confirm; retrying at the next heartbeat", "split", id, "epoch", epoch, "err", err)
+	}
 }
