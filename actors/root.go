@@ -101,9 +101,10 @@ func (r *rootActor) Receive(c *actor.Context) {
 
 // eventsRaised queues the seam events the split writer raised, in its
 // order, under the root's own rules of the event order (docs/protocol.md,
-// "Events and their order": E5, E7; after the verdict only a
-// Gained; once Depart began no RevokeRequested and no verdict), then answers a DeclineRevoke whose forced revocation
-// ended a tenancy; Depart's own ends are the splits its answer waits for.
+// "Events and their order": E5, E7; after the verdict only a Gained; once
+// Depart began no RevokeRequested and no verdict), then answers a
+// DeclineRevoke whose forced revocation ended a tenancy; Depart's own ends
+// are the splits its answer waits for.
 func (r *rootActor) eventsRaised(m wire.EventsRaised) {
 	for _, ev := range m.Events {
 		switch ev := ev.(type) {
