@@ -374,7 +374,7 @@ func (c *Coordinator) shutdown() {
 		t := time.NewTimer(bound)
 		defer t.Stop()
 		p := v.PIDs
-		for _, pid := range []*actor.PID{p.Watch, p.Lease, p.Leader, p.Assign, p.SplitWriter, p.Revoke, p.Root} {
+		for _, pid := range []*actor.PID{p.Watch, p.Lease, p.Leader, p.SplitWriter, p.Revoke, p.Root} {
 			select {
 			case <-v.Engine.Poison(pid).Done():
 			case <-t.C:

@@ -16,7 +16,7 @@ import (
 // docs/protocol.md "Runtime split" through a whole worker: an estimate
 // reported with ReportRemaining rides on the presence, the leader (the same
 // worker) sees a lane idle and writes a request into the owner's
-// assignment record, the assign actor hands it to the commit writer, and
+// assignment record, the split writer hands it to the commit writer, and
 // the driver polls CutRequested with the keep of protocol.CutOf. Once the
 // cut is committed its residual takes the idle lane and nothing more is
 // asked.

@@ -2,7 +2,7 @@
 // actors on the hollywood engine (github.com/anthdm/hollywood).
 //
 // One call of [Spawn] creates one worker: a root actor and its children
-// (watch, lease, leader, assign, splitwriter, revoke) on the caller's
+// (watch, lease, leader, splitwriter, revoke) on the caller's
 // engine, every actor id carrying the instance id and the worker's nonce,
 // so several workers may share one engine and one store, and the commit
 // writer, an actor with a mailbox of its own that writes the commits. The returned [*Coordinator]

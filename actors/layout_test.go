@@ -13,7 +13,7 @@ const module = "github.com/spate-go/coordination"
 
 // actorPackages are the actors of one worker, one package each
 // (docs/architecture.md, "The actors of one worker").
-var actorPackages = []string{"assign", "commitwriter", "leader", "lease", "revoke", "splitwriter", "watch"}
+var actorPackages = []string{"commitwriter", "leader", "lease", "revoke", "splitwriter", "watch"}
 
 // TestNoActorPackageImportsAnother checks the rooms of the actors: an
 // actor's package (its tests included) imports no other actor's package,

@@ -30,7 +30,7 @@ var facts = []fact{
 	{name: "held tenancies", types: []string{"Tenancy"}, owner: "splitwriter"},
 	{name: "split records", types: []string{"SplitEntry"}, owner: "splitwriter"},
 	{name: "the job's phase", types: []string{"JobPhase"}, owner: "."},
-	{name: "the assigned set", types: []string{"AssignedSet", "AssignmentRecord"}, owner: "assign"},
+	{name: "the assigned set", types: []string{"AssignedSet", "AssignmentRecord"}, owner: "splitwriter"},
 	{name: "live members", types: []string{"LiveSessions"}, owner: "watch"}, // observed there, kept by none yet
 }
 
@@ -38,7 +38,6 @@ var facts = []fact{
 // owner, as "dir.Type.field", with the fact they copy.
 var knownCopies = map[string]string{
 	"leader.leaderActor.phase":     "the job's phase",  // copies fed by WatchesChanged and Retire
-	"splitwriter.claimer.assigned": "the assigned set", // the claims' and the revocation rules' input
 	"leader.assignCache.rec":       "the assigned set", // every member's published record, this worker's among them
 	"leader.fleetView.sessions":    "live members",     // the assignment function's and the cutter's input
 	"splitwriter.claimer.sessions": "live members",     // whether a record's owner session is live (claim rules)

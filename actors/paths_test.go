@@ -38,9 +38,8 @@ var commitPath = []pathStep{
 var claimPath = []pathStep{
 	{"actors/watch/watch.go", []string{"watchActor.event", "watchActor.decodePut", "watchActor.otherPut", "watchActor.assignmentChanged", "watchActor.observe"}},
 	{"actors/internal/worker/backlog.go", []string{"Backlog.Take", "Backlog.Observe", "BacklogMiddleware"}},
-	{"actors/assign/assign.go", []string{"assignActor.assignment", "diffAssigned", "assignActor.tell"}},
-	{"actors/splitwriter/splitwriter.go", []string{"splitWriterActor.receive", "splitWriterActor.enqueue", "splitWriterActor.start", "splitWriterActor.launch", "splitWriterActor.claimResult"}},
-	{"actors/splitwriter/claimer.go", []string{"claimer.assignment", "claimer.classify", "claimer.step", "claimer.launch"}},
+	{"actors/splitwriter/splitwriter.go", []string{"splitWriterActor.receive", "splitWriterActor.assignmentChanged", "splitWriterActor.enqueue", "splitWriterActor.start", "splitWriterActor.launch", "splitWriterActor.claimResult"}},
+	{"actors/splitwriter/claimer.go", []string{"claimer.assignment", "diffAssigned", "claimer.classify", "claimer.step", "claimer.launch"}},
 	{"internal/protocol/candidates.go", []string{"Classify"}},
 	{"actors/splitwriter/claim.go", []string{"claimSplit", "fenceProgress"}},
 	{"actors/splitwriter/claim_decide.go", []string{"judgeProgressFence", "judgeClaimWrite"}},
@@ -59,10 +58,11 @@ func TestCommitPathOpensAtMostTenFiles(t *testing.T) {
 	checkPath(t, "The commit path", commitPath, 10)
 }
 
-// TestClaimPathOpensAtMostFourteenFiles is the same check for the claim
-// path.
-func TestClaimPathOpensAtMostFourteenFiles(t *testing.T) {
-	checkPath(t, "The claim path", claimPath, 14)
+// TestClaimPathOpensAtMostThirteenFiles is the same check for the claim
+// path (issue #40 asks for at most 14; 13 since the assign actor merged
+// into the split writer).
+func TestClaimPathOpensAtMostThirteenFiles(t *testing.T) {
+	checkPath(t, "The claim path", claimPath, 13)
 }
 
 // checkPath checks that path is at most most files, that each step of it

@@ -9,7 +9,6 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/assign"
 	"github.com/spate-go/coordination/actors/commitwriter"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/leader"
@@ -94,7 +93,6 @@ func Spawn(e *actor.Engine, st store.Store, cfg coordination.Config) (*Coordinat
 		{watch.New(v), "watch", v.PIDs.Watch},
 		{lease.New(v), "lease", v.PIDs.Lease},
 		{leader.New(v), "leader", v.PIDs.Leader},
-		{assign.New(v), "assign", v.PIDs.Assign},
 		{splitwriter.New(v), "splitwriter", v.PIDs.SplitWriter},
 		{revoke.New(v), "revoke", v.PIDs.Revoke},
 		{newRoot(v, out), "coordinator", v.PIDs.Root},

@@ -348,7 +348,7 @@ func TestCutAskedGate(t *testing.T) {
 }
 
 // TestACutAskedPostedIsEmittedOncePerHalfInterval: a CutAsked posted to
-// the commit writer (as the assign actor posts it) becomes one
+// the commit writer (as the split writer posts it) becomes one
 // CutRequested told to the root (the outbox's one writer), the commit
 // writer writing nothing to the outbox itself; the same request again
 // within half the CutInterval does not, and after it does.

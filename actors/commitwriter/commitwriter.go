@@ -46,8 +46,8 @@ type CommitResult struct {
 // "The commit path"). It owns the progress cells of the tenancies whose
 // split hashes to it: from a tenancy's Gained on, the shard is the only
 // writer of its progress record. It takes three messages, in the order
-// they were posted: CellChanged from the split writer, CutAsked from
-// assign, CommitRequest from the handle, which it answers with a
+// they were posted: CellChanged and CutAsked from the split writer,
+// CommitRequest from the handle, which it answers with a
 // CommitResult (commitwrite.go); it tells the revoke actor CommitLanded
 // and asks the split writer EndTenancy for a completed or fenced commit.
 type commitWriter struct {

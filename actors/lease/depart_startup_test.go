@@ -37,7 +37,7 @@ func TestDepartingStopsTheStartupAnnounce(t *testing.T) {
 		var mu sync.Mutex
 		var msgs []any
 		rec := e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
-		v.PIDs = worker.PIDs{Root: rec, Watch: rec, Leader: rec, Assign: rec, SplitWriter: rec, Revoke: rec}
+		v.PIDs = worker.PIDs{Root: rec, Watch: rec, Leader: rec, SplitWriter: rec, Revoke: rec}
 		pid := e.Spawn(New(v), "lease")
 		v.PIDs.Lease = pid
 		t.Cleanup(func() {

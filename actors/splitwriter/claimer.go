@@ -2,6 +2,7 @@ package splitwriter
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 
 	"github.com/anthdm/hollywood/actor"
@@ -52,7 +53,7 @@ type claimer struct {
 	stranded map[coordination.SplitID]strandedClaim
 
 	decided  bool                               // an assignment record is known
-	assigned worker.AssignedSet                 // the assign actor's last AssignedSetChanged
+	assigned worker.AssignedSet                 // owner: the assigned set, as the last applied assignment record names it
 	named    map[coordination.SplitID]time.Time // first named while not held
 
 	live    bool // the watches are live
@@ -230,20 +231,16 @@ func (cl *claimer) strandedAt(id coordination.SplitID, rev uint64) (strandedClai
 	return s, ok && s.rev == rev
 }
 
-// assignment applies the assign actor's diff of this worker's assignment.
-func (cl *claimer) assignment(m wire.AssignedSetChanged) {
-	cl.decided = m.Decided
-	set := make(worker.AssignedSet, len(m.Splits))
-	for _, id := range m.Splits {
-		set[id] = true
-	}
-	cl.assigned = set
-	if !m.Decided {
-		cl.named = map[coordination.SplitID]time.Time{}
-		return
-	}
+// assignment applies the splits of this worker's assignment record, next:
+// the claimer owns the assigned set (docs/architecture.md, "One owner per
+// fact") and diffs it here. A split next newly names is a claim candidate,
+// one it no longer names a leftover to return if this worker's session
+// holds its record.
+func (cl *claimer) assignment(next []coordination.SplitID) {
+	set, added, removed := diffAssigned(cl.assigned, next)
+	cl.decided, cl.assigned = true, set
 	now := cl.sw.v.Clock.Now()
-	for _, id := range m.Added {
+	for _, id := range added {
 		if _, held := cl.sw.reg.held[id]; !held {
 			if _, ok := cl.named[id]; !ok {
 				cl.named[id] = now
@@ -251,10 +248,40 @@ func (cl *claimer) assignment(m wire.AssignedSetChanged) {
 		}
 		cl.index(id)
 	}
-	for _, id := range m.Removed {
+	for _, id := range removed {
 		delete(cl.named, id)
 		cl.index(id) // a leftover no longer assigned is returned
 	}
+}
+
+// unassigned applies the deletion of this worker's assignment record:
+// nothing is decided until a new record appears, whose splits are then
+// all newly named.
+func (cl *claimer) unassigned() {
+	cl.decided = false
+	cl.assigned = worker.AssignedSet{}
+	cl.named = map[coordination.SplitID]time.Time{}
+}
+
+// diffAssigned is the one place the assignment is diffed: the set next
+// names, what it names that old does not (added, in next's order) and what
+// old names that it does not (removed, sorted), as franz-go's group
+// consumer computes (added, lost) in diffAssigned.
+func diffAssigned(old worker.AssignedSet, next []coordination.SplitID) (set worker.AssignedSet, added, removed []coordination.SplitID) {
+	set = make(worker.AssignedSet, len(next))
+	for _, id := range next {
+		set[id] = true
+		if !old[id] {
+			added = append(added, id)
+		}
+	}
+	for id := range old {
+		if !set[id] {
+			removed = append(removed, id)
+		}
+	}
+	slices.Sort(removed)
+	return set, added, removed
 }
 
 func (cl *claimer) indexOwner(id coordination.SplitID, owner string) {

@@ -44,7 +44,7 @@ func TestAnEndedSessionsRecordIsClaimedInEveryOrder(t *testing.T) {
 		}}
 	}
 	assigned := event{"assignment", func(r *claimerRig) {
-		r.sw.claims.assignment(wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}})
+		r.sw.claims.assignment([]coordination.SplitID{"a"})
 		r.sw.followAll()
 		r.sw.claims.step(nil)
 	}}
@@ -189,7 +189,7 @@ func TestAClaimThatOutlivesItsSessionBeginsNoTenancy(t *testing.T) {
 		{name: "the new session announced after it returned", during: []any{ended}, after: []any{renewed},
 			wantWon: []string{"a epoch 2"}, wantOwner: "w1", wantEpoch: 2},
 		{name: "no longer assigned here", wantOwner: "", wantEpoch: 1, during: []any{ended, renewed,
-			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}, Removed: []coordination.SplitID{"a"}}}},
+			assignmentOf("b")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,13 +1,13 @@
 package splitwriter
 
 import (
+	"pgregory.net/rapid"
 	"slices"
 	"testing"
 
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
-	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -41,7 +41,7 @@ func (r *claimerRig) record(id coordination.SplitID, rev uint64, owner, nonce st
 }
 
 func (r *claimerRig) assign(ids ...coordination.SplitID) {
-	r.sw.claims.assignment(wire.AssignedSetChanged{Decided: true, Splits: ids, Added: ids})
+	r.sw.claims.assignment(ids)
 }
 
 // step runs the claimer and returns what it asked for since the last step:
@@ -151,7 +151,7 @@ func TestTheClaimerClaimsFromTheSplitWritersView(t *testing.T) {
 		if got := r.step(); len(got) != 0 {
 			t.Fatalf("asked %v before the heartbeat", got)
 		}
-		r.sw.claims.assignment(wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}, Removed: []coordination.SplitID{"a"}})
+		r.sw.claims.assignment([]coordination.SplitID{"b"})
 		for range 2 { // the retry errs too: retried again
 			r.sw.claims.heartbeat()
 			if got := r.step(); !slices.Equal(got, []string{"complete a"}) {
@@ -177,6 +177,45 @@ func TestTheClaimerClaimsFromTheSplitWritersView(t *testing.T) {
 		r.sw.claims.presence("w2", "")
 		if got := r.step(); !slices.Equal(got, []string{"claim a"}) {
 			t.Fatalf("asked %v after w2's presence went, want the takeover of a", got)
+		}
+	})
+}
+
+// TestDiffAssigned checks the assignment's diff against set arithmetic:
+// added is next minus old, removed is old minus next, and together with
+// what both name they account for every split of either, each once.
+func TestDiffAssigned(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		id := rapid.SampledFrom([]coordination.SplitID{"a", "b", "c", "d", "e", "f"})
+		old := map[coordination.SplitID]bool{}
+		for _, s := range rapid.SliceOfDistinct(id, func(s coordination.SplitID) coordination.SplitID { return s }).Draw(t, "old") {
+			old[s] = true
+		}
+		next := rapid.SliceOfDistinct(id, func(s coordination.SplitID) coordination.SplitID { return s }).Draw(t, "next")
+		set, added, removed := diffAssigned(old, next)
+		if len(set) != len(next) {
+			t.Fatalf("set %v, want the %d splits of %v", set, len(next), next)
+		}
+		for _, s := range next {
+			if !set[s] {
+				t.Fatalf("set %v lacks %s", set, s)
+			}
+			if slices.Contains(added, s) == old[s] {
+				t.Fatalf("%s: in added %v, in old %v", s, added, old[s])
+			}
+		}
+		for s := range old {
+			if slices.Contains(removed, s) == set[s] {
+				t.Fatalf("%s: in removed %v, in next %v", s, removed, set[s])
+			}
+		}
+		for _, s := range removed {
+			if !old[s] {
+				t.Fatalf("removed %v names %s, which old did not", removed, s)
+			}
+		}
+		if !slices.IsSorted(removed) {
+			t.Fatalf("removed %v is not sorted", removed)
 		}
 	})
 }

@@ -8,7 +8,7 @@ import (
 // The split writer tells the revoke actor which held tenancies to follow
 // (docs/protocol.md, "Following the assignment"): the rules read the held
 // tenancies, whose owner is the split writer's registry (tenancy.go), with
-// the assigned set (assign's AssignedSetChanged, the claimer's input too)
+// the assigned set (the claimer's, applied from the assignment record)
 // and the job's phase (the watch's WatchesChanged, the split writer's own
 // verdict and Depart), so it applies the registry to them and tells
 // revoke, in one FollowAssignment, exactly the tenancies to act on, each

@@ -21,21 +21,25 @@ type handBackBatch struct {
 	replyTo     *actor.PID
 }
 
-// splitWriterActor, the split-writer actor, owns the split records of the
-// view and performs every fenced write on them (docs/protocol.md, "Claim
-// protocol", "Hand-back, fail, quarantine"): claims with their progress
-// fence, completions, fails, hand-backs and quarantines. It adopts
-// maybe-landed writes, drops splits whose records moved away, and takes
-// the verdict. Commits are written by the commit writer (actors/commitwriter).
-// It owns the tenancy registry (tenancy.go): a won claim starts a tenancy
-// in the same step, and every end is applied here. Its RecordsChanged come
-// from the watch. It raises the root seam events (EventsRaised, events.go:
-// Gained, Lost, RevokeRequested of revoke's requests, Quarantined, the
-// verdict) and tells it BeginSubscription and HealthChanged; revoke
-// FollowAssignment, TenancyEnded and HandBackResolved; the commit writer
-// CellChanged (a tenancy's cell opens or closes); the lease
-// RemainingReported; and answers the commands the
-// root sends on (FailSplit, ReleaseSplits, DepartJob) to their ReplyTo.
+// splitWriterActor, the split-writer actor, is the worker's
+// assignment-diffing actor: it applies this worker's assignment record
+// (assignmentChanged), which the claimer diffs and decides claims by, and
+// posts the commit writer the record's cut requests (CutAsked). It owns the
+// split records of the view and performs every fenced write on them
+// (docs/protocol.md, "Claim protocol", "Hand-back, fail, quarantine"):
+// claims with their progress fence, completions, fails, hand-backs and
+// quarantines. It adopts maybe-landed writes, drops splits whose records
+// moved away, and takes the verdict. Commits are written by the commit
+// writer (actors/commitwriter). It owns the tenancy registry (tenancy.go):
+// a won claim starts a tenancy in the same step, and every end is applied
+// here. Its RecordsChanged and AssignmentChanged come from the watch. It
+// raises the root seam events (EventsRaised, events.go: Gained, Lost,
+// RevokeRequested of revoke's requests, Quarantined, the verdict) and
+// tells it BeginSubscription and HealthChanged; revoke FollowAssignment,
+// TenancyEnded and HandBackResolved; the commit writer CellChanged (a
+// tenancy's cell opens or closes); the lease RemainingReported; and
+// answers the commands the root sends on (FailSplit, ReleaseSplits,
+// DepartJob) to their ReplyTo.
 type splitWriterActor struct {
 	v   *worker.Env
 	log *slog.Logger
@@ -51,6 +55,8 @@ type splitWriterActor struct {
 	// total and weight count the split records in the view and their
 	// weight; doneWeight the completed ones' (the remaining-work gauges).
 	total, weight, doneWeight int64
+
+	appliedGen uint64 // the generation of the assignment record applied last (assignmentChanged)
 
 	plan      protocol.PlanRecord
 	hasPlan   bool
@@ -136,6 +142,32 @@ func (sw *splitWriterActor) sessionChanged(c *actor.Context, m wire.SessionChang
 	sw.claims.step(c)
 }
 
+// assignmentChanged applies a put or the deletion of this worker's
+// assignment record (docs/protocol.md, "Following the assignment"), from
+// the watch, unless a record of a newer generation was applied: the
+// claimer, owner of the assigned set, diffs it and claims by it, revoke is
+// told the held tenancies to follow, and the leader's cut requests the
+// record carries go to the commit writer.
+func (sw *splitWriterActor) assignmentChanged(c *actor.Context, m recordmsg.AssignmentChanged) {
+	switch {
+	case m.Deleted:
+		sw.claims.unassigned()
+	case m.Assignment.Generation < sw.appliedGen:
+		return
+	default:
+		sw.appliedGen = m.Assignment.Generation
+		sw.claims.assignment(m.Assignment.Splits)
+		// Each cut request goes to the commit writer, which knows the
+		// tenancy's durable record and hands it to the driver at most once
+		// (docs/protocol.md, "Runtime split", "Who decides").
+		for _, r := range m.Assignment.Cuts {
+			sw.v.PostCommit(worker.CutAsked{Split: r.Split, Epoch: coordination.LeaseEpoch(r.Epoch), Counter: r.Counter, KeepPPM: r.KeepPPM, Parts: r.Parts})
+		}
+	}
+	sw.followAll()
+	sw.claims.step(c)
+}
+
 // receive handles every message but a run of split record changes.
 func (sw *splitWriterActor) receive(c *actor.Context) {
 	switch m := c.Message().(type) {
@@ -152,10 +184,8 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 		}
 		sw.claims.presence(m.Instance, nonce)
 		sw.claims.step(c)
-	case wire.AssignedSetChanged: // from assign
-		sw.claims.assignment(m)
-		sw.followAll()
-		sw.claims.step(c)
+	case recordmsg.AssignmentChanged: // from the watch: this worker's own
+		sw.assignmentChanged(c, m)
 	case wire.WatchesChanged: // from the watch
 		sw.claims.live = m.Live
 		sw.tellHealth()

@@ -104,7 +104,7 @@ func spawnLoneSplitWriterOnWith(t *testing.T, e *actor.Engine, clk *clock.Mock, 
 	var msgs []any
 	rec = e.Spawn(func() actor.Receiver { return workertest.Recorder{Mu: &mu, Msgs: &msgs} }, "rec")
 	v := workertest.ActorEnv(e, st, workertest.Config(t, clk, "w1"), "n", nil)
-	v.PIDs = worker.PIDs{Root: rec, Lease: rec, Revoke: rec, Assign: rec}
+	v.PIDs = worker.PIDs{Root: rec, Lease: rec, Revoke: rec}
 	if tweak != nil {
 		tweak(v)
 	}
@@ -140,7 +140,7 @@ func TestALeftoverNotAssignedIsReturned(t *testing.T) {
 		_, writer, _, _ := spawnLoneSplitWriterOn(t, e, clk, st)
 		for _, m := range []any{
 			wire.WatchesChanged{Live: true},
-			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
+			assignmentOf("b"),
 			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: left, Rev: rev}}},
 		} {
 			e.Send(writer, m)
@@ -168,7 +168,7 @@ func TestClaimsCarryTheNewSessionsNonce(t *testing.T) {
 			wire.SessionChanged{},
 			wire.SessionChanged{Live: true, Nonce: "n2"},
 			wire.WatchesChanged{Live: true},
-			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
+			assignmentOf("a"),
 			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: runnable, Rev: rev}}},
 		} {
 			e.Send(writer, m)
@@ -233,7 +233,7 @@ func claimA(e *actor.Engine, writer *actor.PID, fresh protocol.SplitRecord, rev 
 		synctest.Wait()
 	}
 	send(wire.WatchesChanged{Live: true},
-		wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"a"}, Added: []coordination.SplitID{"a"}},
+		assignmentOf("a"),
 		recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: fresh, Rev: rev}}})
 	return send
 }
@@ -289,7 +289,7 @@ func TestASurrenderedSplitIsNotReturnedAsALeftover(t *testing.T) {
 		_, writer, _, sent := spawnLoneSplitWriterOn(t, e, clk, st, wire.HeldSplit{Split: "a", Epoch: 1})
 		for _, m := range []any{
 			wire.WatchesChanged{Live: true},
-			wire.AssignedSetChanged{Decided: true, Splits: []coordination.SplitID{"b"}, Added: []coordination.SplitID{"b"}},
+			assignmentOf("b"),
 			recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: held, Rev: rev}}},
 			messages.ReleaseSplits{Tenancies: []messages.Tenancy{{Split: "a", Epoch: 1}}},
 		} {
@@ -309,4 +309,16 @@ func TestASurrenderedSplitIsNotReturnedAsALeftover(t *testing.T) {
 			t.Fatalf("%d updates of the split record, want 1 (the hand-back; no leftover return)", st.n)
 		}
 	})
+}
+
+// assignmentOf is a put of this worker's assignment record naming ids, of
+// generation 0 (applied after any record of generation 0).
+func assignmentOf(ids ...coordination.SplitID) recordmsg.AssignmentChanged {
+	return assignmentAt(0, ids...)
+}
+
+// assignmentAt is a put of this worker's assignment record of generation
+// gen naming ids.
+func assignmentAt(gen uint64, ids ...coordination.SplitID) recordmsg.AssignmentChanged {
+	return recordmsg.AssignmentChanged{Instance: "w1", Assignment: protocol.AssignmentRecord{Generation: gen, Splits: ids}}
 }

@@ -95,7 +95,7 @@ type keyspaceWatch struct {
 // to the lease only; the leader key and the plan record (LeaderChanged,
 // PlanChanged) to the leader, a put of the plan to the split writer too;
 // assignment records (AssignmentChanged) to the leader, and this worker's
-// own to the assign actor too; WatchesChanged to the leader and the split
+// own to the split writer too; WatchesChanged to the leader and the split
 // writer (which tells the root what Healthy reports); Reconciled to the
 // leader.
 type watchActor struct {
@@ -564,11 +564,11 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 }
 
 // assignmentChanged observes a put or a deletion of an assignment record
-// to the leader, and this worker's own to the assign actor too, which
+// to the leader, and this worker's own to the split writer too, which
 // diffs it.
 func (w *watchActor) assignmentChanged(m recordmsg.AssignmentChanged) {
 	if m.Instance == w.v.ID {
-		w.observe(m, w.v.PIDs.Leader, w.v.PIDs.Assign)
+		w.observe(m, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 		return
 	}
 	w.observe(m, w.v.PIDs.Leader)

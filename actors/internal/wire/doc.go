@@ -53,13 +53,11 @@
 // watches open), or when the session ended (the split writer ends every
 // held tenancy); HeartbeatTicked to leader and splitwriter.
 //
-// The assign actor diffs this worker's assignment record and tells the
-// diff, AssignedSetChanged, to the split-writer actor (which claims what
-// was added and tells revoke the held tenancies to follow).
-//
-// The split-writer actor decides claims on its own view of the split
-// records, writes them and owns the tenancy registry: a claim it won starts
-// a tenancy in the same step. It raises the root, in one ordered stream of
+// The split-writer actor, the assignment-diffing actor, follows this
+// worker's assignment record (the watch's AssignmentChanged) and diffs it.
+// It decides claims on its own view of the split records, writes them and
+// owns the tenancy registry: a claim it won starts a tenancy in the same
+// step. It raises the root, in one ordered stream of
 // EventsRaised, the seam events of what it applies: at a start (after
 // posting the commit writer CellChanged, the cell opens) the Gained, then
 // it tells revoke FollowAssignment (also whenever the assigned set or the

@@ -14,8 +14,8 @@ import (
 // flight: events taken from a store watcher, and observations routed by
 // the watch actor, not yet handled by the actor they went to. A message
 // carrying a burst counts each of its items (credits). A split-record event
-// costs four (the event, then its observation to splitwriter, assign
-// and leader), so this is about a thousand events: enough that the pumps never
+// costs three (the event, then its observation to splitwriter and
+// leader), so this is about 1,300 events: enough that the pumps never
 // wait while the actors keep up, and a bound on the memory they hold when
 // they do not (plus the burst each pump holds while it waits).
 const WatchBacklog = 4096

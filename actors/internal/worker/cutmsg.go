@@ -4,7 +4,7 @@ import "github.com/spate-go/coordination"
 
 // CutAsked is one cut request of the leader addressed to this worker, as
 // its assignment record carries it (docs/protocol.md, "Runtime split",
-// "Who decides"). The assign actor posts it to the commit writer
+// "Who decides"). The split writer posts it to the commit writer
 // (Env.Commits), which knows the tenancy's durable record: it acts on the
 // request only while it holds Split at Epoch with no cut in flight, its
 // next cut of the tenancy is numbered Counter, and at most once per half

@@ -19,7 +19,7 @@ import (
 // reach its peers. Spawn sets them (NewPIDs) before it spawns any actor;
 // read-only afterwards.
 type PIDs struct {
-	Root, Watch, Lease, Leader, Assign, SplitWriter, Revoke *actor.PID
+	Root, Watch, Lease, Leader, SplitWriter, Revoke *actor.PID
 }
 
 // NewPIDs returns the PIDs the actors of the worker named name get on
@@ -29,7 +29,7 @@ func NewPIDs(e *actor.Engine, name string) PIDs {
 	at := func(kind string) *actor.PID { return actor.NewPID(e.Address(), Kind(kind)+"/"+name) }
 	return PIDs{
 		Root: at("coordinator"), Watch: at("watch"), Lease: at("lease"), Leader: at("leader"),
-		Assign: at("assign"), SplitWriter: at("splitwriter"), Revoke: at("revoke"),
+		SplitWriter: at("splitwriter"), Revoke: at("revoke"),
 	}
 }
 
