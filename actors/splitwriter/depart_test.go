@@ -207,6 +207,52 @@ func TestDepartReturnsALeftoverQueuedBehindASlowWrite(t *testing.T) {
 	})
 }
 
+// A claim whose split record write lands only after its caller's timeout
+// leaves a record naming this session that the view does not show (no
+// watch event of it here). Depart, begun while the claim is in flight or
+// after it erred, reads the record and hands it back uncharged, so the
+// next claimant does not take it as Expired (docs/protocol.md,
+// "Departure").
+func TestDepartReturnsTheRecordOfAClaimThatDidNotConfirm(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		claimReturn bool // the claim returned its error before Depart began
+	}{
+		{name: "Depart while the claim is in flight"},
+		{name: "Depart after the claim erred", claimReturn: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				e, clk := workertest.NewEngine(t)
+				mem := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+				st := &lateWrite{Store: mem, key: protocol.SplitKey("a")}
+				workertest.Put(t, mem, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, 0, 1)), 0)
+				fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
+				rev := workertest.Put(t, mem, protocol.SplitKey("a"), protocol.EncodeSplit(fresh), 0)
+				_, writer, rec, _ := spawnLoneSplitWriterOn(t, e, clk, st)
+				send := claimA(e, writer, fresh, rev)
+				if !st.waiting() {
+					t.Fatal("no claim of a in flight")
+				}
+				opTimeout := workertest.Config(t, clk, "w1").OpTimeout
+				if tt.claimReturn {
+					time.Sleep(2 * opTimeout) // the claim's write lands late and reports its timeout (fake time)
+					synctest.Wait()
+					if r, _ := readSplit(t, mem, "a"); r.Owner != "w1" {
+						t.Fatalf("the claim's record names %q, want w1 (its write landed late)", r.Owner)
+					}
+				}
+				send(wire.DepartJob{ReplyTo: rec})
+				time.Sleep(4 * opTimeout) // the claim's timeout, then the read and the return (fake time)
+				synctest.Wait()
+				if r, _ := readSplit(t, mem, "a"); r.Owner != "" || r.Nonce != "" || r.Attempts != 0 || r.Epoch != 1 {
+					t.Fatalf("after Depart the record is %+v, want the claim's epoch 1 handed back uncharged", r)
+				}
+			})
+		})
+	}
+}
+
 // lateWrite is a store whose first write (create or update) of one record
 // waits for its caller's timeout, then lands and reports the timeout.
 type lateWrite struct {

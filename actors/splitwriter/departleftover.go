@@ -1,10 +1,13 @@
 package splitwriter
 
 import (
+	"context"
+
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
+	"github.com/spate-go/coordination/store"
 )
 
 // departLeftovers returns the writes that return, in Depart's batch, every
@@ -12,10 +15,12 @@ import (
 // docs/protocol.md, "Departure"): a claim whose reply was lost or a
 // hand-back that did not confirm, and a claim that began no tenancy (it
 // outlived its session, or its completion erred) whatever session it
-// names. Without them the next claimant would find a record of an ended
-// session and take it over as Expired, charging an attempt. held are the
-// splits the batch hands back anyway. Each write re-checks the view when
-// it starts, after any earlier write on its split.
+// names, and the split of a claim of this worker in flight or erred, whose
+// record the view may not show naming this session (unseen: read when its
+// turn comes). Without them the next claimant would find a record of an
+// ended session and take it over as Expired, charging an attempt. held are
+// the splits the batch hands back anyway. Each write re-checks the view
+// when it starts, after any earlier write on its split.
 func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64) []splitOp {
 	skip := make(map[coordination.SplitID]bool, len(held))
 	for _, h := range held {
@@ -24,7 +29,16 @@ func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64)
 	var ops []splitOp
 	for id, e := range sw.records {
 		if _, ok := sw.departReturn(id, e); ok && !skip[id] {
+			skip[id] = true
 			ops = append(ops, departLeftoverOp{split: id, batch: batch})
+		}
+	}
+	for _, unseen := range []map[coordination.SplitID]bool{sw.claims.inflight, sw.claims.cooldown} {
+		for id := range unseen {
+			if !skip[id] {
+				skip[id] = true
+				ops = append(ops, departLeftoverOp{split: id, batch: batch, unseen: true})
+			}
 		}
 	}
 	return ops
@@ -70,4 +84,36 @@ func (sw *splitWriterActor) departLeftoverResult(op departLeftoverOp, d splitWri
 		}
 	}
 	sw.settleBatch(op.batch, op.split, wire.EndDeparted, false)
+}
+
+// returnUnseenClaim returns the record of an unseen leftover (a claim of
+// this worker in flight or erred when Depart began, whose record the view
+// does not show as a leftover when the return's turn comes): it reads the
+// split record and hands it back if it is runnable and names this worker's
+// session nonce (docs/protocol.md, "Departure"). A record that does not is
+// left alone, reported as a refused write is; the read and the hand-back
+// are each bounded by OpTimeout from their start.
+func returnUnseenClaim(ctx context.Context, v *worker.Env, fp uint64, op departLeftoverOp, nonce string, now int64) departLeftoverDone {
+	key := protocol.SplitKey(op.split)
+	rctx, cancel := v.OpCtx(ctx)
+	e, found, err := v.Store.Get(rctx, store.Durable, key)
+	cancel()
+	if err != nil {
+		return departLeftoverDone{op: op, res: splitWritten{Outcome: worker.CASUnconfirmed, Err: worker.StoreErr("reading "+key, err)}}
+	}
+	var rec protocol.SplitRecord
+	if found {
+		if rec, err = protocol.DecodeSplit(key, e.Value, fp); err != nil {
+			return departLeftoverDone{op: op, res: splitWritten{Outcome: worker.CASUnconfirmed, Err: err}}
+		}
+	}
+	if !found || rec.Status != protocol.StatusRunnable || rec.Owner != v.ID || rec.Nonce != nonce {
+		return departLeftoverDone{op: op, res: splitWritten{Outcome: worker.CASFenced}}
+	}
+	op.epoch = rec.Epoch
+	wctx, cancel := v.OpCtx(ctx)
+	defer cancel()
+	return departLeftoverDone{op: op, res: casSplit(wctx, v, fp, op.split, rec.Epoch, "handing back", worker.SplitEntry{Rec: rec, Rev: uint64(e.Revision)}, func(r protocol.SplitRecord) protocol.SplitRecord {
+		return r.HandBack(now)
+	})}
 }

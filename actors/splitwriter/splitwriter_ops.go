@@ -85,6 +85,11 @@ type departLeftoverOp struct {
 	epoch    uint64
 	complete bool
 	batch    uint64
+	// unseen marks a split with a claim of this worker in flight or erred
+	// when Depart began: its record may name this session although the
+	// view does not show it, so it is read when the view shows no leftover
+	// (returnUnseenClaim).
+	unseen bool
 }
 
 func (o failOp) target() coordination.SplitID           { return o.split }
