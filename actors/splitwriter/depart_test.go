@@ -2,6 +2,7 @@ package splitwriter
 
 import (
 	"context"
+	"github.com/anthdm/hollywood/actor"
 	"slices"
 	"sync"
 	"testing"
@@ -183,14 +184,8 @@ func (s *failedUpdate) Update(ctx context.Context, ks store.Keyspace, key string
 // was charged an attempt (TestFleetSystemProperty, L2).
 func TestDepartReturnsALeftoverQueuedBehindASlowWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e, clk := workertest.NewEngine(t)
-		mem := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
-		st := &lateWrite{Store: mem, key: protocol.ProgressKey("a")}
-		workertest.Put(t, mem, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, 0, 1)), 0)
-		fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
-		rev := workertest.Put(t, mem, protocol.SplitKey("a"), protocol.EncodeSplit(fresh), 0)
-		_, writer, rec, _ := spawnLoneSplitWriterOn(t, e, clk, st)
-		send := claimA(e, writer, fresh, rev)
+		lc := claimALate(t, protocol.ProgressKey("a"))
+		mem, st, rec, send, opTimeout := lc.mem, lc.st, lc.rec, lc.send, lc.opTimeout
 		claimed, claimRev := readSplit(t, mem, "a")
 		if claimed.Owner != "w1" || !st.waiting() {
 			t.Fatalf("the claim's record names %q (fence waiting: %v), want w1 with its fence in flight", claimed.Owner, st.waiting())
@@ -199,7 +194,7 @@ func TestDepartReturnsALeftoverQueuedBehindASlowWrite(t *testing.T) {
 		// waits out its timeout.
 		send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: claimed, Rev: claimRev}}},
 			wire.DepartJob{ReplyTo: rec})
-		time.Sleep(3 * workertest.Config(t, clk, "w1").OpTimeout) // the fence's timeout, then the return's write (fake time)
+		time.Sleep(3 * opTimeout) // the fence's timeout, then the return's write (fake time)
 		synctest.Wait()
 		if r, _ := readSplit(t, mem, "a"); r.Owner != "" || r.Attempts != 0 {
 			t.Fatalf("after Depart the record names %q with %d attempts, want it handed back uncharged", r.Owner, r.Attempts)
@@ -223,18 +218,11 @@ func TestDepartReturnsTheRecordOfAClaimThatDidNotConfirm(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				e, clk := workertest.NewEngine(t)
-				mem := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
-				st := &lateWrite{Store: mem, key: protocol.SplitKey("a")}
-				workertest.Put(t, mem, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, 0, 1)), 0)
-				fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
-				rev := workertest.Put(t, mem, protocol.SplitKey("a"), protocol.EncodeSplit(fresh), 0)
-				_, writer, rec, _ := spawnLoneSplitWriterOn(t, e, clk, st)
-				send := claimA(e, writer, fresh, rev)
+				lc := claimALate(t, protocol.SplitKey("a"))
+				mem, st, rec, send, opTimeout := lc.mem, lc.st, lc.rec, lc.send, lc.opTimeout
 				if !st.waiting() {
 					t.Fatal("no claim of a in flight")
 				}
-				opTimeout := workertest.Config(t, clk, "w1").OpTimeout
 				if tt.claimReturn {
 					time.Sleep(2 * opTimeout) // the claim's write lands late and reports its timeout (fake time)
 					synctest.Wait()
@@ -251,6 +239,29 @@ func TestDepartReturnsTheRecordOfAClaimThatDidNotConfirm(t *testing.T) {
 			})
 		})
 	}
+}
+
+// lateClaim is a lone split writer's claim of split a on a store whose
+// first write of one key lands after its caller's timeout.
+type lateClaim struct {
+	mem       store.Store // the store under st
+	st        *lateWrite
+	rec       *actor.PID // where replies go
+	send      func(msgs ...any)
+	opTimeout time.Duration
+}
+
+// claimALate starts a lateClaim whose late write is of key.
+func claimALate(t *testing.T, key string) lateClaim {
+	t.Helper()
+	e, clk := workertest.NewEngine(t)
+	mem := memstore.New(1500*time.Millisecond, memstore.WithClock(clk))
+	st := &lateWrite{Store: mem, key: key}
+	workertest.Put(t, mem, protocol.SpecKey("a"), protocol.EncodeSpec(protocol.NewSpec(coordination.SplitSpec{ID: "a", Weight: 1}, 0, 1)), 0)
+	fresh := protocol.SplitRecord{ID: "a", Weight: 1, Status: protocol.StatusRunnable}
+	rev := workertest.Put(t, mem, protocol.SplitKey("a"), protocol.EncodeSplit(fresh), 0)
+	_, writer, rec, _ := spawnLoneSplitWriterOn(t, e, clk, st)
+	return lateClaim{mem: mem, st: st, rec: rec, send: claimA(e, writer, fresh, rev), opTimeout: workertest.Config(t, clk, "w1").OpTimeout}
 }
 
 // lateWrite is a store whose first write (create or update) of one record

@@ -1,6 +1,7 @@
 package splitwriter
 
 import (
+	"github.com/anthdm/hollywood/actor"
 	"reflect"
 	"slices"
 	"testing"
@@ -25,6 +26,42 @@ func won(id coordination.SplitID, epoch uint64) claimDone {
 	}
 }
 
+// followStep is one message sent to the split writer and what it must
+// tell revoke: one FollowAssignment of want, or (none) no FollowAssignment.
+type followStep struct {
+	name string
+	send any
+	want []wire.FollowedTenancy
+	none bool
+}
+
+// checkFollows sends each step's message to writer and checks what sent
+// shows it told revoke.
+func checkFollows(t *testing.T, e *actor.Engine, writer *actor.PID, sent func() []any, steps []followStep) {
+	t.Helper()
+	seen := 0
+	for _, s := range steps {
+		e.Send(writer, s.send)
+		synctest.Wait()
+		msgs := sent()
+		var follows []wire.FollowAssignment
+		for _, m := range msgs[seen:] {
+			if f, ok := m.(wire.FollowAssignment); ok {
+				follows = append(follows, f)
+			}
+		}
+		seen = len(msgs)
+		switch {
+		case s.none:
+			if len(follows) != 0 {
+				t.Fatalf("%s: told revoke %v, want nothing to follow", s.name, follows)
+			}
+		case len(follows) != 1 || !slices.Equal(follows[0].Tenancies, s.want):
+			t.Fatalf("%s: told revoke %v, want one FollowAssignment of %v", s.name, follows, s.want)
+		}
+	}
+}
+
 // The split writer owns the held tenancies and tells the revoke actor
 // which to follow (follow.go): at each tenancy start, assigned-set change
 // and watch change it lists the held tenancies, each with whether the
@@ -35,12 +72,7 @@ func TestTheSplitWriterTellsRevokeTheTenanciesToFollow(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, writer, _, sent := spawnLoneSplitWriter(t, wire.HeldSplit{Split: "a", Epoch: 1})
 		type ft = wire.FollowedTenancy
-		steps := []struct {
-			name string
-			send any
-			want []ft // the FollowAssignment's tenancies; nil with none: no FollowAssignment
-			none bool // no FollowAssignment at all
-		}{
+		steps := []followStep{
 			{name: "watches live, no assignment yet", send: wire.WatchesChanged{Live: true}},
 			{name: "an assignment naming b", send: assignmentOf("b"), want: []ft{{Split: "a", Epoch: 1}}},
 			{name: "b claimed", send: won("b", 3), want: []ft{{Split: "b", Epoch: 3, Assigned: true}}},
@@ -54,27 +86,7 @@ func TestTheSplitWriterTellsRevokeTheTenanciesToFollow(t *testing.T) {
 			{name: "Depart began", send: wire.DepartJob{}, none: true},
 			{name: "after Depart", send: wire.WatchesChanged{Live: true}},
 		}
-		seen := 0
-		for _, s := range steps {
-			e.Send(writer, s.send)
-			synctest.Wait()
-			msgs := sent()
-			var follows []wire.FollowAssignment
-			for _, m := range msgs[seen:] {
-				if f, ok := m.(wire.FollowAssignment); ok {
-					follows = append(follows, f)
-				}
-			}
-			seen = len(msgs)
-			switch {
-			case s.none:
-				if len(follows) != 0 {
-					t.Fatalf("%s: told revoke %v, want nothing to follow", s.name, follows)
-				}
-			case len(follows) != 1 || !slices.Equal(follows[0].Tenancies, s.want):
-				t.Fatalf("%s: told revoke %v, want one FollowAssignment of %v", s.name, follows, s.want)
-			}
-		}
+		checkFollows(t, e, writer, sent, steps)
 	})
 }
 
@@ -100,12 +112,7 @@ func TestTheSplitWriterAppliesTheNewestAssignmentRecord(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e, writer, _, sent := spawnLoneSplitWriter(t, wire.HeldSplit{Split: "a", Epoch: 1}, wire.HeldSplit{Split: "b", Epoch: 2})
 		type ft = wire.FollowedTenancy
-		steps := []struct {
-			name string
-			send any
-			want []ft
-			none bool // revoke is told nothing
-		}{
+		steps := []followStep{
 			{name: "watches live", send: wire.WatchesChanged{Live: true}},
 			{name: "generation 2 naming a", send: assignmentAt(2, "a"), want: []ft{{Split: "a", Epoch: 1, Assigned: true}, {Split: "b", Epoch: 2}}},
 			{name: "generation 1 naming b", send: assignmentAt(1, "b"), none: true},
@@ -113,27 +120,7 @@ func TestTheSplitWriterAppliesTheNewestAssignmentRecord(t *testing.T) {
 			{name: "the record deleted", send: recordmsg.AssignmentChanged{Instance: "w1", Deleted: true}},
 			{name: "generation 3 naming both", send: assignmentAt(3, "a", "b"), want: []ft{{Split: "a", Epoch: 1, Assigned: true}, {Split: "b", Epoch: 2, Assigned: true}}},
 		}
-		seen := 0
-		for _, s := range steps {
-			e.Send(writer, s.send)
-			synctest.Wait()
-			msgs := sent()
-			var follows []wire.FollowAssignment
-			for _, m := range msgs[seen:] {
-				if f, ok := m.(wire.FollowAssignment); ok {
-					follows = append(follows, f)
-				}
-			}
-			seen = len(msgs)
-			switch {
-			case s.none:
-				if len(follows) != 0 {
-					t.Fatalf("%s: told revoke %v, want nothing", s.name, follows)
-				}
-			case len(follows) != 1 || !slices.Equal(follows[0].Tenancies, s.want):
-				t.Fatalf("%s: told revoke %v, want one FollowAssignment of %v", s.name, follows, s.want)
-			}
-		}
+		checkFollows(t, e, writer, sent, steps)
 	})
 }
 
