@@ -212,9 +212,11 @@ func TestDepartReturnsTheRecordOfAClaimThatDidNotConfirm(t *testing.T) {
 	for _, tt := range []struct {
 		name        string
 		claimReturn bool // the claim returned its error before Depart began
+		retry       bool // and its retry at the heartbeat lost to the landed write
 	}{
 		{name: "Depart while the claim is in flight"},
 		{name: "Depart after the claim erred", claimReturn: true},
+		{name: "Depart after the claim's retry lost to its own write", claimReturn: true, retry: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -228,6 +230,15 @@ func TestDepartReturnsTheRecordOfAClaimThatDidNotConfirm(t *testing.T) {
 					synctest.Wait()
 					if r, _ := readSplit(t, mem, "a"); r.Owner != "w1" {
 						t.Fatalf("the claim's record names %q, want w1 (its write landed late)", r.Owner)
+					}
+				}
+				if tt.retry {
+					_, before := readSplit(t, mem, "a")
+					send(wire.HeartbeatTicked{})
+					time.Sleep(2 * opTimeout)
+					synctest.Wait()
+					if _, after := readSplit(t, mem, "a"); after != before {
+						t.Fatalf("the retry wrote the record (revision %d, was %d); want it lost", after, before)
 					}
 				}
 				send(wire.DepartJob{ReplyTo: rec})

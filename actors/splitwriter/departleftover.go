@@ -15,9 +15,10 @@ import (
 // docs/protocol.md, "Departure"): a claim whose reply was lost or a
 // hand-back that did not confirm, and a claim that began no tenancy (it
 // outlived its session, or its completion erred) whatever session it
-// names, and the split of a claim of this worker in flight or erred, whose
-// record the view may not show naming this session (unseen: read when its
-// turn comes). Without them the next claimant would find a record of an
+// names, and the split of a claim of this worker in flight, erred, or lost
+// to a write the view has not shown yet (perhaps its own, landed unseen),
+// whose record the view may not show naming this session (unseen: read
+// when its turn comes). Without them the next claimant would find a record of an
 // ended session and take it over as Expired, charging an attempt. held are
 // the splits the batch hands back anyway. Each write re-checks the view
 // when it starts, after any earlier write on its split.
@@ -33,13 +34,20 @@ func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64)
 			ops = append(ops, departLeftoverOp{split: id, batch: batch})
 		}
 	}
-	for _, unseen := range []map[coordination.SplitID]bool{sw.claims.inflight, sw.claims.cooldown} {
-		for id := range unseen {
-			if !skip[id] {
-				skip[id] = true
-				ops = append(ops, departLeftoverOp{split: id, batch: batch, unseen: true})
-			}
+	unseen := func(id coordination.SplitID) {
+		if !skip[id] {
+			skip[id] = true
+			ops = append(ops, departLeftoverOp{split: id, batch: batch, unseen: true})
 		}
+	}
+	for id := range sw.claims.inflight {
+		unseen(id)
+	}
+	for id := range sw.claims.cooldown { // erred: retried at the next heartbeat
+		unseen(id)
+	}
+	for id := range sw.claims.lostAt { // lost to a write the view has not shown yet
+		unseen(id)
 	}
 	return ops
 }
