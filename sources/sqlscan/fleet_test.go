@@ -36,10 +36,10 @@ const fleetLease = time.Second
 // fleetMaxAttempts is the workers' MaxAttempts. No split of these tests is
 // poison, but each lost session charges every split its worker held one
 // attempt at the split's takeover (docs/protocol.md, "Sessions"), and at
-// fleetLease every server restart ends every session: a restart takes 2 to
-// 3 s, more on a loaded machine, and the property's two fleets share the
-// server, so a schedule lives through the other fleet's restarts as well as
-// its own faults. The default 4 quarantined two splits of a schedule on a
+// fleetLease (and mostly at the property's propertyLease) every server
+// restart ends every session: a restart takes 2 to 3 s, more on a loaded
+// machine, and the property's two fleets share the server, so a schedule
+// lives through the other fleet's restarts as well as its own faults. The default 4 quarantined two splits of a schedule on a
 // machine at a load of 13; 16 stays well above a schedule's charges (its
 // own steps, at most 4, and the other fleet's restarts while it runs) and
 // still ends a run that charges without end as Stalled, with its reason,
