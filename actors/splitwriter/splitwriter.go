@@ -438,17 +438,14 @@ func (sw *splitWriterActor) start(c *actor.Context, op splitOp) {
 	case departLeftoverOp:
 		var ok bool
 		op.epoch = base.Rec.Epoch
-		op.complete, ok = sw.departReturn(id, base)
-		_, held := sw.reg.held[id]
-		switch {
-		case have && ok:
-		case op.unseen && !held:
-			nonce := sw.nonce
-			v.Go(func(ctx context.Context) {
-				v.Send(pid, returnUnseenClaim(ctx, v, fp, op, nonce, now))
-			})
-			return
-		default:
+		if op.complete, ok = sw.departReturn(id, base); !have || !ok {
+			if _, held := sw.reg.held[id]; op.unseen && !held { // its record may name this session unseen: read it
+				nonce := sw.nonce
+				v.Go(func(ctx context.Context) {
+					v.Send(pid, returnUnseenClaim(ctx, v, fp, op, nonce, now))
+				})
+				return
+			}
 			v.Send(pid, departLeftoverDone{op: op, res: refused})
 			return
 		}
