@@ -185,18 +185,17 @@ func (s *failedUpdate) Update(ctx context.Context, ks store.Keyspace, key string
 func TestDepartReturnsALeftoverQueuedBehindASlowWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lc := claimALate(t, protocol.ProgressKey("a"))
-		mem, st, rec, send, opTimeout := lc.mem, lc.st, lc.rec, lc.send, lc.opTimeout
-		claimed, claimRev := readSplit(t, mem, "a")
-		if claimed.Owner != "w1" || !st.waiting() {
-			t.Fatalf("the claim's record names %q (fence waiting: %v), want w1 with its fence in flight", claimed.Owner, st.waiting())
+		claimed, claimRev := readSplit(t, lc.mem, "a")
+		if claimed.Owner != "w1" || !lc.st.waiting() {
+			t.Fatalf("the claim's record names %q (fence waiting: %v), want w1 with its fence in flight", claimed.Owner, lc.st.waiting())
 		}
 		// The watch shows the claim's record; Depart begins while the fence
 		// waits out its timeout.
-		send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: claimed, Rev: claimRev}}},
-			wire.DepartJob{ReplyTo: rec})
-		time.Sleep(3 * opTimeout) // the fence's timeout, then the return's write (fake time)
+		lc.send(recordmsg.RecordsChanged{Records: []recordmsg.RecordChanged{{Split: "a", Record: claimed, Rev: claimRev}}},
+			wire.DepartJob{ReplyTo: lc.rec})
+		time.Sleep(3 * lc.opTimeout) // the fence's timeout, then the return's write (fake time)
 		synctest.Wait()
-		if r, _ := readSplit(t, mem, "a"); r.Owner != "" || r.Attempts != 0 {
+		if r, _ := readSplit(t, lc.mem, "a"); r.Owner != "" || r.Attempts != 0 {
 			t.Fatalf("after Depart the record names %q with %d attempts, want it handed back uncharged", r.Owner, r.Attempts)
 		}
 	})
@@ -221,30 +220,29 @@ func TestDepartReturnsTheRecordOfAClaimThatDidNotConfirm(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				lc := claimALate(t, protocol.SplitKey("a"))
-				mem, st, rec, send, opTimeout := lc.mem, lc.st, lc.rec, lc.send, lc.opTimeout
-				if !st.waiting() {
+				if !lc.st.waiting() {
 					t.Fatal("no claim of a in flight")
 				}
 				if tt.claimReturn {
-					time.Sleep(2 * opTimeout) // the claim's write lands late and reports its timeout (fake time)
+					time.Sleep(2 * lc.opTimeout) // the claim's write lands late and reports its timeout (fake time)
 					synctest.Wait()
-					if r, _ := readSplit(t, mem, "a"); r.Owner != "w1" {
+					if r, _ := readSplit(t, lc.mem, "a"); r.Owner != "w1" {
 						t.Fatalf("the claim's record names %q, want w1 (its write landed late)", r.Owner)
 					}
 				}
 				if tt.retry {
-					_, before := readSplit(t, mem, "a")
-					send(wire.HeartbeatTicked{})
-					time.Sleep(2 * opTimeout)
+					_, before := readSplit(t, lc.mem, "a")
+					lc.send(wire.HeartbeatTicked{})
+					time.Sleep(2 * lc.opTimeout)
 					synctest.Wait()
-					if _, after := readSplit(t, mem, "a"); after != before {
+					if _, after := readSplit(t, lc.mem, "a"); after != before {
 						t.Fatalf("the retry wrote the record (revision %d, was %d); want it lost", after, before)
 					}
 				}
-				send(wire.DepartJob{ReplyTo: rec})
-				time.Sleep(4 * opTimeout) // the claim's timeout, then the read and the return (fake time)
+				lc.send(wire.DepartJob{ReplyTo: lc.rec})
+				time.Sleep(4 * lc.opTimeout) // the claim's timeout, then the read and the return (fake time)
 				synctest.Wait()
-				if r, _ := readSplit(t, mem, "a"); r.Owner != "" || r.Nonce != "" || r.Attempts != 0 || r.Epoch != 1 {
+				if r, _ := readSplit(t, lc.mem, "a"); r.Owner != "" || r.Nonce != "" || r.Attempts != 0 || r.Epoch != 1 {
 					t.Fatalf("after Depart the record is %+v, want the claim's epoch 1 handed back uncharged", r)
 				}
 			})
