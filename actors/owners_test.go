@@ -31,16 +31,14 @@ var facts = []fact{
 	{name: "split records", types: []string{"SplitEntry"}, owner: "splitwriter"},
 	{name: "the job's phase", types: []string{"JobPhase"}, owner: "."},
 	{name: "the assigned set", types: []string{"AssignedSet", "AssignmentRecord"}, owner: "splitwriter"},
-	{name: "live members", types: []string{"LiveSessions"}, owner: "watch"}, // observed there, kept by none yet
+	{name: "live members", types: []string{"LiveMembers"}, owner: "watch"}, // the others keep the snapshot it sent (TestOnlyTheWatchSnapshotsTheLiveMembers)
 }
 
 // knownCopies are the fields that still keep a copy of a fact outside its
 // owner, as "dir.Type.field", with the fact they copy.
 var knownCopies = map[string]string{
-	"leader.leaderActor.phase":     "the job's phase",  // copies fed by WatchesChanged and Retire
-	"leader.assignCache.rec":       "the assigned set", // every member's published record, this worker's among them
-	"leader.fleetView.sessions":    "live members",     // the assignment function's and the cutter's input
-	"splitwriter.claimer.sessions": "live members",     // whether a record's owner session is live (claim rules)
+	"leader.leaderActor.phase": "the job's phase",  // copies fed by WatchesChanged and Retire
+	"leader.assignCache.rec":   "the assigned set", // every member's published record, this worker's among them
 }
 
 // factFields returns every struct field of a fact's type in the non-test
@@ -131,5 +129,41 @@ func TestNoFactIsKeptOutsideItsOwner(t *testing.T) {
 		if !slices.Contains(seen, field) {
 			t.Errorf("%s no longer keeps a copy: remove it from knownCopies (and docs/architecture.md's table)", field)
 		}
+	}
+}
+
+// TestOnlyTheWatchSnapshotsTheLiveMembers fails when a package other than
+// the watch, the live members' owner, takes a snapshot of live members
+// (wire.SnapshotMembers): the others keep the snapshot the watch sent
+// (PresenceChanged.Live), never one they derived.
+func TestOnlyTheWatchSnapshotsTheLiveMembers(t *testing.T) {
+	fset := token.NewFileSet()
+	calls := 0
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				if s, ok := c.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "SnapshotMembers" {
+					calls++
+					if dir := filepath.ToSlash(filepath.Dir(path)); dir != "watch" {
+						t.Errorf("%s: actors/%s snapshots the live members, whose owner is actors/watch: keep the snapshot PresenceChanged carries", fset.Position(c.Pos()), dir)
+					}
+				}
+			}
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls == 0 {
+		t.Fatal("no call of SnapshotMembers found: the watch no longer snapshots the live members; update this test")
 	}
 }

@@ -93,13 +93,13 @@ func (f *fleetView) pinReported(pinned map[coordination.SplitID]bool) map[coordi
 func (f *fleetView) currentEstimates() iter.Seq2[splitFacts, wire.Estimate] {
 	return func(yield func(splitFacts, wire.Estimate) bool) {
 		for inst, es := range f.estimates {
-			nonce, live := f.sessions[inst]
+			m, live := f.live.Get(inst)
 			if !live {
 				continue
 			}
 			for _, e := range es {
 				s, ok := f.records[e.Split]
-				if ok && s.status == protocol.StatusRunnable && s.owner == inst && s.nonce == nonce && s.epoch == e.Epoch && !yield(s, e) {
+				if ok && s.status == protocol.StatusRunnable && s.owner == inst && s.nonce == m.Nonce && s.epoch == e.Epoch && !yield(s, e) {
 					return
 				}
 			}
@@ -159,7 +159,7 @@ func (f *fleetView) weightLeft(id coordination.SplitID, w uint64) uint64 {
 // and the held residuals are looked up by split.
 func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding map[coordination.SplitID]outstandingCut, asked map[coordination.SplitID]time.Time) protocol.CutInput {
 	var in protocol.CutInput
-	held := make(map[string]uint32, len(f.members))
+	held := make(map[string]uint32, f.live.Len())
 	reported := map[coordination.SplitID]bool{}
 	longest := 0
 	claimed := maps.Clone(f.claimed)
@@ -175,7 +175,7 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 		if holds {
 			held[s.owner]++
 			if to, ok := f.publishedTo[id]; ok && to != s.owner {
-				if _, live := f.members[to]; live {
+				if f.live.Has(to) {
 					held[to]++ // in transit: the lane it was moved to is reserved for it
 				}
 			}
@@ -195,9 +195,9 @@ func (f *fleetView) cutInput(cfg coordination.Config, valueCap int, outstanding 
 		in.Held = append(in.Held, f.cutHeld(id, s, s.weight, outstanding, asked))
 	}
 	limit := laneLimit(valueCap, longest)
-	for m := range f.members {
+	for m, p := range f.live.All() {
 		budget := f.budget(m, cfg, limit)
-		if n, ok := claimed[m]; !ok || n != f.sessions[m] {
+		if n, ok := claimed[m]; !ok || n != p.Nonce {
 			budget = min(budget, 1) // no claim in this session yet: one lane, until it takes work
 		}
 		budget = f.claims[m].Lanes(budget, int(held[m])) // none free while the unclaimed rule penalises it

@@ -16,7 +16,7 @@ func benchView(n int) *fleetView {
 	f := newFleetView(0)
 	for m := range 100 {
 		inst := fmt.Sprintf("w%d", m)
-		f.members[inst], f.sessions[inst] = uint32(n/100+2), "n-"+inst
+		f.join(inst, uint32(n/100+2), "n-"+inst)
 	}
 	for i := range n {
 		inst := fmt.Sprintf("w%d", i%100)

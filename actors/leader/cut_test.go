@@ -159,8 +159,8 @@ func TestTheLeaderAsksNoCutWithoutAnIdleLane(t *testing.T) {
 // count per tenancy.
 func TestCutInputTakesEstimatesOfTheCurrentTenancy(t *testing.T) {
 	f := newFleetView(0)
-	f.members["w1"], f.sessions["w1"] = 4, "n1"
-	f.members["w2"], f.sessions["w2"] = 0, "n2"
+	f.join("w1", 4, "n1")
+	f.join("w2", 0, "n2")
 	put := func(id coordination.SplitID, s splitFacts) {
 		s.seen, s.status = true, protocol.StatusRunnable
 		f.records[id] = s
@@ -210,7 +210,7 @@ func TestCutRequestsAreOutstandingUntilTheResidualOrTheInterval(t *testing.T) {
 	const interval = time.Second
 	t0 := time.Unix(1000, 0)
 	f := newFleetView(0)
-	f.members["w1"], f.sessions["w1"] = 4, "n1"
+	f.join("w1", 4, "n1")
 	f.records["a"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	f.records["b"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	f.observeEstimates("w1", []wire.Estimate{{Split: "a", Epoch: 1, Remaining: 100}, {Split: "b", Epoch: 1, Remaining: 90}}, t0)
@@ -399,7 +399,7 @@ func TestALaneFreedSoonAfterAnEvaluationIsCutForAQuarterLater(t *testing.T) {
 func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	f := newFleetView(0)
-	f.members["w1"], f.sessions["w1"] = 4, "n1"
+	f.join("w1", 4, "n1")
 	f.observeEstimates("w1", nil, t0)
 	r := protocol.ResidualID("a", 1, 1)
 	facts := splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 500, parent: "a", seen: true, status: protocol.StatusRunnable}
@@ -445,7 +445,7 @@ func TestAClaimedResidualStandsInWithItsWeightUntilItsOwnerReports(t *testing.T)
 // already. A residual seen again is not subtracted twice.
 func TestAParentWeighsWhatItsResidualsLeftIt(t *testing.T) {
 	f := newFleetView(0)
-	f.members["w1"] = 0
+	f.join("w1", 0, "")
 	f.records["a"] = splitFacts{seen: true, status: protocol.StatusRunnable, weight: 100, owner: "w1"}
 	weightOf := func() uint64 {
 		in, _ := f.assignInput(coordination.DefaultConfig(), "job:v1", 0)
@@ -528,8 +528,8 @@ func TestAPinThatEndsWithTheEstimateIsBalancedAtOnce(t *testing.T) {
 func TestALaneReservedForASplitInTransitIsNotIdle(t *testing.T) {
 	f := newFleetView(0)
 	f.indexPublished()
-	f.members["w1"], f.sessions["w1"] = 2, "n1"
-	f.members["w2"], f.sessions["w2"] = 1, "n2"
+	f.join("w1", 2, "n1")
+	f.join("w2", 1, "n2")
 	for _, id := range []coordination.SplitID{"a", "b"} {
 		f.records[id] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 100, seen: true, status: protocol.StatusRunnable}
 	}
@@ -572,12 +572,12 @@ func TestAPresenceThatNeverClaimsDoesNotShredASplit(t *testing.T) {
 // view saw one do so): any other member counts one lane.
 func TestOnlyMembersThatClaimedCountTheirLanes(t *testing.T) {
 	f := newFleetView(0)
-	f.members["w1"], f.sessions["w1"] = 8, "n1"      // holds a split
-	f.members["w2"], f.sessions["w2"] = 8, "n2"      // completed one in this session
-	f.members["w3"], f.sessions["w3"] = 8, "n3"      // claimed, then handed it back
-	f.members["new"], f.sessions["new"] = 8, "n4"    // joined, no claim yet
-	f.members["rogue"], f.sessions["rogue"] = 0, "r" // advertises the default, never claims
-	f.members["w5"], f.sessions["w5"] = 8, "n5-now"  // claimed in an earlier session only
+	f.join("w1", 8, "n1")     // holds a split
+	f.join("w2", 8, "n2")     // completed one in this session
+	f.join("w3", 8, "n3")     // claimed, then handed it back
+	f.join("new", 8, "n4")    // joined, no claim yet
+	f.join("rogue", 0, "r")   // advertises the default, never claims
+	f.join("w5", 8, "n5-now") // claimed in an earlier session only
 	f.records["a"] = splitFacts{owner: "w1", nonce: "n1", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	f.records["b"] = splitFacts{owner: "w2", nonce: "n2", epoch: 1, weight: 1, seen: true, status: protocol.StatusCompleted}
 	f.records["c"] = splitFacts{owner: "w5", nonce: "n5-before", epoch: 1, weight: 1, seen: true, status: protocol.StatusCompleted}

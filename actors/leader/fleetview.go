@@ -8,7 +8,6 @@ import (
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"
-	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/internal/recordmsg"
 )
@@ -37,8 +36,7 @@ type splitFacts struct {
 // function's input (docs/protocol.md, "Assignment and the rebalance delay"),
 // kept whether or not this worker leads. Written by the leader actor only.
 type fleetView struct {
-	members    map[string]uint32   // live member → its MaxInFlight (0: the default)
-	sessions   worker.LiveSessions // live member → its session nonce
+	live       wire.Members // the live members, the watch's (the last PresenceChanged's Live)
 	departedAt map[string]time.Time
 	records    map[coordination.SplitID]splitFacts
 	assigns    map[string]assignCache
@@ -78,8 +76,6 @@ type fleetView struct {
 
 func newFleetView(startupGrace time.Duration) fleetView {
 	return fleetView{
-		members:    map[string]uint32{},
-		sessions:   worker.LiveSessions{},
 		departedAt: map[string]time.Time{},
 		records:    map[coordination.SplitID]splitFacts{},
 		assigns:    map[string]assignCache{},
@@ -103,7 +99,7 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 	switch m := msg.(type) {
 	case wire.PresenceChanged:
 		if m.Deleted {
-			if !l.memberLeft(m.Instance, now) {
+			if !l.memberLeft(m, now) {
 				return
 			}
 			break
@@ -127,43 +123,41 @@ func (l *leaderActor) observeFleet(c *actor.Context, msg any) {
 // memberSeen folds a put of a member's presence into the view.
 func (l *leaderActor) memberSeen(m wire.PresenceChanged, now time.Time) {
 	f := &l.view
-	old, ok := f.members[m.Instance]
+	old, ok := f.live.Get(m.Instance)
+	f.live = m.Live
 	if !ok && m.Instance != l.v.ID {
-		l.log.Info("peer joined", "peer", m.Instance, "live", len(f.members)+1)
+		l.log.Info("peer joined", "peer", m.Instance, "live", f.live.Len())
 	}
-	if !ok || old != m.MaxInFlight || !sameReported(f.estimates[m.Instance], m.Remaining) {
+	if !ok || old.MaxInFlight != m.MaxInFlight || !sameReported(f.estimates[m.Instance], m.Remaining) {
 		// A new member, a new budget, or a change of the splits it
 		// reports estimates of, which pins them (pinReported): a split
 		// whose pin ended is balanced at once, not at the next
 		// unrelated change.
 		l.pub.changed()
 	}
-	if f.sessions[m.Instance] != m.Nonce {
+	if old.Nonce != m.Nonce {
 		delete(f.claims, m.Instance) // a new session starts in good standing
 	}
-	f.members[m.Instance] = m.MaxInFlight
-	f.sessions[m.Instance] = m.Nonce
 	f.observeEstimates(m.Instance, m.Remaining, now)
 	f.grace.Join(m.Instance, now)
 	delete(f.departedAt, m.Instance)
 }
 
-// memberLeft folds the deletion of inst's presence into the view; false
-// when inst was no member.
-func (l *leaderActor) memberLeft(inst string, now time.Time) bool {
-	f := &l.view
-	if _, ok := f.members[inst]; !ok {
+// memberLeft folds the deletion of m's member's presence into the view;
+// false when it was no member.
+func (l *leaderActor) memberLeft(m wire.PresenceChanged, now time.Time) bool {
+	f, inst := &l.view, m.Instance
+	if !f.live.Has(inst) {
 		return false
 	}
-	delete(f.members, inst)
-	delete(f.sessions, inst)
+	f.live = m.Live
 	delete(f.estimates, inst)
 	delete(f.estimatedAt, inst)
 	delete(f.claimed, inst)
 	delete(f.claims, inst)
 	f.grace.Leave(inst)
 	if inst != l.v.ID {
-		l.log.Info("peer left", "peer", inst, "live", len(f.members))
+		l.log.Info("peer left", "peer", inst, "live", f.live.Len())
 		if _, ok := f.departedAt[inst]; !ok && l.v.Config.RebalanceDelay > 0 {
 			f.departedAt[inst] = now
 		}
@@ -232,8 +226,8 @@ func (l *leaderActor) recordObserved(m *recordmsg.RecordChanged, now time.Time) 
 func (l *leaderActor) recordChanged(id coordination.SplitID, old, facts *splitFacts, now time.Time) (tick, cutSoon bool) {
 	f := &l.view
 	f.grace.Claim(id, facts.owner, now)
-	if n, live := f.sessions[facts.owner]; live && facts.owner != "" && n == facts.nonce {
-		f.claimed[facts.owner] = n
+	if m, live := f.live.Get(facts.owner); live && facts.owner != "" && m.Nonce == facts.nonce {
+		f.claimed[facts.owner] = m.Nonce
 		if (old.owner != facts.owner || old.nonce != facts.nonce || old.epoch != facts.epoch) && f.claimedAt(facts.owner, now) {
 			l.log.Info("peer claims again; its lanes are back", "peer", facts.owner, "split", id)
 			l.pub.changed()
@@ -258,8 +252,8 @@ func (l *leaderActor) recordChanged(id coordination.SplitID, old, facts *splitFa
 }
 
 func (l *leaderActor) gauges() {
-	n := len(l.view.members)
-	if _, ok := l.view.members[l.v.ID]; !ok {
+	n := l.view.live.Len()
+	if !l.view.live.Has(l.v.ID) {
 		n++
 	}
 	l.v.Metrics.Workers(n)
@@ -321,7 +315,7 @@ func (f *fleetView) stickyOwner(id coordination.SplitID, owner string) string {
 		return owner
 	}
 	if p, ok := f.publishedTo[id]; ok {
-		if _, live := f.members[p]; live && !f.claims[p].Penalised {
+		if f.live.Has(p) && !f.claims[p].Penalised {
 			return p
 		}
 	}
@@ -387,7 +381,7 @@ func (f *fleetView) knownSplits() map[coordination.SplitID]bool {
 // (protocol.ClaimWatch.Lanes).
 func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, valueCap int) (protocol.AssignInput, []string) {
 	longest := 0
-	held := make(map[string]int, len(f.members))
+	held := make(map[string]int, f.live.Len())
 	for id, s := range f.records {
 		longest = max(longest, len(id))
 		if f.heldLive(s) && s.status == protocol.StatusRunnable {
@@ -396,14 +390,14 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 	}
 	limit := laneLimit(valueCap, longest)
 	in := protocol.AssignInput{
-		Members:    make([]string, 0, len(f.members)),
+		Members:    make([]string, 0, f.live.Len()),
 		Caps:       map[string]int{},
 		DefaultCap: min(cfg.MaxInFlight, limit),
 		FP:         protocol.Fingerprint(fingerprint),
 		Splits:     make([]protocol.AssignSplit, 0, len(f.records)),
 	}
 	var laneless []string
-	for m := range f.members {
+	for m := range f.live.All() {
 		lanes := f.claims[m].Lanes(f.budget(m, cfg, limit), held[m])
 		if lanes == 0 {
 			laneless = append(laneless, m)
@@ -431,8 +425,8 @@ func (f *fleetView) assignInput(cfg coordination.Config, fingerprint string, val
 // heldLive reports whether split record s is held by its owner's live
 // session (the session the owner's presence names).
 func (f *fleetView) heldLive(s splitFacts) bool {
-	n, live := f.sessions[s.owner]
-	return live && s.owner != "" && n == s.nonce
+	m, live := f.live.Get(s.owner)
+	return live && s.owner != "" && m.Nonce == s.nonce
 }
 
 // laneLimit is the most lanes any member's budget may count: the
@@ -447,28 +441,32 @@ func laneLimit(valueCap, longestID int) int {
 // budget is member m's lane budget, its presence's MaxInFlight (0: the
 // leader's own) clamped to limit.
 func (f *fleetView) budget(m string, cfg coordination.Config, limit int) int {
-	if b := f.members[m]; b > 0 {
+	if b := f.maxInFlight(m); b > 0 {
 		return min(int(b), limit)
 	}
 	return min(cfg.MaxInFlight, limit)
 }
 
+// maxInFlight is the budget member m's presence advertises; 0 for the
+// leader's own.
+func (f *fleetView) maxInFlight(m string) uint32 {
+	p, _ := f.live.Get(m)
+	return p.MaxInFlight
+}
+
 // snapshot copies what a publish reads beside its input: the cached
-// records, the live members and the open rebalance windows.
-func (f *fleetView) snapshot() (cache map[string]assignCache, members, windows map[string]bool) {
+// records and the open rebalance windows; and the live members, which
+// need no copy (the watch never changes a snapshot it sent).
+func (f *fleetView) snapshot() (cache map[string]assignCache, members wire.Members, windows map[string]bool) {
 	cache = make(map[string]assignCache, len(f.assigns))
 	for k, a := range f.assigns {
 		a.rec.Splits = slices.Clone(a.rec.Splits)
 		a.rec.Cuts = slices.Clone(a.rec.Cuts)
 		cache[k] = a
 	}
-	members = make(map[string]bool, len(f.members))
-	for m := range f.members {
-		members[m] = true
-	}
 	windows = make(map[string]bool, len(f.departedAt))
 	for i := range f.departedAt {
 		windows[i] = true
 	}
-	return cache, members, windows
+	return cache, f.live, windows
 }

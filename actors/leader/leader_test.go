@@ -175,7 +175,8 @@ type leaderRig struct {
 	v       *worker.Env
 	pid     *actor.PID
 	reg     *prometheus.Registry
-	replies *actor.PID // a recorder: StepDownReply lands here
+	replies *actor.PID       // a recorder: StepDownReply lands here
+	live    wire.LiveMembers // the live members as the rig's presence messages tell them (send)
 	mu      sync.Mutex
 	got     []any
 	planRev uint64
@@ -213,9 +214,39 @@ func newLeaderRig(t *testing.T, p coordination.Planner, mut ...func(*coordinatio
 // send delivers msgs to the leader and waits for the bubble to settle.
 func (lr *leaderRig) send(msgs ...any) {
 	for _, m := range msgs {
+		if p, ok := m.(wire.PresenceChanged); ok { // play the watch: the live members with the change
+			m = lr.presence(p)
+		}
 		lr.e.Send(lr.pid, m)
 	}
 	synctest.Wait()
+}
+
+// presence applies p to the live members the rig plays the watch's of,
+// and returns p carrying them.
+func (lr *leaderRig) presence(p wire.PresenceChanged) wire.PresenceChanged {
+	if lr.live == nil {
+		lr.live = wire.LiveMembers{}
+	}
+	if p.Deleted {
+		delete(lr.live, p.Instance)
+	} else {
+		lr.live[p.Instance] = wire.Member{Nonce: p.Nonce, MaxInFlight: p.MaxInFlight}
+	}
+	p.Live = wire.SnapshotMembers(lr.live)
+	return p
+}
+
+// join makes inst a live member of f with budget and session nonce, as a
+// PresenceChanged of the watch would.
+func (f *fleetView) join(inst string, budget uint32, nonce string) {
+	live := wire.LiveMembers{inst: {Nonce: nonce, MaxInFlight: budget}}
+	for m, p := range f.live.All() {
+		if m != inst {
+			live[m] = p
+		}
+	}
+	f.live = wire.SnapshotMembers(live)
 }
 
 // goLive plays the watch coming up: the plan record, w1's presence, live.

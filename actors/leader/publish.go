@@ -10,6 +10,7 @@ import (
 	"github.com/benbjohnson/clock"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/internal/protocol"
 	"github.com/spate-go/coordination/store"
@@ -99,7 +100,7 @@ func (p *publisher) taken() { p.soon = false }
 // (docs/protocol.md, "Runtime split"). It refuses a lead that ended (or none), and does
 // nothing while a publish is in flight or view has no member.
 func (p *publisher) publish(w *lead, view *fleetView, fingerprint string, takeCuts func() cutRequests) {
-	if w.ended() || len(view.members) == 0 || p.busy {
+	if w.ended() || view.live.Len() == 0 || p.busy {
 		return
 	}
 	cuts := takeCuts()
@@ -122,7 +123,7 @@ func (p *publisher) publish(w *lead, view *fleetView, fingerprint string, takeCu
 // freshly asks a cut, an empty one for each member the unclaimed rule left
 // laneless (none of in.Members), and deletes the records of members gone
 // for good; it runs on a goroutine of the work lead.
-func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInput, laneless []string, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members, windows map[string]bool, cuts cutRequests, gen uint64) publishDone {
+func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInput, laneless []string, pinned map[coordination.SplitID]bool, cache map[string]assignCache, members wire.Members, windows map[string]bool, cuts cutRequests, gen uint64) publishDone {
 	out := protocol.KeepPinned(in, protocol.Assign(in), pinned)
 	for _, m := range laneless {
 		out.Assigned[m] = []coordination.SplitID{}
@@ -173,7 +174,7 @@ func publishAssignment(ctx context.Context, v *worker.Env, in protocol.AssignInp
 		}
 	}
 	for inst, a := range cache {
-		if !members[inst] && !windows[inst] {
+		if !members.Has(inst) && !windows[inst] {
 			oc, cancel := v.OpCtx(ctx)
 			if ok, err := v.Store.Delete(oc, store.Durable, protocol.AssignKey(inst), store.Revision(a.rev)); judgeAssignWrite(ok, err) == assignWritten {
 				d.deleted = append(d.deleted, inst)
@@ -237,7 +238,7 @@ func (p *publisher) published(w *lead, m publishDone, view *fleetView) bool {
 	}
 	if len(m.written) > 0 && (m.members != p.announced || m.moved > 0) {
 		p.announced = m.members
-		p.log.Info("assignment published", "members", len(view.members), "moved", m.moved, "generation", w.gen)
+		p.log.Info("assignment published", "members", view.live.Len(), "moved", m.moved, "generation", w.gen)
 	}
 	return true
 }

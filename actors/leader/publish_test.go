@@ -241,7 +241,7 @@ func TestThePublisherRefusesAStaleLead(t *testing.T) {
 		lr := newPartRig(t, workertest.FinalPlan("a"))
 		pub := newPublisher(lr.v, lr.v.Log)
 		view := newFleetView(0)
-		view.members["w1"], view.sessions["w1"] = 0, "nonce-w1"
+		view.join("w1", 0, "nonce-w1")
 		view.records["a"] = splitFacts{status: protocol.StatusRunnable, weight: 1, seen: true}
 		stale, live := endedLead(1), newLead(lr.v.Ctx, 1)
 		defer live.end()

@@ -51,7 +51,7 @@ func (f *fleetView) observeClaims(now time.Time, cfg coordination.Config, valueC
 	if f.claims == nil {
 		return false, nil
 	}
-	held := make(map[string]int, len(f.members))
+	held := make(map[string]int, f.live.Len())
 	waits := map[string]bool{}
 	longest := 0
 	for id, s := range f.records {
@@ -68,7 +68,7 @@ func (f *fleetView) observeClaims(now time.Time, cfg coordination.Config, valueC
 		}
 	}
 	limit := laneLimit(valueCap, longest)
-	for m := range f.members {
+	for m := range f.live.All() {
 		w := f.claims[m]
 		h := held[m]
 		next := w.Observe(now, waits[m] && h < w.Lanes(f.budget(m, cfg, limit), h), cfg.LeaseDuration)

@@ -71,7 +71,7 @@ func TestTheUnclaimedRuleSparesMembersThatCannotClaim(t *testing.T) {
 		return splitFacts{owner: owner, nonce: nonce, epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	}
 	for m, b := range map[string]uint32{"full": 2, "transit": 2, "prompt": 2, "rogue": 4096, "other": 2} {
-		f.members[m], f.sessions[m] = b, "n-"+m
+		f.join(m, b, "n-"+m)
 	}
 	f.records["x"], f.records["y"], f.records["z"] = run("full", "n-full"), run("full", "n-full"), run("", "")
 	f.publishedTo["y"], f.publishedTo["z"] = "full", "full" // x is revoked and drains: full holds two
@@ -129,8 +129,8 @@ func TestAPenalisedMemberKeepsWhatItHolds(t *testing.T) {
 	f := newFleetView(0)
 	f.watchClaims()
 	f.publishedTo = map[coordination.SplitID]string{"x": "slow", "y": "slow"}
-	f.members["w1"], f.sessions["w1"] = 4, "n-w1"
-	f.members["slow"], f.sessions["slow"] = 4, "n-slow"
+	f.join("w1", 4, "n-w1")
+	f.join("slow", 4, "n-slow")
 	f.records["x"] = splitFacts{owner: "slow", nonce: "n-slow", epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	f.records["y"] = splitFacts{epoch: 1, weight: 1, seen: true, status: protocol.StatusRunnable}
 	t0 := time.Unix(1000, 0)

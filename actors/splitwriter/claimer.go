@@ -35,8 +35,8 @@ type claimer struct {
 	sw      *splitWriterActor
 	enqueue func(c *actor.Context, op splitOp) // the actor's write queue (a test's recorder)
 
-	sessions worker.LiveSessions                      // instance → live session nonce
-	byOwner  map[string]map[coordination.SplitID]bool // instance → splits its records name
+	members wire.Members                             // the live members, the watch's (the last PresenceChanged's Live)
+	byOwner map[string]map[coordination.SplitID]bool // instance → splits its records name
 
 	inflight map[coordination.SplitID]bool   // every write in flight (bounded by MaxClaimsInFlight); value: it counts as a claim against MaxInFlight (quarantines and leftover returns do not)
 	claims   int                             // claims in flight
@@ -64,7 +64,6 @@ func newClaimer(sw *splitWriterActor) *claimer {
 	return &claimer{
 		sw:       sw,
 		enqueue:  sw.enqueue,
-		sessions: worker.LiveSessions{},
 		byOwner:  map[string]map[coordination.SplitID]bool{},
 		inflight: map[coordination.SplitID]bool{},
 		handing:  map[coordination.SplitID]uint64{},
@@ -104,21 +103,24 @@ func (cl *claimer) recordDeleted(id coordination.SplitID, oldOwner string) {
 	cl.index(id)
 }
 
-// presence follows a member's session: nonce "" when its presence key is
-// gone.
-func (cl *claimer) presence(instance, nonce string) {
-	if cur, ok := cl.sessions[instance]; ok && cur == nonce || !ok && nonce == "" {
+// presence takes the live members m carries, and re-classifies the splits
+// whose records name m's member when its session changed.
+func (cl *claimer) presence(m wire.PresenceChanged) {
+	old, _ := cl.members.Get(m.Instance)
+	cl.members = m.Live
+	if now, _ := cl.members.Get(m.Instance); now.Nonce == old.Nonce {
 		return
 	}
-	if nonce == "" {
-		delete(cl.sessions, instance)
-	} else {
-		cl.sessions[instance] = nonce
-	}
-	for id := range cl.byOwner[instance] {
+	for id := range cl.byOwner[m.Instance] {
 		delete(cl.lostAt, id)
 		cl.index(id)
 	}
+}
+
+// nonceOf is member inst's live session nonce; "" when it is not live.
+func (cl *claimer) nonceOf(inst string) string {
+	m, _ := cl.members.Get(inst)
+	return m.Nonce
 }
 
 // sessionStarted re-classifies the view: its own-session records were
@@ -313,7 +315,7 @@ func (cl *claimer) input(id coordination.SplitID) (protocol.CandidateInput, bool
 	_, held := cl.sw.reg.held[id]
 	v := cl.sw.v
 	return protocol.CandidateInput{
-		Record: r.Rec, Held: held, OwnerSession: cl.sessions[r.Rec.Owner],
+		Record: r.Rec, Held: held, OwnerSession: cl.nonceOf(r.Rec.Owner),
 		Me: v.ID, MyNonce: cl.sw.nonce, MaxAttempts: v.Config.MaxAttempts,
 	}, true
 }

@@ -39,7 +39,7 @@ func TestAnEndedSessionsRecordIsClaimedInEveryOrder(t *testing.T) {
 	}
 	presence := func(inst, nonce string) event {
 		return event{"presence " + inst + "=" + nonce, func(r *claimerRig) {
-			r.sw.claims.presence(inst, nonce)
+			r.presence(inst, nonce)
 			r.sw.claims.step(nil)
 		}}
 	}
@@ -80,8 +80,8 @@ func TestAnEndedSessionsRecordIsClaimedInEveryOrder(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				cancel() // the rig's actor sends nothing to its peers
 				r.sw.v.Ctx = ctx
-				r.sw.claims.presence("me", old)
-				r.sw.claims.presence("w2", old)
+				r.presence("me", old)
+				r.presence("w2", old)
 				var names []string
 				for _, i := range order {
 					ev := tt.events[i]

@@ -8,6 +8,7 @@ import (
 	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
+	"github.com/spate-go/coordination/actors/internal/wire"
 	"github.com/spate-go/coordination/actors/internal/worker"
 	"github.com/spate-go/coordination/actors/internal/workertest"
 	"github.com/spate-go/coordination/internal/protocol"
@@ -38,6 +39,21 @@ func (r *claimerRig) record(id coordination.SplitID, rev uint64, owner, nonce st
 		rec.Epoch = 1
 	}
 	r.sw.fold(id, &rec, rev)
+}
+
+// presence plays the watch telling of member inst's presence: nonce "" when
+// its key is gone.
+func (r *claimerRig) presence(inst, nonce string) {
+	live := wire.LiveMembers{}
+	for i, m := range r.sw.claims.members.All() {
+		live[i] = m
+	}
+	if nonce == "" {
+		delete(live, inst)
+	} else {
+		live[inst] = wire.Member{Nonce: nonce}
+	}
+	r.sw.claims.presence(wire.PresenceChanged{Instance: inst, Nonce: nonce, Deleted: nonce == "", Live: wire.SnapshotMembers(live)})
 }
 
 func (r *claimerRig) assign(ids ...coordination.SplitID) {
@@ -159,7 +175,7 @@ func TestTheClaimerClaimsFromTheSplitWritersView(t *testing.T) {
 			}
 			r.sw.claims.abandoned("a", 2, true)
 		}
-		r.sw.claims.presence("w2", "s2")
+		r.presence("w2", "s2")
 		r.record("a", 3, "w2", "s2") // a peer's live session took it
 		r.sw.claims.heartbeat()
 		if got := r.step(); len(got) != 0 {
@@ -168,13 +184,13 @@ func TestTheClaimerClaimsFromTheSplitWritersView(t *testing.T) {
 	})
 	t.Run("an owner's session ending makes its split a takeover", func(t *testing.T) {
 		r := newClaimerRig(t, 4)
-		r.sw.claims.presence("w2", "s2")
+		r.presence("w2", "s2")
 		r.record("a", 1, "w2", "s2")
 		r.assign("a")
 		if got := r.step(); len(got) != 0 {
 			t.Fatalf("asked %v while w2's session is live", got)
 		}
-		r.sw.claims.presence("w2", "")
+		r.presence("w2", "")
 		if got := r.step(); !slices.Equal(got, []string{"claim a"}) {
 			t.Fatalf("asked %v after w2's presence went, want the takeover of a", got)
 		}

@@ -178,11 +178,7 @@ func (sw *splitWriterActor) receive(c *actor.Context) {
 			sw.judge()
 		}
 	case wire.PresenceChanged: // from the watch
-		nonce := m.Nonce
-		if m.Deleted {
-			nonce = "" // the member left
-		}
-		sw.claims.presence(m.Instance, nonce)
+		sw.claims.presence(m)
 		sw.claims.step(c)
 	case recordmsg.AssignmentChanged: // from the watch: this worker's own
 		sw.assignmentChanged(c, m)

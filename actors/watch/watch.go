@@ -113,6 +113,13 @@ type watchActor struct {
 	reconcile   *clock.Timer
 	reconciling bool
 	listStart   time.Time
+	// live is the fleet's live members, the owner's (docs/architecture.md,
+	// "One owner per fact"): each presence put or deletion changes it, and
+	// the PresenceChanged that tells of the change carries a snapshot of it
+	// (members), taken again only when a member joined, left, or changed its
+	// session or budget.
+	live    wire.LiveMembers
+	members wire.Members
 	// run is the split record puts applied and not yet routed; observe
 	// sends it as one RecordsChanged before any other observation and at
 	// the end of every message (flush).
@@ -122,7 +129,7 @@ type watchActor struct {
 // New returns the producer of worker v's watch actor.
 func New(v *worker.Env) actor.Producer {
 	return func() actor.Receiver {
-		w := &watchActor{v: v, log: v.Log.With("actor", "watch")}
+		w := &watchActor{v: v, log: v.Log.With("actor", "watch"), live: wire.LiveMembers{}}
 		for i := range w.ks {
 			w.ks[i] = &keyspaceWatch{keys: map[string]*keyState{}, backoff: 200 * time.Millisecond}
 		}
@@ -522,6 +529,7 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 			remaining = append(remaining, wire.Estimate{Split: e.Split, Epoch: e.Epoch, Remaining: e.Remaining})
 		}
 		m := wire.PresenceChanged{Instance: suffix, Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight, Rev: rev, Remaining: remaining}
+		m.Live = w.presence(suffix, wire.Member{Nonce: pr.Nonce, MaxInFlight: pr.MaxInFlight}, true)
 		if suffix == w.v.ID { // the lease confirms its landed renewals
 			w.observe(m, w.v.PIDs.Leader, w.v.PIDs.SplitWriter, w.v.PIDs.Lease)
 			return
@@ -563,6 +571,22 @@ func (w *watchActor) otherPut(kind protocol.KeyKind, suffix, key string, val []b
 	}
 }
 
+// presence applies a put of member inst's presence (live) or its
+// deletion to the live members, and returns their snapshot.
+func (w *watchActor) presence(inst string, m wire.Member, live bool) wire.Members {
+	old, was := w.live[inst]
+	switch {
+	case live && (!was || old != m):
+		w.live[inst] = m
+	case !live && was:
+		delete(w.live, inst)
+	default:
+		return w.members // a renewal: nothing changed
+	}
+	w.members = wire.SnapshotMembers(w.live)
+	return w.members
+}
+
 // assignmentChanged observes a put or a deletion of an assignment record
 // to the leader, and this worker's own to the split writer too, which
 // diffs it.
@@ -583,7 +607,8 @@ func (w *watchActor) decodeDelete(ks store.Keyspace, key string, rev uint64, syn
 		d := []recordmsg.RecordChanged{{Split: coordination.SplitID(suffix), Rev: rev, Deleted: true}}
 		w.observe(recordmsg.RecordsChanged{Records: d}, w.v.PIDs.SplitWriter, w.v.PIDs.Leader)
 	case protocol.KeyPresence:
-		w.observe(wire.PresenceChanged{Instance: suffix, Rev: rev, Deleted: true}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
+		live := w.presence(suffix, wire.Member{}, false)
+		w.observe(wire.PresenceChanged{Instance: suffix, Rev: rev, Deleted: true, Live: live}, w.v.PIDs.Leader, w.v.PIDs.SplitWriter)
 	case protocol.KeyLeaderValue:
 		w.observe(recordmsg.LeaderChanged{Rev: rev, Deleted: true, Synthesized: synth}, w.v.PIDs.Leader)
 	case protocol.KeyPlanRecord:

@@ -38,12 +38,13 @@
 // The watch actor turns watched and listed keys into observations, one
 // message per key family, each carrying a put or a deletion (Deleted), as
 // a watch event does: RecordsChanged (split records: runs of puts, a
-// deletion alone) to splitwriter and leader; PresenceChanged to leader and
+// deletion alone) to splitwriter and leader; PresenceChanged, with every
+// live member after the change (the watch owns them), to leader and
 // splitwriter, and a put of its own key to the lease too;
 // PresenceChallenged to the lease, for its own key only; LeaderChanged to
 // the leader; PlanChanged to leader and splitwriter, a deletion to the
-// leader only; AssignmentChanged to the leader, and to assign for this
-// worker's own record; WatchesChanged to leader and splitwriter;
+// leader only; AssignmentChanged to the leader, and to the split writer
+// for this worker's own record; WatchesChanged to leader and splitwriter;
 // Reconciled to the leader.
 //
 // The lease actor owns the session and joins the job StartJob names:

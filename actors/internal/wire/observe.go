@@ -24,6 +24,11 @@ type PresenceChanged struct {
 	// Deleted is true when the key was deleted or expired: the member
 	// left.
 	Deleted bool
+	// Live is every live member with this change applied: the watch's
+	// own, which a receiver keeps in place of the one before it (the
+	// watch owns the live members; docs/architecture.md, "One owner per
+	// fact").
+	Live Members
 }
 
 // Estimate is a member's estimate of a held split's remaining work at its

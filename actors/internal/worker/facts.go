@@ -8,10 +8,3 @@ import "github.com/spate-go/coordination"
 // rules' input by it; the leader's cached assignment records are the copy
 // docs/architecture.md ("One owner per fact") lists as still kept.
 type AssignedSet map[coordination.SplitID]bool
-
-// LiveSessions maps each live member of the fleet to the session nonce its
-// presence record carries, as the watch observes them (PresenceChanged).
-// No actor owns it yet: the leader's fleet view and the split writer's
-// claimer each keep one, both fed by the same observations
-// (docs/architecture.md, "One owner per fact").
-type LiveSessions map[string]string
