@@ -58,5 +58,5 @@ fact() { # name, pattern
 fact "held splits"   'held +(map|worker\.HeldView|heldView)|registry\b.*struct|\bpolled +map|byOwner +map|handing +map|cells +map'
 fact "assigned set"  '\bassigned +(map|\[\]|worker\.AssignedSet)|assigns +map'
 fact "split records" '\brecords +(map|\[\])|splitRecords|records +worker\.'
-fact "live members"  'members +map|sessions +(map|worker\.LiveSessions)|live +map'
+fact "live members"  'members +map|sessions +(map|worker\.LiveSessions)|live +(map|wire\.LiveMembers)'
 fact "phase"         'worker\.JobPhase|\b(verdict|departing|departed|gone|over) +bool'
