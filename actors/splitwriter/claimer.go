@@ -106,9 +106,9 @@ func (cl *claimer) recordDeleted(id coordination.SplitID, oldOwner string) {
 // presence takes the live members m carries, and re-classifies the splits
 // whose records name m's member when its session changed.
 func (cl *claimer) presence(m wire.PresenceChanged) {
-	old, _ := cl.members.Get(m.Instance)
+	old := cl.nonceOf(m.Instance)
 	cl.members = m.Live
-	if now, _ := cl.members.Get(m.Instance); now.Nonce == old.Nonce {
+	if cl.nonceOf(m.Instance) == old {
 		return
 	}
 	for id := range cl.byOwner[m.Instance] {
