@@ -5,7 +5,6 @@ import (
 	"go/parser"
 	"go/token"
 	"go/types"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -203,18 +202,10 @@ func TestNoActorWritesAnEnvField(t *testing.T) {
 			}
 		}
 	}
-	fset := token.NewFileSet()
 	var writes []string
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
+	eachSource(t, func(fset *token.FileSet, path string, f *ast.File) {
 		if path == "spawn.go" || strings.HasPrefix(filepath.ToSlash(path), "internal/workertest/") {
-			return nil // Spawn builds the Env; workertest builds the tests'
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
+			return // Spawn builds the Env; workertest builds the tests'
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			var lhs []ast.Expr
@@ -237,11 +228,7 @@ func TestNoActorWritesAnEnvField(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, w := range writes {
 		t.Errorf("%s writes a field of worker.Env after Spawn built it: an actor's decision is its own, told to the others by message (docs/architecture.md, \"What `worker.Env` holds\")", w)
 	}

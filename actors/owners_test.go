@@ -52,15 +52,7 @@ func factFields(t *testing.T) map[string]string {
 		}
 	}
 	found := map[string]string{}
-	fset := token.NewFileSet()
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachSource(t, func(_ *token.FileSet, path string, f *ast.File) {
 		dir := filepath.ToSlash(filepath.Dir(path))
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
@@ -95,12 +87,29 @@ func factFields(t *testing.T) map[string]string {
 				}
 			}
 		}
+	})
+	return found
+}
+
+// eachSource calls fn with each non-test source file of actors/ and its
+// packages, parsed.
+func eachSource(t *testing.T, fn func(fset *token.FileSet, path string, f *ast.File)) {
+	t.Helper()
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return err
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			return err
+		}
+		fn(fset, path, f)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return found
 }
 
 // TestNoFactIsKeptOutsideItsOwner fails when a package other than a fact's
@@ -137,16 +146,8 @@ func TestNoFactIsKeptOutsideItsOwner(t *testing.T) {
 // (wire.SnapshotMembers): the others keep the snapshot the watch sent
 // (PresenceChanged.Live), never one they derived.
 func TestOnlyTheWatchSnapshotsTheLiveMembers(t *testing.T) {
-	fset := token.NewFileSet()
 	calls := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return err
-		}
-		f, err := parser.ParseFile(fset, path, nil, 0)
-		if err != nil {
-			return err
-		}
+	eachSource(t, func(fset *token.FileSet, path string, f *ast.File) {
 		ast.Inspect(f, func(n ast.Node) bool {
 			if c, ok := n.(*ast.CallExpr); ok {
 				if s, ok := c.Fun.(*ast.SelectorExpr); ok && s.Sel.Name == "SnapshotMembers" {
@@ -158,11 +159,7 @@ func TestOnlyTheWatchSnapshotsTheLiveMembers(t *testing.T) {
 			}
 			return true
 		})
-		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if calls == 0 {
 		t.Fatal("no call of SnapshotMembers found: the watch no longer snapshots the live members; update this test")
 	}
