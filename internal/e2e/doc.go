@@ -13,5 +13,5 @@
 //
 // The progress watch is started with the workers, so its store opens the
 // job's buckets while they provision them, and its first snapshot must be
-// in within 3 s.
+// in before a request to a forming stream would have timed out (watchReady).
 package e2e

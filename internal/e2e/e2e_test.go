@@ -218,9 +218,12 @@ type progressWatch struct {
 
 // watchReady bounds the progress watch's first snapshot: the watch is
 // started with the job, while the workers are provisioning its buckets,
-// and must not have to wait out a request to a forming stream (10 s, its
-// store's default OpTimeout).
-const watchReady = 3 * time.Second
+// and must not have to wait out a request to a forming stream (10 s, the
+// natsstore watch's setup timeout: 10.1 s before the fix). A healthy
+// first snapshot takes well under 1 s alone, but up to 6.8 s with the
+// whole suite run twice at once on two cores (twice CI's load), so the
+// bound sits between the two.
+const watchReady = 9 * time.Second
 
 // watchProgress starts the watch and returns once its first snapshot is
 // in; stop it with finish.
