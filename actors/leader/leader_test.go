@@ -177,6 +177,7 @@ type leaderRig struct {
 	reg     *prometheus.Registry
 	replies *actor.PID       // a recorder: StepDownReply lands here
 	live    wire.LiveMembers // the live members as the rig's presence messages tell them (send)
+	sent    wire.Members     // the last snapshot of live sent
 	mu      sync.Mutex
 	got     []any
 	planRev uint64
@@ -233,7 +234,8 @@ func (lr *leaderRig) presence(p wire.PresenceChanged) wire.PresenceChanged {
 	} else {
 		lr.live[p.Instance] = wire.Member{Nonce: p.Nonce, MaxInFlight: p.MaxInFlight}
 	}
-	p.Live = wire.SnapshotMembers(lr.live)
+	p.Live = wire.SnapshotMembers(lr.sent, lr.live, p.Instance)
+	lr.sent = p.Live
 	return p
 }
 
@@ -246,7 +248,7 @@ func (f *fleetView) join(inst string, budget uint32, nonce string) {
 			live[m] = p
 		}
 	}
-	f.live = wire.SnapshotMembers(live)
+	f.live = wire.SnapshotMembers(f.live, live, inst)
 }
 
 // goLive plays the watch coming up: the plan record, w1's presence, live.

@@ -53,7 +53,7 @@ func (r *claimerRig) presence(inst, nonce string) {
 	} else {
 		live[inst] = wire.Member{Nonce: nonce}
 	}
-	r.sw.claims.presence(wire.PresenceChanged{Instance: inst, Nonce: nonce, Deleted: nonce == "", Live: wire.SnapshotMembers(live)})
+	r.sw.claims.presence(wire.PresenceChanged{Instance: inst, Nonce: nonce, Deleted: nonce == "", Live: wire.SnapshotMembers(r.sw.claims.members, live, inst)})
 }
 
 func (r *claimerRig) assign(ids ...coordination.SplitID) {

@@ -583,7 +583,7 @@ func (w *watchActor) presence(inst string, m wire.Member, live bool) wire.Member
 	default:
 		return w.members // a renewal: nothing changed
 	}
-	w.members = wire.SnapshotMembers(w.live)
+	w.members = wire.SnapshotMembers(w.members, w.live, inst)
 	return w.members
 }
 
