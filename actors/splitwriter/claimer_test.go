@@ -1,11 +1,11 @@
 package splitwriter
 
 import (
-	"pgregory.net/rapid"
 	"slices"
 	"testing"
 
 	"github.com/anthdm/hollywood/actor"
+	"pgregory.net/rapid"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"

@@ -2,12 +2,13 @@ package splitwriter
 
 import (
 	"context"
-	"github.com/anthdm/hollywood/actor"
 	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"

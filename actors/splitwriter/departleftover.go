@@ -18,10 +18,10 @@ import (
 // names, and the split of a claim of this worker in flight, erred, or lost
 // to a write the view has not shown yet (perhaps its own, landed unseen),
 // whose record the view may not show naming this session (unseen: read
-// when its turn comes). Without them the next claimant would find a record of an
-// ended session and take it over as Expired, charging an attempt. held are
-// the splits the batch hands back anyway. Each write re-checks the view
-// when it starts, after any earlier write on its split.
+// when its turn comes). Without them the next claimant would find a record
+// of an ended session and take it over as Expired, charging an attempt.
+// held are the splits the batch hands back anyway. Each write re-checks
+// the view when it starts, after any earlier write on its split.
 func (sw *splitWriterActor) departLeftovers(held []wire.HeldSplit, batch uint64) []splitOp {
 	skip := make(map[coordination.SplitID]bool, len(held))
 	for _, h := range held {

@@ -1,12 +1,13 @@
 package splitwriter
 
 import (
-	"github.com/anthdm/hollywood/actor"
 	"reflect"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/anthdm/hollywood/actor"
 
 	"github.com/spate-go/coordination"
 	"github.com/spate-go/coordination/actors/internal/wire"

@@ -39,8 +39,9 @@ const fleetLease = time.Second
 // fleetLease (and mostly at the property's propertyLease) every server
 // restart ends every session: a restart takes 2 to 3 s, more on a loaded
 // machine, and the property's two fleets share the server, so a schedule
-// lives through the other fleet's restarts as well as its own faults. The default 4 quarantined two splits of a schedule on a
-// machine at a load of 13; 16 stays well above a schedule's charges (its
+// lives through the other fleet's restarts as well as its own faults. The
+// default 4 quarantined two splits of a schedule on a machine at a load of
+// 13; 16 stays well above a schedule's charges (its
 // own steps, at most 4, and the other fleet's restarts while it runs) and
 // still ends a run that charges without end as Stalled, with its reason,
 // before copyDeadline when its takeovers come a lease or two apart.
