@@ -175,9 +175,8 @@ type leaderRig struct {
 	v       *worker.Env
 	pid     *actor.PID
 	reg     *prometheus.Registry
-	replies *actor.PID       // a recorder: StepDownReply lands here
-	live    wire.LiveMembers // the live members as the rig's presence messages tell them (send)
-	sent    wire.Members     // the last snapshot of live sent
+	replies *actor.PID   // a recorder: StepDownReply lands here
+	sent    wire.Members // the live members as the rig last told them (send, playing the watch)
 	mu      sync.Mutex
 	got     []any
 	planRev uint64
@@ -226,15 +225,7 @@ func (lr *leaderRig) send(msgs ...any) {
 // presence applies p to the live members the rig plays the watch's of,
 // and returns p carrying them.
 func (lr *leaderRig) presence(p wire.PresenceChanged) wire.PresenceChanged {
-	if lr.live == nil {
-		lr.live = wire.LiveMembers{}
-	}
-	if p.Deleted {
-		delete(lr.live, p.Instance)
-	} else {
-		lr.live[p.Instance] = wire.Member{Nonce: p.Nonce, MaxInFlight: p.MaxInFlight}
-	}
-	p.Live = wire.SnapshotMembers(lr.sent, lr.live, p.Instance)
+	p.Live = workertest.Presence(lr.sent, p.Instance, wire.Member{Nonce: p.Nonce, MaxInFlight: p.MaxInFlight}, !p.Deleted)
 	lr.sent = p.Live
 	return p
 }
@@ -242,13 +233,7 @@ func (lr *leaderRig) presence(p wire.PresenceChanged) wire.PresenceChanged {
 // join makes inst a live member of f with budget and session nonce, as a
 // PresenceChanged of the watch would.
 func (f *fleetView) join(inst string, budget uint32, nonce string) {
-	live := wire.LiveMembers{inst: {Nonce: nonce, MaxInFlight: budget}}
-	for m, p := range f.live.All() {
-		if m != inst {
-			live[m] = p
-		}
-	}
-	f.live = wire.SnapshotMembers(f.live, live, inst)
+	f.live = workertest.Presence(f.live, inst, wire.Member{Nonce: nonce, MaxInFlight: budget}, true)
 }
 
 // goLive plays the watch coming up: the plan record, w1's presence, live.

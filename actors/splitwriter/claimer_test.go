@@ -44,16 +44,8 @@ func (r *claimerRig) record(id coordination.SplitID, rev uint64, owner, nonce st
 // presence plays the watch telling of member inst's presence: nonce "" when
 // its key is gone.
 func (r *claimerRig) presence(inst, nonce string) {
-	live := wire.LiveMembers{}
-	for i, m := range r.sw.claims.members.All() {
-		live[i] = m
-	}
-	if nonce == "" {
-		delete(live, inst)
-	} else {
-		live[inst] = wire.Member{Nonce: nonce}
-	}
-	r.sw.claims.presence(wire.PresenceChanged{Instance: inst, Nonce: nonce, Deleted: nonce == "", Live: wire.SnapshotMembers(r.sw.claims.members, live, inst)})
+	live := workertest.Presence(r.sw.claims.members, inst, wire.Member{Nonce: nonce}, nonce != "")
+	r.sw.claims.presence(wire.PresenceChanged{Instance: inst, Nonce: nonce, Deleted: nonce == "", Live: live})
 }
 
 func (r *claimerRig) assign(ids ...coordination.SplitID) {
